@@ -1,0 +1,55 @@
+"""Input checks shared by the library: clear, specific errors for bad arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def check_logits(logits: np.ndarray, n_classes: int | None = None) -> np.ndarray:
+    """Return ``logits`` as a float64 (n_samples, n_classes) array or raise ValueError."""
+    arr = np.asarray(logits)
+    if arr.ndim != 2:
+        raise ValueError(f"logits must be 2-D (n_samples, n_classes), got shape {arr.shape}")
+    if arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise ValueError(f"logits must be non-empty, got shape {arr.shape}")
+    if n_classes is not None and arr.shape[1] != n_classes:
+        raise ValueError(f"logits have {arr.shape[1]} classes, the hierarchy has {n_classes} leaves")
+    if not np.issubdtype(arr.dtype, np.number):
+        raise ValueError(f"logits must be numeric, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64, copy=False)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        rows = np.flatnonzero(bad.any(axis=1))
+        raise ValueError(f"logits contain NaN or inf in {len(rows)} rows (first: row {int(rows[0])})")
+    return arr
+
+
+def check_labels(labels: np.ndarray, n_samples: int, n_classes: int) -> np.ndarray:
+    """Return integer labels of length ``n_samples`` in [0, n_classes) or raise ValueError."""
+    arr = np.asarray(labels)
+    if arr.ndim != 1 or arr.shape[0] != n_samples:
+        raise ValueError(f"labels must have shape ({n_samples},), got {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        if not np.issubdtype(arr.dtype, np.floating) or (arr != np.round(arr)).any():
+            raise ValueError(f"labels must be integers, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    out = (arr < 0) | (arr >= n_classes)
+    if out.any():
+        raise ValueError(
+            f"{int(out.sum())} labels out of range [0, {n_classes}) (first: {int(arr[out][0])})"
+        )
+    return arr
+
+
+def check_theta(theta: float) -> float:
+    theta = float(theta)
+    if not 0.0 <= theta <= 1.0:
+        raise ValueError(f"theta must lie in [0, 1], got {theta}")
+    return theta
+
+
+def check_node_probs(node_probs: np.ndarray, n_nodes: int) -> np.ndarray:
+    arr = np.asarray(node_probs)
+    if arr.ndim != 2 or arr.shape[1] != n_nodes:
+        raise ValueError(f"node_probs must have shape (n_samples, {n_nodes}), got {arr.shape}")
+    return arr
