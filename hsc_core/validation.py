@@ -42,6 +42,7 @@ def check_labels(labels: np.ndarray, n_samples: int, n_classes: int) -> np.ndarr
 
 
 def check_theta(theta: float) -> float:
+    """Return θ as a float in [0, 1] or raise ValueError."""
     theta = float(theta)
     if not 0.0 <= theta <= 1.0:
         raise ValueError(f"theta must lie in [0, 1], got {theta}")
@@ -49,7 +50,12 @@ def check_theta(theta: float) -> float:
 
 
 def check_node_probs(node_probs: np.ndarray, n_nodes: int) -> np.ndarray:
+    """Return a finite (n_samples, n_nodes) array or raise ValueError."""
     arr = np.asarray(node_probs)
     if arr.ndim != 2 or arr.shape[1] != n_nodes:
         raise ValueError(f"node_probs must have shape (n_samples, {n_nodes}), got {arr.shape}")
+    if arr.shape[0] == 0:
+        raise ValueError("node_probs has no samples")
+    if not np.isfinite(arr).all():
+        raise ValueError("node_probs contain NaN or inf")
     return arr

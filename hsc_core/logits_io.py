@@ -1,0 +1,320 @@
+"""Cached model outputs on disk: one compressed ``.npz`` per model plus a JSON manifest.
+
+File format (``FORMAT_VERSION``):
+
+* ``<stem>.npz`` (``np.savez_compressed``, no pickles) holds
+  ``logits`` (N, C) float16 by default, ``labels`` (N,) int16/int32 class indices,
+  ``sample_ids`` (N,) str (e.g. image file names) and, optionally, ``sources`` (N,) str
+  (a per-sample data-source tag).
+* ``<stem>.json`` sits beside it. This manifest gives the model, weights, preprocessing, dataset,
+  n_samples, n_classes, top1, top1 per source, dtype, device, date, library versions and
+  the format version.
+
+Both files are written atomically: a temporary file in the same directory, fsync, then
+``os.replace``. A crash mid-write leaves the previous file intact, never a truncated one.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import tempfile
+import zipfile
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+FORMAT_VERSION = "hsc-logits/1"
+REQUIRED_ARRAYS = ("logits", "labels", "sample_ids")
+# Keys the writer computes from the arrays; a manifest that disagrees with them is rejected.
+_CHECKED_KEYS = ("n_samples", "n_classes")
+
+
+class LogitsFileError(ValueError):
+    """A cached-logits file is missing, corrupt or inconsistent."""
+
+
+@dataclass(frozen=True, eq=False)
+class LogitsBundle:
+    """The arrays and manifest of one cached-logits file.
+
+    Attributes
+    ----------
+    logits : float32 (or float64) array of shape (N, C).
+    labels : int64 array of shape (N,), values in [0, C).
+    sample_ids : str array of shape (N,).
+    sources : str array of shape (N,), or None when the file has no source tags.
+    manifest : the JSON manifest ({} when the file has none).
+    name : the file's stem, normally the model name.
+    """
+
+    logits: np.ndarray
+    labels: np.ndarray
+    sample_ids: np.ndarray
+    sources: np.ndarray | None
+    manifest: dict = field(default_factory=dict)
+    name: str = ""
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.logits.shape[0])
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.logits.shape[1])
+
+    def top1(self) -> float:
+        """Top-1 accuracy of the stored logits."""
+        return top1_accuracy(self.logits, self.labels)
+
+    def top1_per_source(self) -> dict[str, float]:
+        """Top-1 accuracy within each source tag ({} without tags)."""
+        return top1_per_source(self.logits, self.labels, self.sources)
+
+
+def manifest_path(path: str | os.PathLike) -> Path:
+    """The manifest that belongs to a ``.npz`` file: same directory and stem, ``.json``."""
+    return Path(path).with_suffix(".json")
+
+
+def top1_accuracy(logits: np.ndarray, labels: np.ndarray) -> float:
+    """Fraction of rows whose arg-max equals the label (nan for no rows)."""
+    if len(labels) == 0:
+        return float("nan")
+    return float((np.asarray(logits).argmax(axis=1) == np.asarray(labels)).mean())
+
+
+def top1_per_source(logits: np.ndarray, labels: np.ndarray, sources: np.ndarray | None) -> dict[str, float]:
+    """Top-1 accuracy for each distinct source tag, in sorted tag order."""
+    if sources is None:
+        return {}
+    sources = np.asarray(sources)
+    correct = np.asarray(logits).argmax(axis=1) == np.asarray(labels)
+    return {str(s): float(correct[sources == s].mean()) for s in sorted(set(sources.tolist()))}
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of the libraries that shape the numbers, for the manifest."""
+    versions = {"python": platform.python_version(), "numpy": np.__version__}
+    for mod in ("torch", "timm", "torchvision", "PIL"):
+        try:
+            versions[mod if mod != "PIL" else "pillow"] = __import__(mod).__version__
+        except ImportError:
+            pass
+    return versions
+
+
+# ---------------------------------------------------------------------------- writing
+def _atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> None:
+    """Write through ``write(fileobj)`` to a temp file beside ``path``, fsync, rename over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        # Also on KeyboardInterrupt: the old file stays and no temp file is left behind.
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    # Make the rename itself durable; not every platform can open a directory.
+    try:
+        dfd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
+
+
+def write_npz_atomic(path: str | os.PathLike, **arrays: np.ndarray) -> None:
+    """``np.savez_compressed`` to ``path``, atomically."""
+    _atomic_write(Path(path), lambda fh: np.savez_compressed(fh, **arrays))
+
+
+def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
+    """Pretty JSON to ``path``, atomically."""
+    text = json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+    _atomic_write(Path(path), lambda fh: fh.write(text.encode("utf-8")))
+
+
+def _label_dtype(labels: np.ndarray) -> type:
+    # int16 suffices for ImageNet (1000 classes); iNat21's 10,000 also fit, larger sets need int32.
+    return np.int16 if labels.size == 0 or labels.max() < np.iinfo(np.int16).max else np.int32
+
+
+def save_logits(
+    path: str | os.PathLike,
+    logits: np.ndarray,
+    labels: np.ndarray,
+    sample_ids: Sequence[str] | np.ndarray,
+    sources: Sequence[str] | np.ndarray | None = None,
+    manifest: Mapping[str, Any] | None = None,
+    dtype: str = "float16",
+) -> Path:
+    """Write ``<path>`` (.npz) and its manifest ``<stem>.json`` atomically; return the npz path.
+
+    ``manifest`` holds the caller's descriptive fields (model, weights, preprocessing, dataset,
+    device, …). The writer adds n_samples, n_classes, top1, top1_per_source, dtype, date,
+    versions and format, computed from the arrays. Raises LogitsFileError for inconsistent
+    inputs, including logits that overflow ``dtype``.
+    """
+    path = Path(path)
+    if path.suffix != ".npz":
+        raise LogitsFileError(f"cached logits must be a .npz file, got {path.name!r}")
+    arrays = _check_arrays(
+        np.asarray(logits), np.asarray(labels), np.asarray(sample_ids),
+        None if sources is None else np.asarray(sources), str(path),
+    )
+    logits_arr, labels_arr, ids_arr, src_arr = arrays
+    stored = logits_arr.astype(dtype)
+    if not np.isfinite(stored).all():
+        raise LogitsFileError(f"{path}: logits overflow {dtype}; save with dtype='float32'")
+    out = {
+        "logits": stored,
+        "labels": labels_arr.astype(_label_dtype(labels_arr)),
+        "sample_ids": ids_arr.astype(str),
+    }
+    if src_arr is not None:
+        out["sources"] = src_arr.astype(str)
+    meta: dict[str, Any] = dict(manifest or {})
+    meta.update(
+        n_samples=int(stored.shape[0]),
+        n_classes=int(stored.shape[1]),
+        # Accuracy of the stored (rounded) logits, so a reader recomputing it gets the same number.
+        top1=top1_accuracy(stored, labels_arr),
+        top1_per_source=top1_per_source(stored, labels_arr, src_arr),
+        dtype=str(stored.dtype),
+        format=FORMAT_VERSION,
+    )
+    meta.setdefault("date", _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    meta.setdefault("versions", library_versions())
+    write_npz_atomic(path, **out)
+    write_json_atomic(manifest_path(path), meta)
+    return path
+
+
+# ---------------------------------------------------------------------------- reading
+def _check_arrays(
+    logits: np.ndarray, labels: np.ndarray, ids: np.ndarray, sources: np.ndarray | None, where: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """Validate shapes, dtypes and values; return (logits float, labels int64, ids, sources)."""
+    if logits.ndim != 2:
+        raise LogitsFileError(f"{where}: logits must be 2-D (n_samples, n_classes), got shape {logits.shape}")
+    n, c = logits.shape
+    if c == 0:
+        raise LogitsFileError(f"{where}: logits have 0 classes")
+    if not (np.issubdtype(logits.dtype, np.floating) or np.issubdtype(logits.dtype, np.integer)):
+        raise LogitsFileError(f"{where}: logits must be numeric, got dtype {logits.dtype}")
+    logits = logits.astype(np.float64 if logits.dtype == np.float64 else np.float32, copy=False)
+    finite = np.isfinite(logits)
+    if not finite.all():
+        rows = np.flatnonzero(~finite.all(axis=1))
+        kind = "NaN" if np.isnan(logits).any() else "inf"
+        raise LogitsFileError(f"{where}: logits contain {kind} in {len(rows)} rows (first: row {int(rows[0])})")
+    if labels.ndim != 1 or labels.shape[0] != n:
+        raise LogitsFileError(f"{where}: labels must have shape ({n},) to match logits, got {labels.shape}")
+    if labels.size and not np.issubdtype(labels.dtype, np.integer):
+        raise LogitsFileError(f"{where}: labels must be integers, got dtype {labels.dtype}")
+    labels = labels.astype(np.int64)
+    bad = (labels < 0) | (labels >= c)
+    if bad.any():
+        raise LogitsFileError(
+            f"{where}: {int(bad.sum())} labels out of range [0, {c}) (first: {int(labels[bad][0])} "
+            f"at row {int(np.flatnonzero(bad)[0])})"
+        )
+    if ids.ndim != 1 or ids.shape[0] != n:
+        raise LogitsFileError(f"{where}: sample_ids must have shape ({n},) to match logits, got {ids.shape}")
+    if len(set(ids.tolist())) != n:
+        raise LogitsFileError(f"{where}: sample_ids are not unique")
+    if sources is not None and (sources.ndim != 1 or sources.shape[0] != n):
+        raise LogitsFileError(f"{where}: sources must have shape ({n},) to match logits, got {sources.shape}")
+    return logits, labels, ids, sources
+
+
+def _read_manifest(path: Path) -> dict:
+    mpath = manifest_path(path)
+    if not mpath.exists():
+        return {}
+    try:
+        data = json.loads(mpath.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LogitsFileError(f"{mpath}: manifest is not valid JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise LogitsFileError(f"{mpath}: manifest must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+def load_logits(path: str | os.PathLike, require_manifest: bool = False) -> LogitsBundle:
+    """Read and validate a cached-logits file and its manifest.
+
+    Raises LogitsFileError with a specific message when the file is missing, is not an npz, is
+    truncated or corrupt, lacks an array, has wrong shapes, NaN/inf logits or out-of-range labels,
+    or when its manifest is malformed or disagrees with the arrays.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise LogitsFileError(f"cached logits file {path} not found")
+    try:
+        with path.open("rb") as fh:
+            magic = fh.read(4)
+    except OSError as exc:
+        raise LogitsFileError(f"{path}: cannot open ({exc})") from exc
+    # An npz is a zip archive; anything else would reach np.load's pickle fallback.
+    if not magic.startswith(b"PK"):
+        what = "empty" if not magic else "a .npy array" if magic.startswith(b"\x93NUM") else "not a zip archive"
+        raise LogitsFileError(f"{path}: not a valid .npz file ({what})")
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            missing = [k for k in REQUIRED_ARRAYS if k not in npz.files]
+            if missing:
+                raise LogitsFileError(f"{path}: missing arrays {missing} (has {sorted(npz.files)})")
+            # Reading inside the try: a damaged member only fails when it is decompressed.
+            logits, labels, ids = (npz[k] for k in REQUIRED_ARRAYS)
+            sources = npz["sources"] if "sources" in npz.files else None
+    except LogitsFileError:
+        raise
+    except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
+        raise LogitsFileError(f"{path}: not a valid .npz (truncated or corrupt zip: {exc})") from exc
+    except (ValueError, OSError) as exc:
+        raise LogitsFileError(f"{path}: cannot read as .npz ({type(exc).__name__}: {exc})") from exc
+    logits, labels, ids, sources = _check_arrays(logits, labels, ids, sources, str(path))
+    manifest = _read_manifest(path)
+    if require_manifest and not manifest:
+        raise LogitsFileError(f"{path}: manifest {manifest_path(path).name} not found")
+    actual = {"n_samples": logits.shape[0], "n_classes": logits.shape[1]}
+    for key in _CHECKED_KEYS:
+        if key in manifest and manifest[key] != actual[key]:
+            raise LogitsFileError(
+                f"{path}: manifest says {key}={manifest[key]!r} but the arrays have {actual[key]}"
+            )
+    fmt = manifest.get("format")
+    if fmt is not None and fmt != FORMAT_VERSION:
+        raise LogitsFileError(f"{path}: unsupported format {fmt!r} (this reader knows {FORMAT_VERSION!r})")
+    return LogitsBundle(logits, labels, ids, sources, manifest, path.stem)
+
+
+def list_cached_logits(directory: str | os.PathLike) -> list[Path]:
+    """The ``.npz`` files directly in ``directory``, sorted by name (temp and partial files skipped)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.glob("*.npz") if p.is_file() and not p.name.startswith("."))
