@@ -20,7 +20,7 @@ def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
 
     Returns
     -------
-    probs : float64 array of shape (n_samples, n_classes)
+    probs : array of shape (n_samples, n_classes); float32 for float16/32 input, else float64
     """
     logits = check_logits(logits)
     if not np.isfinite(temperature) or temperature <= 0:

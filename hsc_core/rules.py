@@ -65,6 +65,99 @@ class DecisionPaths:
                 np.take_along_axis(self.values, k, axis=1)[:, 0])
 
 
+def _best_in_columns(probs: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """Per row, the column of ``columns`` with the highest probability (lowest index on ties)."""
+    columns = np.sort(columns)
+    if columns[-1] - columns[0] + 1 == columns.size:
+        block = probs[:, columns[0]: columns[-1] + 1]  # contiguous: a view, no copy
+    else:
+        block = probs[:, columns]
+    return columns[block.argmax(axis=1)]
+
+
+def argmax_leaf(hierarchy: Hierarchy, node_probs: np.ndarray) -> np.ndarray:
+    """Most probable leaf per sample (first index on ties, as torch). Shape (n_samples,)."""
+    return node_probs[:, : hierarchy.n_leaves].argmax(axis=1)
+
+
+def _candidates(hierarchy: Hierarchy, probs: np.ndarray, rule: str, leaf: np.ndarray) -> np.ndarray:
+    """(n_samples, n_candidates) candidate node sequence of ``rule``.
+
+    Jumping's layers and Max-Coverage's leaf level also hold other leaves, but none of them
+    beats the argmax leaf (the first candidate), so they can never be chosen and are skipped.
+    """
+    n = probs.shape[0]
+    internal = np.arange(hierarchy.n_leaves, hierarchy.n_nodes)
+    if rule == "selective":
+        return np.stack([leaf, np.full(n, hierarchy.root)], axis=1)
+    if rule == "climbing":
+        return hierarchy.leaf_paths[leaf]
+    if rule == "jumping":
+        height = hierarchy.max_depth - hierarchy.depth[internal]
+        groups = [internal[height == h] for h in range(1, hierarchy.max_depth + 1)]
+    elif rule == "max_coverage":
+        counts = hierarchy.leaf_count[internal]
+        groups = [internal[counts == c] for c in np.unique(counts)]
+    else:
+        raise ValueError(f"unknown rule {rule!r}; choose one of {', '.join(RULES)}")
+    return np.stack([leaf] + [_best_in_columns(probs, g) for g in groups if g.size], axis=1)
+
+
+def _compress(cand: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Keep candidates that beat every earlier one, packed left and padded with the last."""
+    n = cand.shape[0]
+    is_record = np.ones(vals.shape, dtype=bool)
+    is_record[:, 1:] = vals[:, 1:] > np.maximum.accumulate(vals, axis=1)[:, :-1]
+    lengths = is_record.sum(axis=1)
+    width = int(lengths.max())
+    rows, cols = np.nonzero(is_record)
+    slots = (np.cumsum(is_record, axis=1) - 1)[rows, cols]
+    nodes = np.empty((n, width), dtype=cand.dtype)
+    values = np.empty((n, width), dtype=vals.dtype)
+    nodes[rows, slots] = cand[rows, cols]
+    values[rows, slots] = vals[rows, cols]
+    pad = np.arange(width)[None, :] >= lengths[:, None]
+    if pad.any():
+        last = lengths - 1
+        r = np.arange(n)
+        nodes = np.where(pad, nodes[r, last][:, None], nodes)
+        values = np.where(pad, values[r, last][:, None], values)
+    return nodes, values, lengths
+
+
+def decision_paths(
+    hierarchy: Hierarchy,
+    node_probs: np.ndarray,
+    rule: Rule,
+    leaf: np.ndarray | None = None,
+) -> DecisionPaths:
+    """Compress ``rule``'s candidate sequences into records.
+
+    node_probs: (n_samples, n_nodes) from ``probabilities.node_probabilities``.
+    leaf: optional precomputed ``argmax_leaf`` (saves a pass when building several rules).
+    """
+    probs = check_node_probs(node_probs, hierarchy.n_nodes)
+    if leaf is None:
+        leaf = argmax_leaf(hierarchy, probs)
+    cand = _candidates(hierarchy, probs, rule, leaf)
+    vals = np.take_along_axis(probs, cand, axis=1)
+    if not np.isfinite(vals).all():
+        raise ValueError("node_probs contain NaN or inf")
+    # As the authors' RC code: float sums may exceed 1, so clip, and the root is exactly 1.0.
+    # Rounding snaps float-summation noise (0.1 + 0.1 + 0.7 < 0.9) so decimal θ tie as intended.
+    vals = np.round(np.minimum(vals, 1.0), 12)
+    vals[cand == hierarchy.root] = 1.0
+    nodes, values, lengths = _compress(cand, vals)
+    return DecisionPaths(rule=rule, nodes=nodes, values=values, lengths=lengths)
+
+
+def predict(self, theta: float) -> tuple[np.ndarray, np.ndarray]:
+        """(nodes, confidences) chosen at θ, each of shape (n_samples,)."""
+        k = self.record_index(theta)[:, None]
+        return (np.take_along_axis(self.nodes, k, axis=1)[:, 0],
+                np.take_along_axis(self.values, k, axis=1)[:, 0])
+
+
 def _prepared_probs(hierarchy: Hierarchy, node_probs: np.ndarray) -> np.ndarray:
     # As the authors' RC code: float sums may exceed 1, so clip; the root is exactly 1.0.
     probs = np.minimum(check_node_probs(node_probs, hierarchy.n_nodes), 1.0)

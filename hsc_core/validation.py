@@ -6,7 +6,10 @@ import numpy as np
 
 
 def check_logits(logits: np.ndarray, n_classes: int | None = None) -> np.ndarray:
-    """Return ``logits`` as a float64 (n_samples, n_classes) array or raise ValueError."""
+    """Return ``logits`` as a float (n_samples, n_classes) array or raise ValueError.
+
+    float16/float32 become float32 (halves the memory at ImageNet scale); others float64.
+    """
     arr = np.asarray(logits)
     if arr.ndim != 2:
         raise ValueError(f"logits must be 2-D (n_samples, n_classes), got shape {arr.shape}")
@@ -16,7 +19,8 @@ def check_logits(logits: np.ndarray, n_classes: int | None = None) -> np.ndarray
         raise ValueError(f"logits have {arr.shape[1]} classes, the hierarchy has {n_classes} leaves")
     if not np.issubdtype(arr.dtype, np.number):
         raise ValueError(f"logits must be numeric, got dtype {arr.dtype}")
-    arr = arr.astype(np.float64, copy=False)
+    small = arr.dtype in (np.float16, np.float32)
+    arr = arr.astype(np.float32 if small else np.float64, copy=False)
     bad = ~np.isfinite(arr)
     if bad.any():
         rows = np.flatnonzero(bad.any(axis=1))
@@ -50,12 +54,11 @@ def check_theta(theta: float) -> float:
 
 
 def check_node_probs(node_probs: np.ndarray, n_nodes: int) -> np.ndarray:
-    """Return a finite (n_samples, n_nodes) array or raise ValueError."""
+    """Return a non-empty (n_samples, n_nodes) array or raise ValueError (finiteness is checked
+    on the values a rule actually reads)."""
     arr = np.asarray(node_probs)
     if arr.ndim != 2 or arr.shape[1] != n_nodes:
         raise ValueError(f"node_probs must have shape (n_samples, {n_nodes}), got {arr.shape}")
     if arr.shape[0] == 0:
         raise ValueError("node_probs has no samples")
-    if not np.isfinite(arr).all():
-        raise ValueError("node_probs contain NaN or inf")
     return arr

@@ -1,0 +1,331 @@
+"""Optimal threshold algorithm (paper §5, Algorithms 2–3), Theorem 1's ε, and the repeated
+calibration/test-split evaluation (definitions §6).
+
+Climbing at θ is hierarchically correct iff θ > the largest probability of a *wrong* node on the
+sample's path ("last incorrect"). Every quantity here is derived from that one number per sample,
+which is why thousands of random splits take seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, stats
+
+from .curves import hierarchical_rc_curve
+from .hierarchy import Hierarchy
+from .risk import hierarchical_correctness
+from .rules import DecisionPaths, decision_paths
+from .validation import check_labels
+
+QuantileMethod = Literal["order_statistic", "quantile"]
+
+
+def climbing_tight_thresholds(
+    hierarchy: Hierarchy, node_probs: np.ndarray, labels: np.ndarray, eps_tight: float = 1e-6
+) -> np.ndarray:
+    """Per-sample minimal θ at which Climbing is correct (the authors' formula, §6.1).
+
+    θ_i = last_incorrect + eps_tight·(f_LCA − last_incorrect), and 0 when the argmax leaf is right.
+    Uses the raw (unclipped) probabilities, as the authors' threshold code. Shape (n_samples,).
+    """
+    probs = np.asarray(node_probs)
+    labels = check_labels(labels, probs.shape[0], hierarchy.n_leaves)
+    leaf = probs[:, : hierarchy.n_leaves].argmax(axis=1)
+    rows = np.arange(probs.shape[0])
+    first_correct = probs[rows, hierarchy.lca(leaf, labels)]
+    path = np.take_along_axis(probs, hierarchy.leaf_paths[leaf], axis=1)
+    last_incorrect = np.where(path >= first_correct[:, None], 0.0, path).max(axis=1)
+    theta = last_incorrect + eps_tight * (first_correct - last_incorrect)
+    return np.where(leaf == labels, 0.0, theta)
+
+
+def selective_thresholds(hierarchy: Hierarchy, node_probs: np.ndarray, labels: np.ndarray, eps_tight: float = 1e-6) -> np.ndarray:
+    """Selective's per-sample minimal correct θ: p_max + eps_tight if the top leaf is wrong, else 0."""
+    probs = np.asarray(node_probs)[:, : hierarchy.n_leaves]
+    labels = check_labels(labels, probs.shape[0], hierarchy.n_leaves)
+    leaf = probs.argmax(axis=1)
+    return np.where(leaf == labels, 0.0, probs.max(axis=1) + eps_tight)
+
+
+def last_incorrect_values(hierarchy: Hierarchy, paths: DecisionPaths, labels: np.ndarray) -> np.ndarray:
+    """Largest record value of a wrong node per sample; −inf when the first record is right.
+
+    The rule is correct at θ iff θ > this value (for Climbing, whose path is monotone in correctness).
+    """
+    correct = hierarchical_correctness(hierarchy, paths.nodes, labels[:, None])
+    return np.where(correct, -np.inf, paths.values).max(axis=1)
+
+
+def select_threshold(sample_thresholds: np.ndarray, alpha: float, method: QuantileMethod = "order_statistic") -> float:
+    """θ̂ from calibration thresholds θ_1…θ_n.
+
+    ``"order_statistic"``: the paper's θ_(⌈(n+1)(1−α)⌉), and 1.0 when that index exceeds n.
+    ``"quantile"``: the authors' code, ``numpy.quantile(θ, 1−α)`` (linear interpolation).
+    """
+    t = np.asarray(sample_thresholds, dtype=float)
+    if t.ndim != 1 or t.size == 0:
+        raise ValueError("sample_thresholds must be a non-empty 1-D array")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
+    if method == "quantile":
+        return float(np.quantile(t, 1.0 - alpha))
+    if method != "order_statistic":
+        raise ValueError(f"unknown method {method!r}; use 'order_statistic' or 'quantile'")
+    k = int(np.ceil((t.size + 1) * (1.0 - alpha) - 1e-9))
+    return 1.0 if k > t.size else float(np.partition(t, k - 1)[k - 1])
+
+
+# ---------------------------------------------------------------------------------------------
+# Theorem 1: C(n, α) ~ Beta(k, n+1−k) with k = ⌈(n+1)(1−α)⌉; ε is the half-width around 1−α
+# that holds C with probability ≥ 1−δ.
+
+
+def _coverage_mass(n: int, alpha: float, epsilon: float) -> float:
+    """P(|C − (1−α)| ≤ ε) for the Beta law of the marginal coverage."""
+    k = int(np.ceil((n + 1) * (1.0 - alpha) - 1e-9))
+    if k > n:  # (n+1)α < 1: θ̂ = 1 and C = 1 surely
+        return 1.0 if epsilon >= alpha else 0.0
+    dist = stats.beta(k, n + 1 - k)
+    return float(dist.cdf(1.0 - alpha + epsilon) - dist.cdf(1.0 - alpha - epsilon))
+
+
+def _check(alpha: float | None, n: int | None, epsilon: float | None, delta: float | None) -> None:
+    if alpha is not None and not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
+    if n is not None and (int(n) != n or n < 1):
+        raise ValueError(f"n must be a positive integer, got {n}")
+    if epsilon is not None and not 0.0 < epsilon < 1.0:
+        raise ValueError(f"epsilon must lie in (0, 1), got {epsilon}")
+    if delta is not None and not 0.0 < delta < 1.0:
+        raise ValueError(f"delta must lie in (0, 1), got {delta}")
+
+
+def theorem1_epsilon(n: int, alpha: float, delta: float) -> float:
+    """Smallest ε with P(|C − (1−α)| ≤ ε) ≥ 1−δ (paper Theorem 1 / appendix D)."""
+    _check(alpha, n, None, delta)
+    k = int(np.ceil((n + 1) * (1.0 - alpha) - 1e-9))
+    if k > n:
+        return float(alpha)
+    f = lambda e: _coverage_mass(n, alpha, e) - (1.0 - delta)  # noqa: E731
+    return float(optimize.brentq(f, 1e-12, 1.0, xtol=1e-12))
+
+
+def theorem1_delta(n: int, alpha: float, epsilon: float) -> float:
+    """δ = P(|C − (1−α)| > ε)."""
+    _check(alpha, n, epsilon, None)
+    return float(min(max(1.0 - _coverage_mass(n, alpha, epsilon), 0.0), 1.0))
+
+
+def theorem1_n(alpha: float, epsilon: float, delta: float, n_max: int = 10_000_000) -> int:
+    """Smallest calibration size n whose ε(n, α, δ) ≤ ε."""
+    _check(alpha, None, epsilon, delta)
+    ok = lambda n: theorem1_epsilon(n, alpha, delta) <= epsilon  # noqa: E731
+    hi = 1
+    while not ok(hi):
+        hi *= 2
+        if hi > n_max:
+            raise ValueError(f"no n ≤ {n_max} reaches ε = {epsilon} at α = {alpha}, δ = {delta}")
+    lo = hi // 2
+    while hi - lo > 1:  # ε(n) decreases in n up to discreteness; bisection finds the boundary
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi
+
+
+def theorem1_alpha(n: int, epsilon: float, delta: float) -> float:
+    """Largest α ≤ 0.5 (the lowest target accuracy 1−α) whose ε(n, α, δ) ≤ ε.
+
+    Small α concentrates C near 1, so ε shrinks as the target rises.
+    """
+    _check(None, n, epsilon, delta)
+    ok = lambda a: theorem1_epsilon(n, a, delta) <= epsilon  # noqa: E731
+    lo, hi = 1e-9, 0.5
+    if ok(hi):
+        return hi
+    if not ok(lo):
+        raise ValueError(f"no α reaches ε = {epsilon} with n = {n}, δ = {delta}")
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
+def solve_theorem1(
+    alpha: float | None = None,
+    n: int | None = None,
+    epsilon: float | None = None,
+    delta: float | None = None,
+) -> dict[str, float]:
+    """Given three of (α, n, ε, δ), solve for the fourth. Returns all four."""
+    given = {"alpha": alpha, "n": n, "epsilon": epsilon, "delta": delta}
+    missing = [k for k, v in given.items() if v is None]
+    if len(missing) != 1:
+        raise ValueError(f"give exactly three of alpha, n, epsilon, delta (missing: {missing or 'none'})")
+    if alpha is None:
+        alpha = theorem1_alpha(int(n), epsilon, delta)
+    elif n is None:
+        n = theorem1_n(alpha, epsilon, delta)
+    elif epsilon is None:
+        epsilon = theorem1_epsilon(int(n), alpha, delta)
+    else:
+        delta = theorem1_delta(int(n), alpha, epsilon)
+    return {"alpha": float(alpha), "n": int(n), "epsilon": float(epsilon), "delta": float(delta)}
+
+
+def optimal_threshold(
+    hierarchy: Hierarchy,
+    node_probs: np.ndarray,
+    labels: np.ndarray,
+    alpha: float,
+    method: QuantileMethod = "order_statistic",
+) -> float:
+    """Algorithm 2: θ̂ for Climbing from a calibration set so that accuracy ≥ 1−α (marginally)."""
+    return select_threshold(climbing_tight_thresholds(hierarchy, node_probs, labels), alpha, method)
+
+
+# ---------------------------------------------------------------------------------------------
+# Repeated random calibration/test splits.
+
+
+def stratified_split_sampler(labels: np.ndarray, n_cal: int, seed: int = 0) -> Callable[[], np.ndarray]:
+    """Return a function drawing calibration indices: ``n_cal`` samples with the class mix of ``labels``.
+
+    Per-class quotas use largest remainders (sums to exactly n_cal). Each draw costs one argsort.
+    """
+    labels = np.asarray(labels)
+    n = labels.size
+    if not 0 < n_cal < n:
+        raise ValueError(f"n_cal must lie in (0, {n}), got {n_cal}")
+    classes, counts = np.unique(labels, return_counts=True)
+    exact = counts * n_cal / n
+    quota = np.floor(exact).astype(int)
+    extra = np.argsort(-(exact - quota), kind="stable")[: n_cal - quota.sum()]
+    quota[extra] += 1
+    # Class-by-slot table of sample indices (padded); a draw shuffles each row and keeps the
+    # first quota[c] slots — many small sorts are much faster than one argsort over all samples.
+    by_class = np.argsort(np.searchsorted(classes, labels), kind="stable")
+    width = int(counts.max())
+    slot = np.arange(by_class.size) - np.repeat(np.r_[0, np.cumsum(counts)[:-1]], counts)
+    members = np.full((classes.size, width), -1, dtype=np.int64)
+    members[np.repeat(np.arange(classes.size), counts), slot] = by_class
+    padding = members < 0
+    keep = np.arange(width)[None, :] < quota[:, None]
+    rng = np.random.default_rng(seed)
+
+    def draw() -> np.ndarray:
+        keys = rng.random(members.shape)
+        keys[padding] = 2.0
+        return np.take_along_axis(members, keys.argsort(axis=1), axis=1)[keep]
+
+    return draw
+
+
+def crc_threshold_from_last_incorrect(last_incorrect: np.ndarray, alpha: float) -> float:
+    """Conformal risk control (B = 1) for Climbing's 0/1 loss: inf{θ : (n·R̂(θ) + 1)/(n+1) ≤ α}.
+
+    R̂(θ) is the fraction of calibration samples with last_incorrect ≥ θ. Assumption (the paper
+    gives no specification; definitions §6.6).
+    """
+    li = np.asarray(last_incorrect, float)
+    n = li.size
+    allowed = int(np.floor(alpha * (n + 1) - 1 + 1e-9))  # errors tolerated on the calibration set
+    if allowed < 0:
+        return 1.0
+    wrong = np.sort(li[np.isfinite(li)])[::-1]
+    if allowed >= wrong.size:
+        return 0.0
+    return float(min(np.nextafter(wrong[allowed], np.inf), 1.0))
+
+
+def repeated_split_evaluation(
+    hierarchy: Hierarchy,
+    node_probs: np.ndarray,
+    labels: np.ndarray,
+    alphas: Sequence[float],
+    n_cal: int,
+    n_reps: int = 1000,
+    seed: int = 0,
+    method: QuantileMethod = "order_statistic",
+    baselines: Sequence[str] = ("crc",),
+    progress: Callable[[float], None] | None = None,
+) -> pd.DataFrame:
+    """Repeat: draw a stratified calibration set of ``n_cal``, fit each method, test on the rest.
+
+    Methods: ``"hsc"`` (Algorithm 2 with Climbing, always), ``"crc"`` (conformal risk control)
+    and ``"darts"`` (slow: a 25-step bisection with a full prediction pass per step).
+    Returns one row per (rep, alpha, method): threshold, test accuracy, test coverage.
+    """
+    from .baselines import darts_lambda, darts_predict  # local: baselines imports this module
+
+    probs = np.asarray(node_probs)
+    labels = check_labels(labels, probs.shape[0], hierarchy.n_leaves)
+    unknown = set(baselines) - {"crc", "darts"}
+    if unknown:
+        raise ValueError(f"unknown baselines {sorted(unknown)}; choose from 'crc', 'darts'")
+    n = labels.size
+    paths = decision_paths(hierarchy, probs, "climbing")
+    tight = climbing_tight_thresholds(hierarchy, probs, labels)
+    last_incorrect = last_incorrect_values(hierarchy, paths, labels)
+    li_sorted = np.sort(last_incorrect)
+    curve = hierarchical_rc_curve(hierarchy, probs, labels, "climbing", paths=paths)
+    coverage_sum = curve.coverage * n
+    node_cov = hierarchy.coverage
+    draw = stratified_split_sampler(labels, n_cal, seed)
+    n_test = n - n_cal
+    rows: list[tuple] = []
+
+    for rep in range(n_reps):
+        cal = draw()
+        cal_tight, cal_li = tight[cal], last_incorrect[cal]
+        cal_paths = DecisionPaths("climbing", paths.nodes[cal], paths.values[cal], paths.lengths[cal])
+        for alpha in alphas:
+            fits = [("hsc", select_threshold(cal_tight, alpha, method))]
+            if "crc" in baselines:
+                fits.append(("crc", crc_threshold_from_last_incorrect(cal_li, alpha)))
+            for name, theta in fits:
+                # Test = all − calibration, from the global sorted events (no pass over the test set).
+                correct_all = np.searchsorted(li_sorted, theta, side="left")
+                correct_cal = int((cal_li < theta).sum())
+                cov_all = coverage_sum[curve.index_at(theta)]
+                cov_cal = node_cov[cal_paths.predict(theta)[0]].sum()
+                rows.append((rep, alpha, name, theta, (correct_all - correct_cal) / n_test, (cov_all - cov_cal) / n_test))
+            if "darts" in baselines:
+                test = np.setdiff1d(np.arange(n), cal, assume_unique=True)
+                lam = darts_lambda(hierarchy, probs[cal], labels[cal], alpha)
+                pred = darts_predict(hierarchy, probs[test], lam)
+                rows.append((rep, alpha, "darts", lam,
+                             float(hierarchical_correctness(hierarchy, pred, labels[test]).mean()),
+                             float(node_cov[pred].mean())))
+        if progress is not None:
+            progress((rep + 1) / n_reps)
+    return pd.DataFrame(rows, columns=["rep", "alpha", "method", "threshold", "accuracy", "coverage"])
+
+
+def summarize_repetitions(results: pd.DataFrame, epsilon: dict[float, float] | float | None = None) -> pd.DataFrame:
+    """Per (alpha, method): target, mean/std accuracy and coverage, both error definitions, and the
+    fraction of repetitions with |accuracy − target| ≤ ε (when ε is given, per α or one value).
+
+    ``acc_err_of_mean`` is the authors' |target − mean accuracy|; ``mean_abs_err`` the paper's wording.
+    """
+    df = results.copy()
+    df["target"] = 1.0 - df["alpha"]
+    df["abs_err"] = (df["accuracy"] - df["target"]).abs()
+    if epsilon is not None:
+        eps = df["alpha"].map(epsilon) if isinstance(epsilon, dict) else float(epsilon)
+        df["inside"] = df["abs_err"] <= eps
+    g = df.groupby(["alpha", "method"], sort=True)
+    out = g.agg(
+        target=("target", "first"),
+        accuracy_mean=("accuracy", "mean"),
+        accuracy_std=("accuracy", "std"),
+        coverage_mean=("coverage", "mean"),
+        coverage_std=("coverage", "std"),
+        mean_abs_err=("abs_err", "mean"),
+        **({"fraction_inside_eps": ("inside", "mean")} if epsilon is not None else {}),
+    ).reset_index()
+    out.insert(4, "acc_err_of_mean", (out["target"] - out["accuracy_mean"]).abs())
+    return out
