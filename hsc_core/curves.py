@@ -121,7 +121,7 @@ def hierarchical_rc_curve(
         return curve
     grid = rounded_threshold_grid(node_probs, dec)
     # Compare in the probabilities' precision, as the authors' θ are rounded copies of them.
-    k = np.searchsorted(events, grid.astype(paths.values.dtype), side="left")
+    k = np.searchsorted(events, grid.astype(np.asarray(node_probs).dtype).astype(np.float64), side="left")
     return RCCurve(rule, loss, coverage[k], curve.risk[k], grid, events)
 
 

@@ -111,11 +111,22 @@ def library_versions() -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------------- writing
+def _read_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
 def _atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> None:
     """Write through ``write(fileobj)`` to a temp file beside ``path``, fsync, rename over ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        # mkstemp creates 0600; give the file the permissions a plain open() would.
+        os.chmod(tmp, 0o666 & ~_UMASK)
         with os.fdopen(fd, "wb") as fh:
             write(fh)
             fh.flush()
@@ -185,7 +196,8 @@ def save_logits(
         None if sources is None else np.asarray(sources), str(path),
     )
     logits_arr, labels_arr, ids_arr, src_arr = arrays
-    stored = logits_arr.astype(dtype)
+    with np.errstate(over="ignore"):  # overflow is reported below, with the fix
+        stored = logits_arr.astype(dtype)
     if not np.isfinite(stored).all():
         raise LogitsFileError(f"{path}: logits overflow {dtype}; save with dtype='float32'")
     out = {

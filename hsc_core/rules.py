@@ -140,84 +140,19 @@ def decision_paths(
     if leaf is None:
         leaf = argmax_leaf(hierarchy, probs)
     cand = _candidates(hierarchy, probs, rule, leaf)
-    vals = np.take_along_axis(probs, cand, axis=1)
-    if not np.isfinite(vals).all():
+    raw = np.take_along_axis(probs, cand, axis=1)
+    if not np.isfinite(raw).all():
         raise ValueError("node_probs contain NaN or inf")
-    # As the authors' RC code: float sums may exceed 1, so clip, and the root is exactly 1.0.
-    # Rounding snaps float-summation noise (0.1 + 0.1 + 0.7 < 0.9) so decimal θ tie as intended.
-    vals = np.round(np.minimum(vals, 1.0), 12)
+    # Stored as float64 so θ is always compared at full precision. As the authors' RC code,
+    # sums above 1 are clipped and the root is exactly 1.0. For float64 input, rounding to 12
+    # decimals snaps summation noise (0.1 + 0.1 + 0.7 < 0.9) so decimal θ tie as intended;
+    # float32 input keeps its exact values (the authors' float32 semantics).
+    vals = np.minimum(raw.astype(np.float64), 1.0)
+    if raw.dtype == np.float64:
+        vals = np.round(vals, 12)
     vals[cand == hierarchy.root] = 1.0
     nodes, values, lengths = _compress(cand, vals)
     return DecisionPaths(rule=rule, nodes=nodes, values=values, lengths=lengths)
-
-
-def predict(self, theta: float) -> tuple[np.ndarray, np.ndarray]:
-        """(nodes, confidences) chosen at θ, each of shape (n_samples,)."""
-        k = self.record_index(theta)[:, None]
-        return (np.take_along_axis(self.nodes, k, axis=1)[:, 0],
-                np.take_along_axis(self.values, k, axis=1)[:, 0])
-
-
-def _prepared_probs(hierarchy: Hierarchy, node_probs: np.ndarray) -> np.ndarray:
-    # As the authors' RC code: float sums may exceed 1, so clip; the root is exactly 1.0.
-    probs = np.minimum(check_node_probs(node_probs, hierarchy.n_nodes), 1.0)
-    probs[:, hierarchy.root] = 1.0
-    return probs
-
-
-def _best_in_columns(probs: np.ndarray, columns: np.ndarray) -> np.ndarray:
-    """Per row, the column of ``columns`` with the highest probability (lowest index on ties)."""
-    columns = np.sort(columns)
-    if columns.size and columns[-1] - columns[0] + 1 == columns.size:
-        block = probs[:, columns[0]: columns[-1] + 1]  # contiguous: a view, no copy
-    else:
-        block = probs[:, columns]
-    return columns[block.argmax(axis=1)]
-
-
-def _candidates(hierarchy: Hierarchy, probs: np.ndarray, rule: str) -> np.ndarray:
-    """(n_samples, n_candidates) candidate node sequence of ``rule``."""
-    n = probs.shape[0]
-    leaf = probs[:, : hierarchy.n_leaves].argmax(axis=1)  # first index on ties, as torch
-    if rule == "selective":
-        return np.stack([leaf, np.full(n, hierarchy.root)], axis=1)
-    if rule == "climbing":
-        return hierarchy.leaf_paths[leaf]
-    if rule == "jumping":
-        layers = hierarchy.height_layers[1:]  # the code starts climbing at h = 1
-        return np.stack([leaf] + [_best_in_columns(probs, layer) for layer in layers], axis=1)
-    if rule == "max_coverage":
-        counts = hierarchy.leaf_count
-        levels = np.unique(counts[counts > 1])
-        best = [leaf] + [_best_in_columns(probs, np.flatnonzero(counts == c)) for c in levels]
-        return np.stack(best, axis=1)
-    raise ValueError(f"unknown rule {rule!r}; choose one of {', '.join(RULES)}")
-
-
-def decision_paths(hierarchy: Hierarchy, node_probs: np.ndarray, rule: Rule) -> DecisionPaths:
-    """Compress ``rule``'s candidate sequences into records.
-
-    node_probs: (n_samples, n_nodes) from ``probabilities.node_probabilities``.
-    """
-    probs = _prepared_probs(hierarchy, node_probs)
-    cand = _candidates(hierarchy, probs, rule)
-    # Snap float-summation noise (0.1 + 0.1 + 0.7 < 0.9) so decimal thresholds tie as intended.
-    vals = np.round(np.take_along_axis(probs, cand, axis=1), 12)
-    best_before = np.maximum.accumulate(vals, axis=1)
-    is_record = np.ones(vals.shape, dtype=bool)
-    is_record[:, 1:] = vals[:, 1:] > best_before[:, :-1]  # an equal later value is never reached
-    lengths = is_record.sum(axis=1)
-    width = int(lengths.max())
-    # Move records to the left (stable keeps their order), then pad with each row's last record.
-    order = np.argsort(~is_record, axis=1, kind="stable")[:, :width]
-    pos = np.minimum(np.arange(width)[None, :], lengths[:, None] - 1)
-    order = np.take_along_axis(order, pos, axis=1)
-    return DecisionPaths(
-        rule=rule,
-        nodes=np.take_along_axis(cand, order, axis=1),
-        values=np.take_along_axis(vals, order, axis=1),
-        lengths=lengths,
-    )
 
 
 def predict(hierarchy: Hierarchy, node_probs: np.ndarray, theta: float, rule: Rule) -> tuple[np.ndarray, np.ndarray]:

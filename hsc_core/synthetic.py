@@ -1,9 +1,10 @@
 """Seeded synthetic logits on a hierarchy — for tests and benchmarks only, never a user default.
 
-Each sample's logits are Gaussian noise plus a boost on the true leaf and a smaller boost on
-leaves near it in the tree (a shared deep ancestor), so confusions concentrate among siblings
-as in real classifiers. A per-sample difficulty spreads the confidences. The boost strength is
-tuned by bisection on a pilot set to reach the requested top-1 accuracy.
+Each sample's logits are Gaussian noise, plus a boost ``subtree_boost`` on every leaf under a
+"perceived" ancestor of the true leaf (one or a few levels up), plus a per-sample boost on the
+true leaf. So when the model errs it mostly picks a nearby leaf and the ancestor stays
+confident, as with real classifiers (dog breeds confused with dog breeds). The true-leaf boost
+is tuned by bisection on a pilot set to reach the requested top-1 accuracy.
 """
 
 from __future__ import annotations
@@ -13,22 +14,19 @@ import numpy as np
 from .hierarchy import Hierarchy
 
 
-def leaf_similarity(hierarchy: Hierarchy) -> np.ndarray:
-    """(n_leaves, n_leaves) depth of the LCA divided by the tree's maximal depth, in [0, 1]."""
-    leaves = np.arange(hierarchy.n_leaves)
-    lca = hierarchy.lca(leaves[:, None], leaves[None, :])
-    return hierarchy.depth[lca] / max(hierarchy.max_depth, 1)
-
-
-def _draw(sim: np.ndarray, labels: np.ndarray, difficulty: np.ndarray, strength: float,
-          rng: np.random.Generator, dtype: type) -> np.ndarray:
-    n, k = labels.size, sim.shape[0]
-    logits = rng.standard_normal((n, k), dtype=np.float32).astype(dtype, copy=False)
-    signal = (strength * difficulty).astype(dtype)
-    # Nearby leaves share part of the evidence: that is what makes a parent node confident.
-    logits += (0.6 * signal)[:, None] * sim[labels].astype(dtype) ** 2
-    logits[np.arange(n), labels] += signal
-    return logits
+def _draw(hierarchy: Hierarchy, labels: np.ndarray, ancestor: np.ndarray, difficulty: np.ndarray,
+          strength: float, noise: float, subtree_boost: float, seed: int, chunk: int = 4096) -> np.ndarray:
+    n, k = labels.size, hierarchy.n_leaves
+    rng = np.random.default_rng(seed)
+    leaves_under = hierarchy.leaf_matrix.tocsr().astype(np.float32)
+    out = np.empty((n, k), dtype=np.float32)
+    for s in range(0, n, chunk):  # chunks keep the dense subtree indicator small
+        e = min(s + chunk, n)
+        block = noise * rng.standard_normal((e - s, k), dtype=np.float32)
+        block += subtree_boost * leaves_under[ancestor[s:e]].toarray()
+        block[np.arange(e - s), labels[s:e]] += np.float32(strength) * difficulty[s:e]
+        out[s:e] = block
+    return out
 
 
 def synthetic_logits(
@@ -36,26 +34,31 @@ def synthetic_logits(
     n_samples: int,
     top1: float = 0.8,
     seed: int = 0,
-    dtype: type = np.float32,
+    noise: float = 2.0,
+    subtree_boost: float = 8.0,
+    climb_p: float = 0.7,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Logits of shape (n_samples, n_leaves) and labels of shape (n_samples,).
+    """Float32 logits of shape (n_samples, n_leaves) and int64 labels of shape (n_samples,).
 
-    top1: target top-1 accuracy in (1/n_leaves, 1); reached within about ±1 point.
+    top1: target top-1 accuracy in (1/n_leaves, 1), reached within about ±1 point.
+    climb_p: the perceived ancestor is Geometric(climb_p) levels above the true leaf.
     """
     if n_samples < 1:
         raise ValueError(f"n_samples must be positive, got {n_samples}")
     if not 1.0 / hierarchy.n_leaves < top1 < 1.0:
         raise ValueError(f"top1 must lie in (1/{hierarchy.n_leaves}, 1), got {top1}")
     rng = np.random.default_rng(seed)
-    sim = leaf_similarity(hierarchy)
     labels = rng.integers(0, hierarchy.n_leaves, n_samples)
-    difficulty = rng.gamma(2.0, 0.5, n_samples)
+    depth = hierarchy.depth[labels]
+    up = rng.geometric(climb_p, n_samples)
+    ancestor = hierarchy.ancestors_by_depth[labels, np.maximum(depth - up, 1 if hierarchy.max_depth > 1 else 0)]
+    difficulty = rng.gamma(1.0, 1.0, n_samples).astype(np.float32)
 
     pilot = min(n_samples, 3000)
-    lo, hi = 0.0, 50.0
-    for _ in range(25):
+    lo, hi = 0.0, 60.0
+    for _ in range(22):
         mid = (lo + hi) / 2
-        pilot_logits = _draw(sim, labels[:pilot], difficulty[:pilot], mid, np.random.default_rng(seed + 1), dtype)
-        acc = (pilot_logits.argmax(axis=1) == labels[:pilot]).mean()
+        logits = _draw(hierarchy, labels[:pilot], ancestor[:pilot], difficulty[:pilot], mid, noise, subtree_boost, seed + 1)
+        acc = (logits.argmax(axis=1) == labels[:pilot]).mean()
         lo, hi = (mid, hi) if acc < top1 else (lo, mid)
-    return _draw(sim, labels, difficulty, (lo + hi) / 2, rng, dtype), labels
+    return _draw(hierarchy, labels, ancestor, difficulty, (lo + hi) / 2, noise, subtree_boost, seed + 2), labels

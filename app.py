@@ -1,0 +1,30 @@
+"""Hierarchical Selective Classification dashboard.
+
+Run with ``streamlit run app.py``. The model picker, data subset and temperature-scaling toggle
+live in the sidebar and apply to every page; all settings are mirrored in the URL.
+"""
+
+import streamlit as st
+
+from dashboard import state, ui
+
+st.set_page_config(page_title="Hierarchical Selective Classification", page_icon="🌳", layout="wide")
+state.init_state()
+
+PAGES = [
+    st.Page("pages/overview.py", title="Overview", icon=":material/home:", url_path="overview", default=True),
+    st.Page("pages/explorer.py", title="Explorer", icon=":material/account_tree:", url_path="explorer"),
+    st.Page("pages/risk_coverage.py", title="Risk–Coverage", icon=":material/show_chart:", url_path="risk_coverage"),
+    st.Page("pages/calibration_coverage.py", title="Calibration–Coverage", icon=":material/tune:",
+            url_path="calibration_coverage"),
+    st.Page("pages/guaranteed_accuracy.py", title="Guaranteed accuracy", icon=":material/verified:",
+            url_path="guaranteed_accuracy"),
+    st.Page("pages/compare_models.py", title="Compare models", icon=":material/compare_arrows:",
+            url_path="compare_models"),
+    st.Page("pages/try_an_image.py", title="Try an image", icon=":material/image:", url_path="try_an_image"),
+]
+
+page = st.navigation(PAGES)
+ui.sidebar()
+state.write_query_params()
+page.run()

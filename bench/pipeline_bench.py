@@ -1,0 +1,92 @@
+"""Throughput of the logit-caching pipeline: images/s, end to end and for the model alone.
+
+    python bench/pipeline_bench.py [--images 256] [--batch-size 64] [--workers N] [--device auto]
+
+It runs efficientnet_lite0 and timm's resnet50 at random init (no download needed) on
+synthetic 500×375 JPEGs, for every combination of AMP on/off and channels_last on/off, on
+whatever device is present. "pipeline" is the real ``hsc_core.cache_logits`` path: JPEG decode,
+resize and crop in DataLoader workers, transfer, forward. "model only" feeds ready tensors, so
+the difference between the two shows whether decoding or the network is the bottleneck.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hsc_core.cache_logits import amp_dtype, cache_logits, make_synthetic_jpegs, read_samples, resolve_device  # noqa: E402
+from hsc_core.models import load_model  # noqa: E402
+
+MODELS = ("efficientnet_lite0", "resnet50")
+
+
+def model_only(name: str, device: torch.device, amp: bool, channels_last: bool, batch: int, iters: int) -> float:
+    """Images/s of the forward pass alone, on a fixed random batch."""
+    model, _, info = load_model(name, device=device, pretrained=False)
+    dt = amp_dtype(device, amp)
+    x = torch.randn(batch, 3, info.input_size, info.input_size, device=device)
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
+    ctx = torch.autocast(device_type=device.type, dtype=dt) if dt is not None else torch.autocast(
+        device_type=device.type, enabled=False)
+
+    def step() -> None:
+        with torch.inference_mode(), ctx:
+            model(x)
+
+    step()  # warm-up: cuDNN/oneDNN pick their kernels on the first call
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        step()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return batch * iters / (time.perf_counter() - t0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--images", type=int, default=None, help="synthetic JPEGs (default 256 on CPU, 4096 on GPU)")
+    ap.add_argument("--batch-size", type=int, default=None, help="default 32 on CPU, 256 on GPU")
+    ap.add_argument("--workers", type=int, default=min(8, os.cpu_count() or 1))
+    ap.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    ap.add_argument("--models", nargs="+", default=list(MODELS))
+    ap.add_argument("--iters", type=int, default=None, help="model-only batches (default 4 on CPU, 30 on GPU)")
+    args = ap.parse_args(argv)
+
+    device = resolve_device(args.device)
+    gpu = device.type == "cuda"
+    n_images = args.images or (4096 if gpu else 256)
+    batch = args.batch_size or (256 if gpu else 32)
+    iters = args.iters or (30 if gpu else 4)
+    where = torch.cuda.get_device_name(device) if gpu else f"CPU ({os.cpu_count()} cores, {torch.get_num_threads()} threads)"
+    print(f"device: {where}; torch {torch.__version__}; {n_images} synthetic JPEGs 500x375, "
+          f"batch {batch}, {args.workers} workers")
+    print(f"{'model':<20} {'amp':<9} {'ch_last':<8} {'pipeline img/s':>15} {'model only img/s':>17}")
+    with tempfile.TemporaryDirectory(prefix="hsc_bench_") as tmp:
+        samples = read_samples(make_synthetic_jpegs(n_images, tmp))
+        for name in args.models:
+            for amp in (False, True):
+                for cl in (False, True):
+                    out = Path(tmp) / f"{name}_{amp}_{cl}.npz"
+                    s = cache_logits(name, samples, out, batch_size=batch, workers=args.workers,
+                                     device=device.type, amp=amp, channels_last=cl, pretrained=False,
+                                     progress=False)
+                    mo = model_only(name, device, amp, cl, batch, iters)
+                    amp_name = s["amp"] or "off"
+                    print(f"{name:<20} {amp_name:<9} {str(cl):<8} {s['images_per_s']:>15.1f} {mo:>17.1f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""What the θ sliders recompute: cheap, pure functions over cached results.
+
+Moving θ never touches node probabilities or curves: an operating point is a binary search in a
+cached curve (``RCCurve.at``), and a sample's chosen nodes are one comparison per record of its
+cached decision paths. ``bench/dashboard_bench.py`` times these plus the figures built from them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from hsc_core.hierarchy import Hierarchy
+from hsc_core.rules import RULE_LABELS, RULES, DecisionPaths, decision_paths
+from hsc_core.validation import check_theta
+
+from .data import CurveSet
+
+
+def node_name(h: Hierarchy, v: int) -> str:
+    return h.names[int(v)].replace("_", " ")
+
+
+# ---------------------------------------------------------------------------- RC operating points
+def operating_points(cs: CurveSet, theta: float, rules=RULES) -> pd.DataFrame:
+    """(coverage, risk) of each rule at θ, exactly ``curve.at(theta)``."""
+    rows = []
+    for rule in rules:
+        c = cs.curves[rule]
+        cov, risk = c.at(theta)
+        rows.append({"rule": RULE_LABELS[rule], "key": rule, "θ": float(theta),
+                     "coverage": cov, "risk": risk})
+    return pd.DataFrame(rows, columns=["rule", "key", "θ", "coverage", "risk"])
+
+
+def operating_point_text(points: pd.DataFrame) -> str:
+    """One line per rule, e.g. ``Climbing: coverage 0.8123, risk 0.0412``."""
+    return "  \n".join(
+        f"**{r.rule}** at θ = {r.θ:.2f}: coverage **{r.coverage:.4f}**, risk **{r.risk:.4f}**"
+        for r in points.itertuples()
+    )
+
+
+# ---------------------------------------------------------------------------- one sample
+def chosen_record(paths: DecisionPaths, i: int, theta: float) -> tuple[int, float]:
+    """Node and confidence that ``paths`` picks for row ``i`` at θ (as DecisionPaths.predict)."""
+    theta = check_theta(theta)
+    vals = paths.values[i]
+    k = int((vals < theta).sum())
+    return int(paths.nodes[i, k]), float(vals[k])
+
+
+@dataclass(frozen=True)
+class Choice:
+    rule: str
+    node: int
+    confidence: float
+    coverage: float
+    correct: bool | None  # None when the true label is unknown
+
+
+@dataclass(frozen=True)
+class SampleView:
+    """A sample at θ: the predicted leaf's path to the root, the true leaf's branch below the
+    point where it joins that path, and the node every rule picks."""
+
+    theta: float
+    probs: np.ndarray          # node probabilities of this sample (n_nodes,)
+    pred_leaf: int
+    true_leaf: int | None
+    path: np.ndarray           # predicted leaf → root
+    true_branch: np.ndarray    # true leaf → just below the LCA (empty when the leaf is right)
+    choices: dict[str, Choice]
+
+    @property
+    def leaf_correct(self) -> bool | None:
+        return None if self.true_leaf is None else self.pred_leaf == self.true_leaf
+
+
+def sample_view(h: Hierarchy, probs: np.ndarray, paths: dict[str, DecisionPaths], i: int, theta: float,
+                true_leaf: int | None = None) -> SampleView:
+    """``probs``: the sample's node probabilities; ``paths``: decision paths holding it as row ``i``."""
+    pred = int(paths["selective"].nodes[i, 0])  # every rule starts at the arg-max leaf
+    path = h.path_to_root(pred)
+    branch = np.zeros(0, dtype=np.int64)
+    if true_leaf is not None and true_leaf != pred:
+        tpath = h.path_to_root(true_leaf)
+        lca = int(h.lca(pred, true_leaf))
+        branch = tpath[: int(np.flatnonzero(tpath == lca)[0])]
+    choices = {}
+    for rule, p in paths.items():
+        node, conf = chosen_record(p, i, theta)
+        ok = None if true_leaf is None else bool(h.is_ancestor(node, true_leaf))
+        choices[rule] = Choice(rule, node, conf, float(h.coverage[node]), ok)
+    return SampleView(float(theta), probs, pred, true_leaf, path, branch, choices)
+
+
+def choice_text(h: Hierarchy, view: SampleView) -> str:
+    """One markdown line per rule, e.g. ``Climbing → dog (p = 0.930, coverage 0.309) ✅ correct``."""
+    lines = []
+    for rule in RULES:
+        c = view.choices.get(rule)
+        if c is None:
+            continue
+        mark = "" if c.correct is None else (" ✅ correct" if c.correct else " ❌ wrong")
+        lines.append(f"**{RULE_LABELS[rule]}** → {node_name(h, c.node)} "
+                     f"(p = {c.confidence:.3f}, coverage {c.coverage:.3f}){mark}")
+    return "  \n".join(lines)
+
+
+def choice_table(h: Hierarchy, view: SampleView) -> pd.DataFrame:
+    rows = []
+    for rule in RULES:
+        c = view.choices.get(rule)
+        if c is None:
+            continue
+        rows.append({"rule": RULE_LABELS[rule], "chosen node": node_name(h, c.node),
+                     "node id": h.node_ids[c.node], "confidence": c.confidence,
+                     "coverage": c.coverage,
+                     "correct": "" if c.correct is None else ("yes" if c.correct else "no")})
+    return pd.DataFrame(rows)
+
+
+def single_sample_paths(h: Hierarchy, node_probs_row: np.ndarray) -> dict[str, DecisionPaths]:
+    """Decision paths of every rule for one sample (e.g. an uploaded image)."""
+    probs = np.asarray(node_probs_row, dtype=float)[None, :]
+    return {rule: decision_paths(h, probs, rule) for rule in RULES}

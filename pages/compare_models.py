@@ -1,0 +1,54 @@
+"""Compare models: one rule's RC curves overlaid, and a sortable table of every model."""
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import data, plots, state, ui
+from hsc_core.rules import RULE_LABELS, RULES
+
+st.title("Compare models")
+controls = st.columns([1.4, 1.2, 1.4, 1])
+with controls[0]:
+    state.bind(st.selectbox, "Rule", "cmp_rule", scope="cmp", options=list(RULES), format_func=RULE_LABELS.get)
+with controls[1]:
+    state.bind(st.radio, "Risk", "loss", scope="cmp", options=["01", "severity"],
+               format_func={"01": "0/1 (hierarchical)", "severity": "LCA severity"}.get)
+with controls[2]:
+    state.bind(st.radio, "Curve", "dec", scope="cmp", options=["exact", "2"],
+               format_func={"exact": "exact (every breakpoint)", "2": "authors' grid (θ to 2 decimals)"}.get)
+with controls[3]:
+    state.bind(st.toggle, "Temperature scaling", "ts", scope="cmp")
+
+rule, loss = state.get("cmp_rule"), state.get("loss")
+dec = None if state.get("dec") == "exact" else 2
+subset, ts = state.get("subset"), state.get("ts")
+catalog = ui.catalog()
+if not catalog:
+    ui.no_models_message()
+    st.stop()
+
+sets, rows, errors = {}, [], []
+with st.spinner("Computing every model's curves…"):
+    for name, location in catalog.items():
+        try:
+            es = data.eval_set(name, location, subset, ts)
+            sets[name] = data.curve_set(es, loss, dec)
+            rows.append(data.compare_row(es, loss, dec))
+        except data.LOAD_ERRORS as exc:
+            errors.append((name, exc))
+for name, exc in errors:
+    st.error(f"**{name}** is left out: {exc}")
+if not sets:
+    st.stop()
+
+st.caption(f"{len(sets)} model(s) · subset *{subset}* · "
+           + ("temperature scaling on (each model's own T; held-out half)" if ts else "no temperature scaling"))
+ui.figure(plots.compare_figure(sets, rule, loss, title=f"{RULE_LABELS[rule]} risk–coverage curves"),
+          f"compare_{rule}_{loss}_{state.get('dec')}", key="compare_chart")
+df = pd.DataFrame(rows)
+cfg = {c: st.column_config.NumberColumn(format="%.2f") for c in df.columns if c.startswith(("hAURC", "gain"))}
+cfg["top-1 accuracy"] = st.column_config.NumberColumn(format="%.4f")
+cfg["T"] = st.column_config.NumberColumn(format="%.3f")
+st.dataframe(df, hide_index=True, column_config=cfg, key="compare_table")
+ui.csv_download(df, f"compare_models_{loss}_{state.get('dec')}", key="dl_compare")
+st.caption("Click a column header to sort. Gain = % hAURC reduction of the rule relative to Selective.")

@@ -1,0 +1,77 @@
+"""Risk–Coverage: the four rules' hierarchical RC curves and their operating points at θ."""
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import plots, state, ui, views
+from hsc_core.rules import RULE_LABELS, RULES
+
+st.title("Risk–coverage")
+controls = st.columns([2.2, 1.2, 1.4, 1])
+with controls[0]:
+    state.bind(st.multiselect, "Rules", "rules", scope="rc", options=list(RULES), format_func=RULE_LABELS.get)
+with controls[1]:
+    state.bind(st.radio, "Risk", "loss", scope="rc", options=["01", "severity"],
+               format_func={"01": "0/1 (hierarchical)", "severity": "LCA severity"}.get)
+with controls[2]:
+    state.bind(st.radio, "Curve", "dec", scope="rc", options=["exact", "2"],
+               format_func={"exact": "exact (every breakpoint)", "2": "authors' grid (θ to 2 decimals)"}.get)
+with controls[3]:
+    state.bind(st.toggle, "Temperature scaling", "ts", scope="rc",
+               help="Same switch as in the sidebar: T fitted on one half, curves on the other half.")
+
+es = ui.require_eval_set()
+st.caption(ui.eval_caption(es))
+rules = [r for r in RULES if r in state.get("rules")]
+if not rules:
+    st.info("Select at least one rule.")
+    st.stop()
+loss = state.get("loss")
+dec = None if state.get("dec") == "exact" else 2
+cs = ui.curve_set_or_stop(es, loss, dec)
+
+
+@st.fragment
+def theta_view() -> None:
+    state.write_query_params()
+    theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="rc", min_value=0.0, max_value=1.0,
+                       step=0.01, format="%.2f",
+                       help="Each marker is that rule's (coverage, risk) at θ; predictions accept a node when "
+                            "its probability is ≥ θ.")
+    points = views.operating_points(cs, theta, rules)
+    chart, text = st.columns([3, 1.2])
+    with chart:
+        fig = plots.rc_figure(cs, points, rules, loss)
+        ui.figure(fig, f"rc_{es.model}_{loss}_{state.get('dec')}_theta{theta:.2f}", key="rc_chart")
+    with text:
+        st.markdown("**Operating points**")
+        st.markdown(views.operating_point_text(points))
+        shown = points.drop(columns="key")
+        ui.csv_download(shown, f"rc_operating_points_{es.model}_theta{theta:.2f}", key="dl_rc_points",
+                        label="Operating points (CSV)")
+
+
+theta_view()
+
+st.subheader("Area under the curves")
+table = cs.haurc_table()
+table = table[table["rule"].isin([RULE_LABELS[r] for r in rules])]
+st.dataframe(table, hide_index=True, key="rc_table",
+             column_config={"hAURC ×1000": st.column_config.NumberColumn(format="%.3f"),
+                            "hierarchical gain vs Selective (%)": st.column_config.NumberColumn(format="%.2f")})
+c1, c2 = st.columns(2)
+with c1:
+    ui.csv_download(table, f"haurc_{es.model}_{loss}_{state.get('dec')}", key="dl_rc_table")
+with c2:
+    def _curve_points() -> pd.DataFrame:
+        frames = [pd.DataFrame({"rule": RULE_LABELS[r], "theta_upper": cs.curves[r].thresholds,
+                                "coverage": cs.curves[r].coverage, "risk": cs.curves[r].risk}) for r in rules]
+        return pd.concat(frames, ignore_index=True)
+
+    ui.csv_download(_curve_points, f"rc_curves_{es.model}_{loss}_{state.get('dec')}", key="dl_rc_curves",
+                    label="Full curves (CSV)")
+st.caption(
+    "Point k of a curve holds for every θ in (θ_{k−1}, θ_k]. The exact curve has every breakpoint; the authors' "
+    "variant evaluates θ only at node probabilities rounded to 2 decimals. The plot shows at most "
+    "1,500 points per curve; hAURC and the operating points always use the full curve."
+)

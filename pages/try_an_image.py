@@ -1,0 +1,105 @@
+"""Try an image: classify an upload on the CPU and climb its path with a θ slider."""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from dashboard import data, plots, state, ui, views
+from hsc_core.imagenet import default_image_dir, imagenet_hierarchy
+from hsc_core.inference import ImageReadError
+from hsc_core.models import list_registered_models
+from hsc_core.probabilities import node_probabilities, softmax
+
+st.title("Try an image")
+h = imagenet_hierarchy()
+models = list_registered_models()
+if not models:
+    st.error("No registered models: the image classifier cannot run.")
+    st.stop()
+if state.get("tmodel") not in models:
+    current = state.get("model")
+    state.set("tmodel", current if current in models else models[0])
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def classify(image: bytes, model: str) -> np.ndarray:
+    from hsc_core.inference import classify_image
+
+    return classify_image(image, model)
+
+
+c = st.columns([1, 2])
+with c[0]:
+    model = state.bind(st.selectbox, "Model", "tmodel", scope="img", options=models,
+                       help="Registered models run offline on the CPU.")
+with c[1]:
+    upload = st.file_uploader("Image (JPEG, PNG, WebP, …)", key="img_upload",
+                              type=["jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff"])
+sample_dir = default_image_dir()
+image_bytes, image_name = None, None
+if upload is not None:
+    image_bytes, image_name = upload.getvalue(), upload.name
+elif sample_dir is not None:
+    files = sorted(p.name for p in sample_dir.iterdir() if p.suffix.lower() in (".jpeg", ".jpg", ".png"))
+    if files and st.toggle("Or use one of the shipped validation images", key="img_use_sample"):
+        image_name = st.selectbox("Validation image", files, key="img_sample")
+        image_bytes = (sample_dir / image_name).read_bytes()
+if image_bytes is None:
+    st.info("Upload an image to see the model's top-5 classes and the Climbing path.")
+    st.stop()
+
+try:
+    with st.spinner(f"Running {model} on the CPU…"):
+        logits = classify(image_bytes, model)
+except ImageReadError as exc:
+    st.error(f"Cannot read **{image_name}** as an image: {exc}")
+    st.stop()
+except Exception as exc:  # model loading (missing weights package, …): show it, never a traceback
+    st.error(f"Cannot run {model}: {type(exc).__name__}: {exc}")
+    st.stop()
+
+t, t_note = 1.0, "no temperature scaling"
+if state.get("ts"):
+    location = ui.catalog().get(model)
+    if location is None:
+        t_note = f"no cached logits for {model}, so T = 1"
+    else:
+        try:
+            t, n_fit = data.temperature(location, data.ALL)
+            t_note = f"T = {t:.3f} fitted on half of {model}'s cached logits ({n_fit:,} samples)"
+        except data.LOAD_ERRORS as exc:
+            t_note = f"T = 1 ({exc})"
+leaf_probs = softmax(np.asarray(logits, dtype=np.float64)[None, :], t)
+node_probs = node_probabilities(h, leaf_probs)[0]
+row = np.minimum(node_probs, 1.0)
+row[h.root] = 1.0
+paths = views.single_sample_paths(h, node_probs)
+
+left, right = st.columns([1, 2], gap="medium")
+with left:
+    st.image(image_bytes, caption=image_name, width="stretch")
+    top = np.argsort(-leaf_probs[0])[:5]
+    top5 = pd.DataFrame({"rank": np.arange(1, 6), "class": [views.node_name(h, k) for k in top],
+                         "wnid": [h.node_ids[k] for k in top], "probability": leaf_probs[0][top]})
+    st.markdown(f"**Top-5** ({t_note})")
+    st.dataframe(top5, hide_index=True, key="img_top5",
+                 column_config={"probability": st.column_config.NumberColumn(format="%.4f")})
+    ui.csv_download(top5, f"top5_{model}_{image_name}", key="dl_top5")
+    ui.figure(plots.top5_figure(list(top5["class"]), list(top5["probability"])), f"top5_{model}", key="img_top5_fig")
+
+
+@st.fragment
+def theta_view() -> None:
+    state.write_query_params()
+    theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="img", min_value=0.0, max_value=1.0,
+                       step=0.01, format="%.2f")
+    view = views.sample_view(h, row, paths, 0, theta)
+    st.markdown(views.choice_text(h, view))
+    ui.figure(plots.path_figure(h, view), f"path_{model}_{image_name}_theta{theta:.2f}", key="img_path")
+    table = views.choice_table(h, view)
+    st.dataframe(table.drop(columns="correct"), hide_index=True, key="img_choices")
+    ui.csv_download(table.drop(columns="correct"), f"choices_{model}_{image_name}", key="dl_img_choices")
+
+
+with right:
+    theta_view()

@@ -1,0 +1,149 @@
+"""The caching CLI: a full run, interruption and resume, input formats and errors."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hsc_core import cache_logits as cl
+from hsc_core.imagenet import imagenet_wnids
+from hsc_core.inference import ImageReadError
+from hsc_core.logits_io import load_logits
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO.parent / "shared" / "imagenet-val-sample"
+SHIPPED = REPO / "cached_logits" / "efficientnet_lite0.npz"
+# A random-init model keeps these tests offline and independent of the shared images.
+FAST = ["--model", "efficientnet_lite0", "--random-init", "--workers", "0", "--no-progress",
+        "--batch-size", "2", "--chunk-size", "2"]
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory) -> Path:
+    """Six small random JPEGs and their labels.csv."""
+    return cl.make_synthetic_jpegs(6, tmp_path_factory.mktemp("syn"), size=(96, 72))
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def test_interrupt_and_resume_matches_uninterrupted_run(synthetic, tmp_path, monkeypatch, capsys):
+    full = tmp_path / "full.npz"
+    assert cl.main([*FAST, "--data", str(synthetic), "--out", str(full)]) == 0
+    assert "6 of 6 images computed" in capsys.readouterr().out
+
+    out = tmp_path / "resumed.npz"
+    partial = tmp_path / "resumed.npz.partial"
+    real_write = cl._write_chunk
+    calls = []
+
+    def write_then_die(*args, **kwargs):
+        real_write(*args, **kwargs)
+        calls.append(args[1])
+        raise _Interrupted("killed after the first chunk")
+
+    monkeypatch.setattr(cl, "_write_chunk", write_then_die)
+    with pytest.raises(_Interrupted):
+        cl.main([*FAST, "--data", str(synthetic), "--out", str(out)])
+    monkeypatch.undo()
+    assert calls == [0]
+    assert not out.exists()
+    assert sorted(p.name for p in partial.iterdir()) == ["chunk_000000.npz", "meta.json"]
+
+    assert cl.main([*FAST, "--data", str(synthetic), "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert "4 of 6 images computed" in printed.out
+    assert "resuming: 1 of 3 chunks already done" in printed.err
+    assert not partial.exists(), "partial folder must be removed after the merge"
+
+    a, b = load_logits(full, require_manifest=True), load_logits(out, require_manifest=True)
+    np.testing.assert_array_equal(a.logits, b.logits)
+    np.testing.assert_array_equal(a.labels, b.labels)
+    assert a.sample_ids.tolist() == b.sample_ids.tolist() == [f"synthetic_{i:06d}.JPEG" for i in range(6)]
+    m = b.manifest
+    assert m["model"] == "efficientnet_lite0" and m["pretrained"] is False and m["weights"] == "random init"
+    assert m["dataset"] == {"name": "syn0", "n_images": 6, "sources": {"synthetic": 6}}
+    assert m["preprocessing"]["center_crop"] == 224 and m["n_samples"] == 6
+    assert m["device"] == "cpu" and m["channels_last"] is True and m["amp"] is None
+
+
+def test_partial_from_another_run_is_refused(synthetic, tmp_path):
+    out = tmp_path / "x.npz"
+    (tmp_path / "x.npz.partial").mkdir()
+    (tmp_path / "x.npz.partial" / "meta.json").write_text('{"model": "other"}')
+    with pytest.raises(RuntimeError, match="different run"):
+        cl.main([*FAST, "--data", str(synthetic), "--out", str(out)])
+
+
+def test_limit_and_image_folder(synthetic, tmp_path):
+    # Re-arrange the synthetic images as an ImageFolder tree named by wnid.
+    wnids = imagenet_wnids()
+    root = tmp_path / "folder"
+    with (synthetic.parent / "labels.csv").open() as fh:
+        for row in csv.DictReader(fh):
+            d = root / wnids[int(row["label"])]
+            d.mkdir(parents=True, exist_ok=True)
+            shutil.copy(synthetic.parent / "images" / row["file"], d / row["file"])
+    out = tmp_path / "f.npz"
+    assert cl.main([*FAST, "--data", str(root), "--out", str(out), "--limit", "3"]) == 0
+    b = load_logits(out)
+    assert b.n_samples == 3 and b.sources is None
+    assert all("/" in s and s.split("/")[0] in wnids for s in b.sample_ids.tolist())
+    assert [wnids[y] for y in b.labels] == [s.split("/")[0] for s in b.sample_ids.tolist()]
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_unreadable_image_is_named(synthetic, tmp_path, workers, capsys):
+    data = tmp_path / "data"
+    shutil.copytree(synthetic.parent, data)
+    bad = data / "images" / "synthetic_000003.JPEG"
+    bad.write_bytes(b"\xff\xd8 not really a jpeg")
+    args = [*FAST, "--workers", str(workers), "--data", str(data / "labels.csv"), "--out", str(tmp_path / "o.npz")]
+    assert cl.main(args) == 1
+    err = capsys.readouterr().err
+    assert "unreadable image" in err and "synthetic_000003.JPEG" in err
+    samples = cl.read_samples(data / "labels.csv")
+    with pytest.raises(ImageReadError, match="synthetic_000003.JPEG"):
+        cl.cache_logits("efficientnet_lite0", samples, tmp_path / "p.npz", batch_size=2, workers=workers,
+                        pretrained=False, progress=False)
+
+
+def test_bad_csv_rows(tmp_path, capsys):
+    (tmp_path / "images").mkdir()
+    csv_path = tmp_path / "labels.csv"
+    csv_path.write_text("file,wnid,label,source\na.JPEG,n01443537,0,x\n")
+    assert cl.main([*FAST, "--data", str(csv_path), "--out", str(tmp_path / "o.npz")]) == 2
+    assert "label 0 is n01440764, but the row says n01443537" in capsys.readouterr().err
+    assert cl.main([*FAST, "--data", str(tmp_path / "nope"), "--out", str(tmp_path / "o.npz")]) == 2
+
+
+def test_amp_and_device_resolution():
+    import torch
+
+    cpu = torch.device("cpu")
+    assert cl.amp_dtype(cpu, None) is None and cl.amp_dtype(cpu, False) is None
+    assert cl.amp_dtype(cpu, True) == torch.bfloat16
+    assert cl.resolve_device("cpu") == cpu
+    if not torch.cuda.is_available():
+        assert cl.resolve_device("auto") == cpu
+        with pytest.raises(RuntimeError, match="CUDA is not available"):
+            cl.resolve_device("cuda")
+
+
+@pytest.mark.skipif(not (SAMPLE / "labels.csv").is_file(), reason="shared image sample absent")
+def test_pretrained_on_shared_images_matches_shipped(tmp_path, capsys):
+    out = tmp_path / "lite0.npz"
+    args = ["--model", "efficientnet_lite0", "--data", str(SAMPLE / "labels.csv"), "--out", str(out),
+            "--limit", "6", "--workers", "0", "--batch-size", "3", "--no-progress"]
+    assert cl.main(args) == 0
+    assert "top-1" in capsys.readouterr().out
+    b = load_logits(out, require_manifest=True)
+    shipped = load_logits(SHIPPED)
+    np.testing.assert_allclose(b.logits, shipped.logits[:6], atol=0.05, rtol=0.01)
+    assert b.sample_ids.tolist() == shipped.sample_ids[:6].tolist()
+    assert "/" not in b.manifest["dataset"]["name"]

@@ -1,0 +1,251 @@
+"""Cached-logits files: round trip, each kind of damage, and atomic writes."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from hsc_core import logits_io
+from hsc_core.logits_io import LogitsFileError, list_cached_logits, load_logits, manifest_path, save_logits
+
+
+def _arrays(n: int = 20, c: int = 10, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(n, c)) * 3
+    labels = rng.integers(0, c, size=n)
+    ids = np.array([f"img_{i:03d}.JPEG" for i in range(n)])
+    sources = np.array(["a" if i % 3 else "b" for i in range(n)])
+    return logits, labels, ids, sources
+
+
+@pytest.fixture
+def saved(tmp_path):
+    logits, labels, ids, sources = _arrays()
+    path = save_logits(tmp_path / "m.npz", logits, labels, ids, sources, manifest={"model": "m"})
+    return path, (logits, labels, ids, sources)
+
+
+def test_round_trip(saved):
+    path, (logits, labels, ids, sources) = saved
+    b = load_logits(path, require_manifest=True)
+    assert b.name == "m" and b.n_samples == 20 and b.n_classes == 10
+    assert b.logits.dtype == np.float32
+    np.testing.assert_allclose(b.logits, logits, atol=1e-2, rtol=1e-3)  # float16 storage
+    np.testing.assert_array_equal(b.labels, labels)
+    assert b.labels.dtype == np.int64
+    assert b.sample_ids.tolist() == ids.tolist() and b.sources.tolist() == sources.tolist()
+    m = b.manifest
+    assert m["model"] == "m" and m["n_samples"] == 20 and m["n_classes"] == 10
+    assert m["dtype"] == "float16" and m["format"] == logits_io.FORMAT_VERSION
+    assert m["top1"] == pytest.approx(b.top1())
+    assert m["top1_per_source"] == pytest.approx(b.top1_per_source())
+    assert set(m["top1_per_source"]) == {"a", "b"}
+    assert {"numpy", "torch", "timm"} <= set(m["versions"]) and m["date"]
+    with np.load(path) as z:
+        assert z["logits"].dtype == np.float16 and z["labels"].dtype == np.int16
+
+
+def test_optional_sources_and_float32(tmp_path):
+    logits, labels, ids, _ = _arrays()
+    path = save_logits(tmp_path / "x.npz", logits, labels, ids, dtype="float32")
+    b = load_logits(path)
+    assert b.sources is None and b.top1_per_source() == {}
+    np.testing.assert_allclose(b.logits, logits, rtol=1e-6)
+
+
+def test_list_cached_logits(saved, tmp_path):
+    path, _ = saved
+    (tmp_path / ".m.npz.123.tmp").write_bytes(b"x")
+    (tmp_path / "notes.txt").write_text("x")
+    assert list_cached_logits(tmp_path) == [path]
+    assert list_cached_logits(tmp_path / "missing") == []
+
+
+def _write_raw(path, **arrays):
+    np.savez_compressed(path, **arrays)
+    return path
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(LogitsFileError, match="not found"):
+        load_logits(tmp_path / "nope.npz")
+
+
+def test_truncated_file(saved, tmp_path):
+    path, _ = saved
+    data = path.read_bytes()
+    bad = tmp_path / "half.npz"
+    bad.write_bytes(data[: len(data) // 2])
+    with pytest.raises(LogitsFileError, match="truncated or corrupt"):
+        load_logits(bad)
+
+
+def test_not_a_zip(tmp_path):
+    bad = tmp_path / "text.npz"
+    bad.write_text("this is not an npz archive")
+    with pytest.raises(LogitsFileError, match="not a zip archive"):
+        load_logits(bad)
+    empty = tmp_path / "empty.npz"
+    empty.write_bytes(b"")
+    with pytest.raises(LogitsFileError, match="empty"):
+        load_logits(empty)
+
+
+def test_corrupt_member(saved, tmp_path):
+    path, _ = saved
+    data = bytearray(path.read_bytes())
+    # Flip bytes in the middle of the compressed data, keeping the zip directory intact.
+    mid = len(data) // 3
+    data[mid : mid + 16] = bytes(16)
+    bad = tmp_path / "flipped.npz"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(LogitsFileError):
+        load_logits(bad)
+
+
+def test_missing_array(tmp_path):
+    logits, labels, _, _ = _arrays()
+    p = _write_raw(tmp_path / "x.npz", logits=logits, labels=labels)
+    with pytest.raises(LogitsFileError, match=r"missing arrays \['sample_ids'\]"):
+        load_logits(p)
+
+
+@pytest.mark.parametrize("value, word", [(np.nan, "NaN"), (np.inf, "inf"), (-np.inf, "inf")])
+def test_non_finite_logits(tmp_path, value, word):
+    logits, labels, ids, _ = _arrays()
+    logits[3, 2] = value
+    p = _write_raw(tmp_path / "x.npz", logits=logits, labels=labels, sample_ids=ids)
+    with pytest.raises(LogitsFileError, match=f"contain {word} in 1 rows \\(first: row 3\\)"):
+        load_logits(p)
+    with pytest.raises(LogitsFileError, match=word):
+        save_logits(tmp_path / "y.npz", logits, labels, ids)
+
+
+def test_wrong_shapes(tmp_path):
+    logits, labels, ids, _ = _arrays()
+    p = _write_raw(tmp_path / "a.npz", logits=logits[0], labels=labels, sample_ids=ids)
+    with pytest.raises(LogitsFileError, match="logits must be 2-D"):
+        load_logits(p)
+    p = _write_raw(tmp_path / "b.npz", logits=logits, labels=labels[:-1], sample_ids=ids)
+    with pytest.raises(LogitsFileError, match=r"labels must have shape \(20,\)"):
+        load_logits(p)
+    p = _write_raw(tmp_path / "c.npz", logits=logits, labels=labels, sample_ids=ids[:5])
+    with pytest.raises(LogitsFileError, match=r"sample_ids must have shape \(20,\)"):
+        load_logits(p)
+    p = _write_raw(tmp_path / "d.npz", logits=logits, labels=labels, sample_ids=ids, sources=ids[:3])
+    with pytest.raises(LogitsFileError, match="sources must have shape"):
+        load_logits(p)
+
+
+def test_labels_out_of_range(tmp_path):
+    logits, labels, ids, _ = _arrays()
+    labels[5] = 10
+    p = _write_raw(tmp_path / "x.npz", logits=logits, labels=labels, sample_ids=ids)
+    with pytest.raises(LogitsFileError, match=r"1 labels out of range \[0, 10\) \(first: 10 at row 5\)"):
+        load_logits(p)
+    labels[5] = -1
+    with pytest.raises(LogitsFileError, match="out of range"):
+        save_logits(tmp_path / "y.npz", logits, labels, ids)
+
+
+def test_duplicate_sample_ids(tmp_path):
+    logits, labels, ids, _ = _arrays()
+    ids[1] = ids[0]
+    with pytest.raises(LogitsFileError, match="not unique"):
+        save_logits(tmp_path / "y.npz", logits, labels, ids)
+
+
+def test_float16_overflow_is_refused(tmp_path):
+    logits, labels, ids, _ = _arrays()
+    logits[0, 0] = 1e6
+    with pytest.raises(LogitsFileError, match="overflow float16"):
+        save_logits(tmp_path / "y.npz", logits, labels, ids)
+    assert not (tmp_path / "y.npz").exists()
+
+
+def test_malformed_manifest(saved):
+    path, _ = saved
+    manifest_path(path).write_text("{not json")
+    with pytest.raises(LogitsFileError, match="manifest is not valid JSON"):
+        load_logits(path)
+    manifest_path(path).write_text("[1, 2]")
+    with pytest.raises(LogitsFileError, match="must be a JSON object"):
+        load_logits(path)
+
+
+def test_manifest_disagreeing_with_arrays(saved):
+    path, _ = saved
+    mp = manifest_path(path)
+    meta = json.loads(mp.read_text())
+    mp.write_text(json.dumps({**meta, "n_samples": 21}))
+    with pytest.raises(LogitsFileError, match="manifest says n_samples=21 but the arrays have 20"):
+        load_logits(path)
+    mp.write_text(json.dumps({**meta, "n_classes": 1000}))
+    with pytest.raises(LogitsFileError, match="n_classes=1000"):
+        load_logits(path)
+    mp.write_text(json.dumps({**meta, "format": "hsc-logits/99"}))
+    with pytest.raises(LogitsFileError, match="unsupported format"):
+        load_logits(path)
+
+
+def test_missing_manifest(saved):
+    path, _ = saved
+    manifest_path(path).unlink()
+    assert load_logits(path).manifest == {}
+    with pytest.raises(LogitsFileError, match="manifest m.json not found"):
+        load_logits(path, require_manifest=True)
+
+
+def test_wrong_suffix(tmp_path):
+    logits, labels, ids, _ = _arrays()
+    with pytest.raises(LogitsFileError, match=".npz"):
+        save_logits(tmp_path / "x.npy", logits, labels, ids)
+
+
+class _Crash(Exception):
+    pass
+
+
+def test_atomic_write_survives_crash(saved, monkeypatch):
+    path, (logits, labels, ids, sources) = saved
+    before_npz, before_json = path.read_bytes(), manifest_path(path).read_bytes()
+    real_savez = np.savez_compressed
+
+    def crashing_savez(fh, **arrays):
+        real_savez(fh, **arrays)  # some bytes hit the temp file …
+        fh.flush()
+        raise _Crash("power cut")  # … then the process dies before the rename
+
+    monkeypatch.setattr(logits_io.np, "savez_compressed", crashing_savez)
+    with pytest.raises(_Crash):
+        save_logits(path, logits[:5], labels[:5], ids[:5], manifest={"model": "new"})
+    monkeypatch.undo()
+    assert path.read_bytes() == before_npz
+    assert manifest_path(path).read_bytes() == before_json
+    assert sorted(p.name for p in path.parent.iterdir()) == ["m.json", "m.npz"], "temp file left behind"
+    assert load_logits(path).n_samples == 20
+
+
+def test_atomic_write_crash_in_rename(saved, monkeypatch):
+    path, (logits, labels, ids, _) = saved
+    before = path.read_bytes()
+
+    def failing_replace(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(logits_io.os, "replace", failing_replace)
+    with pytest.raises(OSError, match="disk full"):
+        save_logits(path, logits, labels, ids)
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_written_files_are_world_readable(saved):
+    path, _ = saved
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
