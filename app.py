@@ -27,4 +27,5 @@ PAGES = [
 page = st.navigation(PAGES)
 ui.sidebar()
 state.write_query_params()
+ui.mark_entry()
 page.run()

@@ -13,6 +13,29 @@ from . import data, state
 from .plots import plot_config
 
 UPLOADED = "_uploaded_models"  # name → path of .npz files uploaded in this session
+ENTRY_FLAG = "_entered_via_app"
+
+
+# ---------------------------------------------------------------------------- entry point
+def mark_entry() -> None:
+    """Called by app.py right before it runs the selected page."""
+    st.session_state[ENTRY_FLAG] = True
+
+
+def ensure_entrypoint() -> None:
+    """First line of every page: make sure the page runs inside app.py's navigation.
+
+    Streamlit still honours its legacy "pages/ folder" mode until some run calls st.navigation:
+    the first request of a fresh server for e.g. ``/explorer`` executes ``pages/explorer.py``
+    alone, without app.py (no sidebar, no state). Switch the process to st.navigation and rerun;
+    the URL paths of app.py's pages equal the file names, so the same page is shown.
+    """
+    if st.session_state.pop(ENTRY_FLAG, False):
+        return
+    from streamlit.runtime.pages_manager import PagesManager
+
+    PagesManager.uses_pages_directory = False
+    st.rerun()
 
 
 # ---------------------------------------------------------------------------- model context

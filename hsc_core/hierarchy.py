@@ -102,9 +102,11 @@ class Hierarchy:
         kept: dict[str, str | None] = {}
         for leaf in leaves:
             node, seen = leaf, set()
-            while node is not None and node not in kept:
+            while node is not None:
                 if node in seen:
-                    raise HierarchyError(f"cycle through {node!r}")
+                    raise HierarchyError(f"the parent links contain a cycle through {node!r}")
+                if node in kept:  # reached by an earlier walk, which ended at the root
+                    break
                 seen.add(node)
                 par = parent_of.get(node)
                 if par is not None and par in leaf_set:

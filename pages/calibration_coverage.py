@@ -7,6 +7,8 @@ import streamlit as st
 from dashboard import data, plots, state, ui
 from hsc_core.rules import RULE_LABELS, RULES
 
+ui.ensure_entrypoint()
+
 st.title("Calibration–coverage")
 controls = st.columns([2.2, 1.2, 1])
 with controls[0]:

@@ -6,6 +6,8 @@ import streamlit as st
 from dashboard import data, plots, state, ui
 from hsc_core.rules import RULE_LABELS, RULES
 
+ui.ensure_entrypoint()
+
 st.title("Compare models")
 controls = st.columns([1.4, 1.2, 1.4, 1])
 with controls[0]:

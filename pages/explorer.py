@@ -6,6 +6,8 @@ import streamlit as st
 from dashboard import plots, state, ui, views
 from hsc_core.imagenet import default_image_dir
 
+ui.ensure_entrypoint()
+
 es = ui.require_eval_set()
 h = es.hierarchy
 st.title("Explorer")

@@ -7,6 +7,8 @@ import streamlit as st
 from dashboard import data, plots, state, ui
 from hsc_core.thresholds import repeated_split_evaluation, select_threshold, solve_theorem1, theorem1_epsilon
 
+ui.ensure_entrypoint()
+
 es = ui.require_eval_set()
 h = es.hierarchy
 st.title("Guaranteed accuracy")

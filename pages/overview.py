@@ -6,6 +6,8 @@ import streamlit as st
 from dashboard import data, plots, state, ui
 from hsc_core.imagenet import imagenet_hierarchy
 
+ui.ensure_entrypoint()
+
 st.title("Hierarchical Selective Classification")
 
 left, right = st.columns([1, 1.1], gap="large")

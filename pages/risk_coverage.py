@@ -6,6 +6,8 @@ import streamlit as st
 from dashboard import plots, state, ui, views
 from hsc_core.rules import RULE_LABELS, RULES
 
+ui.ensure_entrypoint()
+
 st.title("Risk–coverage")
 controls = st.columns([2.2, 1.2, 1.4, 1])
 with controls[0]:

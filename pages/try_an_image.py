@@ -10,6 +10,8 @@ from hsc_core.inference import ImageReadError
 from hsc_core.models import list_registered_models
 from hsc_core.probabilities import node_probabilities, softmax
 
+ui.ensure_entrypoint()
+
 st.title("Try an image")
 h = imagenet_hierarchy()
 models = list_registered_models()

@@ -1,0 +1,116 @@
+"""Softmax, node probabilities, temperature, ECE, flat AURC, gain, CC curves; bad inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import TOY_LABELS, TOY_LEAF_PROBS, random_tree
+
+from hsc_core.curves import (
+    area_under_rc,
+    calibration_coverage_curve,
+    expected_calibration_error,
+    flat_aurc,
+    hierarchical_gain,
+    hierarchical_rc_curve,
+)
+from hsc_core.probabilities import fit_temperature, node_probabilities, softmax
+from hsc_core.risk import hierarchical_correctness
+from hsc_core.rules import decision_paths, predict
+
+
+def test_softmax_and_node_probabilities_equal_sparse_matmul(toy):
+    logits = np.log(TOY_LEAF_PROBS)
+    np.testing.assert_allclose(softmax(logits), TOY_LEAF_PROBS, atol=1e-12)
+    np.testing.assert_allclose(softmax(2 * logits, temperature=2.0), TOY_LEAF_PROBS, atol=1e-12)
+    probs = node_probabilities(toy, TOY_LEAF_PROBS)
+    np.testing.assert_allclose(probs, (toy.leaf_matrix @ TOY_LEAF_PROBS.T).T, atol=1e-12)
+    np.testing.assert_allclose(probs[0, 5:], [0.35, 0.40, 0.65, 1.0])
+    h = random_tree(50, 2)
+    leaf = softmax(np.random.default_rng(0).normal(size=(20, 50)))
+    np.testing.assert_allclose(node_probabilities(h, leaf), (h.leaf_matrix @ leaf.T).T, atol=1e-12)
+
+
+def test_temperature_fit_recovers_the_generating_temperature():
+    rng = np.random.default_rng(0)
+    n, k, true_t = 20000, 10, 2.5
+    base = rng.normal(size=(n, k)) * 3
+    # Draw labels from softmax(base / T): the NLL-optimal divisor of ``base`` is then T.
+    p = softmax(base, temperature=true_t)
+    labels = (p.cumsum(axis=1) > rng.random((n, 1))).argmax(axis=1)
+    assert fit_temperature(base, labels) == pytest.approx(true_t, rel=0.05)
+
+
+def test_ece_by_hand():
+    conf = np.array([0.0, 0.2, 0.2, 0.9, 1.0])
+    correct = np.array([1, 0, 1, 1, 1])
+    # 15 bins (lower, upper]: 0.0 in no bin; 0.2 → bin 3 (gap 0.2−0.5); 0.9, 1.0 → bin 14 (gap 0.95−1).
+    expected = (abs(0.4 - 1) + abs(1.9 - 2)) / 5
+    assert expected_calibration_error(conf, correct) == pytest.approx(expected)
+    assert expected_calibration_error(np.array([1 / 15]), np.array([1])) == pytest.approx(1 - 1 / 15)
+
+
+def test_flat_aurc_and_gain_by_hand():
+    conf = np.array([0.9, 0.8, 0.7, 0.6])
+    correct = np.array([1, 0, 1, 0])
+    # Selective risks at k = 1..4: 0, 1/2, 1/3, 2/4.
+    assert flat_aurc(conf, correct) == pytest.approx((0 + 0.5 + 1 / 3 + 0.5) / 4)
+    assert hierarchical_gain(0.04, 0.03) == pytest.approx(25.0)
+    assert area_under_rc([0, 1, 0.5], [0, 1, 0.25]) == pytest.approx(0.375)
+
+
+def test_cc_curve_uses_rule_confidences(toy, toy_probs):
+    cc = calibration_coverage_curve(toy, toy_probs, TOY_LABELS, "climbing", thresholds=np.array([0.0, 0.55, 1.0]))
+    for theta, cov, ece in zip(cc.thresholds, cc.coverage, cc.ece):
+        nodes, conf = predict(toy, toy_probs, theta, "climbing")
+        assert cov == pytest.approx(toy.coverage[nodes].mean())
+        assert ece == pytest.approx(expected_calibration_error(conf, hierarchical_correctness(toy, nodes, TOY_LABELS)))
+    assert cc.coverage[-1] == 0 and cc.ece[-1] == 0  # all at the root: confidence 1, always right
+
+
+def test_dec_grid_matches_exact_curve_at_grid_points(toy):
+    h = random_tree(40, 4)
+    rng = np.random.default_rng(1)
+    probs = node_probabilities(h, softmax(rng.normal(size=(200, 40)) * 3))
+    labels = rng.integers(0, 40, 200)
+    exact = hierarchical_rc_curve(h, probs, labels, "climbing")
+    grid = hierarchical_rc_curve(h, probs, labels, "climbing", dec=2)
+    assert len(grid.thresholds) <= 101 and len(exact.coverage) > len(grid.coverage)
+    for theta, c, r in zip(grid.thresholds, grid.coverage, grid.risk):
+        assert (c, r) == pytest.approx(exact.at(theta))
+    assert abs(exact.haurc - grid.haurc) < 0.01
+
+
+@pytest.mark.parametrize("logits, message", [
+    (np.array([1.0, 2.0]), "2-D"),
+    (np.array([[1.0, np.nan]]), "NaN or inf"),
+    (np.array([[1.0, np.inf]]), "NaN or inf"),
+    (np.zeros((0, 3)), "non-empty"),
+    (np.array([["a", "b"]]), "numeric"),
+])
+def test_bad_logits(logits, message):
+    with pytest.raises(ValueError, match=message):
+        softmax(logits)
+
+
+def test_bad_labels_theta_rule_and_shapes(toy, toy_probs):
+    with pytest.raises(ValueError, match="out of range"):
+        hierarchical_rc_curve(toy, toy_probs, np.array([0, 1, 2, 3, 5]))
+    with pytest.raises(ValueError, match="shape"):
+        hierarchical_rc_curve(toy, toy_probs, np.array([0, 1]))
+    with pytest.raises(ValueError, match="integers"):
+        hierarchical_rc_curve(toy, toy_probs, np.array([0, 1, 2, 3, 0.5]))
+    with pytest.raises(ValueError, match=r"theta must lie in \[0, 1\]"):
+        predict(toy, toy_probs, 1.5, "climbing")
+    with pytest.raises(ValueError, match="unknown rule"):
+        decision_paths(toy, toy_probs, "greedy")
+    with pytest.raises(ValueError, match="node_probs must have shape"):
+        decision_paths(toy, toy_probs[:, :5], "climbing")
+    bad = toy_probs.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        decision_paths(toy, bad, "selective")
+    with pytest.raises(ValueError, match="leaf_probs must have shape"):
+        node_probabilities(toy, TOY_LEAF_PROBS[:, :4])
+    with pytest.raises(ValueError, match="temperature"):
+        softmax(np.ones((2, 2)), temperature=0.0)
