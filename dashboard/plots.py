@@ -154,7 +154,7 @@ def path_figure(h: Hierarchy, view: SampleView, title: str | None = None) -> go.
             hovertemplate=f"{RULE_LABELS[rule]} → {node_name(h, c.node)} (p = {c.confidence:.3f})<extra></extra>",
         ))
     fig.add_vline(x=view.theta, line=dict(color="black", dash="dash", width=2),
-                  annotation_text=f"θ = {view.theta:.2f}", annotation_position="top")
+                  annotation_text=f"θ = {view.theta:.2f}", annotation_position="bottom right")
     if extra or others:
         fig.add_hline(y=len(path) - 0.5, line=dict(color="#999", width=1, dash="dot"))
     fig.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=labels)
@@ -191,52 +191,51 @@ def accuracy_histogram(df: pd.DataFrame, target: float, epsilon: float, title: s
 
 # ---------------------------------------------------------------------------- overview illustration
 def illustration_figure(h: Hierarchy, leaf_name: str = "golden_retriever", theta: float = 0.8) -> go.Figure:
-    """A hand-made example in the spirit of the paper's Figure 1: a low-confidence leaf, its
-    siblings, and the probabilities summed up the path. Numbers are illustrative."""
+    """A hand-made example in the spirit of the paper's Figure 1: a low-confidence leaf, two
+    siblings, and the probabilities summed up the path. The numbers are illustrative."""
     names = list(h.names[: h.n_leaves])
     leaf = names.index(leaf_name) if leaf_name in names else 0
     path = [int(v) for v in h.path_to_root(leaf)]
-    # Illustrative node probabilities, increasing up the path (the root is always 1).
-    base = [0.29, 0.62, 0.71, 0.76, 0.93, 0.95, 0.96, 0.97, 0.975, 0.98, 0.985, 0.99, 0.995, 0.997, 0.999, 1.0]
+    base = [0.29, 0.62, 0.71, 0.76, 0.93, 0.95, 0.96]
     prob = {v: base[min(k, len(base) - 1)] for k, v in enumerate(path)}
-    prob[path[-1]] = 1.0
-    show = path[: min(len(path), 7)]  # leaf … a few ancestors, then the root
+    show = path[: min(len(path), len(base))][::-1]  # a few ancestors (top) … the leaf (bottom)
     siblings = [int(s) for s in h.children[path[1]] if s != leaf][:2] if len(path) > 1 else []
     sib_p = [0.24, 0.06]
-    climbing = next(v for v in path if prob[v] >= theta)
+    climbing = next((v for v in path if prob.get(v, 1.0) >= theta), path[-1])
+    y = {v: k for k, v in enumerate(show[::-1])}  # leaf at y = 0, ancestors above
     fig = go.Figure()
-    # edges
-    for k in range(len(show) - 1):
-        fig.add_trace(go.Scatter(x=[0, 0], y=[-k, -k - 1], mode="lines", line=dict(color="#bbb", width=2),
-                                 hoverinfo="skip", showlegend=False))
+    edges_x, edges_y = [], []
+    for child, parent in zip(show[::-1][:-1], show[::-1][1:]):
+        edges_x += [0, 0, None]
+        edges_y += [y[child], y[parent], None]
     for j, s in enumerate(siblings):
-        fig.add_trace(go.Scatter(x=[0, 1.2 * (j + 1)], y=[-1, 0], mode="lines", line=dict(color="#ddd", width=2),
-                                 hoverinfo="skip", showlegend=False))
-    fig.add_trace(go.Scatter(x=[0, 0], y=[-(len(show) - 1), -(len(show) - 1) - 0.6], mode="lines",
-                             line=dict(color="#bbb", width=2, dash="dot"), hoverinfo="skip", showlegend=False))
-    for k, v in enumerate(show):
-        is_pick = v == climbing
+        edges_x += [-1.6 * (j + 1), 0, None]
+        edges_y += [0, 1, None]
+    top = max(y.values())
+    edges_x += [0, 0]
+    edges_y += [top, top + 0.6]
+    fig.add_trace(go.Scatter(x=edges_x, y=edges_y, mode="lines", line=dict(color="#c0c0c0", width=2),
+                             hoverinfo="skip", showlegend=False))
+    for v in show:
+        pick, is_leaf = v == climbing, v == leaf
+        note = "  ← Climbing predicts this" if pick else ("  ← top-1 leaf, below θ" if is_leaf else "")
         fig.add_trace(go.Scatter(
-            x=[0], y=[-k], mode="markers+text", showlegend=False,
-            marker=dict(size=22 if is_pick else 16, color=OK_COLOR if is_pick else ("#f0ad4e" if k == 0 else "#c7d2dd"),
+            x=[0], y=[y[v]], mode="markers+text", showlegend=False, hoverinfo="skip",
+            marker=dict(size=22 if pick else 15, color=OK_COLOR if pick else ("#f0ad4e" if is_leaf else "#c7d2dd"),
                         line=dict(color="black", width=1)),
-            text=[f"  {node_name(h, v)} ({prob[v]:.2f})" + ("  ← Climbing stops here" if is_pick else "")
-                  + ("  ← top-1 leaf" if k == 0 else "")],
-            textposition="middle right", hoverinfo="skip",
+            text=[f"  {node_name(h, v)}: {prob[v]:.2f}{note}"], textposition="middle right",
         ))
     for j, s in enumerate(siblings):
         fig.add_trace(go.Scatter(
-            x=[1.2 * (j + 1)], y=[0], mode="markers+text", showlegend=False,
-            marker=dict(size=14, color="#e6e6e6", line=dict(color="black", width=1)),
-            text=[f"{node_name(h, s)} ({sib_p[j]:.2f})"], textposition="bottom center", hoverinfo="skip",
+            x=[-1.6 * (j + 1)], y=[0], mode="markers+text", showlegend=False, hoverinfo="skip",
+            marker=dict(size=13, color="#e6e6e6", line=dict(color="black", width=1)),
+            text=[f"{node_name(h, s)}<br>{sib_p[j]:.2f}"], textposition="bottom center",
         ))
-    fig.add_annotation(x=0, y=-(len(show) - 1) - 0.9, text=f"… up to the root ({node_name(h, path[-1])}, 1.00)",
+    fig.add_annotation(x=0, y=top + 0.85, text=f"… up to the root ({node_name(h, path[-1])}: 1.00)",
                        showarrow=False, xanchor="left")
-    fig.update_xaxes(visible=False, range=[-0.3, 4.2])
-    fig.update_yaxes(visible=False, range=[-(len(show) + 0.4), 0.8])
-    title = (f"Climbing at θ = {theta}: the top-1 leaf (0.29) is too unsure, so it climbs to the "
-             f"first ancestor with p ≥ θ; Selective would reject")
-    return _layout(fig, title, height=420)
+    fig.update_xaxes(visible=False, range=[-4.2, 4.0])
+    fig.update_yaxes(visible=False, range=[-1.0, top + 1.2])
+    return _layout(fig, f"Climbing at θ = {theta} (illustrative numbers)", height=430)
 
 
 def top5_figure(names: list[str], probs: list[float], title: str | None = None) -> go.Figure:

@@ -98,13 +98,13 @@ def sample_view(h: Hierarchy, probs: np.ndarray, paths: dict[str, DecisionPaths]
 
 
 def choice_text(h: Hierarchy, view: SampleView) -> str:
-    """One markdown line per rule, e.g. ``Climbing → dog (p = 0.930, coverage 0.309) ✅ correct``."""
+    """One markdown line per rule, e.g. ``Climbing → dog (p = 0.930, coverage 0.309) correct``."""
     lines = []
     for rule in RULES:
         c = view.choices.get(rule)
         if c is None:
             continue
-        mark = "" if c.correct is None else (" ✅ correct" if c.correct else " ❌ wrong")
+        mark = "" if c.correct is None else (" :green[**correct**]" if c.correct else " :red[**wrong**]")
         lines.append(f"**{RULE_LABELS[rule]}** → {node_name(h, c.node)} "
                      f"(p = {c.confidence:.3f}, coverage {c.coverage:.3f}){mark}")
     return "  \n".join(lines)

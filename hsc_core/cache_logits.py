@@ -397,7 +397,7 @@ def _cache_logits(dist_state: _Dist, model_name: str, samples: SampleList, out: 
     mine = [(c, s, e) for c, (s, e) in enumerate(ranges) if c % dist_state.world == dist_state.rank]
     pending = [(c, s, e) for c, s, e in mine if not _chunk_done(partial, c, s, e)]
     skipped = len(mine) - len(pending)
-    if skipped and progress:
+    if skipped:
         print(f"[rank {dist_state.rank}] resuming: {skipped} of {len(mine)} chunks already done", file=sys.stderr)
 
     n_run = sum(e - s for _, s, e in pending)

@@ -25,13 +25,21 @@ QuantileMethod = Literal["order_statistic", "quantile"]
 
 
 def climbing_tight_thresholds(
-    hierarchy: Hierarchy, node_probs: np.ndarray, labels: np.ndarray, eps_tight: float = 1e-6
+    hierarchy: Hierarchy,
+    node_probs: np.ndarray,
+    labels: np.ndarray,
+    eps_tight: float = 1e-6,
+    formula: Literal["code", "paper"] = "code",
 ) -> np.ndarray:
-    """Per-sample minimal θ at which Climbing is correct (the authors' formula, §6.1).
+    """Per-sample minimal θ at which Climbing is correct (definitions §6.1).
 
-    θ_i = last_incorrect + eps_tight·(f_LCA − last_incorrect), and 0 when the argmax leaf is right.
-    Uses the raw (unclipped) probabilities, as the authors' threshold code. Shape (n_samples,).
+    ``"code"`` (default, the authors' code): θ_i = f_last + eps_tight·(f_LCA − f_last);
+    ``"paper"`` (Algorithm 3): θ_i = f_last + eps_tight·f_LCA, where f_last is the probability of
+    the last wrong node on the path and the LCA is its parent. θ_i = 0 when the argmax leaf is
+    right. Uses the raw (unclipped) probabilities, as the authors' threshold code. Shape (n_samples,).
     """
+    if formula not in ("code", "paper"):
+        raise ValueError(f"formula must be 'code' or 'paper', got {formula!r}")
     probs = np.asarray(node_probs)
     labels = check_labels(labels, probs.shape[0], hierarchy.n_leaves)
     leaf = probs[:, : hierarchy.n_leaves].argmax(axis=1)
@@ -39,7 +47,8 @@ def climbing_tight_thresholds(
     first_correct = probs[rows, hierarchy.lca(leaf, labels)]
     path = np.take_along_axis(probs, hierarchy.leaf_paths[leaf], axis=1)
     last_incorrect = np.where(path >= first_correct[:, None], 0.0, path).max(axis=1)
-    theta = last_incorrect + eps_tight * (first_correct - last_incorrect)
+    gap = first_correct - last_incorrect if formula == "code" else first_correct
+    theta = last_incorrect + eps_tight * gap
     return np.where(leaf == labels, 0.0, theta)
 
 

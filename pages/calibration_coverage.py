@@ -16,7 +16,7 @@ with controls[0]:
 with controls[1]:
     state.bind(st.slider, "ECE bins", "bins", scope="cc", min_value=5, max_value=30, step=1)
 with controls[2]:
-    state.bind(st.toggle, "Temperature scaling", "ts", scope="cc",
+    state.bind(st.toggle, "Temp. scaling", "ts", scope="cc",
                help="Same switch as in the sidebar: T fitted on one half, curves on the other half.")
 
 es = ui.require_eval_set()

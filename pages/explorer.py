@@ -90,7 +90,7 @@ with info:
     st.markdown(
         f"**True class:** {views.node_name(h, true_leaf)}  \n"
         f"**Top-1 leaf:** {views.node_name(h, pred_leaf)} (p = {es.leaf_conf[i]:.3f}) "
-        + ("✅" if pred_leaf == true_leaf else "❌")
+        + (":green[**correct**]" if pred_leaf == true_leaf else ":red[**wrong**]")
     )
     if es.sources is not None:
         st.caption(f"Source: {es.sources[i]}")

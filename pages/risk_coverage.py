@@ -9,7 +9,7 @@ from hsc_core.rules import RULE_LABELS, RULES
 ui.ensure_entrypoint()
 
 st.title("Risk–coverage")
-controls = st.columns([2.2, 1.2, 1.4, 1])
+controls = st.columns([2.6, 1.1, 1.5, 0.8])
 with controls[0]:
     state.bind(st.multiselect, "Rules", "rules", scope="rc", options=list(RULES), format_func=RULE_LABELS.get)
 with controls[1]:
@@ -19,7 +19,7 @@ with controls[2]:
     state.bind(st.radio, "Curve", "dec", scope="rc", options=["exact", "2"],
                format_func={"exact": "exact (every breakpoint)", "2": "authors' grid (θ to 2 decimals)"}.get)
 with controls[3]:
-    state.bind(st.toggle, "Temperature scaling", "ts", scope="rc",
+    state.bind(st.toggle, "Temp. scaling", "ts", scope="rc",
                help="Same switch as in the sidebar: T fitted on one half, curves on the other half.")
 
 es = ui.require_eval_set()

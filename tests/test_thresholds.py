@@ -60,6 +60,13 @@ def test_order_statistic_versus_numpy_quantile():
     assert select_threshold(t, 0.05) == 1.0  # (n+1)α < 1: the paper sets θ̂ = 1
 
 
+def test_paper_tight_threshold_formula(toy, toy_probs):
+    from conftest import TOY_LABELS
+    # s0: last wrong node A (0.35) under the root (1.0); s1: leaf 0 (0.7) under A (0.8).
+    got = climbing_tight_thresholds(toy, toy_probs, TOY_LABELS, formula="paper")
+    np.testing.assert_allclose(got, [0.35 + 1e-6, 0.7 + 0.8e-6, 0.35 + 0.6e-6, 0, 0], atol=1e-12)
+
+
 def test_tight_thresholds_are_minimal(toy, toy_probs):
     from conftest import TOY_LABELS
     paths = decision_paths(toy, toy_probs, "climbing")
