@@ -252,7 +252,7 @@ class EvalSet:
         return row
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
+@st.cache_resource(max_entries=16, show_spinner=False)
 def _temperature(location: str, file_stamp: tuple, subset: str) -> tuple[float, int]:
     bundle = _bundle(location, file_stamp)
     cal = calibration_half(bundle.n_samples, bundle.sources) & subset_mask(bundle, subset)
@@ -266,7 +266,7 @@ def temperature(location: str, subset: str) -> tuple[float, int]:
     return _temperature(location, stamp(location), subset)
 
 
-@st.cache_resource(max_entries=6, show_spinner="Computing node probabilities and decision paths…")
+@st.cache_resource(max_entries=12, show_spinner="Computing node probabilities and decision paths…")
 def _eval_set(model: str, location: str, file_stamp: tuple, subset: str, ts: bool, heldout: bool) -> EvalSet:
     bundle = _bundle(location, file_stamp)
     h = hierarchy_for(bundle)
@@ -295,10 +295,17 @@ def eval_set(model: str, location: str, subset: str = ALL, ts: bool = False, hel
 # ---------------------------------------------------------------------------- curves
 @dataclass(frozen=True, eq=False)
 class CurveSet:
-    """Each rule's RC curve, plus a decimated copy (≤ DISPLAY_POINTS) for plotting."""
+    """Each rule's RC curve, a decimated copy (≤ DISPLAY_POINTS) for plotting, and the exact
+    curves that give the operating point at any θ (the same as ``curves`` unless ``dec`` is set:
+    a rounded-grid curve only has points at grid values of θ)."""
 
     curves: dict[str, RCCurve]
     display: dict[str, tuple[np.ndarray, np.ndarray]]
+    exact: dict[str, RCCurve]
+
+    def at(self, rule: str, theta: float) -> tuple[float, float]:
+        """(coverage, risk) of ``rule`` at θ: ``exact[rule].at(theta)``."""
+        return self.exact[rule].at(theta)
 
     def haurc_table(self) -> pd.DataFrame:
         sel = self.curves["selective"].haurc
@@ -322,18 +329,28 @@ def decimate(x: np.ndarray, y: np.ndarray, max_points: int = DISPLAY_POINTS) -> 
     return np.asarray(x[idx], float), np.asarray(y[idx], float)
 
 
-@st.cache_resource(max_entries=24, show_spinner="Computing risk–coverage curves…")
+@st.cache_resource(max_entries=32, show_spinner="Computing risk–coverage curves…")
 def _curve_set(model: str, location: str, file_stamp: tuple, subset: str, ts: bool, heldout: bool,
                loss: str, dec: int | None) -> CurveSet:
     es = _eval_set(model, location, file_stamp, subset, ts, heldout)
-    curves = {
-        rule: hierarchical_rc_curve(es.hierarchy, es.node_probs, es.labels, rule, loss=loss, dec=dec,
+    exact = {
+        rule: hierarchical_rc_curve(es.hierarchy, es.node_probs, es.labels, rule, loss=loss, dec=None,
                                     paths=es.paths[rule])
         for rule in RULES
     }
+    if dec is None:
+        curves = exact
+    else:
+        # (Derived from scratch: RCCurve.at() of a dec curve indexes its exact events, so the
+        # operating points come from the exact curves, which agree at every grid θ.)
+        curves = {
+            rule: hierarchical_rc_curve(es.hierarchy, es.node_probs, es.labels, rule, loss=loss, dec=dec,
+                                        paths=es.paths[rule])
+            for rule in RULES
+        }
     # Plot in θ order (the curve's own order), so non-monotone rules draw their true path.
     display = {rule: decimate(c.coverage, c.risk) for rule, c in curves.items()}
-    return CurveSet(curves, display)
+    return CurveSet(curves, display, exact)
 
 
 def curve_set(es: EvalSet, loss: str = "01", dec: int | None = None) -> CurveSet:

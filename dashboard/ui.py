@@ -6,7 +6,6 @@ import re
 import tempfile
 from pathlib import Path
 
-import pandas as pd
 import streamlit as st
 
 from . import data, state
@@ -34,8 +33,15 @@ def ensure_entrypoint() -> None:
         return
     from streamlit.runtime.pages_manager import PagesManager
 
-    PagesManager.uses_pages_directory = False
-    st.rerun()
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+    # The page file is the main script itself (``streamlit run pages/explorer.py`` or
+    # ``AppTest.from_file`` on a page): do app.py's setup here, without the navigation.
+    st.set_page_config(page_title="Hierarchical Selective Classification", layout="wide")
+    state.init_state()
+    sidebar()
+    state.write_query_params()
 
 
 # ---------------------------------------------------------------------------- model context
@@ -196,5 +202,7 @@ def csv_download(df, name: str, key: str, label: str = "Download table (CSV)") -
                        icon=":material/download:")
 
 
-def fmt(x: float, digits: int = 4) -> str:
-    return f"{x:.{digits}f}"
+CHOICE_COLUMNS = {
+    "confidence": st.column_config.NumberColumn(format="%.4f"),
+    "coverage": st.column_config.NumberColumn(format="%.3f"),
+}

@@ -25,11 +25,10 @@ def node_name(h: Hierarchy, v: int) -> str:
 
 # ---------------------------------------------------------------------------- RC operating points
 def operating_points(cs: CurveSet, theta: float, rules=RULES) -> pd.DataFrame:
-    """(coverage, risk) of each rule at θ, exactly ``curve.at(theta)``."""
+    """(coverage, risk) of each rule at θ, exactly the exact curve's ``curve.at(theta)``."""
     rows = []
     for rule in rules:
-        c = cs.curves[rule]
-        cov, risk = c.at(theta)
+        cov, risk = cs.at(rule, theta)
         rows.append({"rule": RULE_LABELS[rule], "key": rule, "θ": float(theta),
                      "coverage": cov, "risk": risk})
     return pd.DataFrame(rows, columns=["rule", "key", "θ", "coverage", "risk"])

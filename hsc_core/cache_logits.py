@@ -45,7 +45,7 @@ from torch.utils.data import DataLoader, Dataset
 from .imagenet import imagenet_wnids
 from .inference import ImageReadError, read_image
 from .logits_io import LogitsFileError, load_logits, save_logits, write_json_atomic, write_npz_atomic
-from .models import ModelInfo, load_model
+from .models import ModelInfo, load_model, make_transform, normalize_batch
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm")
 PARTIAL_META = "meta.json"
@@ -173,7 +173,7 @@ def make_synthetic_jpegs(n: int, directory: str | os.PathLike, size: tuple[int, 
 
 
 class ImageDataset(Dataset):
-    """Decodes and transforms the images; item = (tensor, sample index)."""
+    """Decodes, resizes and crops the images; item = (uint8 tensor, sample index)."""
 
     def __init__(self, paths: Sequence[Path], transform) -> None:
         self.paths = list(paths)
@@ -257,18 +257,20 @@ def resolve_device(device: str, local_rank: int = 0) -> torch.device:
     return torch.device(device)
 
 
-def amp_dtype(device: torch.device, amp: bool | None) -> torch.dtype | None:
+def amp_dtype(device: torch.device, amp: bool | None, dtype: str | None = None) -> torch.dtype | None:
     """The autocast dtype, or None for full precision.
 
-    With ``amp=None`` (auto), CUDA gets AMP and CPU stays in float32: CPU bfloat16 is slow on
-    most CPUs and would only cost accuracy. CUDA uses bfloat16 where supported (no overflow
-    risk), else float16. An explicit ``amp=True`` on the CPU means bfloat16 autocast.
+    With ``amp=None`` (auto), CUDA gets AMP and the CPU stays in float32: CPU autocast only
+    pays off on CPUs with bfloat16 matrix units, and it costs accuracy. On CUDA the default is
+    float16: it has 3 more mantissa bits than bfloat16, so its logits are closer to float32 ones.
+    Non-finite outputs from a float16 overflow are caught and reported. On the CPU the default is
+    bfloat16. ``dtype`` ("float16"/"bfloat16") overrides the default.
     """
     if amp is False or (amp is None and device.type != "cuda"):
         return None
-    if device.type == "cuda":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    return torch.bfloat16
+    if dtype is not None:
+        return {"float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
+    return torch.float16 if device.type == "cuda" else torch.bfloat16
 
 
 @dataclass
@@ -305,10 +307,11 @@ def _barrier(d: _Dist) -> None:
 
 
 # ---------------------------------------------------------------------------- main work
-def run_model(model: torch.nn.Module, loader: DataLoader, device: torch.device, amp: torch.dtype | None,
-              channels_last: bool, progress: bool = True, total: int | None = None
+def run_model(model: torch.nn.Module, loader: DataLoader, device: torch.device, info: ModelInfo,
+              amp: torch.dtype | None, channels_last: bool, progress: bool = True, total: int | None = None
               ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Yield (sample indices, float32 logits) per batch, with a progress bar counting images."""
+    """Yield (sample indices, float32 logits) per batch of uint8 images, with a progress bar
+    counting images. Normalisation happens here, on the device."""
     from tqdm import tqdm
 
     ctx = torch.autocast(device_type=device.type, dtype=amp) if amp is not None else nullcontext()
@@ -316,13 +319,14 @@ def run_model(model: torch.nn.Module, loader: DataLoader, device: torch.device, 
         for x, idx, error in loader:
             if error is not None:
                 raise ImageReadError(error)
-            bar.update(len(idx))
-            x = x.to(device, non_blocking=True)
+            x = normalize_batch(x.to(device, non_blocking=True), info.mean, info.std)
             if channels_last:
                 x = x.contiguous(memory_format=torch.channels_last)
             with ctx:
                 out = model(x)
-            yield idx.numpy(), out.float().cpu().numpy()
+            logits = out.float().cpu().numpy()
+            bar.update(len(idx))
+            yield idx.numpy(), logits
 
 
 def cache_logits(
@@ -338,6 +342,7 @@ def cache_logits(
     chunk_size: int | None = None,
     progress: bool = True,
     dataset_info: dict | None = None,
+    amp_dtype_name: str | None = None,
 ) -> dict:
     """Compute and save the logits; return a summary (images/s, top-1, paths, …).
 
@@ -352,7 +357,7 @@ def cache_logits(
     dist_state = _init_distributed(device)
     try:
         return _cache_logits(dist_state, model_name, samples, out, batch_size, workers, device, amp,
-                             channels_last, pretrained, chunk_size, progress, dataset_info)
+                             channels_last, pretrained, chunk_size, progress, dataset_info, amp_dtype_name)
     finally:
         if dist_state.world > 1:
             import torch.distributed as dist
@@ -362,10 +367,12 @@ def cache_logits(
 
 def _cache_logits(dist_state: _Dist, model_name: str, samples: SampleList, out: Path, batch_size: int,
                   workers: int, device: str, amp: bool | None, channels_last: bool | None, pretrained: bool,
-                  chunk_size: int | None, progress: bool, dataset_info: dict | None) -> dict:
+                  chunk_size: int | None, progress: bool, dataset_info: dict | None,
+                  amp_dtype_name: str | None) -> dict:
     dev = resolve_device(device, dist_state.local_rank)
-    model, transform, info = load_model(model_name, device=dev, pretrained=pretrained)
-    amp_t = amp_dtype(dev, amp)
+    model, _, info = load_model(model_name, device=dev, pretrained=pretrained)
+    transform = make_transform(info.data_config, uint8=True)
+    amp_t = amp_dtype(dev, amp, amp_dtype_name)
     # channels_last by default on every device: on this project's 2-core CPU it ran
     # efficientnet_lite0 ≈1.6× faster (oneDNN), and on CUDA it feeds the tensor cores.
     cl = True if channels_last is None else channels_last
@@ -416,7 +423,11 @@ def _cache_logits(dist_state: _Dist, model_name: str, samples: SampleList, out: 
             chunk_of.update(dict.fromkeys(range(s, e), c))
         bounds = {c: (s, e) for c, s, e in pending}
         buf: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
-        for idx, logits in run_model(model, loader, dev, amp_t, cl, progress and dist_state.main, total=n_run):
+        for idx, logits in run_model(model, loader, dev, info, amp_t, cl, progress and dist_state.main, total=n_run):
+            if not np.isfinite(logits).all():
+                bad = samples.sample_ids[int(idx[np.flatnonzero(~np.isfinite(logits).all(axis=1))[0]])]
+                hint = "; rerun with --amp-dtype bfloat16 or --no-amp" if amp_t is not None else ""
+                raise RuntimeError(f"non-finite logits (first for {bad}) with amp={amp_name}{hint}")
             c = chunk_of[int(idx[0])]
             buf.setdefault(c, []).append((idx, logits))
             s, e = bounds[c]
@@ -499,6 +510,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     ap.add_argument("--amp", action=argparse.BooleanOptionalAction, default=None,
                     help="autocast mixed precision (default: on for CUDA, off for CPU)")
+    ap.add_argument("--amp-dtype", choices=("float16", "bfloat16"), default=None,
+                    help="autocast dtype (default: float16 on CUDA, bfloat16 on CPU)")
     ap.add_argument("--channels-last", action=argparse.BooleanOptionalAction, default=None,
                     help="channels_last memory format (default: on)")
     ap.add_argument("--pretrained", dest="pretrained", action="store_true", default=True,
@@ -551,7 +564,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.model, samples, out, batch_size=args.batch_size, workers=args.workers,
                 device=args.device, amp=args.amp, channels_last=args.channels_last,
                 pretrained=args.pretrained, chunk_size=args.chunk_size,
-                progress=not args.no_progress, dataset_info=dataset_info,
+                progress=not args.no_progress, dataset_info=dataset_info, amp_dtype_name=args.amp_dtype,
             )
         except ImageReadError as exc:
             print(f"error: unreadable image: {exc}", file=sys.stderr)

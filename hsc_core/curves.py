@@ -24,7 +24,8 @@ class RCCurve:
 
     coverage, risk, thresholds: (n_points,). Point k is the operating point for every θ in
     (thresholds[k-1], thresholds[k]] (the first from θ = 0), listed in increasing θ.
-    events: (n_points − 1,) sorted θ values at which the operating point changes (exact curves).
+    events: (n_points − 1,) sorted θ values at which the operating point changes; on a ``dec``
+    grid curve, the grid values (θ then selects the first grid value ≥ θ).
     """
 
     rule: str
@@ -122,7 +123,8 @@ def hierarchical_rc_curve(
     grid = rounded_threshold_grid(node_probs, dec)
     # Compare in the probabilities' precision, as the authors' θ are rounded copies of them.
     k = np.searchsorted(events, grid.astype(np.asarray(node_probs).dtype).astype(np.float64), side="left")
-    return RCCurve(rule, loss, coverage[k], curve.risk[k], grid, events)
+    # On a grid curve, θ selects the first grid value ≥ θ (exact at the grid values themselves).
+    return RCCurve(rule, loss, coverage[k], curve.risk[k], grid, grid[:-1])
 
 
 def hierarchical_aurc(

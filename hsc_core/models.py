@@ -11,9 +11,10 @@ pretrained weights and preprocessing. Those weights are downloaded, so the machi
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
@@ -31,6 +32,7 @@ __all__ = [
     "register_model",
     "remap_state_dict_positional",
     "make_transform",
+    "normalize_batch",
 ]
 
 
@@ -85,13 +87,23 @@ class ModelInfo:
     mean: tuple[float, ...]
     std: tuple[float, ...]
     num_classes: int
+    crop_mode: str = "center"
+    input_hw: tuple[int, int] | None = None  # (H, W) when the input is not square
+
+    @property
+    def data_config(self) -> dict:
+        """timm-style data config (``timm.data.create_transform(**info.data_config)``)."""
+        hw = self.input_hw or (self.input_size, self.input_size)
+        return {"input_size": (3, *hw), "interpolation": self.interpolation, "mean": self.mean,
+                "std": self.std, "crop_pct": self.crop_pct, "crop_mode": self.crop_mode}
 
     def preprocessing(self) -> dict:
         """The preprocessing as a JSON-ready dict."""
         return {
             "resize_short_side": self.resize,
-            "center_crop": self.input_size,
+            "center_crop": self.input_size if self.input_hw is None else list(self.input_hw),
             "crop_pct": self.crop_pct,
+            "crop_mode": self.crop_mode,
             "interpolation": self.interpolation,
             "mean": list(self.mean),
             "std": list(self.std),
@@ -180,14 +192,35 @@ def remap_state_dict_positional(
     return out
 
 
-def make_transform(input_size: int, crop_pct: float, interpolation: str,
-                   mean: tuple[float, ...], std: tuple[float, ...]) -> Callable:
-    """timm's eval transform: resize the short side to ``floor(input_size / crop_pct)``, centre
-    crop, to tensor, normalise. It takes a PIL RGB image and returns a (3, H, W) float tensor."""
+def make_transform(data_config: Mapping, uint8: bool = False) -> Callable:
+    """timm's eval transform for ``data_config`` (see ``ModelInfo.data_config``).
+
+    Centre mode resizes the short side to ``floor(size / crop_pct)`` and centre-crops. The
+    transform takes a PIL RGB image. It returns a normalised (3, H, W) float tensor, or with
+    ``uint8=True`` the cropped pixels as a uint8 tensor. The uint8 form is for DataLoader
+    workers: it moves 4× fewer bytes between processes, and ``normalize_batch`` finishes the
+    job on the device.
+    """
     from timm.data import create_transform
 
-    return create_transform(input_size=(3, input_size, input_size), is_training=False,
-                            interpolation=interpolation, crop_pct=crop_pct, mean=mean, std=std)
+    cfg = dict(data_config)
+    return create_transform(**cfg, is_training=False, use_prefetcher=uint8)
+
+
+def normalize_batch(x: torch.Tensor, mean: Sequence[float], std: Sequence[float]) -> torch.Tensor:
+    """uint8 (N, 3, H, W) → float32, normalised with the same operations (÷255, −mean, ÷std)
+    as torchvision's ToTensor + Normalize, so the result is bit-identical to the float path."""
+    m = torch.as_tensor(mean, dtype=torch.float32, device=x.device).view(1, -1, 1, 1)
+    s = torch.as_tensor(std, dtype=torch.float32, device=x.device).view(1, -1, 1, 1)
+    return x.float().div_(255).sub_(m).div_(s)
+
+
+@contextlib.contextmanager
+def _seeded(seed: int) -> Iterator[None]:
+    # fork_rng restores the caller's CPU RNG afterwards; models are created on the CPU.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 def _timm():
@@ -196,7 +229,7 @@ def _timm():
     return timm
 
 
-def load_model(name: str, device: str | torch.device = "cpu", pretrained: bool = True
+def load_model(name: str, device: str | torch.device = "cpu", pretrained: bool = True, seed: int = 0
                ) -> tuple[torch.nn.Module, Callable, ModelInfo]:
     """Build the model ``name`` in eval mode on ``device``, with its transform and description.
 
@@ -205,6 +238,8 @@ def load_model(name: str, device: str | torch.device = "cpu", pretrained: bool =
     name : a registered name (``list_registered_models()``) or any ``timm.list_models()`` name.
     device : torch device for the model.
     pretrained : False gives random weights (with the same preprocessing), for benchmarking.
+    seed : seed of the random initialisation. It is fixed so that random-init runs, and resumed
+        caching runs, give the same numbers. The global RNG state is left untouched.
 
     Raises
     ------
@@ -214,7 +249,8 @@ def load_model(name: str, device: str | torch.device = "cpu", pretrained: bool =
     timm = _timm()
     spec = _REGISTRY.get(name)
     if spec is not None:
-        model = timm.create_model(spec.timm_name, pretrained=False)
+        with _seeded(seed):
+            model = timm.create_model(spec.timm_name, pretrained=False)
         if pretrained:
             path = weights_file(spec.weights_package)
             state = torch.load(path, map_location="cpu", weights_only=True)
@@ -235,7 +271,8 @@ def load_model(name: str, device: str | torch.device = "cpu", pretrained: bool =
                 f"{list_registered_models()} and not a timm model name (see timm.list_models())"
             )
         try:
-            model = timm.create_model(name, pretrained=pretrained)
+            with _seeded(seed):
+                model = timm.create_model(name, pretrained=pretrained)
         except Exception as exc:  # network, hub and file errors all surface differently
             raise ModelLoadError(
                 f"could not load pretrained weights for timm model {name!r} ({type(exc).__name__}: {exc}). "
@@ -244,7 +281,8 @@ def load_model(name: str, device: str | torch.device = "cpu", pretrained: bool =
                 f"{list_registered_models()} work offline"
             ) from exc
         cfg = timm.data.resolve_data_config({}, model=model)
-        size = int(cfg["input_size"][-1])
+        h, w = (int(v) for v in cfg["input_size"][-2:])
+        size = h
         info = ModelInfo(
             name=name, timm_name=name,
             weights=(f"timm pretrained ({model.pretrained_cfg.get('hf_hub_id') or model.pretrained_cfg.get('url')})"
@@ -253,10 +291,9 @@ def load_model(name: str, device: str | torch.device = "cpu", pretrained: bool =
             crop_pct=float(cfg["crop_pct"]), interpolation=str(cfg["interpolation"]),
             mean=tuple(float(x) for x in cfg["mean"]), std=tuple(float(x) for x in cfg["std"]),
             num_classes=int(model.num_classes),
+            # timm's own crop mode for its own models (e.g. 'squash').
+            crop_mode=str(cfg.get("crop_mode") or "center"), input_hw=None if h == w else (h, w),
         )
-        # timm's own transform for its own models (it also honours crop_mode, e.g. 'squash').
-        transform = timm.data.create_transform(**cfg, is_training=False)
-    if spec is not None:
-        transform = make_transform(info.input_size, info.crop_pct, info.interpolation, info.mean, info.std)
+    transform = make_transform(info.data_config)
     model.eval().to(device)
     return model, transform, info

@@ -33,9 +33,9 @@ for r in rules:
     c = curves[r]
     order = np.argsort(c.coverage, kind="stable")
     area = float(np.sum(np.diff(c.coverage[order]) * (c.ece[order][1:] + c.ece[order][:-1]) / 2))
-    rows.append({"rule": RULE_LABELS[r], "ECE at θ = 0 (all leaves)": float(c.ece[0]),
-                 "min ECE": float(c.ece.min()), "coverage at min ECE": float(c.coverage[c.ece.argmin()]),
-                 "area under CC curve": area})
+    rows.append({"rule": RULE_LABELS[r], "ECE at the lowest θ (leaves)": float(c.ece[0]),
+                 "max ECE": float(c.ece.max()), "coverage at max ECE": float(c.coverage[c.ece.argmax()]),
+                 "area under CC curve (lower is better)": area})
 table = pd.DataFrame(rows)
 st.dataframe(table, hide_index=True, key="cc_table",
              column_config={c: st.column_config.NumberColumn(format="%.4f") for c in table.columns[1:]})

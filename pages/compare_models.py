@@ -48,6 +48,8 @@ st.caption(f"{len(sets)} model(s) · subset *{subset}* · "
 ui.figure(plots.compare_figure(sets, rule, loss, title=f"{RULE_LABELS[rule]} risk–coverage curves"),
           f"compare_{rule}_{loss}_{state.get('dec')}", key="compare_chart")
 df = pd.DataFrame(rows)
+if not ts:
+    df = df.drop(columns="T")
 cfg = {c: st.column_config.NumberColumn(format="%.2f") for c in df.columns if c.startswith(("hAURC", "gain"))}
 cfg["top-1 accuracy"] = st.column_config.NumberColumn(format="%.4f")
 cfg["T"] = st.column_config.NumberColumn(format="%.3f")

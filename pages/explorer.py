@@ -108,7 +108,7 @@ def theta_view() -> None:
                "label's branch. Green = hierarchically correct (an ancestor of the true leaf), red = wrong. The "
                "markers on the right show the node each rule predicts at θ.")
     table = views.choice_table(h, view)
-    st.dataframe(table, hide_index=True, key="explorer_table")
+    st.dataframe(table, hide_index=True, key="explorer_table", column_config=ui.CHOICE_COLUMNS)
     ui.csv_download(table, f"explorer_{sample}_theta{theta:.2f}", key="dl_explorer")
 
 

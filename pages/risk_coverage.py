@@ -75,5 +75,6 @@ with c2:
 st.caption(
     "Point k of a curve holds for every θ in (θ_{k−1}, θ_k]. The exact curve has every breakpoint; the authors' "
     "variant evaluates θ only at node probabilities rounded to 2 decimals. The plot shows at most "
-    "1,500 points per curve; hAURC and the operating points always use the full curve."
+    "1,500 points per curve; hAURC uses the full curve, and each marker is the rule's exact (coverage, risk) at θ "
+    "(on the authors' grid the two agree at every grid value of θ)."
 )

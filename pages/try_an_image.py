@@ -99,7 +99,7 @@ def theta_view() -> None:
     st.markdown(views.choice_text(h, view))
     ui.figure(plots.path_figure(h, view), f"path_{model}_{image_name}_theta{theta:.2f}", key="img_path")
     table = views.choice_table(h, view)
-    st.dataframe(table.drop(columns="correct"), hide_index=True, key="img_choices")
+    st.dataframe(table.drop(columns="correct"), hide_index=True, key="img_choices", column_config=ui.CHOICE_COLUMNS)
     ui.csv_download(table.drop(columns="correct"), f"choices_{model}_{image_name}", key="dl_img_choices")
 
 

@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO.parent / "shared" / "imagenet-val-sample"
 SHIPPED = REPO / "cached_logits" / "efficientnet_lite0.npz"
 # A random-init model keeps these tests offline and independent of the shared images.
-FAST = ["--model", "efficientnet_lite0", "--random-init", "--workers", "0", "--no-progress",
+FAST = ["--model", "efficientnet_lite0", "--random-init", "--device", "cpu", "--workers", "0", "--no-progress",
         "--batch-size", "2", "--chunk-size", "2"]
 
 
@@ -147,3 +147,29 @@ def test_pretrained_on_shared_images_matches_shipped(tmp_path, capsys):
     np.testing.assert_allclose(b.logits, shipped.logits[:6], atol=0.05, rtol=0.01)
     assert b.sample_ids.tolist() == shipped.sample_ids[:6].tolist()
     assert "/" not in b.manifest["dataset"]["name"]
+
+
+def test_torchrun_two_ranks_matches_single_process(synthetic, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    import torch.distributed
+
+    if not torch.distributed.is_available():
+        pytest.skip("torch.distributed not available")
+    common = ["--model", "efficientnet_lite0", "--random-init", "--workers", "0", "--no-progress",
+              "--batch-size", "2", "--chunk-size", "2", "--data", str(synthetic)]
+    dist_out, single_out = tmp_path / "dist.npz", tmp_path / "single.npz"
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    # --standalone: a rendezvous on a free localhost port; gloo backend on the CPU.
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+           "-m", "hsc_core.cache_logits", *common, "--device", "cpu", "--out", str(dist_out)]
+    res = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=180)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "2 of 6 images computed" in res.stdout and "4 of 6 images computed" in res.stdout
+    assert not (tmp_path / "dist.npz.partial").exists()
+    assert cl.main([*common, "--out", str(single_out)]) == 0
+    a, b = load_logits(dist_out, require_manifest=True), load_logits(single_out)
+    assert a.sample_ids.tolist() == b.sample_ids.tolist()
+    np.testing.assert_allclose(a.logits, b.logits, atol=0.01)

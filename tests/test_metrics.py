@@ -78,6 +78,7 @@ def test_dec_grid_matches_exact_curve_at_grid_points(toy):
     assert len(grid.thresholds) <= 101 and len(exact.coverage) > len(grid.coverage)
     for theta, c, r in zip(grid.thresholds, grid.coverage, grid.risk):
         assert (c, r) == pytest.approx(exact.at(theta))
+        assert grid.at(theta) == pytest.approx((c, r))  # a grid curve answers at its own θ values
     assert abs(exact.haurc - grid.haurc) < 0.01
 
 

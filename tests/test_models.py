@@ -123,3 +123,15 @@ def test_lite0_pretrained_matches_shipped_logits():
     ref = shipped.logits[[row[r["file"]] for r in rows]]
     np.testing.assert_array_equal(logits.argmax(1), ref.argmax(1))
     np.testing.assert_allclose(logits, ref, atol=0.05, rtol=0.01)
+
+
+def test_random_init_is_seeded_and_leaves_global_rng_alone():
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    a, _, _ = load_model("efficientnet_lite0", pretrained=False)
+    assert torch.equal(torch.rand(3), expected)
+    b, _, _ = load_model("efficientnet_lite0", pretrained=False)
+    c, _, _ = load_model("efficientnet_lite0", pretrained=False, seed=1)
+    wa, wb, wc = (m.conv_stem.weight for m in (a, b, c))
+    assert torch.equal(wa, wb) and not torch.equal(wa, wc)

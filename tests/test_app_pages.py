@@ -1,0 +1,498 @@
+"""Page-level tests of the Streamlit dashboard with ``streamlit.testing.v1.AppTest``.
+
+Every number checked here is recomputed independently with ``hsc_core`` (not through the
+dashboard's helpers), so the pages are tested against the library, not against themselves.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from hsc_core.curves import hierarchical_rc_curve  # noqa: E402
+from hsc_core.imagenet import default_image_dir, imagenet_hierarchy  # noqa: E402
+from hsc_core.logits_io import load_logits, save_logits  # noqa: E402
+from hsc_core.probabilities import fit_temperature, node_probabilities, softmax  # noqa: E402
+from hsc_core.rules import RULE_LABELS, RULES, decision_paths  # noqa: E402
+from hsc_core.synthetic import synthetic_logits  # noqa: E402
+from hsc_core.thresholds import (  # noqa: E402
+    climbing_tight_thresholds,
+    select_threshold,
+    solve_theorem1,
+    theorem1_epsilon,
+)
+
+APP = str(ROOT / "app.py")
+SHIPPED = ROOT / "cached_logits"
+PAGES = {
+    "pages/overview.py": "Hierarchical Selective Classification",
+    "pages/explorer.py": "Explorer",
+    "pages/risk_coverage.py": "Risk–coverage",
+    "pages/calibration_coverage.py": "Calibration–coverage",
+    "pages/guaranteed_accuracy.py": "Guaranteed accuracy",
+    "pages/compare_models.py": "Compare models",
+    "pages/try_an_image.py": "Try an image",
+}
+TYPICAL = "RomanPlaud/hierarchical_decision_rules (224x224)"
+EASIER = "VeriSilicon/acuity-dataset (227x227)"
+TIMEOUT = 180
+
+
+# ---------------------------------------------------------------------------- fixtures
+def _write_model(path: Path, n: int, seed: int, top1: float = 0.75) -> Path:
+    h = imagenet_hierarchy()
+    logits, labels = synthetic_logits(h, n, top1=top1, seed=seed)
+    sources = np.where(np.arange(n) % 3 == 0, TYPICAL, EASIER)
+    ids = [f"img_{seed}_{i:05d}.JPEG" for i in range(n)]
+    return save_logits(path, logits, labels, ids, sources=sources, manifest={"model": path.stem}, dtype="float32")
+
+
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory) -> Path:
+    """A cached-logits folder with two small synthetic models."""
+    d = tmp_path_factory.mktemp("cached_logits")
+    _write_model(d / "alpha_net.npz", 600, seed=1)
+    _write_model(d / "beta_net.npz", 450, seed=2, top1=0.65)
+    return d
+
+
+@pytest.fixture(scope="session")
+def broken_dir(tmp_path_factory, model_dir) -> Path:
+    """Good models plus a corrupt file and a file with the wrong number of classes."""
+    d = tmp_path_factory.mktemp("cached_logits_broken")
+    for f in model_dir.iterdir():
+        (d / f.name).write_bytes(f.read_bytes())
+    (d / "corrupt_net.npz").write_bytes(b"PK\x03\x04 this is not really a zip archive")
+    rng = np.random.default_rng(0)
+    save_logits(d / "tenclass_net.npz", rng.normal(size=(20, 10)), rng.integers(0, 10, 20),
+                [f"s{i}" for i in range(20)], dtype="float32")
+    return d
+
+
+@pytest.fixture
+def legacy_first_run():
+    """Request this to keep Streamlit's legacy pages/ detection on (see ``navigation_mode``)."""
+
+
+@pytest.fixture(autouse=True)
+def navigation_mode(request, monkeypatch):
+    """AppTest re-detects the legacy "pages/ folder" mode before *every* run, so each run first
+    executes the page file alone and the page's ensure_entrypoint() reruns it through app.py;
+    that rerun drops one-shot button clicks. A real server detects it once per process and
+    st.navigation turns it off for good, so do the same here. Tests that request
+    ``legacy_first_run`` keep the detection and exercise that first-request path."""
+    if "legacy_first_run" in request.fixturenames:
+        return
+    from streamlit.runtime.pages_manager import PagesManager
+
+    original = PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+
+
+@pytest.fixture
+def use_dir(monkeypatch):
+    def use(directory: Path | None):
+        monkeypatch.delenv("HSC_SYNTHETIC", raising=False)
+        if directory is None:
+            monkeypatch.delenv("HSC_CACHED_LOGITS_DIR", raising=False)
+        else:
+            monkeypatch.setenv("HSC_CACHED_LOGITS_DIR", str(directory))
+    return use
+
+
+def open_page(page: str, query: dict | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def frame(at: AppTest, column: str):
+    """The first st.dataframe whose table has ``column`` (AppTest elements carry no key)."""
+    for d in at.dataframe:
+        if column in d.value.columns:
+            return d.value
+    raise AssertionError(f"no dataframe with column {column!r}")
+
+
+def metric(at: AppTest, label: str) -> str:
+    for m in at.metric:
+        if m.label == label:
+            return m.value
+    raise AssertionError(f"no metric {label!r}; have {[m.label for m in at.metric]}")
+
+
+# ---------------------------------------------------------------------------- reference values
+def reference(location: Path, subset_tag: str | None = None, ts: bool = False):
+    """(hierarchy, node_probs, labels, ids, T) as the dashboard should evaluate them."""
+    b = load_logits(location)
+    h = imagenet_hierarchy()
+    mask = np.ones(b.n_samples, bool) if subset_tag is None else b.sources.astype(str) == subset_tag
+    t = 1.0
+    if ts:
+        rng = np.random.default_rng(0)
+        cal = np.zeros(b.n_samples, bool)
+        src = b.sources.astype(str)
+        for tag in np.unique(src):
+            idx = rng.permutation(np.flatnonzero(src == tag))
+            cal[idx[: len(idx) // 2]] = True
+        t = fit_temperature(b.logits[cal & mask], b.labels[cal & mask])
+        mask = mask & ~cal
+    probs = node_probabilities(h, softmax(b.logits[mask], t))
+    return h, probs, b.labels[mask], b.sample_ids[mask], t
+
+
+OP_RE = re.compile(r"\*\*(?P<rule>[A-Za-z-]+)\*\* at θ = (?P<theta>[0-9.]+): coverage \*\*(?P<cov>[0-9.]+)\*\*, "
+                   r"risk \*\*(?P<risk>[0-9.]+)\*\*")
+
+
+def operating_points(at: AppTest) -> dict[str, tuple[str, str, str]]:
+    return {m["rule"]: (m["theta"], m["cov"], m["risk"]) for m in OP_RE.finditer(texts(at))}
+
+
+# ---------------------------------------------------------------------------- tests
+@pytest.mark.parametrize("page", list(PAGES))
+def test_every_page_renders_without_errors(page, use_dir, model_dir, legacy_first_run):
+    use_dir(model_dir)
+    at = open_page(page)
+    assert [t.value for t in at.title] == [PAGES[page]]
+    assert not at.error, [e.value for e in at.error]
+    # The sidebar (model picker) is there on every page: the page ran inside app.py.
+    assert at.selectbox(key="_w.sb.model").value == "alpha_net"
+
+
+def test_risk_coverage_operating_points_equal_curve_at_theta(use_dir, model_dir):
+    use_dir(model_dir)
+    at = open_page("pages/risk_coverage.py")
+    h, probs, labels, _, _ = reference(model_dir / "alpha_net.npz")
+    for theta, loss, dec in [(0.73, "01", "exact"), (0.41, "severity", "exact"), (0.9, "01", "2")]:
+        at.radio(key="_w.rc.loss").set_value(loss)
+        at.radio(key="_w.rc.dec").set_value(dec)
+        at.slider(key="_w.rc.theta").set_value(theta).run()
+        assert not at.exception
+        shown = operating_points(at)
+        assert set(shown) == {RULE_LABELS[r] for r in RULES}
+        for rule in RULES:
+            curve = hierarchical_rc_curve(h, probs, labels, rule, loss=loss)
+            cov, risk = curve.at(theta)
+            assert shown[RULE_LABELS[rule]] == (f"{theta:.2f}", f"{cov:.4f}", f"{risk:.4f}"), (rule, loss, dec)
+            if dec == "2":  # the authors' grid curve has the same point at this grid θ
+                grid = hierarchical_rc_curve(h, probs, labels, rule, loss=loss, dec=2)
+                k = int(np.flatnonzero(np.isclose(grid.thresholds, theta))[0])
+                assert (f"{grid.coverage[k]:.4f}", f"{grid.risk[k]:.4f}") == (f"{cov:.4f}", f"{risk:.4f}")
+        # The hAURC table shows the same curves' areas.
+        table = frame(at, "hAURC ×1000")
+        climbing = hierarchical_rc_curve(h, probs, labels, "climbing", loss=loss, dec=None if dec == "exact" else 2)
+        got = float(table.loc[table["rule"] == "Climbing", "hAURC ×1000"].iloc[0])
+        assert got == pytest.approx(1000 * climbing.haurc, rel=1e-12)
+        assert at.query_params["theta"] in ([f"{theta:g}"], f"{theta:g}")
+        assert at.query_params["loss"] in ([loss], loss)
+
+
+def test_rule_selection_hides_curves(use_dir, model_dir):
+    use_dir(model_dir)
+    at = open_page("pages/risk_coverage.py")
+    at.multiselect(key="_w.rc.rules").set_value(["climbing"]).run()
+    assert set(operating_points(at)) == {"Climbing"}
+    assert at.query_params["rules"] in (["climbing"], "climbing")
+
+
+def test_url_state_is_read_on_load(use_dir, model_dir):
+    use_dir(model_dir)
+    at = open_page("pages/risk_coverage.py",
+                   {"model": "beta_net", "theta": "0.35", "loss": "severity", "rules": "selective,climbing"})
+    assert at.selectbox(key="_w.sb.model").value == "beta_net"
+    assert at.slider(key="_w.rc.theta").value == pytest.approx(0.35)
+    assert at.radio(key="_w.rc.loss").value == "severity"
+    h, probs, labels, _, _ = reference(model_dir / "beta_net.npz")
+    shown = operating_points(at)
+    assert set(shown) == {"Selective", "Climbing"}
+    cov, risk = hierarchical_rc_curve(h, probs, labels, "climbing", loss="severity").at(0.35)
+    assert shown["Climbing"] == ("0.35", f"{cov:.4f}", f"{risk:.4f}")
+
+
+def test_bad_url_values_fall_back_to_defaults(use_dir, model_dir):
+    use_dir(model_dir)
+    at = open_page("pages/risk_coverage.py", {"model": "nope", "theta": "7", "loss": "x", "rules": "zzz"})
+    assert not at.error
+    assert at.selectbox(key="_w.sb.model").value == "alpha_net"
+    assert at.slider(key="_w.rc.theta").value == pytest.approx(0.5)
+
+
+def test_explorer_shows_each_rules_choice(use_dir, model_dir):
+    use_dir(model_dir)
+    h, probs, labels, ids, _ = reference(model_dir / "alpha_net.npz")
+    wrong = np.flatnonzero(probs[:, : h.n_leaves].argmax(1) != labels)
+    i = int(wrong[0])
+    at = open_page("pages/explorer.py", {"sample": str(ids[i]), "theta": "0.2"})
+    assert at.query_params["sample"] in ([str(ids[i])], str(ids[i]))
+    before = texts(at)
+    for theta in (0.2, 0.95):
+        if theta != 0.2:
+            at.slider(key="_w.ex.theta").set_value(theta).run()
+            assert not at.exception
+        table = frame(at, "node id")
+        for rule in RULES:
+            node, conf = decision_paths(h, probs, rule).predict(theta)
+            row = table[table["rule"] == RULE_LABELS[rule]].iloc[0]
+            assert row["node id"] == h.node_ids[int(node[i])], (rule, theta)
+            assert row["confidence"] == pytest.approx(float(conf[i]))
+            assert row["correct"] == ("yes" if h.is_ancestor(int(node[i]), int(labels[i])) else "no")
+    assert texts(at) != before  # the chosen nodes moved up the path
+    assert len(at.get("plotly_chart")) == 1
+
+
+@pytest.mark.parametrize("pick", ["random", "worst", "class"])
+def test_explorer_sample_pickers(pick, use_dir, model_dir):
+    use_dir(model_dir)
+    at = open_page("pages/explorer.py", {"pick": pick})
+    assert not at.error
+    sample = at.session_state["sample"]
+    h, probs, labels, ids, _ = reference(model_dir / "alpha_net.npz")
+    i = list(ids).index(sample)
+    if pick == "worst":
+        conf = probs[np.arange(len(labels)), probs[:, : h.n_leaves].argmax(1)]
+        wrong = np.flatnonzero(probs[:, : h.n_leaves].argmax(1) != labels)
+        assert i == wrong[np.argmax(conf[wrong])]
+        at.number_input(key="_w.ex.rank").set_value(2).run()
+        assert at.session_state["sample"] != sample
+    elif pick == "random":
+        at.button[0].click().run()  # "New random sample"
+        assert at.session_state["seed"] == 1
+    else:
+        cls = at.selectbox(key="_w.ex.cls").value
+        assert labels[i] == cls
+    assert not at.exception
+
+
+def test_temperature_scaling_uses_the_other_half(use_dir, model_dir):
+    use_dir(model_dir)
+    at = open_page("pages/risk_coverage.py")
+    at.toggle(key="_w.sb.ts").set_value(True).run()
+    assert not at.exception
+    h, probs, labels, _, t = reference(model_dir / "alpha_net.npz", ts=True)
+    captions = "\n".join(c.value for c in at.caption)
+    assert f"T = **{t:.3f}**" in captions
+    assert f"{len(labels):,} samples" in captions
+    theta = float(at.slider(key="_w.rc.theta").value)
+    cov, risk = hierarchical_rc_curve(h, probs, labels, "climbing").at(theta)
+    assert operating_points(at)["Climbing"][1:] == (f"{cov:.4f}", f"{risk:.4f}")
+
+
+def test_subset_picker(use_dir, model_dir):
+    use_dir(model_dir)
+    at = open_page("pages/risk_coverage.py")
+    assert set(at.selectbox(key="_w.sb.subset").options) >= {"All samples (600)"}
+    at.selectbox(key="_w.sb.subset").set_value("typical").run()
+    h, probs, labels, _, _ = reference(model_dir / "alpha_net.npz", subset_tag=TYPICAL)
+    assert len(labels) == 200
+    cov, risk = hierarchical_rc_curve(h, probs, labels, "selective").at(0.5)
+    assert operating_points(at)["Selective"] == ("0.50", f"{cov:.4f}", f"{risk:.4f}")
+
+
+def test_guaranteed_accuracy_values(use_dir, model_dir):
+    use_dir(model_dir)
+    at = open_page("pages/guaranteed_accuracy.py")
+    at.slider(key="_w.ga.acc").set_value(0.9)
+    at.slider(key="_w.ga.conf").set_value(0.8)
+    at.slider(key="_w.ga.n").set_value(300)
+    at.number_input(key="_w.ga.split_seed").set_value(3).run()
+    assert not at.exception
+    h, probs, labels, _, _ = reference(model_dir / "alpha_net.npz")
+    alpha, delta, n = 0.1, 0.2, 300
+    perm = np.random.default_rng(3).permutation(len(labels))
+    cal, test = perm[:n], perm[n:]
+    theta_hat = select_threshold(climbing_tight_thresholds(h, probs, labels)[cal], alpha)
+    eps = theorem1_epsilon(n, alpha, delta)
+    assert metric(at, "θ̂ (threshold)") == f"{theta_hat:.4f}"
+    assert metric(at, "ε (Theorem 1)") == f"{eps:.4f}"
+    nodes, _ = decision_paths(h, probs, "climbing").predict(theta_hat)
+    acc = h.is_ancestor(nodes[test], labels[test]).mean()
+    assert metric(at, "Test accuracy") == f"{acc:.4f}"
+    assert metric(at, "Test coverage") == f"{h.coverage[nodes[test]].mean():.4f}"
+
+    # Repetitions: a few, CRC only, so the test stays fast.
+    at.slider(key="_w.ga.reps").set_value(20)
+    at.multiselect(key="ga_baselines").set_value(["crc"])
+    next(b for b in at.button if b.label == "Run repetitions").click().run()
+    assert not at.exception
+    summary = frame(at, "fraction_within_eps")
+    assert len(summary) == 2 and len(at.get("plotly_chart")) == 1
+
+    # Solve for n with the other three fixed.
+    at.radio(key="_w.ga.solve").set_value("n").run()
+    at.number_input(key="solve_acc").set_value(0.95)
+    at.number_input(key="solve_eps").set_value(0.02)
+    at.number_input(key="solve_conf").set_value(0.9).run()
+    want = solve_theorem1(alpha=0.05, epsilon=0.02, delta=0.1)
+    assert metric(at, "n") == f"{want['n']:,}"
+
+
+def test_calibration_and_compare_pages(use_dir, model_dir):
+    use_dir(model_dir)
+    at = open_page("pages/calibration_coverage.py")
+    assert len(frame(at, "max ECE")) == 4
+    at.switch_page("pages/compare_models.py").run()
+    assert not at.exception
+    table = frame(at, "hAURC×1000 Climbing")
+    assert list(table["model"]) == ["alpha_net", "beta_net"]
+    for name in ("alpha_net", "beta_net"):
+        h, probs, labels, _, _ = reference(model_dir / f"{name}.npz")
+        want = 1000 * hierarchical_rc_curve(h, probs, labels, "climbing").haurc
+        got = float(table.loc[table["model"] == name, "hAURC×1000 Climbing"].iloc[0])
+        assert got == pytest.approx(want, rel=1e-12)
+
+
+def test_overview_table(use_dir, model_dir):
+    use_dir(model_dir)
+    at = open_page("pages/overview.py")
+    table = frame(at, "hAURC×1000 Climbing (TS)")
+    assert list(table["model"]) == ["alpha_net", "beta_net"]
+    b = load_logits(model_dir / "alpha_net.npz")
+    assert float(table["top-1 accuracy"].iloc[0]) == pytest.approx((b.logits.argmax(1) == b.labels).mean())
+    h, probs, labels, _, t = reference(model_dir / "alpha_net.npz", ts=True)
+    assert float(table["T"].iloc[0]) == pytest.approx(t)
+    want = 1000 * hierarchical_rc_curve(h, probs, labels, "climbing").haurc
+    assert float(table["hAURC×1000 Climbing (TS)"].iloc[0]) == pytest.approx(want, rel=1e-12)
+    assert any(d.label.startswith("Download") for d in at.get("download_button"))
+
+
+def test_broken_files_show_errors_and_others_keep_working(use_dir, broken_dir):
+    use_dir(broken_dir)
+    at = open_page("pages/risk_coverage.py")
+    models = at.selectbox(key="_w.sb.model").options
+    assert {"alpha_net", "beta_net", "corrupt_net", "tenclass_net"} <= set(models)
+    assert not at.error
+    for bad, phrase in (("corrupt_net", "not a valid .npz"), ("tenclass_net", "10 classes")):
+        at.selectbox(key="_w.sb.model").set_value(bad).run()
+        assert not at.exception, [e.value for e in at.exception]
+        errors = " ".join(e.value for e in at.error)
+        assert phrase in errors and bad in errors
+        assert not operating_points(at)
+    at.selectbox(key="_w.sb.model").set_value("beta_net").run()
+    assert not at.exception and not at.error
+    assert "Climbing" in operating_points(at)
+    # The overview and the comparison list the broken files and still show the good ones.
+    at.switch_page("pages/overview.py").run()
+    assert not at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert "corrupt_net" in errors and "tenclass_net" in errors
+    assert list(frame(at, "hAURC×1000 Climbing (TS)")["model"]) == ["alpha_net", "beta_net"]
+    at.switch_page("pages/compare_models.py").run()
+    assert not at.exception
+    assert list(frame(at, "hAURC×1000 Climbing")["model"]) == ["alpha_net", "beta_net"]
+
+
+def test_upload_npz_adds_a_model(use_dir, model_dir, tmp_path):
+    use_dir(model_dir)
+    path = _write_model(tmp_path / "gamma_net.npz", 300, seed=5)
+    at = open_page("pages/risk_coverage.py")
+    at.file_uploader(key="_npz_upload").upload("gamma_net.npz", path.read_bytes()).run()
+    assert not at.exception
+    assert at.selectbox(key="_w.sb.model").value == "gamma_net"
+    assert "gamma_net" in at.selectbox(key="_w.sb.model").options
+    h, probs, labels, _, _ = reference(path)
+    cov, risk = hierarchical_rc_curve(h, probs, labels, "climbing").at(0.5)
+    assert operating_points(at)["Climbing"] == ("0.50", f"{cov:.4f}", f"{risk:.4f}")
+    # A bad upload: an error in the sidebar, the model list is unchanged, the page still works.
+    at2 = open_page("pages/risk_coverage.py")
+    at2.file_uploader(key="_npz_upload").upload("junk.npz", b"definitely not numpy").run()
+    assert not at2.exception
+    assert any("junk.npz" in e.value for e in at2.sidebar.error)
+    assert "junk" not in at2.selectbox(key="_w.sb.model").options
+    assert "Climbing" in operating_points(at2)
+
+
+def test_try_an_image_rejects_unreadable_upload(use_dir, model_dir):
+    use_dir(model_dir)
+    at = open_page("pages/try_an_image.py")
+    at.file_uploader(key="img_upload").upload("cat.png", b"\x89PNG\r\n\x1a\n broken", "image/png").run()
+    assert not at.exception
+    assert any("Cannot read" in e.value and "cat.png" in e.value for e in at.error)
+
+
+def test_try_an_image_classifies(use_dir, model_dir):
+    pytest.importorskip("timm")
+    image_dir = default_image_dir()
+    if image_dir is None:
+        from PIL import Image
+
+        buf = io.BytesIO()
+        Image.new("RGB", (64, 48), (200, 120, 40)).save(buf, format="PNG")
+        name, payload = "orange.png", buf.getvalue()
+    else:
+        f = sorted(image_dir.iterdir())[0]
+        name, payload = f.name, f.read_bytes()
+    use_dir(model_dir)
+    at = open_page("pages/try_an_image.py")
+    at.file_uploader(key="img_upload").upload(name, payload, "image/jpeg").run(timeout=300)
+    assert not at.exception, [e.value for e in at.exception]
+    if at.error:
+        pytest.skip(f"model unavailable here: {at.error[0].value}")
+    top5 = frame(at, "wnid")
+    assert len(top5) == 5 and top5["probability"].is_monotonic_decreasing
+    before = texts(at)
+    at.slider(key="_w.img.theta").set_value(1.0).run()
+    assert "**Climbing** → entity" in texts(at) and texts(at) != before
+
+
+@pytest.mark.skipif(not (SHIPPED / "efficientnet_lite0.npz").exists(), reason="shipped cached logits not present")
+def test_shipped_data_is_the_default(use_dir):
+    use_dir(None)
+    at = open_page("pages/risk_coverage.py")
+    assert at.selectbox(key="_w.sb.model").value == "efficientnet_lite0"
+    subsets = at.selectbox(key="_w.sb.subset")
+    assert any("594" in x for x in subsets.options) and any("1,300" in x for x in subsets.options)
+    h, probs, labels_, _, _ = reference(SHIPPED / "efficientnet_lite0.npz")
+    cov, risk = hierarchical_rc_curve(h, probs, labels_, "climbing").at(0.5)
+    assert operating_points(at)["Climbing"] == ("0.50", f"{cov:.4f}", f"{risk:.4f}")
+    at.selectbox(key="_w.sb.subset").set_value("typical").run()
+    h, probs, labels_, _, _ = reference(SHIPPED / "efficientnet_lite0.npz", subset_tag=TYPICAL)
+    assert len(labels_) == 594
+    cov, risk = hierarchical_rc_curve(h, probs, labels_, "climbing").at(0.5)
+    assert operating_points(at)["Climbing"] == ("0.50", f"{cov:.4f}", f"{risk:.4f}")
+
+
+def test_synthetic_mode_is_opt_in(monkeypatch, use_dir, model_dir):
+    use_dir(model_dir)
+    monkeypatch.setenv("HSC_SYNTHETIC", "1500")
+    at = open_page("pages/explorer.py")
+    assert at.selectbox(key="_w.sb.model").options == ["synthetic-1500"]
+    assert any("Synthetic data" in w.value for w in at.sidebar.warning)
+    for page in ("pages/risk_coverage.py", "pages/overview.py"):
+        at.switch_page(page).run()
+        assert not at.exception and not at.error
+
+
+def test_page_file_runs_standalone(use_dir, model_dir):
+    """AppTest.from_file on a page file (no app.py) still gets the sidebar and state."""
+    use_dir(model_dir)
+    at = AppTest.from_file(str(ROOT / "pages" / "risk_coverage.py"), default_timeout=TIMEOUT).run()
+    assert not at.exception and [t.value for t in at.title] == ["Risk–coverage"]
+    at.slider(key="_w.rc.theta").set_value(0.6).run()
+    h, probs, labels, _, _ = reference(model_dir / "alpha_net.npz")
+    cov, risk = hierarchical_rc_curve(h, probs, labels, "climbing").at(0.6)
+    assert operating_points(at)["Climbing"] == ("0.60", f"{cov:.4f}", f"{risk:.4f}")
