@@ -156,9 +156,10 @@ def _fsync_dir(directory: Path) -> None:
         os.close(dfd)
 
 
-def write_npz_atomic(path: str | os.PathLike, **arrays: np.ndarray) -> None:
-    """``np.savez_compressed`` to ``path``, atomically."""
-    _atomic_write(Path(path), lambda fh: np.savez_compressed(fh, **arrays))
+def write_npz_atomic(path: str | os.PathLike, arrays: Mapping[str, np.ndarray], compress: bool = True) -> None:
+    """Write ``arrays`` as an ``.npz`` to ``path``, atomically (zip-deflated unless ``compress=False``)."""
+    save = np.savez_compressed if compress else np.savez
+    _atomic_write(Path(path), lambda fh: save(fh, **arrays))
 
 
 def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
@@ -219,7 +220,7 @@ def save_logits(
     )
     meta.setdefault("date", _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     meta.setdefault("versions", library_versions())
-    write_npz_atomic(path, **out)
+    write_npz_atomic(path, out)
     write_json_atomic(manifest_path(path), meta)
     return path
 

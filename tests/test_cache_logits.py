@@ -158,13 +158,13 @@ def test_torchrun_two_ranks_matches_single_process(synthetic, tmp_path):
 
     if not torch.distributed.is_available():
         pytest.skip("torch.distributed not available")
-    common = ["--model", "efficientnet_lite0", "--random-init", "--workers", "0", "--no-progress",
+    common = ["--model", "efficientnet_lite0", "--random-init", "--device", "cpu", "--workers", "0", "--no-progress",
               "--batch-size", "2", "--chunk-size", "2", "--data", str(synthetic)]
     dist_out, single_out = tmp_path / "dist.npz", tmp_path / "single.npz"
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     # --standalone: a rendezvous on a free localhost port; gloo backend on the CPU.
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           "-m", "hsc_core.cache_logits", *common, "--device", "cpu", "--out", str(dist_out)]
+           "-m", "hsc_core.cache_logits", *common, "--out", str(dist_out)]
     res = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=180)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "2 of 6 images computed" in res.stdout and "4 of 6 images computed" in res.stdout
