@@ -30,6 +30,8 @@ from typing import IO, Any
 
 import numpy as np
 
+from .validation import check_labels
+
 FORMAT_VERSION = "hsc-logits/1"
 REQUIRED_ARRAYS = ("logits", "labels", "sample_ids")
 # Keys the writer computes from the arrays; a manifest that disagrees with them is rejected.
@@ -247,13 +249,10 @@ def _check_arrays(
         raise LogitsFileError(f"{where}: labels must have shape ({n},) to match logits, got {labels.shape}")
     if labels.size and not np.issubdtype(labels.dtype, np.integer):
         raise LogitsFileError(f"{where}: labels must be integers, got dtype {labels.dtype}")
-    labels = labels.astype(np.int64)
-    bad = (labels < 0) | (labels >= c)
-    if bad.any():
-        raise LogitsFileError(
-            f"{where}: {int(bad.sum())} labels out of range [0, {c}) (first: {int(labels[bad][0])} "
-            f"at row {int(np.flatnonzero(bad)[0])})"
-        )
+    try:
+        labels = check_labels(labels, n, c)
+    except ValueError as err:
+        raise LogitsFileError(f"{where}: {err}") from None
     if ids.ndim != 1 or ids.shape[0] != n:
         raise LogitsFileError(f"{where}: sample_ids must have shape ({n},) to match logits, got {ids.shape}")
     if len(set(ids.tolist())) != n:

@@ -40,7 +40,8 @@ def check_labels(labels: np.ndarray, n_samples: int, n_classes: int) -> np.ndarr
     out = (arr < 0) | (arr >= n_classes)
     if out.any():
         raise ValueError(
-            f"{int(out.sum())} labels out of range [0, {n_classes}) (first: {int(arr[out][0])})"
+            f"{int(out.sum())} labels out of range [0, {n_classes}) "
+            f"(first: {int(arr[out][0])} at row {int(np.flatnonzero(out)[0])})"
         )
     return arr
 
