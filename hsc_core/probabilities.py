@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax
 
@@ -42,39 +43,28 @@ def node_probabilities(hierarchy: Hierarchy, leaf_probs: np.ndarray) -> np.ndarr
 
     Returns
     -------
-    node_probs : array of shape (n_samples, n_nodes), same float dtype as the input
-        (float64 for integer input). Columns ``0 … n_leaves-1`` equal ``leaf_probs``.
+    node_probs : array of shape (n_samples, n_nodes), C-contiguous; float32 for float16/32 input,
+        else float64. Columns ``0 … n_leaves-1`` equal ``leaf_probs``.
     """
     leaf_probs = np.asarray(leaf_probs)
     if leaf_probs.ndim != 2 or leaf_probs.shape[1] != hierarchy.n_leaves:
         raise ValueError(
             f"leaf_probs must have shape (n_samples, {hierarchy.n_leaves}), got {leaf_probs.shape}"
         )
-    dtype = leaf_probs.dtype if np.issubdtype(leaf_probs.dtype, np.floating) else np.float64
-    out = np.empty((leaf_probs.shape[0], hierarchy.n_nodes), dtype=dtype)
-    out[:, : hierarchy.n_leaves] = leaf_probs
-    # Children before parents: sum each level's children with one reduceat per level.
-    for parents, child_cols, starts in _levels(hierarchy):
-        out[:, parents] = np.add.reduceat(out[:, child_cols], starts, axis=1)
-    return out
+    dtype = np.float32 if leaf_probs.dtype in (np.float16, np.float32) else np.float64
+    # One sparse matmul with L(v)ᵀ in the input's precision (float32 halves time and memory at
+    # ImageNet scale); a leaf column is 1·p exactly, so leaves keep their probabilities bit for bit.
+    out = leaf_probs.astype(dtype, copy=False) @ _leaf_matrix_t(hierarchy, dtype)
+    return np.ascontiguousarray(out)
 
 
-def _levels(hierarchy: Hierarchy) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def _leaf_matrix_t(hierarchy: Hierarchy, dtype: type) -> sp.csr_matrix:
+    """(n_leaves, n_nodes) CSR transpose of ``hierarchy.leaf_matrix``, cached per dtype."""
+    key = ("leaf_matrix_t", np.dtype(dtype).str)
     cache = hierarchy._cache
-    if "levels" not in cache:
-        level = np.zeros(hierarchy.n_nodes, dtype=np.int64)  # longest distance to a leaf
-        for v in hierarchy.topological_order[::-1]:
-            p = hierarchy.parent[v]
-            if p >= 0:
-                level[p] = max(level[p], level[v] + 1)
-        levels = []
-        for lv in range(1, int(level.max()) + 1):
-            parents = np.flatnonzero(level == lv)
-            kids = [hierarchy.children[p] for p in parents]
-            starts = np.cumsum([0] + [len(k) for k in kids[:-1]])
-            levels.append((parents, np.concatenate(kids), starts))
-        cache["levels"] = levels
-    return cache["levels"]
+    if key not in cache:
+        cache[key] = hierarchy.leaf_matrix.T.tocsr().astype(dtype)
+    return cache[key]
 
 
 def negative_log_likelihood(logits: np.ndarray, labels: np.ndarray, temperature: float = 1.0) -> float:
