@@ -44,14 +44,26 @@ from torch.utils.data import DataLoader, Dataset
 from .imagenet import imagenet_wnids
 from .inference import ImageReadError, read_image
 from .logits_io import LogitsFileError, load_logits, save_logits, write_json_atomic, write_npz_atomic
-from .models import ModelInfo, load_model, make_transform, normalize_batch
+from .models import (
+    ModelInfo,
+    ModelLoadError,
+    UnknownModelError,
+    WeightsMismatchError,
+    load_model,
+    make_transform,
+    normalize_batch,
+)
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm")
 PARTIAL_META = "meta.json"
 
 
 class DatasetError(ValueError):
-    """The image list is malformed (bad CSV, unknown wnid, missing image folder)."""
+    """The image list is malformed (bad CSV, unknown wnid, missing image folder or files)."""
+
+
+class CacheRunError(RuntimeError):
+    """The run cannot go on as asked (no CUDA, a partial folder from another run, bad outputs)."""
 
 
 @dataclass(frozen=True)
@@ -86,31 +98,53 @@ def read_labels_csv(csv_path: str | os.PathLike, images_dir: str | os.PathLike |
     wnids = imagenet_wnids()
     index = {w: i for i, w in enumerate(wnids)}
     paths, labels, ids, sources = [], [], [], []
-    with csv_path.open(newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        fields = set(reader.fieldnames or ())
-        if "file" not in fields or not ({"label", "wnid"} & fields):
-            raise DatasetError(f"{csv_path}: needs columns file and label or wnid, has {sorted(fields)}")
-        for line, row in enumerate(reader, start=2):
-            wnid = (row.get("wnid") or "").strip()
-            raw = (row.get("label") or "").strip()
-            try:
-                label = int(raw) if raw else index[wnid]
-            except (ValueError, KeyError):
-                raise DatasetError(f"{csv_path}:{line}: bad label {raw!r} / wnid {wnid!r}") from None
-            if not 0 <= label < len(wnids):
-                raise DatasetError(f"{csv_path}:{line}: label {label} out of range [0, {len(wnids)})")
-            if wnid and wnids[label] != wnid:
-                raise DatasetError(f"{csv_path}:{line}: label {label} is {wnids[label]}, but the row says {wnid}")
-            paths.append(images_dir / row["file"])
-            labels.append(label)
-            ids.append(row["file"])
-            sources.append((row.get("source") or "").strip())
+    try:
+        fields, rows = _read_csv_rows(csv_path)
+    except (UnicodeDecodeError, csv.Error, OSError) as exc:
+        raise DatasetError(f"{csv_path}: not a readable labels CSV ({type(exc).__name__}: {exc})") from None
+    if "file" not in fields or not ({"label", "wnid"} & fields):
+        raise DatasetError(f"{csv_path}: needs columns file and label or wnid, has {sorted(fields)}")
+    first_line: dict[str, int] = {}
+    for line, row in enumerate(rows, start=2):
+        wnid = (row.get("wnid") or "").strip()
+        raw = (row.get("label") or "").strip()
+        try:
+            label = int(raw) if raw else index[wnid]
+        except (ValueError, KeyError):
+            raise DatasetError(f"{csv_path}:{line}: bad label {raw!r} / wnid {wnid!r}") from None
+        if not 0 <= label < len(wnids):
+            raise DatasetError(f"{csv_path}:{line}: label {label} out of range [0, {len(wnids)})")
+        if wnid and wnids[label] != wnid:
+            raise DatasetError(f"{csv_path}:{line}: label {label} is {wnids[label]}, but the row says {wnid}")
+        name = (row.get("file") or "").strip()
+        if not name:
+            raise DatasetError(f"{csv_path}:{line}: empty file name")
+        if name in first_line:
+            # Sample ids must be unique; finding out only when the file is saved would waste the run.
+            raise DatasetError(f"{csv_path}:{line}: {name!r} is listed twice (first on line {first_line[name]})")
+        first_line[name] = line
+        paths.append(images_dir / name)
+        labels.append(label)
+        ids.append(name)
+        sources.append((row.get("source") or "").strip())
     if not paths:
         raise DatasetError(f"{csv_path}: no rows")
+    missing = [p for p in paths if not p.is_file()]
+    if missing:
+        # Checked before the model loads: a wrong --images-dir should fail at once, not on the first batch.
+        raise DatasetError(f"{len(missing)} of {len(paths)} images listed in {csv_path} are not in {images_dir}, "
+                           f"e.g. {missing[0].name}; is --images-dir right?")
     has_sources = "source" in fields and any(sources)
     return SampleList(tuple(paths), np.asarray(labels, dtype=np.int64), tuple(ids),
                       tuple(sources) if has_sources else None, csv_path.parent.name)
+
+
+def _read_csv_rows(csv_path: Path) -> tuple[set[str], list[dict[str, str]]]:
+    with csv_path.open(newline="", encoding="utf-8-sig") as fh:
+        reader = csv.DictReader(fh)
+        fields = {f.strip() for f in reader.fieldnames or ()}
+        rows = [{(k or "").strip(): v for k, v in row.items()} for row in reader]
+    return fields, rows
 
 
 def read_image_folder(root: str | os.PathLike) -> SampleList:
@@ -120,7 +154,9 @@ def read_image_folder(root: str | os.PathLike) -> SampleList:
     paths, labels, ids = [], [], []
     for class_dir in sorted(p for p in root.iterdir() if p.is_dir()):
         if class_dir.name not in index:
-            raise DatasetError(f"{class_dir}: folder name is not an ImageNet-1k wnid")
+            hint = f"; for a labels CSV pass --data {root / 'labels.csv'}" if (root / "labels.csv").is_file() else ""
+            raise DatasetError(f"{class_dir}: folder name is not an ImageNet-1k wnid "
+                               f"(expected root/<wnid>/<image>){hint}")
         for f in sorted(class_dir.iterdir()):
             if f.is_file() and f.suffix.lower() in IMAGE_EXTENSIONS:
                 paths.append(f)
@@ -255,7 +291,7 @@ def resolve_device(device: str, local_rank: int = 0) -> torch.device:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda":
         if not torch.cuda.is_available():
-            raise RuntimeError("--device cuda requested but CUDA is not available")
+            raise CacheRunError("--device cuda requested but CUDA is not available")
         return torch.device("cuda", local_rank)
     return torch.device(device)
 
@@ -367,7 +403,7 @@ def cache_logits(
     """
     out = Path(out)
     if out.suffix != ".npz":
-        raise ValueError(f"--out must end in .npz, got {out}")
+        raise CacheRunError(f"--out must end in .npz, got {out}")
     if len(samples) == 0:
         raise ValueError("no images to run")
     dist_state = _init_distributed(device)
@@ -387,6 +423,12 @@ def _cache_logits(dist_state: _Dist, model_name: str, samples: SampleList, out: 
                   amp_dtype_name: str | None) -> dict:
     dev = resolve_device(device, dist_state.local_rank)
     model, _, info = load_model(model_name, device=dev, pretrained=pretrained)
+    n_classes = len(imagenet_wnids())
+    if info.num_classes != n_classes:
+        # The labels are ImageNet-1k class indices, so other heads (in21k, feature models) do not fit.
+        raise CacheRunError(f"model {model_name!r} has {info.num_classes} outputs, but the labels are ImageNet-1k "
+                            f"classes ({n_classes}); pick an ImageNet-1k checkpoint (a timm name ending in "
+                            f"_in1k, or a registered model)")
     transform = make_transform(info.data_config, uint8=True)
     if dev.type == "cuda":
         # Every batch has the same shape, so cuDNN's one-off algorithm search pays for itself.
@@ -410,7 +452,7 @@ def _cache_logits(dist_state: _Dist, model_name: str, samples: SampleList, out: 
             except (OSError, json.JSONDecodeError):
                 old = None
             if old != fp:
-                raise RuntimeError(
+                raise CacheRunError(
                     f"{partial} holds chunks from a different run (model, data, preprocessing or chunk "
                     f"size differ); delete it or rerun with the original arguments"
                 )
@@ -448,7 +490,7 @@ def _cache_logits(dist_state: _Dist, model_name: str, samples: SampleList, out: 
             if not np.isfinite(logits).all():
                 bad = samples.sample_ids[int(idx[np.flatnonzero(~np.isfinite(logits).all(axis=1))[0]])]
                 hint = "; rerun with --amp-dtype bfloat16 or --no-amp" if amp_t is not None else ""
-                raise RuntimeError(f"non-finite logits (first for {bad}) with amp={amp_name}{hint}")
+                raise CacheRunError(f"non-finite logits (first for {bad}) with amp={amp_name}{hint}")
             c = chunk_of[int(idx[0])]
             buf.setdefault(c, []).append((idx, logits))
             s, e = bounds[c]
@@ -503,7 +545,7 @@ def _merge_chunks(partial: Path, ranges: list[tuple[int, int]], n_classes: int) 
     for c, (s, e) in enumerate(ranges):
         path = _chunk_path(partial, c)
         if not _chunk_done(partial, c, s, e):
-            raise RuntimeError(f"chunk {c} ({path}) is missing or damaged; rerun to recompute it")
+            raise CacheRunError(f"chunk {c} ({path}) is missing or damaged; rerun to recompute it")
         with np.load(path, allow_pickle=False) as z:
             logits[s:e] = z["logits"]
     return logits
@@ -557,6 +599,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"--{flag.replace('_', '-')} must be at least 1")
     if args.workers < 0:
         parser.error("--workers must be 0 or more")
+    if args.out and Path(args.out).suffix != ".npz":
+        parser.error(f"--out must end in .npz, got {args.out}")
     tmp = None
     try:
         if args.synthetic_jpegs is not None:
@@ -571,7 +615,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             out = Path(args.out)
         try:
             samples = read_samples(data, args.images_dir)
-        except DatasetError as exc:
+        except (DatasetError, OSError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         if args.limit is not None:
@@ -591,8 +635,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 progress=not args.no_progress, dataset_info=dataset_info, amp_dtype_name=args.amp_dtype,
             )
         except ImageReadError as exc:
-            print(f"error: unreadable image: {exc}", file=sys.stderr)
+            print(f"error: unreadable image: {exc}\n(finished chunks are kept in "
+                  f"{out.with_name(out.name + '.partial')}; replace the file with a readable copy and rerun to "
+                  "resume)", file=sys.stderr)
             return 1
+        except (UnknownModelError, ModelLoadError, WeightsMismatchError, CacheRunError, LogitsFileError) as exc:
+            # Usage and environment errors: the message says what to do, a traceback would bury it.
+            print(f"error: {exc}", file=sys.stderr)
+            return 2 if isinstance(exc, UnknownModelError) else 1
+        except KeyboardInterrupt:
+            partial = out.with_name(out.name + ".partial")
+            kept = len(list(partial.glob("chunk_*.npz"))) if partial.is_dir() else 0
+            print(f"\ninterrupted: {kept} finished chunk(s) kept in {partial}; "
+                  "rerun the same command to resume", file=sys.stderr)
+            return 130
         _print_summary(summary)
         return 0
     finally:

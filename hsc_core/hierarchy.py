@@ -176,6 +176,10 @@ class Hierarchy:
             if len(parts) != 2:
                 raise HierarchyError(f"{path}:{i}: expected 'parent child', got {line!r}")
             pairs.append((parts[0], parts[1]))
+        # The authors' loop below never ends when the links above the leaves form a cycle.
+        cycle = _is_a_cycle(pairs, [str(x) for x in leaves])
+        if cycle:
+            raise HierarchyError(f"{path}: the is-a links contain a cycle: {' -> '.join(cycle)}; not a tree")
         d: dict[str, str] = {str(x): "" for x in leaves}
         changed = True
         while changed:
@@ -373,6 +377,32 @@ class Hierarchy:
             for h in hs:
                 layers[h].append(v)
         return tuple(np.asarray(sorted(x), dtype=np.int64) for x in layers)
+
+
+def _is_a_cycle(pairs: Sequence[tuple[str, str]], leaves: Sequence[str]) -> list[str]:
+    """A cycle among the ``(parent, child)`` links reachable upwards from ``leaves``, or []."""
+    parents: dict[str, list[str]] = {}
+    for p, c in pairs:
+        parents.setdefault(c, []).append(p)
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    for leaf in leaves:
+        if state.get(leaf):
+            continue
+        state[leaf] = 1
+        stack = [(leaf, iter(parents.get(leaf, ())))]
+        while stack:  # iterative depth-first walk up every link
+            node, it = stack[-1]
+            par = next(it, None)
+            if par is None:
+                state[node] = 2
+                stack.pop()
+            elif state.get(par) == 1:
+                on_path = [n for n, _ in stack]
+                return on_path[on_path.index(par):] + [par]
+            elif not state.get(par):
+                state[par] = 1
+                stack.append((par, iter(parents.get(par, ()))))
+    return []
 
 
 def _validate(parent: np.ndarray, n_leaves: int, ids: tuple, names: tuple) -> None:

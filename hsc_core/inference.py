@@ -56,7 +56,12 @@ def read_image(image: ImageInput, name: str | None = None) -> Image.Image:
         return _to_rgb(img)
     except ImageReadError:
         raise
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+    except UnidentifiedImageError as exc:
+        raise ImageReadError(f"{label}: cannot read image (not in a format Pillow can decode, "
+                             "e.g. JPEG, PNG, WebP, BMP, GIF, TIFF)") from exc
+    except Image.DecompressionBombError as exc:
+        raise ImageReadError(f"{label}: cannot read image (too large: {exc})") from exc
+    except (OSError, SyntaxError, ValueError) as exc:
         raise ImageReadError(f"{label}: cannot read image ({type(exc).__name__}: {exc})") from exc
 
 

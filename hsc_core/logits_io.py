@@ -235,6 +235,8 @@ def _check_arrays(
     if logits.ndim != 2:
         raise LogitsFileError(f"{where}: logits must be 2-D (n_samples, n_classes), got shape {logits.shape}")
     n, c = logits.shape
+    if n == 0:
+        raise LogitsFileError(f"{where}: holds no samples (logits shape {logits.shape})")
     if c == 0:
         raise LogitsFileError(f"{where}: logits have 0 classes")
     if not (np.issubdtype(logits.dtype, np.floating) or np.issubdtype(logits.dtype, np.integer)):
@@ -275,12 +277,14 @@ def _read_manifest(path: Path) -> dict:
     return data
 
 
-def load_logits(path: str | os.PathLike, require_manifest: bool = False) -> LogitsBundle:
+def load_logits(path: str | os.PathLike, require_manifest: bool = False,
+                n_classes: int | None = None) -> LogitsBundle:
     """Read and validate a cached-logits file and its manifest.
 
     Raises LogitsFileError with a specific message when the file is missing, is not an npz, is
-    truncated or corrupt, lacks an array, has wrong shapes, NaN/inf logits or out-of-range labels,
-    or when its manifest is malformed or disagrees with the arrays.
+    truncated or corrupt, lacks an array, has no samples, wrong shapes, NaN/inf logits or
+    out-of-range labels, when its manifest is malformed or disagrees with the arrays, or when
+    ``n_classes`` is given (e.g. 1000 for ImageNet-1k) and the logits have another class count.
     """
     path = Path(path)
     if not path.is_file():
@@ -306,9 +310,17 @@ def load_logits(path: str | os.PathLike, require_manifest: bool = False) -> Logi
         raise
     except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
         raise LogitsFileError(f"{path}: not a valid .npz (truncated or corrupt zip: {exc})") from exc
-    except (ValueError, OSError) as exc:
+    except ValueError as exc:
+        if "allow_pickle" in str(exc):
+            # Pickles can run code, so they are never loaded; str arrays (dtype '<U…') are the format.
+            raise LogitsFileError(f"{path}: holds an object (pickled) array, which is not loaded for safety; save "
+                                  "sample_ids and sources as str arrays, e.g. np.asarray(ids, dtype=str)") from exc
+        raise LogitsFileError(f"{path}: cannot read as .npz (ValueError: {exc})") from exc
+    except OSError as exc:
         raise LogitsFileError(f"{path}: cannot read as .npz ({type(exc).__name__}: {exc})") from exc
     logits, labels, ids, sources = _check_arrays(logits, labels, ids, sources, str(path))
+    if n_classes is not None and logits.shape[1] != n_classes:
+        raise LogitsFileError(f"{path}: logits have {logits.shape[1]} classes, expected {n_classes}")
     manifest = _read_manifest(path)
     if require_manifest and not manifest:
         raise LogitsFileError(f"{path}: manifest {manifest_path(path).name} not found")

@@ -72,12 +72,57 @@ def test_interrupt_and_resume_matches_uninterrupted_run(synthetic, tmp_path, mon
     assert m["device"] == "cpu" and m["channels_last"] is True and m["amp"] is None
 
 
-def test_partial_from_another_run_is_refused(synthetic, tmp_path):
+def test_partial_from_another_run_is_refused(synthetic, tmp_path, capsys):
     out = tmp_path / "x.npz"
     (tmp_path / "x.npz.partial").mkdir()
     (tmp_path / "x.npz.partial" / "meta.json").write_text('{"model": "other"}')
-    with pytest.raises(RuntimeError, match="different run"):
-        cl.main([*FAST, "--data", str(synthetic), "--out", str(out)])
+    assert cl.main([*FAST, "--data", str(synthetic), "--out", str(out)]) == 1
+    assert "x.npz.partial holds chunks from a different run" in capsys.readouterr().err
+    assert (tmp_path / "x.npz.partial" / "meta.json").read_text() == '{"model": "other"}'  # left alone
+    samples = cl.read_samples(synthetic)
+    with pytest.raises(cl.CacheRunError, match="different run"):
+        cl.cache_logits("efficientnet_lite0", samples, out, pretrained=False, workers=0, progress=False)
+
+
+def test_ctrl_c_keeps_finished_chunks_and_says_how_to_resume(synthetic, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "i.npz"
+    real_write = cl._write_chunk
+
+    def write_then_ctrl_c(*args, **kwargs):
+        real_write(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cl, "_write_chunk", write_then_ctrl_c)
+    assert cl.main([*FAST, "--data", str(synthetic), "--out", str(out)]) == 130
+    monkeypatch.undo()
+    err = capsys.readouterr().err
+    assert "interrupted: 1 finished chunk(s) kept in" in err and "rerun the same command" in err
+    assert "Traceback" not in err and not out.exists()
+    assert cl.main([*FAST, "--data", str(synthetic), "--out", str(out)]) == 0
+    assert "4 of 6 images computed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("extra, code, message", [
+    (["--model", "no_such_model_xyz"], 2, "unknown model 'no_such_model_xyz'"),
+    (["--device", "cuda"], 1, "CUDA is not available"),
+    # A timm model whose head is not ImageNet-1k's (random init: no download).
+    (["--model", "vit_tiny_patch16_224.augreg_in21k"], 1, "has 21843 outputs, but the labels are ImageNet-1k"),
+])
+def test_cli_usage_errors_are_one_line(synthetic, tmp_path, capsys, extra, code, message):
+    import torch
+
+    if "cuda" in extra and torch.cuda.is_available():
+        pytest.skip("CUDA is available here")
+    assert cl.main([*FAST, "--data", str(synthetic), "--out", str(tmp_path / "o.npz"), *extra]) == code
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and "Traceback" not in err
+    assert not list(tmp_path.iterdir()), "nothing is written for a usage error"
+
+
+def test_out_must_be_npz(synthetic, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cl.main([*FAST, "--data", str(synthetic), "--out", str(tmp_path / "o.txt")])
+    assert exc.value.code == 2 and "--out must end in .npz" in capsys.readouterr().err
 
 
 def test_limit_and_image_folder(synthetic, tmp_path):
@@ -107,6 +152,7 @@ def test_unreadable_image_is_named(synthetic, tmp_path, workers, capsys):
     assert cl.main(args) == 1
     err = capsys.readouterr().err
     assert "unreadable image" in err and "synthetic_000003.JPEG" in err
+    assert "finished chunks are kept" in err and "Traceback" not in err
     samples = cl.read_samples(data / "labels.csv")
     with pytest.raises(ImageReadError, match="synthetic_000003.JPEG"):
         cl.cache_logits("efficientnet_lite0", samples, tmp_path / "p.npz", batch_size=2, workers=workers,
@@ -120,6 +166,33 @@ def test_bad_csv_rows(tmp_path, capsys):
     assert cl.main([*FAST, "--data", str(csv_path), "--out", str(tmp_path / "o.npz")]) == 2
     assert "label 0 is n01440764, but the row says n01443537" in capsys.readouterr().err
     assert cl.main([*FAST, "--data", str(tmp_path / "nope"), "--out", str(tmp_path / "o.npz")]) == 2
+    assert "--data" in capsys.readouterr().err
+
+
+def test_bad_image_lists_fail_before_the_model_loads(synthetic, tmp_path, capsys):
+    def run(*data_args):
+        code = cl.main([*FAST, *data_args, "--out", str(tmp_path / "o.npz")])
+        return code, capsys.readouterr().err
+
+    # A labels.csv whose images are elsewhere: all six are missing from the CSV's folder.
+    elsewhere = tmp_path / "elsewhere.csv"
+    shutil.copy(synthetic, elsewhere)
+    code, err = run("--data", str(elsewhere))
+    assert code == 2 and "6 of 6 images listed in" in err and "synthetic_000000.JPEG; is --images-dir right?" in err
+    assert run("--data", str(elsewhere), "--images-dir", str(synthetic.parent / "images"))[0] == 0
+    # The same file twice would give duplicate sample ids, refused at save time: refuse it up front.
+    dup = tmp_path / "dup.csv"
+    rows = synthetic.read_text().splitlines()
+    dup.write_text("\n".join([*rows, rows[2]]) + "\n")
+    code, err = run("--data", str(dup), "--images-dir", str(synthetic.parent / "images"))
+    assert code == 2 and "dup.csv:8: 'synthetic_000001.JPEG' is listed twice (first on line 3)" in err
+    # A binary file (here an image) given as the CSV.
+    code, err = run("--data", str(synthetic.parent / "images" / "synthetic_000000.JPEG"))
+    assert code == 2 and "not a readable labels CSV (UnicodeDecodeError" in err
+    # The sample folder itself instead of its labels.csv: say which file to pass.
+    code, err = run("--data", str(synthetic.parent))
+    assert code == 2 and "folder name is not an ImageNet-1k wnid" in err and f"pass --data {synthetic}" in err
+    assert "Traceback" not in err
 
 
 def test_amp_and_device_resolution():

@@ -72,3 +72,14 @@ def test_malformed_json(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(HierarchyError):
         Hierarchy.from_json(bad)
+
+
+def test_is_a_file_with_a_cycle_is_rejected_not_looped(tmp_path):
+    """The authors' first-parent loop never ends on cyclic links; the loader names the cycle."""
+    f = tmp_path / "is_a.txt"
+    f.write_text("A L1\nA L2\nB A\nA B\n")
+    with pytest.raises(HierarchyError, match=r"cycle: A -> B -> A"):
+        Hierarchy.from_is_a_file(f, ["L1", "L2"])
+    f.write_text("R A\nA L1\nA L2\nB L3\nR B\n")  # a proper tree still loads
+    h = Hierarchy.from_is_a_file(f, ["L1", "L2", "L3"])
+    assert h.node_ids[h.root] == "R" and h.node_ids[int(h.parent[2])] == "R"  # B collapsed

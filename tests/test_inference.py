@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-import time
 from pathlib import Path
 
 import numpy as np
@@ -41,22 +40,44 @@ def test_classify_shared_image_matches_shipped_logits(as_type):
     np.testing.assert_allclose(logits, ref, atol=0.05, rtol=0.01)  # float16 storage
 
 
-def test_model_is_cached_and_repeat_calls_are_fast():
+def test_model_is_loaded_once_and_reused():
     img = Image.new("RGB", (300, 200), (10, 120, 200))
     classify_image(img)  # loads (or reuses) the model
     hits = inference._cached_model.cache_info().hits
-    t0 = time.perf_counter()
     a = classify_image(img)
-    dt = time.perf_counter() - t0
     assert inference._cached_model.cache_info().hits == hits + 1
-    assert dt < 5.0
     np.testing.assert_array_equal(a, classify_image(img))  # deterministic
 
 
 def test_corrupt_bytes_raise_image_read_error():
-    with pytest.raises(ImageReadError, match="cannot read image"):
+    with pytest.raises(ImageReadError, match=r"cannot read image \(not in a format Pillow can decode"):
         classify_image(b"definitely not an image")
+    with pytest.raises(ImageReadError, match="upload.png: cannot read image"):
+        read_image(b"\x89PNG\r\n\x1a\n then garbage", name="upload.png")
     assert issubclass(ImageReadError, ValueError)
+
+
+def test_huge_image_is_refused(monkeypatch):
+    # PIL refuses images over twice MAX_IMAGE_PIXELS (≈179 Mpx by default); a lower limit here
+    # keeps the test small.
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)
+    buf = io.BytesIO()
+    Image.new("RGB", (100, 100)).save(buf, format="PNG")
+    with pytest.raises(ImageReadError, match="big.png: cannot read image \\(too large"):
+        read_image(buf.getvalue(), name="big.png")
+
+
+def test_png_with_alpha_and_large_photo_classify():
+    rng = np.random.default_rng(0)
+    rgba = Image.fromarray(rng.integers(0, 256, size=(300, 400, 4), dtype=np.uint8), mode="RGBA")
+    buf = io.BytesIO()
+    rgba.save(buf, format="PNG")
+    a = classify_image(buf.getvalue())
+    # Same as classifying the image composited on white by hand.
+    white = Image.alpha_composite(Image.new("RGBA", rgba.size, (255, 255, 255, 255)), rgba).convert("RGB")
+    np.testing.assert_allclose(a, classify_image(white), atol=1e-4)
+    big = classify_image(Image.new("RGB", (6000, 4000), (30, 60, 90)))
+    assert big.shape == (1000,) and np.isfinite(big).all()
 
 
 def test_truncated_jpeg_raises():

@@ -249,3 +249,25 @@ def test_written_files_are_world_readable(saved):
     umask = os.umask(0)
     os.umask(umask)
     assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_no_samples_and_wrong_class_count(tmp_path):
+    logits, labels, ids, _ = _arrays(c=1000)
+    p = _write_raw(tmp_path / "empty.npz", logits=logits[:0], labels=labels[:0], sample_ids=ids[:0])
+    with pytest.raises(LogitsFileError, match=r"holds no samples \(logits shape \(0, 1000\)\)"):
+        load_logits(p)
+    with pytest.raises(LogitsFileError, match="no samples"):
+        save_logits(tmp_path / "e.npz", logits[:0], labels[:0], ids[:0])
+    # 999 columns: a valid file in itself, but not ImageNet-1k logits.
+    p = save_logits(tmp_path / "c999.npz", logits[:, :999], np.minimum(labels, 998), ids)
+    assert load_logits(p).n_classes == 999
+    with pytest.raises(LogitsFileError, match="logits have 999 classes, expected 1000"):
+        load_logits(p, n_classes=1000)
+    assert load_logits(save_logits(tmp_path / "ok.npz", logits, labels, ids), n_classes=1000).n_classes == 1000
+
+
+def test_pickled_object_array_is_refused(tmp_path):
+    logits, labels, ids, _ = _arrays()
+    p = _write_raw(tmp_path / "obj.npz", logits=logits, labels=labels, sample_ids=ids.astype(object))
+    with pytest.raises(LogitsFileError, match=r"object \(pickled\) array, which is not loaded for safety"):
+        load_logits(p)
