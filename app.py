@@ -27,5 +27,6 @@ PAGES = [
 page = st.navigation(PAGES)
 ui.sidebar()
 state.write_query_params()
+ui.notices()
 ui.mark_entry()
 page.run()

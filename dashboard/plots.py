@@ -109,10 +109,12 @@ def compare_figure(sets: dict[str, CurveSet], rule: str, loss: str = "01", title
 
 
 # ---------------------------------------------------------------------------- one sample's path
-def _unique_labels(h: Hierarchy, nodes: list[int], probs: np.ndarray) -> list[str]:
+def _unique_labels(h: Hierarchy, nodes: list[int], probs: np.ndarray, tags: dict[int, str] | None = None) -> list[str]:
     labels, seen = [], {}
     for v in nodes:
         base = f"{node_name(h, v)} · cov {h.coverage[v]:.2f}"
+        if tags and v in tags:
+            base = f"{tags[v]} {base}"
         seen[base] = seen.get(base, 0) + 1
         labels.append(base if seen[base] == 1 else f"{base} ({h.node_ids[v]})")
     return labels
@@ -128,7 +130,11 @@ def path_figure(h: Hierarchy, view: SampleView, title: str | None = None) -> go.
     chosen = [c.node for c in view.choices.values()]
     others = [v for v in dict.fromkeys(chosen) if v not in path and v not in extra]
     nodes = path + extra + others
-    labels = _unique_labels(h, nodes, view.probs)
+    tags = {}
+    if view.true_leaf is not None:
+        tags[view.true_leaf] = "<b>true leaf</b> ·"
+    tags[view.pred_leaf] = "<b>top-1 = true leaf</b> ·" if view.pred_leaf == view.true_leaf else "<b>top-1</b> ·"
+    labels = _unique_labels(h, nodes, view.probs, tags)
     probs = np.array([view.probs[v] for v in nodes], dtype=float)
     if view.true_leaf is None:
         colors = [NEUTRAL_COLOR] * len(nodes)
@@ -141,7 +147,8 @@ def path_figure(h: Hierarchy, view: SampleView, title: str | None = None) -> go.
     line_w = [3 if v == view.true_leaf or v == view.pred_leaf else 0 for v in nodes]
     fig = go.Figure(go.Bar(
         x=probs, y=labels, orientation="h", marker=dict(color=colors, line=dict(color="black", width=line_w)),
-        text=[f"{p:.3f}" for p in probs], textposition="auto", hovertext=hover, hoverinfo="text",
+        text=[f"{p:.3f}" for p in probs], textposition=["inside" if p >= 0.15 else "outside" for p in probs],
+        cliponaxis=False, hovertext=hover, hoverinfo="text",
         name="node probability", showlegend=False,
     ))
     # One lane per rule right of the bars, a marker at the row of the node it picks.
@@ -171,16 +178,22 @@ def accuracy_histogram(df: pd.DataFrame, target: float, epsilon: float, title: s
     lo, hi = target - epsilon, target + epsilon
     fig.add_vrect(x0=lo, x1=hi, fillcolor="rgba(72,159,72,0.18)", line_width=0, layer="below",
                   annotation_text=f"target ± ε = {target:.3f} ± {epsilon:.3f}", annotation_position="top left")
+    xmin = float(np.nanmin(np.r_[df["accuracy"].to_numpy(float), lo])) - 0.01
+    xmax = float(np.nanmax(np.r_[df["accuracy"].to_numpy(float), hi])) + 0.01
+    bins = dict(start=xmin, end=xmax, size=(xmax - xmin) / 60)  # the same bins for every method
     for method in [m for m in ("hsc", "darts", "crc") if m in set(df["method"])]:
         acc = df.loc[df["method"] == method, "accuracy"].to_numpy(float)
+        color = METHOD_COLORS.get(method)
+        # CRC is drawn as an outline on top: for a 0/1 loss it often equals ours exactly, and
+        # filled bars would hide ours completely.
+        outline = method == "crc"
         fig.add_trace(go.Histogram(
-            x=acc, name=f"{METHOD_LABELS.get(method, method)} (mean {np.nanmean(acc):.4f})",
-            marker_color=METHOD_COLORS.get(method), opacity=0.6, nbinsx=40,
+            x=acc, name=f"{METHOD_LABELS.get(method, method)} (mean {np.nanmean(acc):.4f})", xbins=bins,
+            marker=dict(color="rgba(0,0,0,0)" if outline else color, line=dict(color=color, width=2 if outline else 0)),
+            opacity=1.0 if outline else 0.6,
         ))
     fig.add_vline(x=target, line=dict(color="#1b5e20", width=2), annotation_text="target",
                   annotation_position="bottom right")
-    xmin = float(np.nanmin(np.r_[df["accuracy"].to_numpy(float), lo])) - 0.01
-    xmax = float(np.nanmax(np.r_[df["accuracy"].to_numpy(float), hi])) + 0.01
     fig.add_vrect(x0=xmin, x1=lo, fillcolor="rgba(223,74,74,0.08)", line_width=0, layer="below")
     fig.add_vrect(x0=hi, x1=xmax, fillcolor="rgba(223,74,74,0.08)", line_width=0, layer="below")
     fig.update_layout(barmode="overlay")
@@ -229,12 +242,12 @@ def illustration_figure(h: Hierarchy, leaf_name: str = "golden_retriever", theta
         fig.add_trace(go.Scatter(
             x=[-1.6 * (j + 1)], y=[0], mode="markers+text", showlegend=False, hoverinfo="skip",
             marker=dict(size=13, color="#e6e6e6", line=dict(color="black", width=1)),
-            text=[f"{node_name(h, s)}<br>{sib_p[j]:.2f}"], textposition="bottom center",
+            text=[f"{node_name(h, s).replace(' ', '<br>')}<br>{sib_p[j]:.2f}"], textposition="bottom center",
         ))
     fig.add_annotation(x=0, y=top + 0.85, text=f"… up to the root ({node_name(h, path[-1])}: 1.00)",
                        showarrow=False, xanchor="left")
     fig.update_xaxes(visible=False, range=[-4.2, 4.0])
-    fig.update_yaxes(visible=False, range=[-1.0, top + 1.2])
+    fig.update_yaxes(visible=False, range=[-1.5, top + 1.2])
     return _layout(fig, f"Climbing at θ = {theta} (illustrative numbers)", height=430)
 
 

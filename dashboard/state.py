@@ -19,6 +19,9 @@ import streamlit as st
 from hsc_core.rules import RULES
 
 _LOADED = "_query_params_loaded"
+URL_IGNORED = "_url_ignored"  # "key=value" of the link's parameters that could not be used
+URL_VALUES = "_url_values"    # key → raw value of every parameter the link set
+MISSING_MODEL = "_missing_model"  # a requested model that is not in the catalog (shown once replaced)
 
 
 def _float01(s: str) -> float:
@@ -110,13 +113,17 @@ def init_state() -> None:
     if not ss.get(_LOADED):
         ss[_LOADED] = True
         qp = st.query_params
+        ignored, values = [], {}
         for key, setting in SETTINGS.items():
             if key not in qp:
                 continue
+            values[key] = qp[key]
             try:
                 ss[key] = setting.parse(qp[key])
             except (TypeError, ValueError):
-                pass  # a malformed parameter keeps the default
+                ignored.append(f"{key}={qp[key]}")  # a malformed parameter keeps the default
+        ss[URL_IGNORED] = ignored
+        ss[URL_VALUES] = values
 
 
 def write_query_params() -> None:
@@ -136,6 +143,9 @@ def write_query_params() -> None:
 
 def _copy_back(widget_key: str, key: str, then: Callable[[], None] | None = None) -> None:
     st.session_state[key] = st.session_state[widget_key]
+    st.session_state.pop(URL_IGNORED, None)  # the user has moved on: drop the link's notices
+    if key == "model":
+        st.session_state.pop(MISSING_MODEL, None)
     if then is not None:
         then()
 
@@ -147,6 +157,11 @@ def bind(widget: Callable, label: str, key: str, *, scope: str = "", on_change: 
     wkey = f"_w.{scope}.{key}"
     st.session_state[wkey] = st.session_state[key]
     return widget(label, key=wkey, on_change=_copy_back, args=(wkey, key, on_change), **kwargs)
+
+
+def from_url(key: str) -> str | None:
+    """The raw value the session's link gave ``key`` (None when it did not set it)."""
+    return st.session_state.get(URL_VALUES, {}).get(key)
 
 
 def get(key: str) -> Any:

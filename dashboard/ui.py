@@ -42,6 +42,7 @@ def ensure_entrypoint() -> None:
     state.init_state()
     sidebar()
     state.write_query_params()
+    notices()
 
 
 # ---------------------------------------------------------------------------- model context
@@ -53,9 +54,28 @@ def current_model() -> tuple[str | None, str | None]:
     cat = catalog()
     name = state.get("model")
     if name not in cat:
+        if name is not None:
+            st.session_state[state.MISSING_MODEL] = name  # explained in the page by notices()
         name = data.default_model(cat)
         state.set("model", name)
     return name, (cat.get(name) if name else None)
+
+
+def notices() -> None:
+    """In the page: why the view differs from what the link (or a vanished file) asked for."""
+    ss = st.session_state
+    missing = ss.get(state.MISSING_MODEL)
+    if missing is not None:
+        cat = catalog()
+        shown = state.get("model")
+        st.error(
+            f"Unknown model **{missing}**: there is no `{missing}.npz` in `{data.cached_logits_dir()}` "
+            "(files uploaded in another browser session are not shared)."
+            + (f" Showing **{shown}** instead; available: {', '.join(cat)}." if shown else "")
+        )
+    ignored = ss.get(state.URL_IGNORED)
+    if ignored:
+        st.warning("Ignored invalid link parameters (defaults used): " + ", ".join(f"`{x}`" for x in ignored))
 
 
 def no_models_message() -> None:
@@ -172,7 +192,7 @@ def _upload_widget() -> None:
             data.validate_file(str(path))
         except data.LOAD_ERRORS as exc:
             path.unlink(missing_ok=True)
-            ss["_upload_msg"] = ("error", f"{up.name}: {exc}")
+            ss["_upload_msg"] = ("error", f"Cannot add **{up.name}**: {_upload_reason(exc, path, up.name)}")
         else:
             name = path.stem if path.stem not in data.model_catalog() else f"{path.stem} (uploaded)"
             ss[UPLOADED][name] = str(path)
@@ -181,6 +201,15 @@ def _upload_widget() -> None:
     kind, msg = ss.get("_upload_msg", ("info", ""))
     if msg:
         getattr(st, kind)(msg)
+
+
+def _upload_reason(exc: Exception, path: Path, name: str) -> str:
+    """The loader's message about the uploaded file, naming it as the user did (not by its temp path)."""
+    text = str(exc).replace(str(path), name)
+    for prefix in (f"{name}: ", f"{path.stem}: "):
+        if text.startswith(prefix):
+            return text[len(prefix):]
+    return text
 
 
 # ---------------------------------------------------------------------------- output helpers

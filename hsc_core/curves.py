@@ -117,7 +117,8 @@ def hierarchical_rc_curve(
     coverage = (cov[:, 0].sum() + np.r_[0.0, np.cumsum(d_cov)[last_of_group]]) / n
     risk = (los[:, 0].sum() + np.r_[0.0, np.cumsum(d_loss)[last_of_group]]) / n
     thresholds = np.r_[events, 1.0]
-    curve = RCCurve(rule, loss, coverage, np.maximum(risk, 0.0), thresholds, events)
+    # Running sums of ± differences leave ~1e-13 residues (−0.0 coverage at the root): clamp.
+    curve = RCCurve(rule, loss, np.clip(coverage, 0.0, 1.0), np.clip(risk, 0.0, 1.0), thresholds, events)
     if dec is None:
         return curve
     grid = rounded_threshold_grid(node_probs, dec)

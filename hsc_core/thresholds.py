@@ -203,17 +203,20 @@ def optimal_threshold(
 def stratified_split_sampler(labels: np.ndarray, n_cal: int, seed: int = 0) -> Callable[[], np.ndarray]:
     """Return a function drawing calibration indices: ``n_cal`` samples with the class mix of ``labels``.
 
-    Per-class quotas use largest remainders (sums to exactly n_cal). Each draw costs one argsort.
+    Class c gets ⌊n_cal·n_c/n⌋ slots plus one more with probability equal to the remainder, by
+    systematic sampling over a random class order on every draw: the total is exactly n_cal and
+    every sample is drawn with probability n_cal/n. (Fixed largest-remainder quotas would keep the
+    same small classes out of every calibration set, so calibration and test samples would no
+    longer be exchangeable, which Theorem 1 needs.)
     """
     labels = np.asarray(labels)
     n = labels.size
     if not 0 < n_cal < n:
         raise ValueError(f"n_cal must lie in (0, {n}), got {n_cal}")
     classes, counts = np.unique(labels, return_counts=True)
-    exact = counts * n_cal / n
-    quota = np.floor(exact).astype(int)
-    extra = np.argsort(-(exact - quota), kind="stable")[: n_cal - quota.sum()]
-    quota[extra] += 1
+    scaled = counts.astype(np.int64) * n_cal  # integer arithmetic: remainders sum to exactly a multiple of n
+    base = scaled // n
+    remainder = scaled % n
     # Class-by-slot table of sample indices (padded); a draw shuffles each row and keeps the
     # first quota[c] slots — many small sorts are much faster than one argsort over all samples.
     by_class = np.argsort(np.searchsorted(classes, labels), kind="stable")
@@ -222,12 +225,22 @@ def stratified_split_sampler(labels: np.ndarray, n_cal: int, seed: int = 0) -> C
     members = np.full((classes.size, width), -1, dtype=np.int64)
     members[np.repeat(np.arange(classes.size), counts), slot] = by_class
     padding = members < 0
-    keep = np.arange(width)[None, :] < quota[:, None]
     rng = np.random.default_rng(seed)
+
+    def quotas() -> np.ndarray:
+        order = rng.permutation(classes.size)
+        ends = np.cumsum(remainder[order])
+        u = int(rng.integers(0, n))
+        # Points u, u+n, u+2n, … each fall in one class's interval [end − remainder, end).
+        hits = -((u - ends) // n) - (-((u - (ends - remainder[order])) // n))
+        quota = base.copy()
+        quota[order] += hits
+        return quota
 
     def draw() -> np.ndarray:
         keys = rng.random(members.shape)
         keys[padding] = 2.0
+        keep = np.arange(width)[None, :] < quotas()[:, None]
         return np.take_along_axis(members, keys.argsort(axis=1), axis=1)[keep]
 
     return draw

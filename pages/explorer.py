@@ -32,6 +32,10 @@ with cols[0]:
                horizontal=True, on_change=_mark_dirty)
 mode = state.get("pick")
 sample = state.get("sample")
+if sample is not None and sample not in es.id_index and sample == state.from_url("sample"):
+    st.warning(f"Sample `{sample}` from the link is not among these {es.n:,} samples"
+               + (" (with temperature scaling only the held-out half is shown)" if es.heldout else "")
+               + "; showing another one.")
 dirty = st.session_state.pop(DIRTY, False)
 if mode == "random":
     with cols[1]:

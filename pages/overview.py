@@ -5,6 +5,7 @@ import streamlit as st
 
 from dashboard import data, plots, state, ui
 from hsc_core.imagenet import imagenet_hierarchy
+from hsc_core.rules import RULE_LABELS, RULES
 
 ui.ensure_entrypoint()
 
@@ -55,15 +56,33 @@ if not rows:
     st.stop()
 
 df = pd.DataFrame(rows)
-fmt = {c: st.column_config.NumberColumn(format="%.2f") for c in df.columns if c.startswith(("hAURC", "gain"))}
-fmt["top-1 accuracy"] = st.column_config.NumberColumn(format="%.4f")
-fmt["T"] = st.column_config.NumberColumn(format="%.3f")
-st.dataframe(df, hide_index=True, column_config=fmt, key="overview_table")
-ui.csv_download(df, f"hsc_models_{subset}", key="dl_overview")
+models = df[["model", "samples", "top-1 accuracy", "T", "held-out samples"]]
+st.dataframe(models, hide_index=True, key="overview_table",
+             column_config={"top-1 accuracy": st.column_config.NumberColumn(format="%.4f"),
+                            "T": st.column_config.NumberColumn(format="%.3f")})
+# One row per (model, rule): the with/without-TS numbers side by side, no sideways scrolling.
+rule_rows = []
+for row in rows:
+    for rule in RULES:
+        label = RULE_LABELS[rule]
+        entry = {"model": row["model"], "rule": label}
+        for tag in ("no TS", "TS"):
+            entry[f"hAURC×1000 ({tag})"] = row[f"hAURC×1000 {label} ({tag})"]
+        for tag in ("no TS", "TS"):
+            entry[f"gain % ({tag})"] = row.get(f"gain % {label} ({tag})", 0.0)
+        rule_rows.append(entry)
+per_rule = pd.DataFrame(rule_rows)
+st.dataframe(per_rule, hide_index=True, key="overview_rules", height=min(35 * (len(per_rule) + 1) + 3, 800),
+             column_config={c: st.column_config.NumberColumn(format="%.2f") for c in per_rule.columns[2:]})
+c1, c2 = st.columns(2)
+with c1:
+    ui.csv_download(per_rule, f"hsc_haurc_by_rule_{subset}", key="dl_overview_rules")
+with c2:
+    ui.csv_download(df, f"hsc_models_{subset}", key="dl_overview", label="Everything, one row per model (CSV)")
 n_held = int(df["held-out samples"].iloc[0])
 st.caption(
     f"Top-1 accuracy is on all samples of the selected subset. T is fitted on a fixed random half "
     f"(seed 0, stratified by data source); **both** hAURC columns (no TS / TS) are measured on the other, "
     f"held-out half ({n_held:,} samples for the first model) so that they are comparable. "
-    "Hierarchical gain is the % hAURC reduction relative to Selective; positive is better."
+    "Hierarchical gain is the % hAURC reduction relative to Selective (0 for Selective itself); positive is better."
 )

@@ -9,7 +9,7 @@ from hsc_core.rules import RULE_LABELS, RULES
 ui.ensure_entrypoint()
 
 st.title("Risk–coverage")
-controls = st.columns([2.6, 1.1, 1.5, 0.8])
+controls = st.columns([2.4, 1.1, 1.5, 1.1])
 with controls[0]:
     state.bind(st.multiselect, "Rules", "rules", scope="rc", options=list(RULES), format_func=RULE_LABELS.get)
 with controls[1]:

@@ -1,5 +1,7 @@
 """Try an image: classify an upload on the CPU and climb its path with a θ slider."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -54,7 +56,9 @@ try:
     with st.spinner(f"Running {model} on the CPU…"):
         logits = classify(image_bytes, model)
 except ImageReadError as exc:
-    st.error(f"Cannot read **{image_name}** as an image: {exc}")
+    # The core names the unnamed bytes "image: cannot read image (why)"; say it once, with the file's name.
+    reason = re.sub(r"^image: (cannot read image \((?P<why>.*)\)$)?", lambda m: m["why"] or "", str(exc), flags=re.S)
+    st.error(f"Cannot read **{image_name}** as an image: {reason}")
     st.stop()
 except Exception as exc:  # model loading (missing weights package, …): show it, never a traceback
     st.error(f"Cannot run {model}: {type(exc).__name__}: {exc}")

@@ -237,9 +237,19 @@ def test_url_state_is_read_on_load(use_dir, model_dir):
 def test_bad_url_values_fall_back_to_defaults(use_dir, model_dir):
     use_dir(model_dir)
     at = open_page("pages/risk_coverage.py", {"model": "nope", "theta": "7", "loss": "x", "rules": "zzz"})
-    assert not at.error
+    assert not at.exception
     assert at.selectbox(key="_w.sb.model").value == "alpha_net"
     assert at.slider(key="_w.rc.theta").value == pytest.approx(0.5)
+    # The page says what it did with the link instead of silently showing something else.
+    errors = " ".join(e.value for e in at.error)
+    assert "Unknown model **nope**" in errors and "Showing **alpha_net** instead" in errors
+    warnings = " ".join(w.value for w in at.warning)
+    assert "`theta=7`" in warnings and "`loss=x`" in warnings and "`rules=zzz`" in warnings
+    assert "Climbing" in operating_points(at)  # and the fallback model works
+    # Picking a model clears the notice.
+    at.selectbox(key="_w.sb.model").set_value("beta_net").run()
+    assert not at.error and not at.warning
+    assert at.query_params["model"] in (["beta_net"], "beta_net")
 
 
 def test_explorer_shows_each_rules_choice(use_dir, model_dir):
@@ -263,6 +273,15 @@ def test_explorer_shows_each_rules_choice(use_dir, model_dir):
             assert row["correct"] == ("yes" if h.is_ancestor(int(node[i]), int(labels[i])) else "no")
     assert texts(at) != before  # the chosen nodes moved up the path
     assert len(at.get("plotly_chart")) == 1
+
+
+def test_explorer_unknown_sample_in_link_is_reported(use_dir, model_dir):
+    use_dir(model_dir)
+    at = open_page("pages/explorer.py", {"sample": "no_such_image.JPEG"})
+    assert not at.exception
+    assert any("no_such_image.JPEG" in w.value and "not among these 600 samples" in w.value for w in at.warning)
+    _, _, _, ids, _ = reference(model_dir / "alpha_net.npz")
+    assert at.session_state["sample"] in set(ids.tolist())
 
 
 @pytest.mark.parametrize("pick", ["random", "worst", "class"])
@@ -349,6 +368,7 @@ def test_guaranteed_accuracy_values(use_dir, model_dir):
     at.number_input(key="solve_conf").set_value(0.9).run()
     want = solve_theorem1(alpha=0.05, epsilon=0.02, delta=0.1)
     assert metric(at, "n") == f"{want['n']:,}"
+    assert at.query_params["solve"] in (["n"], "n")  # the solver's fragment updates the URL too
 
 
 def test_calibration_and_compare_pages(use_dir, model_dir):
@@ -369,15 +389,27 @@ def test_calibration_and_compare_pages(use_dir, model_dir):
 def test_overview_table(use_dir, model_dir):
     use_dir(model_dir)
     at = open_page("pages/overview.py")
-    table = frame(at, "hAURC×1000 Climbing (TS)")
+    table = frame(at, "top-1 accuracy")
     assert list(table["model"]) == ["alpha_net", "beta_net"]
     b = load_logits(model_dir / "alpha_net.npz")
     assert float(table["top-1 accuracy"].iloc[0]) == pytest.approx((b.logits.argmax(1) == b.labels).mean())
     h, probs, labels, _, t = reference(model_dir / "alpha_net.npz", ts=True)
     assert float(table["T"].iloc[0]) == pytest.approx(t)
-    want = 1000 * hierarchical_rc_curve(h, probs, labels, "climbing").haurc
-    assert float(table["hAURC×1000 Climbing (TS)"].iloc[0]) == pytest.approx(want, rel=1e-12)
-    assert any(d.label.startswith("Download") for d in at.get("download_button"))
+    # One row per (model, rule), with and without TS side by side, on the same held-out half.
+    rules = frame(at, "hAURC×1000 (TS)")
+    assert len(rules) == 2 * len(RULES)
+    h0, probs0, labels0, _, _ = reference(model_dir / "alpha_net.npz", ts=False)
+    held_out = np.isin(b.sample_ids, reference(model_dir / "alpha_net.npz", ts=True)[3])
+    probs0, labels0 = probs0[held_out], labels0[held_out]
+    sel = {tag: hierarchical_rc_curve(h, p, y, "selective").haurc for tag, p, y in
+           (("TS", probs, labels), ("no TS", probs0, labels0))}
+    for rule in RULES:
+        row = rules[(rules["model"] == "alpha_net") & (rules["rule"] == RULE_LABELS[rule])].iloc[0]
+        for tag, p, y in (("TS", probs, labels), ("no TS", probs0, labels0)):
+            haurc = hierarchical_rc_curve(h, p, y, rule).haurc
+            assert row[f"hAURC×1000 ({tag})"] == pytest.approx(1000 * haurc, rel=1e-12), (rule, tag)
+            assert row[f"gain % ({tag})"] == pytest.approx(100 * (sel[tag] - haurc) / sel[tag], rel=1e-9, abs=1e-12)
+    assert sum(d.label.startswith(("Download", "Everything")) for d in at.get("download_button")) == 2
 
 
 def test_broken_files_show_errors_and_others_keep_working(use_dir, broken_dir):
@@ -400,7 +432,8 @@ def test_broken_files_show_errors_and_others_keep_working(use_dir, broken_dir):
     assert not at.exception
     errors = " ".join(e.value for e in at.error)
     assert "corrupt_net" in errors and "tenclass_net" in errors
-    assert list(frame(at, "hAURC×1000 Climbing (TS)")["model"]) == ["alpha_net", "beta_net"]
+    assert list(frame(at, "top-1 accuracy")["model"]) == ["alpha_net", "beta_net"]
+    assert set(frame(at, "hAURC×1000 (TS)")["model"]) == {"alpha_net", "beta_net"}
     at.switch_page("pages/compare_models.py").run()
     assert not at.exception
     assert list(frame(at, "hAURC×1000 Climbing")["model"]) == ["alpha_net", "beta_net"]
@@ -421,7 +454,9 @@ def test_upload_npz_adds_a_model(use_dir, model_dir, tmp_path):
     at2 = open_page("pages/risk_coverage.py")
     at2.file_uploader(key="_npz_upload").upload("junk.npz", b"definitely not numpy").run()
     assert not at2.exception
-    assert any("junk.npz" in e.value for e in at2.sidebar.error)
+    msg = " ".join(e.value for e in at2.sidebar.error)
+    assert "Cannot add **junk.npz**: not a valid .npz file" in msg
+    assert "hsc_upload_" not in msg  # named as the user named it, not by its temp path
     assert "junk" not in at2.selectbox(key="_w.sb.model").options
     assert "Climbing" in operating_points(at2)
 
@@ -432,6 +467,11 @@ def test_try_an_image_rejects_unreadable_upload(use_dir, model_dir):
     at.file_uploader(key="img_upload").upload("cat.png", b"\x89PNG\r\n\x1a\n broken", "image/png").run()
     assert not at.exception
     assert any("Cannot read" in e.value and "cat.png" in e.value for e in at.error)
+    # A text file renamed .jpg: one clear sentence naming the file, no repeated "image: cannot read image".
+    at.file_uploader(key="img_upload").upload("notes.jpg", b"just some text\n", "image/jpeg").run()
+    assert not at.exception
+    msg = " ".join(e.value for e in at.error)
+    assert msg.startswith("Cannot read **notes.jpg** as an image: ") and "image: cannot read" not in msg, msg
 
 
 def test_try_an_image_classifies(use_dir, model_dir):
@@ -469,6 +509,12 @@ def test_shipped_data_is_the_default(use_dir):
     h, probs, labels_, _, _ = reference(SHIPPED / "efficientnet_lite0.npz")
     cov, risk = hierarchical_rc_curve(h, probs, labels_, "climbing").at(0.5)
     assert operating_points(at)["Climbing"] == ("0.50", f"{cov:.4f}", f"{risk:.4f}")
+    # θ = 1: every rule predicts the root. The exact curve's running sums leave a −1e-13 there,
+    # which the page must not print as "-0.0000".
+    at.slider(key="_w.rc.theta").set_value(1.0).run()
+    assert all(v == ("1.00", "0.0000", "0.0000") for v in operating_points(at).values()), operating_points(at)
+    assert "-0.0000" not in texts(at)
+    at.slider(key="_w.rc.theta").set_value(0.5).run()
     at.selectbox(key="_w.sb.subset").set_value("typical").run()
     h, probs, labels_, _, _ = reference(SHIPPED / "efficientnet_lite0.npz", subset_tag=TYPICAL)
     assert len(labels_) == 594

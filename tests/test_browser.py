@@ -144,6 +144,27 @@ def test_every_page_renders(server, page):
         assert page.locator('[data-testid="stSidebar"]').get_by_text("Model (cached logits)").count() == 1
 
 
+# The data of the first plotted trace whose name or hover template starts with a prefix, read
+# from the Plotly graph in the page (what the user sees, not what the server meant to send).
+_TRACE_JS = """(prefix) => {
+  for (const g of document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')) {
+    for (const t of (g.data || [])) {
+      if ((t.name || '').startsWith(prefix) || (t.hovertemplate || '').startsWith(prefix))
+        return {x: Array.from(t.x), y: Array.from(t.y)};
+    }
+  }
+  return null;
+}"""
+
+
+def trace(pg, prefix: str, y_prefix: str = "") -> dict | None:
+    """Waits (up to 30 s) for Plotly to draw the trace (with a first y label starting ``y_prefix``)."""
+    pg.wait_for_function(
+        f"([prefix, y]) => {{ const t = ({_TRACE_JS})(prefix); return t !== null && String(t.y[0]).startsWith(y); }}",
+        arg=[prefix, y_prefix], timeout=30_000)
+    return pg.evaluate(_TRACE_JS, prefix)
+
+
 def _op_text(pg) -> str:
     return pg.locator('[data-testid="stMarkdownContainer"]').filter(has_text=re.compile(r"Climbing at θ = ")).last.inner_text()
 
@@ -153,6 +174,9 @@ def test_risk_coverage_operating_point_follows_theta(server, page):
     wait_idle(page)
     before = _op_text(page)
     assert "Climbing at θ = 0.50" in before
+    marker = trace(page, "Climbing at θ = 0.50")  # the operating point drawn on the chart
+    cov, risk = re.search(r"Climbing at θ = 0\.50: coverage ([0-9.]+), risk ([0-9.]+)", before).groups()
+    assert marker and f"{marker['x'][0]:.4f}" == cov and f"{marker['y'][0]:.4f}" == risk
     slider = theta_slider(page)
     move_slider(page, slider, "ArrowRight")  # one step: θ = 0.51
     page.wait_for_function("() => document.body.innerText.includes('Climbing at θ = 0.51')", timeout=30_000)
@@ -164,6 +188,10 @@ def test_risk_coverage_operating_point_follows_theta(server, page):
     first = re.search(r"Climbing at θ = 0\.51: coverage ([0-9.]+), risk ([0-9.]+)", step)
     assert first and "Climbing at θ = 1.00: coverage 0.0000, risk 0.0000" in after, after
     assert float(first.group(1)) > 0
+    # The chart's marker moved with θ to the root's (coverage, risk) = (0, 0).
+    page.wait_for_function("() => document.body.innerText.includes('θ = 1.00')")
+    moved = trace(page, "Climbing at θ = 1.00")
+    assert moved and abs(moved["x"][0]) < 1e-9 and moved["y"][0] == 0, moved
     assert "theta=1" in page.url
     assert_no_exception(page)
 
@@ -174,11 +202,15 @@ def test_explorer_choice_follows_theta(server, page):
     text = lambda: page.locator('[data-testid="stMarkdownContainer"]').filter(  # noqa: E731
         has_text=re.compile(r"Climbing →")).last.inner_text()
     before = text()
+    pick_before = trace(page, "Climbing picks")  # the marker at the row of the node Climbing picks
+    assert pick_before and "top-1" in pick_before["y"][0], pick_before
     move_slider(page, theta_slider(page), "End")
     page.wait_for_function("() => document.body.innerText.includes('θ = 1.00')", timeout=30_000)
     after = text()
     assert after != before
     # At θ = 1 every rule backs off to the root, whose probability is exactly 1.
     assert re.search(r"Climbing → entity \(p = 1\.000, coverage 0\.000\)", after), after
+    pick_after = trace(page, "Climbing picks", y_prefix="entity")  # fails after 30 s if it never moves
+    assert pick_after["y"][0] != pick_before["y"][0]
     assert "theta=1" in page.url
     assert_no_exception(page)

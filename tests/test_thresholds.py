@@ -95,6 +95,26 @@ def test_stratified_split_keeps_class_mix(synthetic):
     assert np.abs(np.bincount(labels[a], minlength=300) - expected).max() < 1.0
 
 
+def test_stratified_split_draws_every_sample_equally_often():
+    """With 1–2 images per class (as the shipped sample), fixed quotas would leave the same
+    classes out of every calibration set; each sample must be drawn with probability n_cal/n."""
+    labels = np.r_[np.repeat(np.arange(500), 2), np.arange(500, 900)]  # 1,400 samples
+    draw = stratified_split_sampler(labels, 300, seed=0)
+    reps = 2000
+    freq = np.zeros(labels.size)
+    for _ in range(reps):
+        a = draw()
+        assert a.size == 300 and np.unique(a).size == 300
+        counts = np.bincount(labels[a], minlength=900)
+        assert counts[:500].max() <= 1 and counts[500:].max() <= 1  # floor(quota) or +1, never more
+        freq[a] += 1
+    freq /= reps
+    p = 300 / labels.size
+    assert np.abs(freq - p).max() < 5 * np.sqrt(p * (1 - p) / reps)
+    # Per class of size 2 the expected count is 2·p = 0.43: drawn in about 43 % of the reps.
+    assert np.mean(freq[:1000].reshape(500, 2).sum(axis=1)) == pytest.approx(2 * p, abs=0.01)
+
+
 def test_theorem1_holds_empirically(synthetic):
     """|accuracy − (1−α)| ≤ ε in at least 1−δ of repetitions, up to binomial sampling error."""
     h, probs, labels = synthetic
