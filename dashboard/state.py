@@ -31,6 +31,13 @@ def _float01(s: str) -> float:
     return round(v, 4)
 
 
+def _margin(s: str) -> float:
+    v = round(float(s), 4)  # the solver's ε input takes 0.0001 … 0.5
+    if not 0.0001 <= v <= 0.5:
+        raise ValueError(s)
+    return v
+
+
 def _bool(s: str) -> bool:
     if s.lower() in ("1", "true", "yes", "on"):
         return True
@@ -99,6 +106,7 @@ SETTINGS: dict[str, Setting] = {
     "split_seed": Setting(0, _posint),
     "reps": Setting(200, _posint),
     "solve": Setting("epsilon", _choice("alpha", "n", "epsilon", "delta")),
+    "eps": Setting(0.01, _margin, _fmt_float),
     # Try an image
     "tmodel": Setting(None, str),
 }

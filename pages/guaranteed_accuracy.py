@@ -83,7 +83,7 @@ def threshold_view() -> None:
         baselines = st.multiselect("Baselines", ["darts", "crc"], default=["darts", "crc"],
                                    format_func=plots.METHOD_LABELS.get, key="ga_baselines",
                                    help="DARTS re-fits its λ by a 25-step search per repetition, so it is the slow part.")
-    key = (es.model, es.subset, es.ts, float(alpha), int(n), int(reps), method, tuple(baselines))
+    key = (es.model, es.subset, es.ts, float(alpha), int(n), int(reps), int(seed), method, tuple(baselines))
     with r[2]:
         st.write("")
         run = st.button("Run repetitions", type="primary", icon=":material/play_arrow:")
@@ -153,8 +153,9 @@ def solver_view() -> None:
                             disabled=solve == "alpha", key="solve_acc")
     n = c[1].number_input("Calibration size n", 1, 10_000_000, int(state.get("n")), 100,
                           disabled=solve == "n", key="solve_n")
-    eps = c[2].number_input("Margin ε", 0.0001, 0.5, 0.01, 0.001, format="%.4f", disabled=solve == "epsilon",
-                            key="solve_eps")
+    with c[2]:
+        eps = state.bind(st.number_input, "Margin ε", "eps", scope="ga", min_value=0.0001, max_value=0.5,
+                         step=0.001, format="%.4f", disabled=solve == "epsilon")
     conf = c[3].number_input("Confidence 1 − δ", 0.5, 0.9999, float(state.get("conf")), 0.01, format="%.4f",
                              disabled=solve == "delta", key="solve_conf")
     given = {"alpha": round(1 - acc, 6), "n": int(n), "epsilon": float(eps), "delta": round(1 - conf, 6)}

@@ -364,11 +364,12 @@ def test_guaranteed_accuracy_values(use_dir, model_dir):
     # Solve for n with the other three fixed.
     at.radio(key="_w.ga.solve").set_value("n").run()
     at.number_input(key="solve_acc").set_value(0.95)
-    at.number_input(key="solve_eps").set_value(0.02)
+    at.number_input(key="_w.ga.eps").set_value(0.02)
     at.number_input(key="solve_conf").set_value(0.9).run()
     want = solve_theorem1(alpha=0.05, epsilon=0.02, delta=0.1)
     assert metric(at, "n") == f"{want['n']:,}"
     assert at.query_params["solve"] in (["n"], "n")  # the solver's fragment updates the URL too
+    assert at.query_params["eps"] in (["0.02"], "0.02")
 
 
 def test_calibration_and_compare_pages(use_dir, model_dir):
