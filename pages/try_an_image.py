@@ -1,14 +1,12 @@
 """Try an image: classify an upload on the CPU and climb its path with a θ slider."""
 
-import re
-
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from dashboard import data, plots, state, ui, views
 from hsc_core.imagenet import default_image_dir, imagenet_hierarchy
-from hsc_core.inference import ImageReadError
+from hsc_core.inference import ImageReadError, read_image
 from hsc_core.models import list_registered_models
 from hsc_core.probabilities import node_probabilities, softmax
 
@@ -53,12 +51,11 @@ if image_bytes is None:
     st.stop()
 
 try:
+    read_image(image_bytes, name=image_name)  # a clear message naming the file, before any model work
     with st.spinner(f"Running {model} on the CPU…"):
         logits = classify(image_bytes, model)
 except ImageReadError as exc:
-    # The core names the unnamed bytes "image: cannot read image (why)"; say it once, with the file's name.
-    reason = re.sub(r"^image: (cannot read image \((?P<why>.*)\)$)?", lambda m: m["why"] or "", str(exc), flags=re.S)
-    st.error(f"Cannot read **{image_name}** as an image: {reason}")
+    st.error(str(exc))
     st.stop()
 except Exception as exc:  # model loading (missing weights package, …): show it, never a traceback
     st.error(f"Cannot run {model}: {type(exc).__name__}: {exc}")
