@@ -121,8 +121,6 @@ def main() -> None:
 
     # Guaranteed accuracy: what its fragment recomputes when 1 − α, 1 − δ or n moves (the
     # per-sample tight thresholds are cached once per model).
-    from hsc_core.thresholds import select_threshold, theorem1_epsilon
-
     tight = data.tight_thresholds(es)
     n_max = int(es.n * 0.9)
     ga_ms = []
@@ -130,13 +128,7 @@ def main() -> None:
         target = float(rng.uniform(0.8, 0.99))
         n_cal = int(rng.integers(1000, n_max))
         a = time.perf_counter()
-        perm = np.random.default_rng(k).permutation(es.n)
-        cal, test = perm[:n_cal], perm[n_cal:]
-        theta_hat = select_threshold(tight[cal], 1 - target)
-        theorem1_epsilon(n_cal, 1 - target, 0.1)
-        nodes, _ = es.paths["climbing"].predict(theta_hat)
-        float(data.correctness(es, nodes[test], test).mean())
-        float(h.coverage[nodes[test]].mean())
+        views.single_split_result(es, tight, n_cal, k, 1 - target, 0.1)
         ga_ms.append(1000 * (time.perf_counter() - a))
     print(f"  Guaranteed-accuracy fragment (θ̂, ε, test accuracy/coverage): {stats(ga_ms)}")
     budget = 200.0

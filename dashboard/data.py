@@ -392,6 +392,22 @@ def model_summary(model: str, location: str, subset: str) -> dict:
     return row
 
 
+def per_rule_summary(rows: list[dict]) -> pd.DataFrame:
+    """``model_summary`` rows reshaped to one row per (model, rule): hAURC×1000 and gain without
+    and with TS side by side (Selective's gain is 0)."""
+    out = []
+    for row in rows:
+        for rule in RULES:
+            label = RULE_LABELS[rule]
+            entry = {"model": row["model"], "rule": label}
+            for tag in ("no TS", "TS"):
+                entry[f"hAURC×1000 ({tag})"] = row[f"hAURC×1000 {label} ({tag})"]
+            for tag in ("no TS", "TS"):
+                entry[f"gain % ({tag})"] = row.get(f"gain % {label} ({tag})", 0.0)
+            out.append(entry)
+    return pd.DataFrame(out)
+
+
 def compare_row(es: EvalSet, loss: str, dec: int | None) -> dict:
     cs = curve_set(es, loss, dec)
     sel = cs.curves["selective"].haurc

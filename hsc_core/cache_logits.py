@@ -242,6 +242,11 @@ def _chunk_ranges(n: int, chunk_size: int) -> list[tuple[int, int]]:
     return [(s, min(s + chunk_size, n)) for s in range(0, n, chunk_size)]
 
 
+def partial_dir(out: Path) -> Path:
+    """Where finished chunks of a run writing ``out`` are kept until the final file is written."""
+    return out.with_name(out.name + ".partial")
+
+
 def _chunk_path(partial: Path, chunk: int) -> Path:
     return partial / f"chunk_{chunk:06d}.npz"
 
@@ -442,7 +447,7 @@ def _cache_logits(dist_state: _Dist, model_name: str, samples: SampleList, out: 
     chunk_size = chunk_size or batch_size * 8
     amp_name = str(amp_t).replace("torch.", "") if amp_t is not None else None
 
-    partial = out.with_name(out.name + ".partial")
+    partial = partial_dir(out)
     fp = _fingerprint(samples, info, chunk_size, amp_name)
     meta_path = partial / PARTIAL_META
     if dist_state.main:
@@ -636,7 +641,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         except ImageReadError as exc:
             print(f"error: unreadable image: {exc}\n(finished chunks are kept in "
-                  f"{out.with_name(out.name + '.partial')}; replace the file with a readable copy and rerun to "
+                  f"{partial_dir(out)}; replace the file with a readable copy and rerun to "
                   "resume)", file=sys.stderr)
             return 1
         except (UnknownModelError, ModelLoadError, WeightsMismatchError, CacheRunError, LogitsFileError) as exc:
@@ -644,7 +649,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2 if isinstance(exc, UnknownModelError) else 1
         except KeyboardInterrupt:
-            partial = out.with_name(out.name + ".partial")
+            partial = partial_dir(out)
             kept = len(list(partial.glob("chunk_*.npz"))) if partial.is_dir() else 0
             print(f"\ninterrupted: {kept} finished chunk(s) kept in {partial}; "
                   "rerun the same command to resume", file=sys.stderr)

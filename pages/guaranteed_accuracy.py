@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, plots, state, ui
-from hsc_core.thresholds import repeated_split_evaluation, select_threshold, solve_theorem1, theorem1_epsilon
+from dashboard import data, plots, state, ui, views
+from hsc_core.thresholds import repeated_split_evaluation, solve_theorem1
 
 ui.ensure_entrypoint()
 
@@ -33,11 +33,6 @@ METHODS = {"order_statistic": "order statistic ⌈(n+1)(1−α)⌉ (paper)", "qu
 RESULTS = "_ga_results"
 
 
-def single_split(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    perm = np.random.default_rng(seed).permutation(N)
-    return perm[:n], perm[n:]
-
-
 @st.fragment
 def threshold_view() -> None:
     state.write_query_params()
@@ -56,23 +51,18 @@ def threshold_view() -> None:
     method = st.radio("θ̂ rule", list(METHODS), format_func=METHODS.get, horizontal=True, key="ga_method")
     alpha, delta = round(1.0 - target, 6), round(1.0 - conf, 6)
 
-    thresholds = data.tight_thresholds(es)
-    cal, test = single_split(int(n), int(seed))
-    theta_hat = select_threshold(thresholds[cal], alpha, method)
-    eps = theorem1_epsilon(int(n), alpha, delta)
-    nodes, _ = es.paths["climbing"].predict(theta_hat)
-    test_acc = float(data.correctness(es, nodes[test], test).mean())
-    test_cov = float(h.coverage[nodes[test]].mean())
+    split = views.single_split_result(es, data.tight_thresholds(es), int(n), int(seed), alpha, delta, method)
+    eps, test_acc = split.epsilon, split.test_accuracy
     inside = abs(test_acc - target) <= eps
 
     m = st.columns(5)
-    m[0].metric("θ̂ (threshold)", f"{theta_hat:.4f}")
+    m[0].metric("θ̂ (threshold)", f"{split.theta_hat:.4f}")
     m[1].metric("ε (Theorem 1)", f"{eps:.4f}")
     m[2].metric("Test accuracy", f"{test_acc:.4f}", delta=f"{test_acc - target:+.4f} vs target",
                 delta_color="off")
-    m[3].metric("Test coverage", f"{test_cov:.4f}")
+    m[3].metric("Test coverage", f"{split.test_coverage:.4f}")
     m[4].metric("Within target ± ε", "yes" if inside else "no")
-    st.caption(f"One split: {len(cal):,} calibration / {len(test):,} test samples (seed {int(seed)}). "
+    st.caption(f"One split: {split.n_cal:,} calibration / {split.n_test:,} test samples (seed {int(seed)}). "
                f"Band: [{target - eps:.4f}, {target + eps:.4f}].")
 
     st.subheader("Repetitions (Figure 3 style)")

@@ -5,7 +5,6 @@ import streamlit as st
 
 from dashboard import data, plots, state, ui
 from hsc_core.imagenet import imagenet_hierarchy
-from hsc_core.rules import RULE_LABELS, RULES
 
 ui.ensure_entrypoint()
 
@@ -60,18 +59,7 @@ models = df[["model", "samples", "top-1 accuracy", "T", "held-out samples"]]
 st.dataframe(models, hide_index=True, key="overview_table",
              column_config={"top-1 accuracy": st.column_config.NumberColumn(format="%.4f"),
                             "T": st.column_config.NumberColumn(format="%.3f")})
-# One row per (model, rule): the with/without-TS numbers side by side, no sideways scrolling.
-rule_rows = []
-for row in rows:
-    for rule in RULES:
-        label = RULE_LABELS[rule]
-        entry = {"model": row["model"], "rule": label}
-        for tag in ("no TS", "TS"):
-            entry[f"hAURC×1000 ({tag})"] = row[f"hAURC×1000 {label} ({tag})"]
-        for tag in ("no TS", "TS"):
-            entry[f"gain % ({tag})"] = row.get(f"gain % {label} ({tag})", 0.0)
-        rule_rows.append(entry)
-per_rule = pd.DataFrame(rule_rows)
+per_rule = data.per_rule_summary(rows)  # with/without-TS side by side: no sideways scrolling
 st.dataframe(per_rule, hide_index=True, key="overview_rules", height=min(35 * (len(per_rule) + 1) + 3, 800),
              column_config={c: st.column_config.NumberColumn(format="%.2f") for c in per_rule.columns[2:]})
 c1, c2 = st.columns(2)

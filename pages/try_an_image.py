@@ -24,10 +24,11 @@ if state.get("tmodel") not in models:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def classify(image: bytes, model: str) -> np.ndarray:
+def classify(image: bytes, model: str, name: str) -> np.ndarray:
     from hsc_core.inference import classify_image
 
-    return classify_image(image, model)
+    # Decoded once per image and model; an unreadable file's error names it as the user did.
+    return classify_image(read_image(image, name=name), model)
 
 
 c = st.columns([1, 2])
@@ -51,9 +52,8 @@ if image_bytes is None:
     st.stop()
 
 try:
-    read_image(image_bytes, name=image_name)  # a clear message naming the file, before any model work
     with st.spinner(f"Running {model} on the CPU…"):
-        logits = classify(image_bytes, model)
+        logits = classify(image_bytes, model, image_name)
 except ImageReadError as exc:
     st.error(str(exc))
     st.stop()
