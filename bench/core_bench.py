@@ -17,12 +17,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hsc_core.curves import hierarchical_rc_curve  # noqa: E402
-from hsc_core.imagenet import imagenet_hierarchy  # noqa: E402
-from hsc_core.probabilities import node_probabilities, softmax  # noqa: E402
-from hsc_core.rules import RULES, decision_paths  # noqa: E402
-from hsc_core.synthetic import synthetic_logits  # noqa: E402
-from hsc_core.thresholds import repeated_split_evaluation  # noqa: E402
+from hsc_core.core.curves import hierarchical_rc_curve  # noqa: E402
+from hsc_core.datasets.imagenet import imagenet_hierarchy  # noqa: E402
+from hsc_core.core.probabilities import node_probabilities, softmax  # noqa: E402
+from hsc_core.core.rules import RULES, decision_paths  # noqa: E402
+from hsc_core.core.synthetic import synthetic_logits  # noqa: E402
+from hsc_core.core.thresholds import repeated_split_evaluation  # noqa: E402
 
 TARGET_ALPHAS = [0.005, 0.01, 0.05, 0.1, 0.2, 0.3]
 

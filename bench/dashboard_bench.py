@@ -68,7 +68,7 @@ def main() -> None:
 
     _quiet_streamlit()
     from dashboard import data, plots, views
-    from hsc_core.rules import RULES
+    from hsc_core.core.rules import RULES
 
     name, location = next(iter(data.model_catalog().items()))
     print(f"model {name}: {args.samples:,} samples × 1,000 classes (synthetic, ImageNet tree)")

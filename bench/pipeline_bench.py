@@ -4,7 +4,7 @@
 
 It runs efficientnet_lite0 and timm's resnet50 at random init (no download needed) on
 synthetic 500×375 JPEGs, for every combination of AMP on/off and channels_last on/off, on
-whatever device is present. "pipeline" is the real ``hsc_core.cache_logits`` path: JPEG decode,
+whatever device is present. "pipeline" is the real ``hsc_core.pipeline.cache_logits`` path: JPEG decode,
 resize and crop in DataLoader workers, transfer, forward. "model only" feeds ready tensors, so
 the difference between the two shows whether decoding or the network is the bottleneck.
 The pipeline figure includes DataLoader start-up and the first batch, as a real run does.
@@ -23,8 +23,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hsc_core.cache_logits import amp_dtype, cache_logits, make_synthetic_jpegs, read_samples, resolve_device  # noqa: E402
-from hsc_core.models import load_model  # noqa: E402
+from hsc_core.pipeline.cache_logits import amp_dtype, cache_logits, make_synthetic_jpegs, read_samples, resolve_device  # noqa: E402
+from hsc_core.pipeline.models import load_model  # noqa: E402
 
 MODELS = ("efficientnet_lite0", "resnet50")
 

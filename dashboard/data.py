@@ -1,6 +1,6 @@
 """Where the dashboard's models come from, and every heavy computation, cached.
 
-A *model* is a cached-logits ``.npz`` file (``hsc_core.logits_io``), named by its file stem.
+A *model* is a cached-logits ``.npz`` file (``hsc_core.datasets.logits_io``), named by its file stem.
 The catalog is every ``.npz`` in ``$HSC_CACHED_LOGITS_DIR`` (default ``<repo>/cached_logits``)
 plus the files uploaded in this browser session. ``HSC_SYNTHETIC=<n>`` replaces the catalog with
 one synthetic model of ``n`` samples on the ImageNet tree: for the benchmark and demos only.
@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from hsc_core.curves import (
+from hsc_core.core.curves import (
     CCCurve,
     RCCurve,
     calibration_coverage_curve,
@@ -32,12 +32,12 @@ from hsc_core.curves import (
     hierarchical_rc_curve,
     rounded_threshold_grid,
 )
-from hsc_core.hierarchy import Hierarchy
-from hsc_core.imagenet import imagenet_hierarchy
-from hsc_core.logits_io import LogitsBundle, LogitsFileError, list_cached_logits, load_logits
-from hsc_core.probabilities import fit_temperature, node_probabilities, softmax
-from hsc_core.risk import hierarchical_correctness
-from hsc_core.rules import RULE_LABELS, RULES, DecisionPaths, decision_paths
+from hsc_core.core.hierarchy import Hierarchy
+from hsc_core.datasets.imagenet import imagenet_hierarchy
+from hsc_core.datasets.logits_io import LogitsBundle, LogitsFileError, list_cached_logits, load_logits
+from hsc_core.core.probabilities import fit_temperature, node_probabilities, softmax
+from hsc_core.core.risk import hierarchical_correctness
+from hsc_core.core.rules import RULE_LABELS, RULES, DecisionPaths, decision_paths
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CACHED_LOGITS_ENV = "HSC_CACHED_LOGITS_DIR"
@@ -115,7 +115,7 @@ def stamp(location: str) -> tuple[int, int, int]:
 @st.cache_resource(max_entries=8, show_spinner="Loading logits…")
 def _bundle(location: str, file_stamp: tuple) -> LogitsBundle:
     if location.startswith(SYNTHETIC_PREFIX):
-        from hsc_core.synthetic import synthetic_logits
+        from hsc_core.core.synthetic import synthetic_logits
 
         n = int(location[len(SYNTHETIC_PREFIX):])
         logits, labels = synthetic_logits(imagenet_hierarchy(), n, top1=0.8, seed=0)
@@ -428,7 +428,7 @@ def correctness(es: EvalSet, nodes: np.ndarray, rows: np.ndarray | None = None) 
 # ---------------------------------------------------------------------------- guaranteed accuracy
 @st.cache_resource(max_entries=6, show_spinner="Computing each sample's tight Climbing threshold…")
 def _tight_thresholds(model: str, location: str, file_stamp: tuple, subset: str, ts: bool, heldout: bool) -> np.ndarray:
-    from hsc_core.thresholds import climbing_tight_thresholds
+    from hsc_core.core.thresholds import climbing_tight_thresholds
 
     es = _eval_set(model, location, file_stamp, subset, ts, heldout)
     return np.asarray(climbing_tight_thresholds(es.hierarchy, es.node_probs, es.labels), dtype=float)

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from hsc_core.hierarchy import Hierarchy
-from hsc_core.rules import RULE_LABELS, RULES
+from hsc_core.core.hierarchy import Hierarchy
+from hsc_core.core.rules import RULE_LABELS, RULES
 
 from .data import CurveSet
 from .views import SampleView, node_name

@@ -16,7 +16,7 @@ from typing import Any
 
 import streamlit as st
 
-from hsc_core.rules import RULES
+from hsc_core.core.rules import RULES
 
 _LOADED = "_query_params_loaded"
 URL_IGNORED = "_url_ignored"  # "key=value" of the link's parameters that could not be used

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from hsc_core.hierarchy import Hierarchy
-from hsc_core.rules import RULE_LABELS, RULES, DecisionPaths, decision_paths
-from hsc_core.thresholds import QuantileMethod, select_threshold, theorem1_epsilon
-from hsc_core.validation import check_theta
+from hsc_core.core.hierarchy import Hierarchy
+from hsc_core.core.rules import RULE_LABELS, RULES, DecisionPaths, decision_paths
+from hsc_core.core.thresholds import QuantileMethod, select_threshold, theorem1_epsilon
+from hsc_core.core.validation import check_theta
 
 from .data import CurveSet, EvalSet, correctness
 

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data, plots, state, ui
-from hsc_core.rules import RULE_LABELS, RULES
+from hsc_core.core.rules import RULE_LABELS, RULES
 
 ui.ensure_entrypoint()
 

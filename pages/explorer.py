@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 from dashboard import plots, state, ui, views
-from hsc_core.imagenet import default_image_dir
+from hsc_core.datasets.imagenet import default_image_dir
 
 ui.ensure_entrypoint()
 

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data, plots, state, ui
-from hsc_core.imagenet import imagenet_hierarchy
+from hsc_core.datasets.imagenet import imagenet_hierarchy
 
 ui.ensure_entrypoint()
 

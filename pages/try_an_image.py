@@ -5,10 +5,10 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data, plots, state, ui, views
-from hsc_core.imagenet import default_image_dir, imagenet_hierarchy
-from hsc_core.inference import ImageReadError, read_image
-from hsc_core.models import list_registered_models
-from hsc_core.probabilities import node_probabilities, softmax
+from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy
+from hsc_core.pipeline.inference import ImageReadError, read_image
+from hsc_core.pipeline.models import list_registered_models
+from hsc_core.core.probabilities import node_probabilities, softmax
 
 ui.ensure_entrypoint()
 
@@ -25,7 +25,7 @@ if state.get("tmodel") not in models:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def classify(image: bytes, model: str, name: str) -> np.ndarray:
-    from hsc_core.inference import classify_image
+    from hsc_core.pipeline.inference import classify_image
 
     # Decoded once per image and model; an unreadable file's error names it as the user did.
     return classify_image(read_image(image, name=name), model)

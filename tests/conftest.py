@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hsc_core.hierarchy import Hierarchy
-from hsc_core.probabilities import node_probabilities
+from hsc_core.core.hierarchy import Hierarchy
+from hsc_core.core.probabilities import node_probabilities
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

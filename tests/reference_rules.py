@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hsc_core.hierarchy import Hierarchy
+from hsc_core.core.hierarchy import Hierarchy
 
 
 def _clipped(h: Hierarchy, probs: np.ndarray) -> np.ndarray:

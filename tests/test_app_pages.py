@@ -19,13 +19,13 @@ sys.path.insert(0, str(ROOT))
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from hsc_core.curves import hierarchical_rc_curve  # noqa: E402
-from hsc_core.imagenet import default_image_dir, imagenet_hierarchy  # noqa: E402
-from hsc_core.logits_io import load_logits, save_logits  # noqa: E402
-from hsc_core.probabilities import fit_temperature, node_probabilities, softmax  # noqa: E402
-from hsc_core.rules import RULE_LABELS, RULES, decision_paths  # noqa: E402
-from hsc_core.synthetic import synthetic_logits  # noqa: E402
-from hsc_core.thresholds import (  # noqa: E402
+from hsc_core.core.curves import hierarchical_rc_curve  # noqa: E402
+from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy  # noqa: E402
+from hsc_core.datasets.logits_io import load_logits, save_logits  # noqa: E402
+from hsc_core.core.probabilities import fit_temperature, node_probabilities, softmax  # noqa: E402
+from hsc_core.core.rules import RULE_LABELS, RULES, decision_paths  # noqa: E402
+from hsc_core.core.synthetic import synthetic_logits  # noqa: E402
+from hsc_core.core.thresholds import (  # noqa: E402
     climbing_tight_thresholds,
     select_threshold,
     solve_theorem1,

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hsc_core import cache_logits as cl
-from hsc_core.imagenet import imagenet_wnids
-from hsc_core.inference import ImageReadError
-from hsc_core.logits_io import load_logits
+from hsc_core.pipeline import cache_logits as cl
+from hsc_core.datasets.imagenet import imagenet_wnids
+from hsc_core.pipeline.inference import ImageReadError
+from hsc_core.datasets.logits_io import load_logits
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO.parent / "shared" / "imagenet-val-sample"
@@ -237,7 +237,7 @@ def test_torchrun_two_ranks_matches_single_process(synthetic, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     # --standalone: a rendezvous on a free localhost port; gloo backend on the CPU.
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           "-m", "hsc_core.cache_logits", *common, "--out", str(dist_out)]
+           "-m", "hsc_core.pipeline.cache_logits", *common, "--out", str(dist_out)]
     res = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=180)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "2 of 6 images computed" in res.stdout and "4 of 6 images computed" in res.stdout

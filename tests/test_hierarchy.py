@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hsc_core.hierarchy import Hierarchy, HierarchyError
+from hsc_core.core.hierarchy import Hierarchy, HierarchyError
 
 
 def test_from_parent_map_collapses_and_orders():

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hsc_core import imagenet
-from hsc_core.build_imagenet_hierarchy import main as build_main
-from hsc_core.build_imagenet_hierarchy import timm_imagenet_wnids
-from hsc_core.hierarchy import Hierarchy, HierarchyError
+from hsc_core.datasets import imagenet
+from hsc_core.datasets.build_imagenet_hierarchy import main as build_main
+from hsc_core.datasets.build_imagenet_hierarchy import timm_imagenet_wnids
+from hsc_core.core.hierarchy import Hierarchy, HierarchyError
 
 REF = Path(__file__).resolve().parents[2] / "shared" / "reference"
 IS_A = REF / "imagenet_wordnet_is_a.txt"

@@ -8,8 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from hsc_core import logits_io
-from hsc_core.logits_io import LogitsFileError, list_cached_logits, load_logits, manifest_path, save_logits
+from hsc_core.datasets import logits_io
+from hsc_core.datasets.logits_io import LogitsFileError, list_cached_logits, load_logits, manifest_path, save_logits
 
 
 def _arrays(n: int = 20, c: int = 10, seed: int = 0):

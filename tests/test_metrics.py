@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import TOY_LABELS, TOY_LEAF_PROBS, random_tree
 
-from hsc_core.curves import (
+from hsc_core.core.curves import (
     area_under_rc,
     calibration_coverage_curve,
     expected_calibration_error,
@@ -14,9 +14,9 @@ from hsc_core.curves import (
     hierarchical_gain,
     hierarchical_rc_curve,
 )
-from hsc_core.probabilities import fit_temperature, node_probabilities, softmax
-from hsc_core.risk import hierarchical_correctness
-from hsc_core.rules import decision_paths, predict
+from hsc_core.core.probabilities import fit_temperature, node_probabilities, softmax
+from hsc_core.core.risk import hierarchical_correctness
+from hsc_core.core.rules import decision_paths, predict
 
 
 def test_softmax_and_node_probabilities_equal_sparse_matmul(toy):

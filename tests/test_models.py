@@ -11,9 +11,9 @@ import pytest
 import torch
 from PIL import Image
 
-from hsc_core import models
-from hsc_core.logits_io import load_logits
-from hsc_core.models import (
+from hsc_core.pipeline import models
+from hsc_core.datasets.logits_io import load_logits
+from hsc_core.pipeline.models import (
     ModelLoadError,
     UnknownModelError,
     WeightsMismatchError,

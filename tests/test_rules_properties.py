@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference_rules import RULE_FUNCTIONS
 
-from hsc_core.curves import flat_aurc, hierarchical_rc_curve
-from hsc_core.hierarchy import Hierarchy
-from hsc_core.probabilities import node_probabilities, softmax
-from hsc_core.risk import hierarchical_correctness, sample_loss
-from hsc_core.rules import RULES, decision_paths
+from hsc_core.core.curves import flat_aurc, hierarchical_rc_curve
+from hsc_core.core.hierarchy import Hierarchy
+from hsc_core.core.probabilities import node_probabilities, softmax
+from hsc_core.core.risk import hierarchical_correctness, sample_loss
+from hsc_core.core.rules import RULES, decision_paths
 
 
 def _data(seed: int, n_leaves: int = 12, n: int = 40, sharp: float = 2.0):
@@ -99,7 +99,7 @@ def test_flat_hierarchy_reduces_to_selective_classification():
 
 def test_climbing_beats_selective_on_hierarchical_confusions():
     """When confusions sit among siblings, retreating to the parent lowers hAURC (the paper's gain)."""
-    from hsc_core.synthetic import synthetic_logits
+    from hsc_core.core.synthetic import synthetic_logits
 
     h = random_tree(200, 7)
     logits, labels = synthetic_logits(h, 4000, top1=0.7, seed=1)

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hsc_core.imagenet import imagenet_wnids
-from hsc_core.logits_io import list_cached_logits, load_logits
+from hsc_core.datasets.imagenet import imagenet_wnids
+from hsc_core.datasets.logits_io import list_cached_logits, load_logits
 
 REPO = Path(__file__).resolve().parents[1]
 CACHE = REPO / "cached_logits"

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from conftest import random_tree
 
-from hsc_core.baselines import crc_threshold, darts_lambda, darts_predict, darts_rewards
-from hsc_core.probabilities import node_probabilities, softmax
-from hsc_core.risk import hierarchical_correctness
-from hsc_core.rules import decision_paths
-from hsc_core.synthetic import synthetic_logits
-from hsc_core.thresholds import (
+from hsc_core.core.baselines import crc_threshold, darts_lambda, darts_predict, darts_rewards
+from hsc_core.core.probabilities import node_probabilities, softmax
+from hsc_core.core.risk import hierarchical_correctness
+from hsc_core.core.rules import decision_paths
+from hsc_core.core.synthetic import synthetic_logits
+from hsc_core.core.thresholds import (
     climbing_tight_thresholds,
     repeated_split_evaluation,
     select_threshold,

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from conftest import TOY_LABELS, TOY_LEAF_PROBS
 
-from hsc_core.curves import area_under_rc, hierarchical_rc_curve
-from hsc_core.risk import hierarchical_correctness, severity_loss
-from hsc_core.rules import RULES, predict
-from hsc_core.thresholds import climbing_tight_thresholds, selective_thresholds
+from hsc_core.core.curves import area_under_rc, hierarchical_rc_curve
+from hsc_core.core.risk import hierarchical_correctness, severity_loss
+from hsc_core.core.rules import RULES, predict
+from hsc_core.core.thresholds import climbing_tight_thresholds, selective_thresholds
 
 GRID = [0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40, 0.60, 0.65, 0.70, 0.80, 0.90, 1.00]
 

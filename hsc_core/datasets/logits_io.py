@@ -30,7 +30,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from .validation import check_labels
+from ..core.validation import check_labels
 
 FORMAT_VERSION = "hsc-logits/1"
 REQUIRED_ARRAYS = ("logits", "labels", "sample_ids")

@@ -2,12 +2,12 @@
 
 Two trees are on offer:
 
-* ``source="wordnet"`` (default): the tree shipped in ``hsc_core/data/``. It is built from
-  WordNet 3.0 by ``python -m hsc_core.build_imagenet_hierarchy`` and needs no download.
+* ``source="wordnet"`` (default): the tree shipped in ``hsc_core/datasets/data/``. It is built from
+  WordNet 3.0 by ``python -m hsc_core.datasets.build_imagenet_hierarchy`` and needs no download.
 * ``source="is_a"``: the paper's exact tree (1,361 nodes), built from ImageNet's own is-a file
   (``wordnet.is_a.txt``, lines ``parent_wnid child_wnid``) that the user supplies as ``is_a_path``.
 
-``hsc_core/data/README.md`` says where the two trees differ.
+``hsc_core/datasets/data/README.md`` says where the two trees differ.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from .hierarchy import Hierarchy, HierarchyError
+from ..core.hierarchy import Hierarchy, HierarchyError
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 WORDNET_JSON = DATA_DIR / "imagenet_wordnet_hierarchy.json"
@@ -25,7 +25,7 @@ WORDNET_JSON = DATA_DIR / "imagenet_wordnet_hierarchy.json"
 NAMES_JSON = DATA_DIR / "imagenet_wordnet_names.json"
 N_CLASSES = 1000
 # The shared sample sits beside the repository checkout (…/work/shared next to …/work/main).
-_REPO_ROOT = Path(__file__).resolve().parent.parent
+_REPO_ROOT = Path(__file__).resolve().parents[2]
 IMAGE_DIR_ENV = "HSC_IMAGE_DIR"
 
 

@@ -2,8 +2,8 @@
 
 Usage::
 
-    python -m hsc_core.build_imagenet_hierarchy [--wordnet-dir /usr/share/wordnet]
-        [--out hsc_core/data/imagenet_wordnet_hierarchy.json]
+    python -m hsc_core.datasets.build_imagenet_hierarchy [--wordnet-dir /usr/share/wordnet]
+        [--out hsc_core/datasets/data/imagenet_wordnet_hierarchy.json]
 
 WordNet 3.0's ``data.noun`` comes from the Debian package ``wordnet-base``
 (``sudo apt-get install wordnet-base``); it installs to ``/usr/share/wordnet``.
@@ -16,8 +16,8 @@ keeps only the leaves' ancestors, collapses single-child chains and orders the i
 nodes by coverage, as the authors do (hsc-definitions.md §1.1).
 
 The result differs slightly from the paper's tree, which was built from ImageNet's own
-is-a file. ``hsc_core/data/README.md`` says where. For the paper's exact tree, use
-``hsc_core.imagenet.imagenet_hierarchy(source="is_a", is_a_path=...)``.
+is-a file. ``hsc_core/datasets/data/README.md`` says where. For the paper's exact tree, use
+``hsc_core.datasets.imagenet.imagenet_hierarchy(source="is_a", is_a_path=...)``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
-from .hierarchy import Hierarchy
+from ..core.hierarchy import Hierarchy
 
 DEFAULT_WORDNET_DIR = Path("/usr/share/wordnet")
 DEFAULT_OUT = Path(__file__).resolve().parent / "data" / "imagenet_wordnet_hierarchy.json"

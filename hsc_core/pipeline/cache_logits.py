@@ -1,8 +1,8 @@
-"""Run a model over an image set once and cache its logits (``hsc_core.logits_io`` format).
+"""Run a model over an image set once and cache its logits (``hsc_core.datasets.logits_io`` format).
 
 Usage::
 
-    python -m hsc_core.cache_logits --model efficientnet_lite0 \\
+    python -m hsc_core.pipeline.cache_logits --model efficientnet_lite0 \\
         --data ../shared/imagenet-val-sample/labels.csv --out cached_logits/efficientnet_lite0.npz
 
 ``--data`` is either a ``labels.csv`` (columns ``file,wnid,label,source``; images in
@@ -14,7 +14,7 @@ The run is resumable. Each chunk of ``--chunk-size`` images is written atomicall
 chunks. At the end the chunks are merged into ``<out>`` (written atomically) and the partial
 folder is removed.
 
-Multi-GPU: ``torchrun --nproc_per_node=K -m hsc_core.cache_logits ...`` gives chunk ``i`` to
+Multi-GPU: ``torchrun --nproc_per_node=K -m hsc_core.pipeline.cache_logits ...`` gives chunk ``i`` to
 rank ``i % K``. Every rank writes its own chunks, and rank 0 merges them after a barrier.
 
 Benchmark: ``--synthetic-jpegs N`` runs on N random JPEGs in a temporary folder (top-1 is
@@ -41,9 +41,9 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from .imagenet import imagenet_wnids
+from ..datasets.imagenet import imagenet_wnids
+from ..datasets.logits_io import LogitsFileError, load_logits, save_logits, write_json_atomic, write_npz_atomic
 from .inference import ImageReadError, read_image
-from .logits_io import LogitsFileError, load_logits, save_logits, write_json_atomic, write_npz_atomic
 from .models import (
     ModelInfo,
     ModelLoadError,
@@ -566,7 +566,7 @@ def _dataset_info(samples: SampleList) -> dict:
 
 # ---------------------------------------------------------------------------- CLI
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m hsc_core.cache_logits",
+    ap = argparse.ArgumentParser(prog="python -m hsc_core.pipeline.cache_logits",
                                  description="Cache a model's ImageNet logits (resumable).")
     ap.add_argument("--model", required=True, help="registered name (efficientnet_lite0/1/2) or a timm model name")
     src = ap.add_mutually_exclusive_group(required=True)
