@@ -1,0 +1,1 @@
+"""Figures and reports shared by the dashboard and ``hsc report`` (plotly; no Streamlit)."""
