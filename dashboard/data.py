@@ -1,21 +1,35 @@
-"""Where the dashboard's models come from, and every heavy computation, cached.
+"""Where the dashboard's models and data sets come from, and every heavy computation, cached.
 
 A *model* is a cached-logits ``.npz`` file (``hsc_core.datasets.logits_io``), named by its file stem.
 The catalog is every ``.npz`` in ``$HSC_CACHED_LOGITS_DIR`` (default ``<repo>/cached_logits``)
 plus the files uploaded in this browser session. ``HSC_SYNTHETIC=<n>`` replaces the catalog with
-one synthetic model of ``n`` samples on the ImageNet tree: for the benchmark and demos only.
+one synthetic model of ``n`` samples on the ImageNet tree (with ``HSC_SYNTHETIC_TAXONOMY=1``: on
+the 10,000-leaf iNat21-sized synthetic taxonomy): for the benchmark and demos only.
 
-Heavy results (node probabilities, decision paths, curves) are kept with ``st.cache_resource``:
-they are large numpy arrays that must not be copied (``st.cache_data`` would pickle and copy
-them on every rerun). Callers treat them as read-only.
+A *data set* (``hsc_core.datasets.registry``) is a hierarchy + class list (+ optional image
+folder): the built-in ones, the folders in ``$HSC_DATASETS_DIR`` (default: ``datasets/`` next
+to the cached-logits folder), and the ones uploaded in this session. A model's data set is the
+one its manifest names (``dataset_id``; 1,000 classes without it means ImageNet-1k), else the
+one the user picked for it in the sidebar (``DATASET_CHOICES`` in the session state).
 
-Temperature scaling (TS): T is fitted on a fixed random half of the samples (seed 0, stratified
-by data source) and every metric with TS is computed on the *other* half only.
+Heavy results (decision paths, curves) are kept with ``st.cache_resource``: they are large numpy
+arrays that must not be copied (``st.cache_data`` would pickle and copy them on every rerun).
+Callers treat them as read-only. Nothing holds a samples × nodes matrix: node probabilities are
+computed a chunk of rows at a time (``CHUNK_ENTRIES``) and reduced to each rule's decision paths,
+the authors' θ grid or tight thresholds on the way.
+
+Evaluation protocol (``hsc_core.core.protocol``): T is fitted on a fixed, seeded, class-stratified
+10 % calibration split of each file, and every metric, with or without TS, on the other 90 %.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import uuid
+import re
+import shutil
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -33,19 +47,42 @@ from hsc_core.core.curves import (
     rounded_threshold_grid,
 )
 from hsc_core.core.hierarchy import Hierarchy
-from hsc_core.datasets.imagenet import imagenet_hierarchy
-from hsc_core.datasets.logits_io import LogitsBundle, LogitsFileError, list_cached_logits, load_logits
+from hsc_core.core.protocol import calibration_mask
 from hsc_core.core.probabilities import fit_temperature, node_probabilities, softmax
 from hsc_core.core.risk import hierarchical_correctness
-from hsc_core.core.rules import RULE_LABELS, RULES, DecisionPaths, decision_paths
+from hsc_core.core.rules import RULE_LABELS, RULES, DecisionPaths, argmax_leaf, decision_paths
+from hsc_core.datasets.formats import HIERARCHY_SUFFIXES
+from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy
+from hsc_core.datasets.logits_io import (
+    LogitsBundle,
+    LogitsFileError,
+    list_cached_logits,
+    load_logits,
+    load_logits_bytes,
+)
+from hsc_core.datasets.registry import (
+    Dataset,
+    builtin_dataset_names,
+    dataset_for_manifest,
+    discover_datasets,
+    load_dataset,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CACHED_LOGITS_ENV = "HSC_CACHED_LOGITS_DIR"
+DATASETS_ENV = "HSC_DATASETS_DIR"
 SYNTHETIC_ENV = "HSC_SYNTHETIC"
+SYNTHETIC_TAXONOMY_ENV = "HSC_SYNTHETIC_TAXONOMY"
 SYNTHETIC_PREFIX = "synthetic:"
+IMAGENET = "imagenet1k"
+SYNTHETIC_TAXONOMY = "synthetic-taxonomy-10k"  # only in synthetic mode, never offered to users
 SPLIT_SEED = 0
 DEFAULT_MODEL = "efficientnet_lite0"
 DISPLAY_POINTS = 1500  # points per curve sent to the browser; metrics always use the full curve
+CHUNK_ENTRIES = 4_000_000  # node probabilities per chunk (32 MB as float64), whatever the tree size
+PROGRESS_MIN_CHUNKS = 4  # show a progress bar only for jobs of at least this many chunks
+DATASET_CHOICES = "_dataset_choices"  # session state: model location → data set picked in the sidebar
+SESSION_DATASETS = "_session_datasets"  # session state: data set name → folder of an uploaded data set
 
 # The two sources of the shipped ImageNet sample, by their tags in the ``sources`` array.
 KNOWN_SUBSETS = {
@@ -59,7 +96,20 @@ class DataError(ValueError):
     """A model's file cannot be used by the dashboard (the message says why)."""
 
 
+class UnknownDatasetError(DataError):
+    """Nothing says which data set a model's logits belong to: the user must pick one."""
+
+
 LOAD_ERRORS = (LogitsFileError, DataError, ValueError, OSError)
+
+
+def _session_value(key: str) -> dict:
+    """A dict kept in this browser session's state ({} outside a Streamlit session)."""
+    try:
+        value = st.session_state.get(key)
+    except Exception:  # no script run context (benchmarks, plain Python)
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 # ---------------------------------------------------------------------------- catalog
@@ -80,11 +130,19 @@ def synthetic_samples() -> int | None:
     return n if n > 0 else None
 
 
+def synthetic_dataset() -> str:
+    """The synthetic model's data set: the ImageNet tree, or the 10,000-leaf synthetic taxonomy."""
+    flag = os.environ.get(SYNTHETIC_TAXONOMY_ENV, "").strip().lower()
+    return SYNTHETIC_TAXONOMY if flag in ("1", "true", "yes", "on") else IMAGENET
+
+
 def model_catalog(uploaded: dict[str, str] | None = None) -> dict[str, str]:
-    """Model name → location (a file path, or ``synthetic:<n>``), in display order."""
+    """Model name → location (a file path, or ``synthetic:<n>:<data set>``), in display order."""
     n = synthetic_samples()
     if n is not None:
-        return {f"synthetic-{n}": f"{SYNTHETIC_PREFIX}{n}"}
+        ds = synthetic_dataset()
+        name = f"synthetic-{n}" if ds == IMAGENET else f"synthetic-{n}-taxonomy"
+        return {name: f"{SYNTHETIC_PREFIX}{n}:{ds}"}
     catalog = {p.stem: str(p) for p in list_cached_logits(cached_logits_dir())}
     for name, loc in (uploaded or {}).items():
         catalog.setdefault(name, loc)
@@ -95,6 +153,14 @@ def default_model(catalog: dict[str, str]) -> str | None:
     if DEFAULT_MODEL in catalog:
         return DEFAULT_MODEL
     return next(iter(catalog), None)
+
+
+def _file_stamp(p: Path) -> tuple[int, int]:
+    try:
+        s = p.stat()
+        return (s.st_mtime_ns, s.st_size)
+    except OSError:
+        return (-1, -1)
 
 
 def stamp(location: str) -> tuple[int, int, int]:
@@ -111,20 +177,231 @@ def stamp(location: str) -> tuple[int, int, int]:
         return (-1, -1, -1)
 
 
+# ---------------------------------------------------------------------------- data sets
+def datasets_dir() -> Path:
+    """The user's data-set folders: ``$HSC_DATASETS_DIR``, else ``datasets/`` beside the logits folder."""
+    env = os.environ.get(DATASETS_ENV)
+    return Path(env) if env else cached_logits_dir().parent / "datasets"
+
+
+def dataset_catalog() -> dict[str, str]:
+    """Data set name → the folder that holds it ("" for a built-in one), in display order:
+    built-in, then the data-set folder's, then this session's uploads."""
+    out = {name: "" for name in builtin_dataset_names()}
+    if synthetic_samples() is not None and synthetic_dataset() == SYNTHETIC_TAXONOMY:
+        out[SYNTHETIC_TAXONOMY] = ""
+    folder = datasets_dir()
+    if folder.is_dir():
+        for name in discover_datasets(folder):  # reads nothing: a broken one errs when it is used
+            out.setdefault(name, str(folder))
+    for name, where in _session_value(SESSION_DATASETS).items():
+        out.setdefault(name, where)
+    return out
+
+
+def _folder_stamp(folder: str, name: str) -> tuple:
+    """(file, mtime, size) of every file of one data-set folder, so edits reach the caches."""
+    if not folder:
+        return ()
+    root = Path(folder) / name
+    if not root.is_dir():
+        return ()
+    return tuple(sorted((str(p.relative_to(root)), *_file_stamp(p)) for p in root.iterdir() if p.is_file()))
+
+
+@st.cache_resource(max_entries=16, show_spinner="Loading the data set…")
+def _dataset(name: str, folder: str, folder_stamp: tuple) -> Dataset:
+    if name == SYNTHETIC_TAXONOMY:
+        from hsc_core.core.synthetic import synthetic_taxonomy
+
+        h = synthetic_taxonomy(10_000, 7, seed=0)
+        return Dataset(name, h, tuple(h.names[: h.n_leaves]), "synthetic iNat21-sized taxonomy (seed 0)", None)
+    return load_dataset(name, user_dir=Path(folder) if folder else None)
+
+
+def get_dataset(name: str) -> Dataset:
+    """The data set called ``name`` (DataError when there is none; the loader's error when broken)."""
+    cat = dataset_catalog()
+    if name not in cat:
+        raise DataError(f"unknown data set {name!r}; known: {', '.join(cat)}")
+    return _dataset(name, cat[name], _folder_stamp(cat[name], name))
+
+
+def dataset_image_dir(ds: Dataset) -> Path | None:
+    """Where a data set's images are (ImageNet's shipped validation images by default)."""
+    if ds.image_dir is not None:
+        return Path(ds.image_dir)
+    return default_image_dir() if ds.name == IMAGENET else None
+
+
+def manifest_dataset(location: str) -> str | None:
+    """The data set a model's file says it belongs to (manifest ``dataset_id``, or 1,000 classes)."""
+    if location.startswith(SYNTHETIC_PREFIX):
+        return location.rsplit(":", 1)[1]
+    bundle = load_bundle(location)
+    return dataset_for_manifest(bundle.manifest, bundle.n_classes)
+
+
+def chosen_datasets() -> dict[str, str]:
+    """Model location → data set the user picked for it in this session."""
+    return _session_value(DATASET_CHOICES)
+
+
+def dataset_name_for(model: str, location: str) -> str:
+    """The data set of a model: its manifest's, else the user's pick (UnknownDatasetError if neither)."""
+    name = manifest_dataset(location)
+    if name is None:
+        name = chosen_datasets().get(location)
+    if name is None:
+        bundle = load_bundle(location)
+        raise UnknownDatasetError(
+            f"{model}: the logits have {bundle.n_classes} classes and no manifest `dataset_id` says which data "
+            "set they belong to; pick its data set in the sidebar"
+        )
+    return name
+
+
+def dataset_for(model: str, location: str) -> Dataset:
+    """The model's data set, checked against its logits (DataError with the reason)."""
+    ds = get_dataset(dataset_name_for(model, location))
+    n_classes = _bundle(location, stamp(location)).n_classes
+    if n_classes != ds.hierarchy.n_leaves:
+        raise DataError(
+            f"{model}: the logits have {n_classes} classes but data set {ds.name!r} has {ds.hierarchy.n_leaves} "
+            "classes; pick the data set these logits belong to (or fix the manifest's `dataset_id`)"
+        )
+    return ds
+
+
+def hierarchy_or_imagenet(model: str | None, location: str | None) -> Hierarchy:
+    """The model's data-set hierarchy (for illustrations); ImageNet's when it has none (yet)."""
+    if model is None or location is None:
+        return imagenet_hierarchy()
+    try:
+        return dataset_for(model, location).hierarchy
+    except LOAD_ERRORS:
+        return imagenet_hierarchy()
+
+
+def _dataset_key(model: str, location: str) -> tuple[str, str, tuple]:
+    """(name, folder, stamp) of the model's checked data set: the cache key of its results."""
+    ds = dataset_for(model, location)
+    folder = dataset_catalog()[ds.name]
+    return ds.name, folder, _folder_stamp(folder, ds.name)
+
+
+DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+@dataclass(frozen=True)
+class AddedDataset:
+    name: str
+    folder: str
+    n_classes: int
+    n_nodes: int
+
+
+def add_session_dataset(folder: str, name: str, filename: str, hierarchy: bytes,
+                        classes: bytes | None = None) -> AddedDataset:
+    """Write an uploaded hierarchy (+ class list) as ``<folder>/<name>/`` and load it with the
+    library; a file the library rejects is removed again and its error raised (DataError)."""
+    name = name.strip()
+    if not DATASET_NAME.fullmatch(name):
+        raise DataError("a data set name is 1–64 letters, digits, '_', '.' or '-', starting with a letter or digit")
+    if name in dataset_catalog():
+        raise DataError(f"there is already a data set called {name!r}")
+    suffix = Path(filename).suffix.lower()
+    if suffix not in HIERARCHY_SUFFIXES:
+        raise DataError(f"{filename}: a hierarchy file ends in {', '.join(HIERARCHY_SUFFIXES)}")
+    target = Path(folder) / name
+    target.mkdir(parents=True, exist_ok=False)
+    try:
+        (target / f"hierarchy{suffix}").write_bytes(hierarchy)
+        if classes is not None:
+            (target / "classes.txt").write_bytes(classes)
+        ds = load_dataset(name, user_dir=Path(folder))
+    except Exception as exc:  # any reader error on untrusted input: report it, keep nothing
+        shutil.rmtree(target, ignore_errors=True)
+        raise DataError(str(exc).replace(str(target) + os.sep, "")) from exc
+    return AddedDataset(name, str(folder), ds.hierarchy.n_leaves, ds.hierarchy.n_nodes)
+
+
 # ---------------------------------------------------------------------------- loading
-@st.cache_resource(max_entries=8, show_spinner="Loading logits…")
+UPLOAD_PREFIX = "upload:"  # location of a file uploaded in this session: upload:<random token>/<name>
+UPLOADED_BUNDLES = "_uploaded_bundles"  # session state: upload location → its validated LogitsBundle
+MAX_UPLOAD_ENV = "HSC_MAX_UPLOAD_MB"
+MAX_UPLOAD_MB = 200  # default cap on an uploaded file's arrays, inflated (the shipped files hold 11 MB)
+
+
+def max_upload_bytes() -> int:
+    """The cap on an upload's inflated arrays: ``$HSC_MAX_UPLOAD_MB`` MB when set, else 200 MB."""
+    try:
+        mb = float(os.environ.get(MAX_UPLOAD_ENV, "") or MAX_UPLOAD_MB)
+    except ValueError:
+        mb = MAX_UPLOAD_MB
+    return int((mb if mb > 0 else MAX_UPLOAD_MB) * 1_000_000)
+
+
+def _cache_resource(**kwargs):
+    """``st.cache_resource`` that keeps whatever is computed from this session's uploads in a
+    session-scoped cache: Streamlit drops it when the session disconnects, and no other session
+    can reach it. Results for shared files stay in the global cache."""
+    def wrap(func):
+        shared = st.cache_resource(**kwargs)(func)
+        private = st.cache_resource(scope="session", **kwargs)(func)
+
+        @functools.wraps(func)
+        def call(*args, **kw):
+            uploaded = any(isinstance(a, str) and a.startswith(UPLOAD_PREFIX) for a in (*args, *kw.values()))
+            return (private if uploaded else shared)(*args, **kw)
+        call.clear = shared.clear
+        return call
+    return wrap
+
+
+def validate_upload(data: bytes, name: str) -> LogitsBundle:
+    """Check an uploaded ``.npz`` in memory (nothing is written to disk): headers against sizes and
+    the ``max_upload_bytes()`` cap before inflating, then every check of ``load_logits``, and the
+    data set its class count implies. Messages name the file as the user did."""
+    bundle = load_logits_bytes(data, name, max_bytes=max_upload_bytes())
+    ds_name = dataset_for_manifest(bundle.manifest, bundle.n_classes)
+    if ds_name is not None:
+        ds = get_dataset(ds_name)
+        if ds.hierarchy.n_leaves != bundle.n_classes:
+            raise DataError(f"{name}: the logits have {bundle.n_classes} classes but data set {ds_name!r} has "
+                            f"{ds.hierarchy.n_leaves}")
+    return bundle
+
+
+def keep_upload(bundle: LogitsBundle) -> str:
+    """Keep a validated upload in this session's state (freed with the session); its location."""
+    location = f"{UPLOAD_PREFIX}{uuid.uuid4().hex}/{bundle.name}"
+    st.session_state.setdefault(UPLOADED_BUNDLES, {})[location] = bundle
+    return location
+
+
+def _uploaded_bundle(location: str) -> LogitsBundle:
+    bundle = _session_value(UPLOADED_BUNDLES).get(location)
+    if bundle is None:
+        raise DataError("this upload belongs to another (or an expired) browser session; upload the file again")
+    return bundle
+
+
+@_cache_resource(max_entries=8, show_spinner="Loading logits…")
 def _bundle(location: str, file_stamp: tuple) -> LogitsBundle:
+    if location.startswith(UPLOAD_PREFIX):
+        return _uploaded_bundle(location)
     if location.startswith(SYNTHETIC_PREFIX):
         from hsc_core.core.synthetic import synthetic_logits
 
-        n = int(location[len(SYNTHETIC_PREFIX):])
-        logits, labels = synthetic_logits(imagenet_hierarchy(), n, top1=0.8, seed=0)
+        n_text, ds_name = location[len(SYNTHETIC_PREFIX):].split(":", 1)
+        n = int(n_text)
+        h = imagenet_hierarchy() if ds_name == IMAGENET else _dataset(ds_name, "", ()).hierarchy
+        logits, labels = synthetic_logits(h, n, top1=0.8, seed=0)
         ids = np.array([f"synthetic_{i:06d}" for i in range(n)])
-        manifest = {"model": "synthetic", "dataset": f"synthetic ({n} samples, seed 0)"}
+        manifest = {"model": "synthetic", "dataset": f"synthetic ({n} samples, seed 0)", "dataset_id": ds_name}
         return LogitsBundle(logits, labels.astype(np.int64), ids, None, manifest, f"synthetic-{n}")
-    bundle = load_logits(location)
-    hierarchy_for(bundle)  # a class-count mismatch is an error at load time
-    return bundle
+    return load_logits(location)
 
 
 def load_bundle(location: str) -> LogitsBundle:
@@ -132,20 +409,16 @@ def load_bundle(location: str) -> LogitsBundle:
     return _bundle(location, stamp(location))
 
 
-def hierarchy_for(bundle: LogitsBundle) -> Hierarchy:
-    h = imagenet_hierarchy()
-    if bundle.n_classes != h.n_leaves:
-        raise DataError(
-            f"{bundle.name}: the logits have {bundle.n_classes} classes but the ImageNet hierarchy has "
-            f"{h.n_leaves} leaves; this dashboard needs ImageNet-1k logits in the standard class order"
-        )
-    return h
-
-
 def validate_file(path: str) -> LogitsBundle:
-    """Load and check an uploaded file without caching it (raises on any problem)."""
+    """Load and check an uploaded file without caching it (raises on any problem). A file whose
+    manifest names a data set must match it; one that names none gets a data set in the sidebar."""
     bundle = load_logits(path)
-    hierarchy_for(bundle)
+    name = dataset_for_manifest(bundle.manifest, bundle.n_classes)
+    if name is not None:
+        ds = get_dataset(name)
+        if ds.hierarchy.n_leaves != bundle.n_classes:
+            raise DataError(f"the logits have {bundle.n_classes} classes but data set {name!r} (named by the "
+                            f"manifest) has {ds.hierarchy.n_leaves}")
     return bundle
 
 
@@ -173,28 +446,93 @@ def subset_mask(bundle: LogitsBundle, subset: str) -> np.ndarray:
     return mask
 
 
-def calibration_half(n: int, sources: np.ndarray | None, seed: int = SPLIT_SEED) -> np.ndarray:
-    """Boolean mask of the half used to fit T: a random half of each source (fixed seed)."""
-    rng = np.random.default_rng(seed)
-    cal = np.zeros(n, dtype=bool)
-    if sources is None:
-        groups = [np.arange(n)]
-    else:
-        src = np.asarray(sources).astype(str)
-        groups = [np.flatnonzero(src == tag) for tag in np.unique(src)]
-    for idx in groups:
-        perm = rng.permutation(idx)
-        cal[perm[: len(idx) // 2]] = True
-    return cal
+def calibration_split(bundle: LogitsBundle) -> np.ndarray:
+    """The protocol's calibration split of the whole file (``core.protocol.calibration_mask``): T is
+    fitted on it, and no page evaluates it, with or without temperature scaling."""
+    return calibration_mask(bundle.labels)
+
+
+# ---------------------------------------------------------------------------- chunked node probabilities
+def chunk_rows(n_nodes: int) -> int:
+    """Rows per chunk so that one chunk of node probabilities stays about ``CHUNK_ENTRIES``."""
+    return max(16, CHUNK_ENTRIES // max(n_nodes, 1))
+
+
+def node_probability_chunks(h: Hierarchy, logits: np.ndarray, index: np.ndarray, temperature: float,
+                            progress: Callable[[float], None] | None = None) -> Iterator[tuple[int, np.ndarray]]:
+    """(start, node probabilities of rows ``index[start:start + size]``), a chunk at a time.
+
+    The same softmax and sparse sum as for all rows at once, row by row, so every value is
+    bit-identical to the unchunked computation.
+    """
+    n = index.size
+    size = chunk_rows(h.n_nodes)
+    for s in range(0, n, size):
+        rows = index[s: s + size]
+        yield s, node_probabilities(h, softmax(logits[rows], temperature))
+        if progress is not None:
+            progress(min(s + size, n) / n)
+
+
+def _concat_paths(rule: str, parts: list[DecisionPaths]) -> DecisionPaths:
+    """Stack per-chunk decision paths, padding short rows with their last record (as ``_compress``)."""
+    width = max(p.nodes.shape[1] for p in parts)
+    nodes, values = [], []
+    for p in parts:
+        extra = width - p.nodes.shape[1]
+        nodes.append(np.pad(p.nodes, ((0, 0), (0, extra)), mode="edge") if extra else p.nodes)
+        values.append(np.pad(p.values, ((0, 0), (0, extra)), mode="edge") if extra else p.values)
+    return DecisionPaths(rule, np.concatenate(nodes), np.concatenate(values),
+                         np.concatenate([p.lengths for p in parts]))
+
+
+class _ProgressBar:
+    """A throttled st.progress for a long job (about 20 updates), removed when done. Small jobs
+    show nothing. It runs inside cached functions, so its few messages are replayed on cache hits,
+    ending with the removal: nothing stays on the page."""
+
+    def __init__(self, text: str, n_chunks: int):
+        self.text = text
+        self.bar = st.progress(0.0, text=f"{text} 0%") if n_chunks >= PROGRESS_MIN_CHUNKS else None
+        self.shown = 0
+
+    def __call__(self, frac: float) -> None:
+        step = int(frac * 20)
+        if self.bar is not None and step > self.shown:
+            self.shown = step
+            self.bar.progress(min(frac, 1.0), text=f"{self.text} {frac:.0%}")
+
+    def done(self) -> None:
+        if self.bar is not None:
+            self.bar.empty()
+
+
+def _n_chunks(h: Hierarchy, n: int) -> int:
+    return -(-n // chunk_rows(h.n_nodes))
+
+
+def chunked_decision_paths(h: Hierarchy, logits: np.ndarray, index: np.ndarray, temperature: float,
+                           progress: Callable[[float], None] | None = None) -> dict[str, DecisionPaths]:
+    """Every rule's decision paths for rows ``index`` of ``logits``, one chunk of rows at a time."""
+    parts: dict[str, list[DecisionPaths]] = {rule: [] for rule in RULES}
+    for _, probs in node_probability_chunks(h, logits, index, temperature, progress):
+        leaf = argmax_leaf(h, probs)
+        for rule in RULES:
+            parts[rule].append(decision_paths(h, probs, rule, leaf=leaf))
+    return {rule: _concat_paths(rule, parts[rule]) for rule in RULES}
 
 
 # ---------------------------------------------------------------------------- evaluation sets
+DENSE_LIMIT_BYTES = 1_000_000_000  # the most memory `EvalSet.node_probs` may take (50,000 × 1,372 float32: 0.27 GB)
+
+
 @dataclass(frozen=True, eq=False)
 class EvalSet:
-    """The samples one view evaluates, their node probabilities and each rule's decision paths.
+    """The samples one view evaluates and each rule's decision paths (never their node probabilities).
 
-    ``index`` selects rows of the bundle. With TS (``temperature`` fitted on ``n_fit`` other
-    samples) or ``heldout`` these are the held-out half only.
+    ``index`` selects rows of the bundle's ``source_logits`` (shared, not copied). With TS
+    (``temperature`` fitted on ``n_fit`` other samples) or without, these are the protocol's evaluation
+    split only (``heldout`` is always True).
     """
 
     model: str
@@ -202,16 +540,24 @@ class EvalSet:
     subset: str
     ts: bool
     heldout: bool
-    hierarchy: Hierarchy
+    dataset: Dataset = field(repr=False)
     index: np.ndarray
     labels: np.ndarray
     sample_ids: np.ndarray
     sources: np.ndarray | None
-    logits: np.ndarray
+    source_logits: np.ndarray = field(repr=False)
     temperature: float
     n_fit: int
-    node_probs: np.ndarray
     paths: dict[str, DecisionPaths] = field(repr=False)
+    leaf_conf: np.ndarray = field(repr=False)
+
+    @property
+    def hierarchy(self) -> Hierarchy:
+        return self.dataset.hierarchy
+
+    @property
+    def image_dir(self) -> Path | None:
+        return dataset_image_dir(self.dataset)
 
     @property
     def n(self) -> int:
@@ -219,11 +565,7 @@ class EvalSet:
 
     @cached_property
     def leaf_pred(self) -> np.ndarray:
-        return self.node_probs[:, : self.hierarchy.n_leaves].argmax(axis=1)
-
-    @cached_property
-    def leaf_conf(self) -> np.ndarray:
-        return self.node_probs[np.arange(self.n), self.leaf_pred]
+        return self.paths["selective"].nodes[:, 0]  # every rule starts at the arg-max leaf
 
     @cached_property
     def top1(self) -> float:
@@ -245,51 +587,106 @@ class EvalSet:
         classes, starts = np.unique(self.labels[order], return_index=True)
         return dict(zip(classes.tolist(), np.split(order, starts[1:])))
 
+    def node_probs_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Node probabilities of some rows, shape (len(rows), n_nodes), computed on demand."""
+        rows = np.asarray(rows, dtype=np.int64)
+        return node_probabilities(self.hierarchy, softmax(self.source_logits[self.index[rows]], self.temperature))
+
     def node_row(self, i: int) -> np.ndarray:
         """Node probabilities of row ``i`` as the rules see them (clipped to 1, root = 1)."""
-        row = np.minimum(self.node_probs[i], 1.0)
+        row = np.minimum(self.node_probs_rows(np.array([i]))[0], 1.0)
         row[self.hierarchy.root] = 1.0
         return row
 
+    @cached_property
+    def node_probs(self) -> np.ndarray:
+        """All rows' node probabilities, for the few library calls that need them whole (the
+        repeated-split baselines); refused beyond ``DENSE_LIMIT_BYTES``."""
+        itemsize = 4 if self.source_logits.dtype in (np.float16, np.float32) else 8  # as node_probabilities
+        size = self.n * self.hierarchy.n_nodes * itemsize
+        if size > DENSE_LIMIT_BYTES:
+            raise DataError(f"{self.model}: {self.n:,} samples × {self.hierarchy.n_nodes:,} nodes is too large to hold "
+                            f"every node probability in memory ({size / 1e9:.1f} GB); use a subset")
+        return self.node_probs_rows(np.arange(self.n))
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+
+@_cache_resource(max_entries=16, show_spinner=False)
 def _temperature(location: str, file_stamp: tuple, subset: str) -> tuple[float, int]:
+    # One T per model, as `hsc evaluate` fits it (``subset`` only picks the samples evaluated).
     bundle = _bundle(location, file_stamp)
-    cal = calibration_half(bundle.n_samples, bundle.sources) & subset_mask(bundle, subset)
-    if cal.sum() < 2:
-        raise DataError(f"{bundle.name}: too few samples to fit a temperature on half of this subset")
+    cal = calibration_split(bundle)
     return fit_temperature(bundle.logits[cal], bundle.labels[cal]), int(cal.sum())
 
 
 def temperature(location: str, subset: str) -> tuple[float, int]:
-    """(T, samples it was fitted on) for the model at ``location`` and ``subset``."""
+    """(T, samples it was fitted on) for the model at ``location`` (the same for every ``subset``)."""
     return _temperature(location, stamp(location), subset)
 
 
-@st.cache_resource(max_entries=12, show_spinner="Computing node probabilities and decision paths…")
-def _eval_set(model: str, location: str, file_stamp: tuple, subset: str, ts: bool, heldout: bool) -> EvalSet:
+def _max_leaf_probability(logits: np.ndarray, index: np.ndarray, temperature: float, chunk: int) -> np.ndarray:
+    """Top-1 softmax probability of rows ``index`` (the arg-max leaf's node probability)."""
+    out = np.empty(index.size)
+    for s in range(0, index.size, chunk):
+        out[s: s + chunk] = softmax(logits[index[s: s + chunk]], temperature).max(axis=1)
+    return out
+
+
+@_cache_resource(max_entries=12, show_spinner=False)  # a progress bar when it takes long
+def _eval_set(model: str, location: str, file_stamp: tuple, dataset_key: tuple, subset: str, ts: bool,
+              heldout: bool) -> EvalSet:
     bundle = _bundle(location, file_stamp)
-    h = hierarchy_for(bundle)
-    mask = subset_mask(bundle, subset)
-    if ts or heldout:
-        mask = mask & ~calibration_half(bundle.n_samples, bundle.sources)
+    ds = _dataset(*dataset_key)
+    h = ds.hierarchy
+    mask = subset_mask(bundle, subset) & ~calibration_split(bundle)  # the protocol's evaluation split
     index = np.flatnonzero(mask)
     if index.size == 0:
         raise DataError(f"{bundle.name}: no samples to evaluate in subset {subset!r}")
     t, n_fit = _temperature(location, file_stamp, subset) if ts else (1.0, 0)
-    logits = bundle.logits[index]
-    probs = node_probabilities(h, softmax(logits, t))
-    paths = {rule: decision_paths(h, probs, rule) for rule in RULES}
+    bar = _ProgressBar(f"Decision paths of {index.size:,} samples × {h.n_nodes:,} nodes:", _n_chunks(h, index.size))
+    paths = chunked_decision_paths(h, bundle.logits, index, t, bar)
+    leaf_conf = _max_leaf_probability(bundle.logits, index, t, chunk_rows(h.n_leaves))
+    bar.done()
     return EvalSet(
-        model=model, location=location, subset=subset, ts=ts, heldout=bool(ts or heldout),
-        hierarchy=h, index=index, labels=bundle.labels[index], sample_ids=bundle.sample_ids[index],
-        sources=None if bundle.sources is None else bundle.sources[index], logits=logits,
-        temperature=float(t), n_fit=n_fit, node_probs=probs, paths=paths,
+        model=model, location=location, subset=subset, ts=ts, heldout=bool(ts or heldout), dataset=ds,
+        index=index, labels=bundle.labels[index], sample_ids=bundle.sample_ids[index],
+        sources=None if bundle.sources is None else bundle.sources[index], source_logits=bundle.logits,
+        temperature=float(t), n_fit=n_fit, paths=paths, leaf_conf=leaf_conf,
     )
 
 
 def eval_set(model: str, location: str, subset: str = ALL, ts: bool = False, heldout: bool = False) -> EvalSet:
-    return _eval_set(model, location, stamp(location), subset, bool(ts), bool(heldout))
+    file_stamp = stamp(location)
+    _bundle(location, file_stamp)  # a broken file's own error first
+    # Every set is the protocol's evaluation split: ``heldout`` is kept for callers, and always True.
+    return _eval_set(model, location, file_stamp, _dataset_key(model, location), subset, bool(ts), True)
+
+
+def _es_key(es: EvalSet) -> tuple:
+    """The cache key of ``es`` (to rebuild it inside other cached functions)."""
+    return (es.model, es.location, stamp(es.location), _dataset_key(es.model, es.location), es.subset, es.ts,
+            es.heldout)
+
+
+@_cache_resource(max_entries=12, show_spinner=False)  # a progress bar when it takes long
+def _theta_grid(model: str, location: str, file_stamp: tuple, dataset_key: tuple, subset: str, ts: bool,
+                heldout: bool, dec: int) -> tuple[np.ndarray, np.dtype]:
+    """The authors' rounded θ grid over every node probability, chunk by chunk, and the
+    probabilities' dtype (the grid is compared in that precision)."""
+    es = _eval_set(model, location, file_stamp, dataset_key, subset, ts, heldout)
+    grid, dtype = np.zeros(0), np.dtype(np.float64)
+    bar = _ProgressBar(f"The authors' θ grid over {es.n:,} samples × {es.hierarchy.n_nodes:,} nodes:",
+                       _n_chunks(es.hierarchy, es.n))
+    for _, probs in node_probability_chunks(es.hierarchy, es.source_logits, es.index, es.temperature, bar):
+        grid, dtype = np.union1d(grid, rounded_threshold_grid(probs, dec)), probs.dtype
+    bar.done()
+    return grid, dtype
+
+
+def grid_stand_in(grid: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """A one-row "node probabilities" array whose rounded values are exactly ``grid``: what
+    ``hierarchical_rc_curve`` / ``calibration_coverage_curve`` read the θ grid from when the
+    decision paths are given, so the library's own code builds the grid curves."""
+    return np.asarray(grid, dtype=dtype)[None, :]
 
 
 # ---------------------------------------------------------------------------- curves
@@ -329,13 +726,13 @@ def decimate(x: np.ndarray, y: np.ndarray, max_points: int = DISPLAY_POINTS) -> 
     return np.asarray(x[idx], float), np.asarray(y[idx], float)
 
 
-@st.cache_resource(max_entries=32, show_spinner="Computing risk–coverage curves…")
-def _curve_set(model: str, location: str, file_stamp: tuple, subset: str, ts: bool, heldout: bool,
-               loss: str, dec: int | None) -> CurveSet:
-    es = _eval_set(model, location, file_stamp, subset, ts, heldout)
+@_cache_resource(max_entries=32, show_spinner="Computing risk–coverage curves…")
+def _curve_set(model: str, location: str, file_stamp: tuple, dataset_key: tuple, subset: str, ts: bool,
+               heldout: bool, loss: str, dec: int | None) -> CurveSet:
+    es = _eval_set(model, location, file_stamp, dataset_key, subset, ts, heldout)
+    # With the decision paths given, the exact curve needs no node probabilities at all.
     exact = {
-        rule: hierarchical_rc_curve(es.hierarchy, es.node_probs, es.labels, rule, loss=loss, dec=None,
-                                    paths=es.paths[rule])
+        rule: hierarchical_rc_curve(es.hierarchy, None, es.labels, rule, loss=loss, dec=None, paths=es.paths[rule])
         for rule in RULES
     }
     if dec is None:
@@ -343,9 +740,9 @@ def _curve_set(model: str, location: str, file_stamp: tuple, subset: str, ts: bo
     else:
         # (Derived from scratch: RCCurve.at() of a dec curve indexes its exact events, so the
         # operating points come from the exact curves, which agree at every grid θ.)
+        grid = grid_stand_in(*_theta_grid(model, location, file_stamp, dataset_key, subset, ts, heldout, dec))
         curves = {
-            rule: hierarchical_rc_curve(es.hierarchy, es.node_probs, es.labels, rule, loss=loss, dec=dec,
-                                        paths=es.paths[rule])
+            rule: hierarchical_rc_curve(es.hierarchy, grid, es.labels, rule, loss=loss, dec=dec, paths=es.paths[rule])
             for rule in RULES
         }
     # Plot in θ order (the curve's own order), so non-monotone rules draw their true path.
@@ -354,34 +751,33 @@ def _curve_set(model: str, location: str, file_stamp: tuple, subset: str, ts: bo
 
 
 def curve_set(es: EvalSet, loss: str = "01", dec: int | None = None) -> CurveSet:
-    return _curve_set(es.model, es.location, stamp(es.location), es.subset, es.ts, es.heldout, loss, dec)
+    return _curve_set(*_es_key(es), loss, dec)
 
 
-@st.cache_resource(max_entries=12, show_spinner="Computing calibration–coverage curves…")
-def _cc_curves(model: str, location: str, file_stamp: tuple, subset: str, ts: bool, heldout: bool,
-               n_bins: int) -> dict[str, CCCurve]:
-    es = _eval_set(model, location, file_stamp, subset, ts, heldout)
-    grid = rounded_threshold_grid(es.node_probs, 2)
+@_cache_resource(max_entries=12, show_spinner="Computing calibration–coverage curves…")
+def _cc_curves(model: str, location: str, file_stamp: tuple, dataset_key: tuple, subset: str, ts: bool,
+               heldout: bool, n_bins: int) -> dict[str, CCCurve]:
+    es = _eval_set(model, location, file_stamp, dataset_key, subset, ts, heldout)
+    grid, dtype = _theta_grid(model, location, file_stamp, dataset_key, subset, ts, heldout, 2)
     return {
-        rule: calibration_coverage_curve(es.hierarchy, es.node_probs, es.labels, rule, thresholds=grid,
+        rule: calibration_coverage_curve(es.hierarchy, grid_stand_in(grid, dtype), es.labels, rule, thresholds=grid,
                                          n_bins=n_bins, paths=es.paths[rule])
         for rule in RULES
     }
 
 
 def cc_curves(es: EvalSet, n_bins: int = 15) -> dict[str, CCCurve]:
-    return _cc_curves(es.model, es.location, stamp(es.location), es.subset, es.ts, es.heldout, int(n_bins))
+    return _cc_curves(*_es_key(es), int(n_bins))
 
 
 # ---------------------------------------------------------------------------- summaries
 def model_summary(model: str, location: str, subset: str) -> dict:
-    """One Overview row: top-1 (all samples of the subset), T, and hAURC×1000 / gain per rule
-    without and with TS, both on the same held-out half so the two are comparable."""
-    full = eval_set(model, location, subset)
-    plain = eval_set(model, location, subset, ts=False, heldout=True)
+    """One Overview row: top-1, T, and hAURC×1000 / gain per rule without and with TS, all on the
+    protocol's evaluation split of the subset (so the two settings are comparable)."""
+    plain = eval_set(model, location, subset, ts=False)
     scaled = eval_set(model, location, subset, ts=True)
-    row: dict = {"model": model, "samples": full.n, "top-1 accuracy": full.top1,
-                 "T": scaled.temperature, "held-out samples": scaled.n}
+    row: dict = {"model": model, "samples": plain.n, "top-1 accuracy": plain.top1,
+                 "T": scaled.temperature, "calibration samples": scaled.n_fit}
     for tag, es in (("no TS", plain), ("TS", scaled)):
         cs = curve_set(es)
         sel = cs.curves["selective"].haurc
@@ -426,13 +822,19 @@ def correctness(es: EvalSet, nodes: np.ndarray, rows: np.ndarray | None = None) 
 
 
 # ---------------------------------------------------------------------------- guaranteed accuracy
-@st.cache_resource(max_entries=6, show_spinner="Computing each sample's tight Climbing threshold…")
-def _tight_thresholds(model: str, location: str, file_stamp: tuple, subset: str, ts: bool, heldout: bool) -> np.ndarray:
+@_cache_resource(max_entries=6, show_spinner=False)  # a progress bar when it takes long
+def _tight_thresholds(model: str, location: str, file_stamp: tuple, dataset_key: tuple, subset: str, ts: bool,
+                      heldout: bool) -> np.ndarray:
     from hsc_core.core.thresholds import climbing_tight_thresholds
 
-    es = _eval_set(model, location, file_stamp, subset, ts, heldout)
-    return np.asarray(climbing_tight_thresholds(es.hierarchy, es.node_probs, es.labels), dtype=float)
+    es = _eval_set(model, location, file_stamp, dataset_key, subset, ts, heldout)
+    out = np.empty(es.n)
+    bar = _ProgressBar(f"Tight Climbing thresholds of {es.n:,} samples:", _n_chunks(es.hierarchy, es.n))
+    for s, probs in node_probability_chunks(es.hierarchy, es.source_logits, es.index, es.temperature, bar):
+        out[s: s + probs.shape[0]] = climbing_tight_thresholds(es.hierarchy, probs, es.labels[s: s + probs.shape[0]])
+    bar.done()
+    return out
 
 
 def tight_thresholds(es: EvalSet) -> np.ndarray:
-    return _tight_thresholds(es.model, es.location, stamp(es.location), es.subset, es.ts, es.heldout)
+    return _tight_thresholds(*_es_key(es))

@@ -19,23 +19,37 @@ import streamlit as st
 from hsc_core.core.rules import RULES
 
 _LOADED = "_query_params_loaded"
-URL_IGNORED = "_url_ignored"  # "key=value" of the link's parameters that could not be used
+URL_IGNORED = "_url_ignored"  # (key, value, what the key accepts) of each link parameter not used
 URL_VALUES = "_url_values"    # key → raw value of every parameter the link set
 MISSING_MODEL = "_missing_model"  # a requested model that is not in the catalog (shown once replaced)
 
 
-def _float01(s: str) -> float:
-    v = float(s)
-    if not 0.0 <= v <= 1.0:
-        raise ValueError(s)
-    return round(v, 4)
+class Invalid(ValueError):
+    """A link value a setting cannot take; the message says what it accepts."""
 
 
-def _margin(s: str) -> float:
-    v = round(float(s), 4)  # the solver's ε input takes 0.0001 … 0.5
-    if not 0.0001 <= v <= 0.5:
-        raise ValueError(s)
-    return v
+def _float_in(lo: float, hi: float) -> Callable[[str], float]:
+    def parse(s: str) -> float:
+        try:
+            v = round(float(s), 4)
+        except (TypeError, ValueError):
+            v = float("nan")
+        if not lo <= v <= hi:  # also refuses nan
+            raise Invalid(f"a number from {_fmt_float(lo)} to {_fmt_float(hi)}")
+        return v
+    return parse
+
+
+def _int_in(lo: int, hi: int) -> Callable[[str], int]:
+    def parse(s: str) -> int:
+        try:
+            v = int(s) if len(s) <= 20 else None
+        except (TypeError, ValueError):
+            v = None
+        if v is None or not lo <= v <= hi:
+            raise Invalid(f"a whole number from {lo:,} to {hi:,}")
+        return v
+    return parse
 
 
 def _bool(s: str) -> bool:
@@ -43,72 +57,93 @@ def _bool(s: str) -> bool:
         return True
     if s.lower() in ("0", "false", "no", "off"):
         return False
-    raise ValueError(s)
+    raise Invalid("1 or 0")
 
 
 def _choice(*options: str) -> Callable[[str], str]:
     def parse(s: str) -> str:
         if s not in options:
-            raise ValueError(s)
+            raise Invalid("one of " + ", ".join(options))
         return s
     return parse
 
 
 def _rules(s: str) -> list[str]:
-    out = [r for r in s.split(",") if r in RULES]
-    if s and not out:
-        raise ValueError(s)
-    return out
+    parts = s.split(",") if s else []
+    if any(r not in RULES for r in parts):
+        raise Invalid("rule names from " + ", ".join(RULES) + ", separated by commas")
+    return [r for r in RULES if r in parts]
 
 
-def _posint(s: str) -> int:
-    v = int(s)
-    if v < 0:
-        raise ValueError(s)
-    return v
+def _text(s: str) -> str:
+    # Names (model, subset, sample) are checked by the page that uses them; only absurd ones stop here.
+    if not s or len(s) > MAX_TEXT or any(ord(ch) < 32 for ch in s):
+        raise Invalid(f"a name of 1 to {MAX_TEXT} printable characters")
+    return s
 
 
 def _fmt_float(v: float) -> str:
     return f"{float(v):.4f}".rstrip("0").rstrip(".") if v else "0"
 
 
+MAX_TEXT = 300
+MAX_SEED = 2**53 - 1  # the largest integer a browser number input holds exactly
+
+
 @dataclass(frozen=True)
 class Setting:
+    """One URL-mirrored setting. ``min_value``/``max_value`` (numbers) are the range of the widget
+    that shows it: ``parse`` accepts exactly that range and ``bind`` passes it to the widget, so the
+    two cannot drift apart and a link can never hand a widget a value it rejects."""
+
     default: Any
     parse: Callable[[str], Any]
     encode: Callable[[Any], str] = str
+    min_value: float | int | None = None
+    max_value: float | int | None = None
+
+    def widget_range(self) -> dict[str, float | int]:
+        return {k: v for k, v in (("min_value", self.min_value), ("max_value", self.max_value)) if v is not None}
+
+
+def _float_setting(default: float, lo: float, hi: float) -> Setting:
+    return Setting(default, _float_in(lo, hi), _fmt_float, lo, hi)
+
+
+def _int_setting(default: int, lo: int, hi: int) -> Setting:
+    return Setting(default, _int_in(lo, hi), str, lo, hi)
 
 
 SETTINGS: dict[str, Setting] = {
     # global (sidebar)
-    "model": Setting(None, str),
-    "subset": Setting("all", str),
+    "model": Setting(None, _text),
+    "subset": Setting("all", _text),
     "ts": Setting(False, _bool, lambda v: "1" if v else "0"),
     "fmt": Setting("png", _choice("png", "svg")),
     # θ is shared by Explorer, Risk–Coverage and Try an image
-    "theta": Setting(0.5, _float01, _fmt_float),
+    "theta": _float_setting(0.5, 0.0, 1.0),
     # Risk–Coverage / Calibration–Coverage / Compare
     "rules": Setting(list(RULES), _rules, lambda v: ",".join(v)),
     "loss": Setting("01", _choice("01", "severity")),
     "dec": Setting("exact", _choice("exact", "2")),
-    "bins": Setting(15, _posint),
+    "bins": _int_setting(15, 5, 30),
     "cmp_rule": Setting("climbing", _choice(*RULES)),
-    # Explorer
-    "sample": Setting(None, str),
+    # Explorer (rank and cls are further limited by the data, in the page)
+    "sample": Setting(None, _text),
     "pick": Setting("random", _choice("random", "worst", "class")),
-    "seed": Setting(0, _posint),
-    "rank": Setting(1, _posint),
-    "cls": Setting(None, _posint),
-    # Guaranteed accuracy
-    "acc": Setting(0.95, _float01, _fmt_float),
-    "conf": Setting(0.9, _float01, _fmt_float),
-    "n": Setting(1000, _posint),
-    "split_seed": Setting(0, _posint),
-    "reps": Setting(200, _posint),
+    "seed": _int_setting(0, 0, MAX_SEED),
+    "rank": Setting(1, _int_in(1, 10_000_000)),
+    "cls": Setting(None, _int_in(0, 10_000_000)),
+    # Guaranteed accuracy (n is further limited by the data, in the page)
+    "acc": _float_setting(0.95, 0.70, 0.995),
+    "conf": _float_setting(0.9, 0.50, 0.99),
+    "n": Setting(1000, _int_in(10, 10_000_000)),
+    "split_seed": _int_setting(0, 0, MAX_SEED),
+    "reps": _int_setting(200, 10, 1000),
     "solve": Setting("epsilon", _choice("alpha", "n", "epsilon", "delta")),
-    "eps": Setting(0.01, _margin, _fmt_float),
+    "eps": _float_setting(0.01, 0.0001, 0.5),
     # Try an image
-    "tmodel": Setting(None, str),
+    "tmodel": Setting(None, _text),
 }
 
 
@@ -128,8 +163,8 @@ def init_state() -> None:
             values[key] = qp[key]
             try:
                 ss[key] = setting.parse(qp[key])
-            except (TypeError, ValueError):
-                ignored.append(f"{key}={qp[key]}")  # a malformed parameter keeps the default
+            except Invalid as exc:
+                ignored.append((key, qp[key], str(exc)))  # a value no widget could hold keeps the default
         ss[URL_IGNORED] = ignored
         ss[URL_VALUES] = values
 
@@ -161,8 +196,11 @@ def _copy_back(widget_key: str, key: str, then: Callable[[], None] | None = None
 def bind(widget: Callable, label: str, key: str, *, scope: str = "", on_change: Callable[[], None] | None = None,
          **kwargs):
     """Render ``widget`` showing the canonical ``key``; a user change writes back to ``key`` (then
-    calls ``on_change``)."""
+    calls ``on_change``). Sliders and number inputs get the setting's range unless the page passes
+    a narrower, data-dependent one."""
     wkey = f"_w.{scope}.{key}"
+    if widget in (st.slider, st.number_input) and key in SETTINGS:
+        kwargs = {**SETTINGS[key].widget_range(), **kwargs}
     st.session_state[wkey] = st.session_state[key]
     return widget(label, key=wkey, on_change=_copy_back, args=(wkey, key, on_change), **kwargs)
 

@@ -8,7 +8,11 @@ from pathlib import Path
 
 import streamlit as st
 
+from hsc_core.core.protocol import PROTOCOL_TEXT
+
 from . import data, state
+from hsc_core.report.figures import ExportContext, export_name, titled, with_context_columns
+
 from .plots import plot_config
 
 UPLOADED = "_uploaded_models"  # name → path of .npz files uploaded in this session
@@ -69,18 +73,19 @@ def notices() -> None:
         cat = catalog()
         shown = state.get("model")
         st.error(
-            f"Unknown model **{missing}**: there is no `{missing}.npz` in `{data.cached_logits_dir()}` "
+            f"Unknown model **{plain(missing)}**: no such file in the cached-logits folder "
             "(files uploaded in another browser session are not shared)."
-            + (f" Showing **{shown}** instead; available: {', '.join(cat)}." if shown else "")
+            + (f" Showing **{plain(shown)}** instead; available: {plain(', '.join(cat))}." if shown else "")
         )
     ignored = ss.get(state.URL_IGNORED)
     if ignored:
-        st.warning("Ignored invalid link parameters (defaults used): " + ", ".join(f"`{x}`" for x in ignored))
+        st.warning("Ignored invalid link parameters (defaults used): " + "; ".join(
+            f"**{plain(key)}** = {plain(value)} (must be {plain(accepts)})" for key, value, accepts in ignored))
 
 
 def no_models_message() -> None:
     st.warning(
-        f"No cached logits found in `{data.cached_logits_dir()}`. Add `.npz` files there "
+        "No cached logits found in the cached-logits folder. Add `.npz` files there "
         f"(set `{data.CACHED_LOGITS_ENV}` to use another folder) or upload one in the sidebar."
     )
 
@@ -107,20 +112,20 @@ def curve_set_or_stop(es: data.EvalSet, loss: str = "01", dec: int | None = None
 
 
 def show_load_error(name: str, exc: Exception) -> None:
-    st.error(f"Cannot use model **{name}**: {exc}")
+    st.error(f"Cannot use model **{plain(name)}**: {plain(public_message(exc))}")
     st.caption("The other models still work: pick one in the sidebar.")
 
 
 def eval_caption(es: data.EvalSet) -> str:
-    parts = [f"**{es.model}**", f"{es.n:,} samples"]
+    parts = [f"**{plain(es.model)}**", f"{es.n:,} samples"]
     if es.subset != data.ALL:
-        parts.append(f"subset *{es.subset}*")
+        parts.append(f"subset *{plain(es.subset)}*")
     if es.ts:
-        parts.append(f"temperature scaling T = {es.temperature:.3f} (fitted on the other half, {es.n_fit:,} samples)")
-    elif es.heldout:
-        parts.append("held-out half, no temperature scaling")
+        parts.append(f"temperature scaling T = {es.temperature:.3f} (fitted on the {es.n_fit:,}-sample calibration "
+                     "split)")
     else:
         parts.append("no temperature scaling")
+    parts.append("evaluation split (90 %)")
     return " · ".join(parts)
 
 
@@ -138,7 +143,7 @@ def sidebar() -> None:
         name, location = current_model()
         with picker:
             if not cat:
-                st.caption(f"No `.npz` files in `{data.cached_logits_dir()}`.")
+                st.caption("No `.npz` files in the cached-logits folder.")
             else:
                 state.bind(st.selectbox, "Model (cached logits)", "model", scope="sb", options=list(cat),
                            help="Every .npz in the cached-logits folder, plus files you upload.")
@@ -148,7 +153,11 @@ def sidebar() -> None:
             try:
                 bundle = data.load_bundle(location)
             except data.LOAD_ERRORS as exc:
-                st.error(f"{name}: {exc}")
+                st.error(f"{plain(name)}: {plain(public_message(exc))}")
+        if bundle is not None:
+            dataset_picker(name, location, bundle)
+        with st.expander("Add a data set (hierarchy + class list)"):
+            dataset_upload_widget()
         if data.synthetic_samples() is not None:
             st.warning(f"Synthetic data (HSC_SYNTHETIC={data.synthetic_samples()}): for benchmarks and demos only.")
         if bundle is not None:
@@ -158,12 +167,12 @@ def sidebar() -> None:
             state.bind(st.selectbox, "Samples", "subset", scope="sb", options=list(options),
                        format_func=options.get, help="Data subset by source tag.")
         state.bind(st.toggle, "Temperature scaling", "ts", scope="sb",
-                   help="Fit T on a random half (seed 0, stratified by source); evaluate on the other half.")
+                   help=PROTOCOL_TEXT)
         if state.get("ts") and bundle is not None:
             try:
                 t, n_fit = data.temperature(location, state.get("subset"))
-                st.caption(f"T = **{t:.3f}**, fitted on a random half ({n_fit:,} samples, seed 0, stratified by "
-                           "source). With TS on, every metric uses only the other half.")
+                st.caption(f"T = **{t:.3f}**, fitted on the 10 % calibration split ({n_fit:,} samples). "
+                           "Every page, TS on or off, evaluates the other 90 %.")
             except data.LOAD_ERRORS as exc:
                 st.error(str(exc))
         state.bind(st.radio, "Figure download format", "fmt", scope="sb", options=["png", "svg"],
@@ -172,61 +181,82 @@ def sidebar() -> None:
 
 
 def _upload_widget() -> None:
+    """Validate an uploaded .npz in memory and keep it in this session only (never on disk)."""
     ss = st.session_state
-    up = st.file_uploader("Logits file", type=["npz"], key="_npz_upload",
-                          help="Validated like the cached files; it stays in the model list for this session.")
+    limit_mb = max(1, -(-data.max_upload_bytes() // 1_000_000))  # whole MB, rounded up
+    up = st.file_uploader("Logits file", type=["npz"], key="_npz_upload", max_upload_size=limit_mb,
+                          help=f"Validated like the cached files (arrays up to {limit_mb} MB inflated); it stays in "
+                               "the model list for this browser session only.")
     if up is None:
         ss.pop("_upload_msg", None)
         return
     if ss.get("_upload_id") != up.file_id:
         ss["_upload_id"] = up.file_id
-        folder = Path(ss.setdefault("_upload_dir", tempfile.mkdtemp(prefix="hsc_upload_")))
-        stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(up.name).stem).strip("._") or "uploaded"
-        path = folder / f"{stem}.npz"
-        k = 1
-        while path.exists():
-            k += 1
-            path = folder / f"{stem}_{k}.npz"
-        path.write_bytes(up.getvalue())
         try:
-            data.validate_file(str(path))
+            bundle = data.validate_upload(up.getvalue(), up.name)
         except data.LOAD_ERRORS as exc:
-            path.unlink(missing_ok=True)
-            ss["_upload_msg"] = ("error", f"Cannot add **{up.name}**: {_upload_reason(exc, path, up.name)}")
+            ss["_upload_msg"] = ("error", f"Cannot add **{plain(up.name)}**: {plain(_upload_reason(exc, up.name))}")
         else:
-            name = path.stem if path.stem not in data.model_catalog() else f"{path.stem} (uploaded)"
-            ss[UPLOADED][name] = str(path)
+            stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", bundle.name).strip("._") or "uploaded"
+            name, k = stem, 1
+            while name in catalog():  # never shadow a cached model or an earlier upload
+                k += 1
+                name = f"{stem} (uploaded{'' if k == 2 else f' {k - 1}'})"
+            ss[UPLOADED][name] = data.keep_upload(bundle)
             state.set("model", name)
-            ss["_upload_msg"] = ("success", f"Added **{name}** to the model list.")
+            ss["_upload_msg"] = ("success", f"Added **{plain(name)}** to the model list.")
     kind, msg = ss.get("_upload_msg", ("info", ""))
     if msg:
         getattr(st, kind)(msg)
 
 
-def _upload_reason(exc: Exception, path: Path, name: str) -> str:
-    """The loader's message about the uploaded file, naming it as the user did (not by its temp path)."""
-    text = str(exc).replace(str(path), name)
-    for prefix in (f"{name}: ", f"{path.stem}: "):
+def _upload_reason(exc: Exception, name: str) -> str:
+    """The loader's message about the uploaded file, without repeating its name in front."""
+    text = public_message(exc)
+    for prefix in (f"{name}: ", f"{Path(name).stem}: "):
         if text.startswith(prefix):
             return text[len(prefix):]
     return text
 
 
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.~])/(?:[^\s/:'\"]+/)+")
+
+
+def public_message(exc: Exception | str) -> str:
+    """An error message for the page: any absolute server path is cut to its file name."""
+    return _ABSOLUTE_PATH.sub("", str(exc))
+
+
 # ---------------------------------------------------------------------------- output helpers
-def figure(fig, name: str, key: str | None = None) -> None:
-    """st.plotly_chart with the PNG/SVG download button configured."""
-    st.plotly_chart(fig, config=plot_config(name, state.get("fmt")), key=key)
+def export_context(es: data.EvalSet, theta: float | None = None, ts: bool | None | str = "es") -> ExportContext:
+    """What a figure/table of ``es`` shows (model, data set, subset, TS, θ), for self-describing exports.
+    ``ts=None`` for an export that holds both TS settings."""
+    scaled = es.ts if ts == "es" else ts
+    return ExportContext(model=es.model, dataset=getattr(getattr(es, "dataset", None), "name", ""), subset=es.subset,
+                         ts=scaled, temperature=es.temperature if scaled else None, theta=theta, n_samples=es.n)
 
 
-def csv_download(df, name: str, key: str, label: str = "Download table (CSV)") -> None:
+def figure(fig, name: str, key: str | None = None, context: ExportContext | None = None,
+           title: str | None = None) -> None:
+    """st.plotly_chart with the PNG/SVG download button configured. With ``context`` the file name
+    (and, with ``title``, the figure's title line) say which model, data set, subset, TS and θ."""
+    if title is not None:
+        titled(fig, title, context)
+    st.plotly_chart(fig, config=plot_config(export_name(name, context), state.get("fmt")), key=key)
+
+
+def csv_download(df, name: str, key: str, label: str = "Download table (CSV)",
+                 context: ExportContext | None = None) -> None:
     """A CSV download button; ``df`` may be a DataFrame or a callable returning one (built only
-    when the button is clicked, for large tables)."""
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "table"
+    when the button is clicked, for large tables). With ``context`` the file name and leading
+    columns say which model, data set, subset, TS and θ it holds."""
+    safe = export_name(name, context) if context is not None else (
+        re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "table")
     if callable(df):
         make = df
-        payload = lambda: make().to_csv(index=False).encode("utf-8")  # noqa: E731
+        payload = lambda: with_context_columns(make(), context).to_csv(index=False).encode("utf-8")  # noqa: E731
     else:
-        payload = df.to_csv(index=False).encode("utf-8")
+        payload = with_context_columns(df, context).to_csv(index=False).encode("utf-8")
     st.download_button(label, payload, file_name=f"{safe}.csv", mime="text/csv", key=key, on_click="ignore",
                        icon=":material/download:")
 
@@ -235,3 +265,87 @@ CHOICE_COLUMNS = {
     "confidence": st.column_config.NumberColumn(format="%.4f"),
     "coverage": st.column_config.NumberColumn(format="%.3f"),
 }
+
+
+# ---------------------------------------------------------------------------- data sets
+# Characters that can start markdown/HTML syntax anywhere in a line: emphasis, code, links and
+# images (all need "["), HTML and autolinks ("<"), entities, math, strike-through, Streamlit's
+# ":red[…]" / ":emoji:" (broken by a word joiner after ":"). "_" between two letters or digits cannot
+# (CommonMark's intraword rule), so names like alpha_net and plain prose stay readable.
+_MARKDOWN_CHARS = re.compile(r"[\\`*{}\[\]<>|~$&]|(?<![^\W_])_|_(?![^\W_])")
+# GFM turns bare URLs and e-mail addresses into links, and Streamlit ":smile:" into emoji, even
+# when every character is escaped: an invisible word joiner after ":", "www" and "@" keeps them text.
+_AUTOLINK = re.compile(r"(?i)(?<=www)(?=\.)|(?<=:)(?=//)|(?<=@)|(?<=:)(?=\w)")
+_LINE_START = re.compile(r"^(?:(\d+)(?=[.)])|(?=[#+\-=]))")  # lists, headings, rules at the start
+
+
+def plain(text: object) -> str:
+    """User-provided text (model and file names, sample ids, source tags, link values) for a
+    markdown body, shown literally: one line, markdown/HTML syntax escaped, no autolinks."""
+    one_line = _AUTOLINK.sub("\u2060", " ".join(str(text).split()))
+    escaped = _MARKDOWN_CHARS.sub(lambda m: "\\" + m.group(0), one_line)
+    return _LINE_START.sub(lambda m: (m.group(1) or "") + "\\", escaped, count=1)
+
+
+def _dataset_label(name: str) -> str:
+    try:
+        ds = data.get_dataset(name)
+    except data.LOAD_ERRORS:
+        return f"{name} (cannot be loaded)"
+    return f"{name} ({ds.hierarchy.n_leaves:,} classes)"
+
+
+def dataset_picker(name: str, location: str, bundle) -> None:
+    """The model's data set: named by its manifest, or picked here (kept for this session)."""
+    try:
+        known = data.manifest_dataset(location)
+    except data.LOAD_ERRORS:
+        return
+    if known is not None:
+        st.caption(f"Data set: **{plain(known)}** (named by the file)")
+        return
+    choices = st.session_state.setdefault(data.DATASET_CHOICES, {})
+    labels = {ds: _dataset_label(ds) for ds in data.dataset_catalog()}
+    options = list(labels)
+    current = choices.get(location)
+    picked = st.selectbox(
+        f"Data set of {name} ({bundle.n_classes:,} classes)", options,
+        index=options.index(current) if current in options else None, format_func=labels.get,
+        placeholder="Pick the data set of these logits…", key=f"_dataset_pick.{location}",
+        help="The file's manifest has no `dataset_id`, so say which hierarchy and class list its logits use. "
+             "Add your own below, or as a folder in the data-set folder.")
+    if picked is not None:
+        choices[location] = picked
+
+
+def _add_dataset() -> None:
+    """The "Add data set" button's callback: runs before the script, so the new data set is in the
+    sidebar's pickers in the same run."""
+    ss = st.session_state
+    name, tree, classes = ss.get("_ds_name", ""), ss.get("_ds_tree"), ss.get("_ds_classes")
+    if tree is None or not name:
+        return
+    try:
+        folder = ss.setdefault("_ds_dir", tempfile.mkdtemp(prefix="hsc_datasets_"))
+        added = data.add_session_dataset(folder, name, tree.name, tree.getvalue(),
+                                         None if classes is None else classes.getvalue())
+    except data.LOAD_ERRORS as exc:
+        ss["_ds_msg"] = ("error", f"Cannot add data set {plain(name)}: {plain(exc)}")
+    else:
+        ss.setdefault(data.SESSION_DATASETS, {})[added.name] = added.folder
+        ss["_ds_msg"] = ("success", f"Added data set **{plain(added.name)}** "
+                                    f"({added.n_classes:,} classes, {added.n_nodes:,} nodes).")
+
+
+def dataset_upload_widget() -> None:
+    """Upload a hierarchy (+ class list): validated with the library, kept for this session."""
+    st.caption(f"Or drop a folder `<name>/` with `hierarchy.*` (+ `classes.txt`, `images/`) into "
+               f"`{data.datasets_dir()}`.")
+    name = st.text_input("Name", key="_ds_name", max_chars=64, placeholder="e.g. my_tree")
+    tree = st.file_uploader("Hierarchy file", key="_ds_tree", type=list(data.HIERARCHY_SUFFIXES),
+                            help="Edge list (CSV/TSV parent,child), levels CSV (coarse … class), JSON or Newick.")
+    st.file_uploader("Class list (optional, one class per line, in logit order)", key="_ds_classes", type=["txt"])
+    st.button("Add data set", key="_ds_add", disabled=tree is None or not name, on_click=_add_dataset)
+    kind, msg = st.session_state.get("_ds_msg", ("info", ""))
+    if msg:
+        getattr(st, kind)(msg)

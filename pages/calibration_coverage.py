@@ -14,7 +14,7 @@ controls = st.columns([2.2, 1.2, 1])
 with controls[0]:
     state.bind(st.multiselect, "Rules", "rules", scope="cc", options=list(RULES), format_func=RULE_LABELS.get)
 with controls[1]:
-    state.bind(st.slider, "ECE bins", "bins", scope="cc", min_value=5, max_value=30, step=1)
+    state.bind(st.slider, "ECE bins", "bins", scope="cc", step=1)  # range: state.SETTINGS["bins"]
 with controls[2]:
     state.bind(st.toggle, "Temp. scaling", "ts", scope="cc",
                help="Same switch as in the sidebar: T fitted on one half, curves on the other half.")

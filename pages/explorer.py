@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 from dashboard import plots, state, ui, views
-from hsc_core.datasets.imagenet import default_image_dir
+from hsc_core.datasets.images import ImageReadError, display_image, open_image_safely, safe_image_path
 
 ui.ensure_entrypoint()
 
@@ -33,7 +33,7 @@ with cols[0]:
 mode = state.get("pick")
 sample = state.get("sample")
 if sample is not None and sample not in es.id_index and sample == state.from_url("sample"):
-    st.warning(f"Sample `{sample}` from the link is not among these {es.n:,} samples"
+    st.warning(f"Sample {ui.plain(sample)} from the link is not among these {es.n:,} samples"
                + (" (with temperature scaling only the held-out half is shown)" if es.heldout else "")
                + "; showing another one.")
 dirty = st.session_state.pop(DIRTY, False)
@@ -85,19 +85,23 @@ pred_leaf = int(es.leaf_pred[i])
 
 info, main = st.columns([1, 3], gap="medium")
 with info:
-    image_dir = default_image_dir()
-    image_path = image_dir / sample if image_dir is not None else None
-    if image_path is not None and image_path.is_file():
-        st.image(str(image_path), caption=sample, width="stretch")
+    # Sample ids may come from an upload: only image files inside the data set's image folder are read.
+    image_path = safe_image_path(es.image_dir, sample)
+    try:
+        image = display_image(open_image_safely(image_path)) if image_path is not None else None
+    except ImageReadError:
+        image = None
+    if image is not None:
+        st.image(image, caption=ui.plain(sample), width="stretch")
     else:
-        st.caption(f"Sample `{sample}` (no image file available)")
+        st.caption(f"Sample {ui.plain(sample)} (no image file available)")
     st.markdown(
         f"**True class:** {views.node_name(h, true_leaf)}  \n"
         f"**Top-1 leaf:** {views.node_name(h, pred_leaf)} (p = {es.leaf_conf[i]:.3f}) "
         + (":green[**correct**]" if pred_leaf == true_leaf else ":red[**wrong**]")
     )
     if es.sources is not None:
-        st.caption(f"Source: {es.sources[i]}")
+        st.caption(f"Source: {ui.plain(es.sources[i])}")
 
 
 @st.fragment

@@ -31,6 +31,8 @@ st.caption(
 )
 METHODS = {"order_statistic": "order statistic ⌈(n+1)(1−α)⌉ (paper)", "quantile": "numpy quantile (authors' code)"}
 RESULTS = "_ga_results"
+# The sliders' and inputs' ranges are those of state.SETTINGS (state.bind passes them), which also
+# vet the link's values, so a shared link can never hand a widget a value outside its range.
 
 
 @st.fragment
@@ -39,15 +41,13 @@ def threshold_view() -> None:
     state.set("n", int(min(max(10, int(state.get("n"))), N_MAX)))
     c = st.columns([1, 1, 1.3, 0.8])
     with c[0]:
-        target = state.bind(st.slider, "Target accuracy 1 − α", "acc", scope="ga", min_value=0.70, max_value=0.995,
-                            step=0.005, format="%.3f")
+        target = state.bind(st.slider, "Target accuracy 1 − α", "acc", scope="ga", step=0.005, format="%.3f")
     with c[1]:
-        conf = state.bind(st.slider, "Confidence 1 − δ", "conf", scope="ga", min_value=0.50, max_value=0.99,
-                          step=0.01, format="%.2f")
+        conf = state.bind(st.slider, "Confidence 1 − δ", "conf", scope="ga", step=0.01, format="%.2f")
     with c[2]:
         n = state.bind(st.slider, "Calibration size n", "n", scope="ga", min_value=10, max_value=N_MAX, step=1)
     with c[3]:
-        seed = state.bind(st.number_input, "Split seed", "split_seed", scope="ga", min_value=0, step=1)
+        seed = state.bind(st.number_input, "Split seed", "split_seed", scope="ga", step=1)
     method = st.radio("θ̂ rule", list(METHODS), format_func=METHODS.get, horizontal=True, key="ga_method")
     alpha, delta = round(1.0 - target, 6), round(1.0 - conf, 6)
 
@@ -68,7 +68,7 @@ def threshold_view() -> None:
     st.subheader("Repetitions (Figure 3 style)")
     r = st.columns([1.4, 1.4, 1])
     with r[0]:
-        reps = state.bind(st.slider, "Repetitions", "reps", scope="ga", min_value=10, max_value=1000, step=10)
+        reps = state.bind(st.slider, "Repetitions", "reps", scope="ga", step=10)
     with r[1]:
         baselines = st.multiselect("Baselines", ["darts", "crc"], default=["darts", "crc"],
                                    format_func=plots.METHOD_LABELS.get, key="ga_baselines",
@@ -144,8 +144,8 @@ def solver_view() -> None:
     n = c[1].number_input("Calibration size n", 1, 10_000_000, int(state.get("n")), 100,
                           disabled=solve == "n", key="solve_n")
     with c[2]:
-        eps = state.bind(st.number_input, "Margin ε", "eps", scope="ga", min_value=0.0001, max_value=0.5,
-                         step=0.001, format="%.4f", disabled=solve == "epsilon")
+        eps = state.bind(st.number_input, "Margin ε", "eps", scope="ga", step=0.001, format="%.4f",
+                         disabled=solve == "epsilon")
     conf = c[3].number_input("Confidence 1 − δ", 0.5, 0.9999, float(state.get("conf")), 0.01, format="%.4f",
                              disabled=solve == "delta", key="solve_conf")
     given = {"alpha": round(1 - acc, 6), "n": int(n), "epsilon": float(eps), "delta": round(1 - conf, 6)}

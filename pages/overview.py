@@ -4,7 +4,6 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data, plots, state, ui
-from hsc_core.datasets.imagenet import imagenet_hierarchy
 
 ui.ensure_entrypoint()
 
@@ -16,14 +15,14 @@ with left:
         """
 A classifier that is unsure should not have to choose between a wrong answer and no answer.
 **Hierarchical selective classification (HSC)** lets it *back off* along the class tree instead:
-every internal node gets the probability of its leaves summed (here the WordNet tree over the 1,000
-ImageNet classes), and an **inference rule** returns a node whose probability is at least the
+every internal node gets the probability of its leaves summed (e.g. the WordNet tree over the 1,000
+ImageNet classes, or CIFAR-100's 20 superclasses), and an **inference rule** returns a node whose probability is at least the
 confidence threshold **θ**. *Climbing* starts at the most likely leaf and walks up towards the root
 until it meets θ; *Selective* (ordinary selective classification) can only keep the leaf or reject,
 i.e. predict the root.
 
 A prediction is **correct** when it is the true leaf or one of its ancestors, and its
-**coverage** φ = 1 − log|leaves under it| / log 1000 measures how specific it is (1 for a leaf,
+**coverage** φ = 1 − log|leaves under it| / log|all leaves| measures how specific it is (1 for a leaf,
 0 for the root). Sweeping θ traces a **risk–coverage curve**; the area under it (**hAURC**, lower
 is better) and the **hierarchical gain** (% hAURC saved relative to Selective) summarise a rule.
 Finally, a threshold θ̂ computed on a calibration set *guarantees* a target accuracy with high
@@ -36,7 +35,8 @@ probability (the paper's Algorithm 1 and Theorem 1).
         "temperature scaling in the sidebar apply everywhere, and the URL keeps every setting."
     )
 with right:
-    ui.figure(plots.illustration_figure(imagenet_hierarchy()), "hsc_illustration", key="overview_illustration")
+    ui.figure(plots.illustration_figure(data.hierarchy_or_imagenet(*ui.current_model())), "hsc_illustration",
+              key="overview_illustration")
 
 st.subheader("Cached models")
 subset = state.get("subset")

@@ -1,19 +1,34 @@
 """Try an image: classify an upload on the CPU and climb its path with a θ slider."""
 
+import io
+
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from dashboard import data, plots, state, ui, views
 from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy
+from hsc_core.datasets.images import display_image, max_image_pixels
 from hsc_core.pipeline.inference import ImageReadError, read_image
 from hsc_core.pipeline.models import list_registered_models
 from hsc_core.core.probabilities import node_probabilities, softmax
 
 ui.ensure_entrypoint()
+MAX_IMAGE_MB = 50  # per upload; the pixel cap (HSC_MAX_IMAGE_MEGAPIXELS) is checked before decoding
 
 st.title("Try an image")
 h = imagenet_hierarchy()
+current, current_location = ui.current_model()
+if current is not None:
+    try:
+        current_dataset = data.dataset_name_for(current, current_location)
+    except data.LOAD_ERRORS:
+        current_dataset = None
+    if current_dataset != data.IMAGENET:
+        st.info(f"This page classifies with the registered ImageNet-1k models only, on the ImageNet hierarchy; "
+                f"the model picked in the sidebar ({ui.plain(current)}) belongs to "
+                + (f"data set {ui.plain(current_dataset)}." if current_dataset else "no known data set.")
+                + " Its pages are Explorer, Risk–Coverage and the others.")
 models = list_registered_models()
 if not models:
     st.error("No registered models: the image classifier cannot run.")
@@ -24,11 +39,18 @@ if state.get("tmodel") not in models:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def classify(image: bytes, model: str, name: str) -> np.ndarray:
+def classify(image: bytes, model: str, name: str) -> tuple[np.ndarray, bytes]:
+    """(logits, a ≤ 1024 px PNG preview) of an image, decoded once per image and model.
+
+    read_image refuses images above the pixel cap before decoding them and turns 16-bit, palette,
+    CMYK and alpha images into 8-bit RGB, so the preview always displays; an unreadable file's
+    error names it as the user did."""
     from hsc_core.pipeline.inference import classify_image
 
-    # Decoded once per image and model; an unreadable file's error names it as the user did.
-    return classify_image(read_image(image, name=name), model)
+    rgb = read_image(image, name=name)
+    preview = io.BytesIO()
+    display_image(rgb).save(preview, format="PNG")
+    return classify_image(rgb, model), preview.getvalue()
 
 
 c = st.columns([1, 2])
@@ -36,8 +58,9 @@ with c[0]:
     model = state.bind(st.selectbox, "Model", "tmodel", scope="img", options=models,
                        help="Registered models run offline on the CPU.")
 with c[1]:
-    upload = st.file_uploader("Image (JPEG, PNG, WebP, …)", key="img_upload",
-                              type=["jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff"])
+    upload = st.file_uploader("Image (JPEG, PNG, WebP, …)", key="img_upload", max_upload_size=MAX_IMAGE_MB,
+                              type=["jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff"],
+                              help=f"Up to {MAX_IMAGE_MB} MB and {max_image_pixels() / 1e6:.0f} megapixels.")
 sample_dir = default_image_dir()
 image_bytes, image_name = None, None
 if upload is not None:
@@ -53,12 +76,12 @@ if image_bytes is None:
 
 try:
     with st.spinner(f"Running {model} on the CPU…"):
-        logits = classify(image_bytes, model, image_name)
+        logits, preview = classify(image_bytes, model, image_name)
 except ImageReadError as exc:
-    st.error(str(exc))
+    st.error(ui.plain(ui.public_message(exc)))
     st.stop()
 except Exception as exc:  # model loading (missing weights package, …): show it, never a traceback
-    st.error(f"Cannot run {model}: {type(exc).__name__}: {exc}")
+    st.error(f"Cannot run {ui.plain(model)}: {type(exc).__name__}: {ui.plain(ui.public_message(exc))}")
     st.stop()
 
 t, t_note = 1.0, "no temperature scaling"
@@ -71,7 +94,7 @@ if state.get("ts"):
             t, n_fit = data.temperature(location, data.ALL)
             t_note = f"T = {t:.3f} fitted on half of {model}'s cached logits ({n_fit:,} samples)"
         except data.LOAD_ERRORS as exc:
-            t_note = f"T = 1 ({exc})"
+            t_note = f"T = 1 ({ui.plain(ui.public_message(exc))})"
 leaf_probs = softmax(np.asarray(logits, dtype=np.float64)[None, :], t)
 node_probs = node_probabilities(h, leaf_probs)[0]
 row = np.minimum(node_probs, 1.0)
@@ -80,7 +103,7 @@ paths = views.single_sample_paths(h, node_probs)
 
 left, right = st.columns([1, 2], gap="medium")
 with left:
-    st.image(image_bytes, caption=image_name, width="stretch")
+    st.image(preview, caption=ui.plain(image_name), width="stretch")
     top = np.argsort(-leaf_probs[0])[:5]
     top5 = pd.DataFrame({"rank": np.arange(1, 6), "class": [views.node_name(h, k) for k in top],
                          "wnid": [h.node_ids[k] for k in top], "probability": leaf_probs[0][top]})

@@ -122,7 +122,27 @@ def test_cli_usage_errors_are_one_line(synthetic, tmp_path, capsys, extra, code,
 def test_out_must_be_npz(synthetic, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         cl.main([*FAST, "--data", str(synthetic), "--out", str(tmp_path / "o.txt")])
-    assert exc.value.code == 2 and "--out must end in .npz" in capsys.readouterr().err
+    assert exc.value.code == 2 and "argument --out: must end in .npz" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", ["under_a_file", "read_only_dir"])
+def test_unwritable_out_is_a_one_line_error(synthetic, tmp_path, capsys, where):
+    import os
+
+    if where == "under_a_file":
+        (tmp_path / "plain.txt").write_text("x")
+        out = tmp_path / "plain.txt" / "sub" / "o.npz"
+        expected = f"cannot write {out}: {tmp_path / 'plain.txt'} is not a folder"
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root may write into read-only folders")
+        ro = tmp_path / "ro"
+        ro.mkdir(mode=0o555)
+        out = ro / "o.npz"
+        expected = f"cannot write {out}: no write permission in {ro}"
+    assert cl.main([*FAST, "--data", str(synthetic), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {expected}\n"
 
 
 def test_limit_and_image_folder(synthetic, tmp_path):

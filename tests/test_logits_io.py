@@ -158,10 +158,11 @@ def test_duplicate_sample_ids(tmp_path):
         save_logits(tmp_path / "y.npz", logits, labels, ids)
 
 
-def test_float16_overflow_is_refused(tmp_path):
+def test_out_of_bound_logits_are_refused_before_writing(tmp_path):
+    # |logits| > MAX_ABS_LOGIT (1e4, below float16's 65504) would also overflow float16.
     logits, labels, ids, _ = _arrays()
     logits[0, 0] = 1e6
-    with pytest.raises(LogitsFileError, match="overflow float16"):
+    with pytest.raises(LogitsFileError, match=r"logits reach 1e\+06 \(first in row 0\); logits must lie within"):
         save_logits(tmp_path / "y.npz", logits, labels, ids)
     assert not (tmp_path / "y.npz").exists()
 

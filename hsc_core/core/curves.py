@@ -14,8 +14,8 @@ import numpy as np
 
 from .hierarchy import Hierarchy
 from .risk import Loss, hierarchical_correctness, sample_loss
-from .rules import DecisionPaths, Rule, decision_paths
-from .validation import check_labels, check_theta
+from .rules import DecisionPaths, Rule, decision_paths, theta_in_precision
+from .validation import check_labels
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,9 @@ class RCCurve:
     coverage, risk, thresholds: (n_points,). Point k is the operating point for every θ in
     (thresholds[k-1], thresholds[k]] (the first from θ = 0), listed in increasing θ.
     events: (n_points − 1,) sorted θ values at which the operating point changes; on a ``dec``
-    grid curve, the grid values (θ then selects the first grid value ≥ θ).
+    grid curve, the grid values (θ then selects the first grid value ≥ θ). Their dtype is the
+    node probabilities' precision (float32 or float64): θ is rounded to it before comparing, as
+    ``DecisionPaths.predict`` does, so ``at(θ)`` always equals a direct prediction at θ.
     """
 
     rule: str
@@ -35,9 +37,15 @@ class RCCurve:
     thresholds: np.ndarray
     events: np.ndarray
 
+    @property
+    def precision(self) -> str:
+        """``"float32"`` or ``"float64"``: the precision in which θ is compared."""
+        return self.events.dtype.name
+
     def index_at(self, theta: float) -> int:
         """Index of the point that θ selects (predictions accept when f ≥ θ)."""
-        return int(np.searchsorted(self.events, check_theta(theta), side="left"))
+        theta = self.events.dtype.type(theta_in_precision(theta, self.events.dtype))
+        return int(np.searchsorted(self.events, theta, side="left"))
 
     def at(self, theta: float) -> tuple[float, float]:
         """(coverage, risk) at θ."""
@@ -61,22 +69,92 @@ def area_under_rc(coverage: np.ndarray, risk: np.ndarray, thresholds: np.ndarray
     return float(np.sum(np.diff(c) * (r[1:] + r[:-1]) / 2.0))
 
 
+def threshold_grid_keys(node_probs: np.ndarray, dec: int = 2, present: np.ndarray | None = None) -> np.ndarray:
+    """Mark the authors' grid values present in ``node_probs`` (one chunk of rows at a time).
+
+    present: (10**dec + 1,) bool, updated in place and returned; ``present[k]`` means k / 10**dec
+    is in the grid. Feeding every chunk of rows gives the same grid as all rows at once.
+    """
+    if not 0 <= dec <= 6:
+        raise ValueError(f"dec must be between 0 and 6, got {dec}")
+    scale = 10**dec
+    if present is None:
+        present = np.zeros(scale + 1, dtype=bool)
+    # Rounded in the probabilities' own precision, as the authors' torch.round.
+    keys = np.rint(np.clip(node_probs, 0.0, 1.0) * scale).astype(np.int64)
+    present |= np.bincount(keys.ravel(), minlength=scale + 1).astype(bool)
+    return present
+
+
 def rounded_threshold_grid(node_probs: np.ndarray, dec: int = 2, chunk: int = 8192) -> np.ndarray:
     """The authors' θ set: unique node probabilities, clipped to ≤ 1, rounded to ``dec`` decimals."""
     if not 0 <= dec <= 6:
         raise ValueError(f"dec must be between 0 and 6, got {dec}")
-    scale = 10**dec
-    present = np.zeros(scale + 1, dtype=bool)
+    present = np.zeros(10**dec + 1, dtype=bool)
     for start in range(0, node_probs.shape[0], chunk):  # chunks keep the temporaries small
-        keys = np.rint(np.clip(node_probs[start: start + chunk], 0.0, 1.0) * scale).astype(np.int64)
-        present |= np.bincount(keys.ravel(), minlength=scale + 1).astype(bool)
-    return np.flatnonzero(present) / scale
+        threshold_grid_keys(node_probs[start: start + chunk], dec, present)
+    return np.flatnonzero(present) / 10**dec
 
 
-def _record_losses(hierarchy: Hierarchy, paths: DecisionPaths, labels: np.ndarray, loss: Loss) -> tuple[np.ndarray, np.ndarray]:
+def _record_losses(hierarchy: Hierarchy, paths: DecisionPaths, labels: np.ndarray, loss: Loss,
+                   max_cells: int = 1 << 21) -> tuple[np.ndarray, np.ndarray]:
+    """Coverage and loss of every record, (n_samples, n_records) float64 each.
+
+    Computed in row blocks of ≤ ``max_cells`` records: the severity loss's LCA lookup holds
+    (records × depth) int64 temporaries, which at 100,000 samples × 30 records would be GBs.
+    """
     cov = hierarchy.coverage[paths.nodes]
-    lab = np.broadcast_to(labels[:, None], paths.nodes.shape)
-    return cov, sample_loss(hierarchy, paths.nodes, lab, loss)
+    los = np.empty(paths.nodes.shape, dtype=np.float64)
+    rows = max(1, max_cells // max(1, paths.nodes.shape[1]))
+    for s in range(0, paths.n_samples, rows):
+        nodes = paths.nodes[s: s + rows]
+        los[s: s + rows] = sample_loss(hierarchy, nodes, np.broadcast_to(labels[s: s + rows, None], nodes.shape), loss)
+    return cov, los
+
+
+def rc_curve_from_paths(
+    hierarchy: Hierarchy,
+    paths: DecisionPaths,
+    labels: np.ndarray,
+    loss: Loss = "01",
+    grid: np.ndarray | None = None,
+) -> RCCurve:
+    """Hierarchical RC curve of the rule whose records are ``paths``.
+
+    paths : (n_samples, n_records) records from ``rules.decision_paths`` (or the chunked
+        ``evaluation.decision_paths_from_logits``).
+    labels : (n_samples,) true leaf indices.
+    grid : None for the exact curve; the authors' θ values (``rounded_threshold_grid``,
+        ascending) for their grid curve, compared in the records' precision.
+    """
+    n = paths.n_samples
+    labels = check_labels(labels, n, hierarchy.n_leaves)
+    cov, los = _record_losses(hierarchy, paths, labels, loss)
+
+    # Leaving record j for record j+1 happens when θ passes values[:, j].
+    live = np.arange(paths.nodes.shape[1] - 1)[None, :] < (paths.lengths[:, None] - 1)
+    t = paths.values[:, :-1][live]
+    d_cov = np.diff(cov, axis=1)[live]
+    d_loss = np.diff(los, axis=1)[live]
+    start_cov, start_loss = cov[:, 0].sum(), los[:, 0].sum()
+    del cov, los
+    order = np.argsort(t, kind="stable")
+    t, d_cov, d_loss = t[order], d_cov[order], d_loss[order]
+    last_of_group = np.flatnonzero(np.r_[t[1:] != t[:-1], True]) if t.size else np.zeros(0, int)
+    events = t[last_of_group]  # in the records' precision
+    coverage = (start_cov + np.r_[0.0, np.cumsum(d_cov)[last_of_group]]) / n
+    risk = (start_loss + np.r_[0.0, np.cumsum(d_loss)[last_of_group]]) / n
+    thresholds = np.r_[events.astype(np.float64), 1.0]
+    # Running sums of ± differences leave ~1e-13 residues (−0.0 coverage at the root): clamp.
+    coverage, risk = np.clip(coverage, 0.0, 1.0), np.clip(risk, 0.0, 1.0)
+    if grid is None:
+        return RCCurve(paths.rule, loss, coverage, risk, thresholds, events)
+    grid = np.asarray(grid, dtype=np.float64)
+    # The authors' θ are rounded copies of the probabilities: compare them in the same precision.
+    grid_in_precision = grid.astype(paths.values.dtype)
+    k = np.searchsorted(events, grid_in_precision, side="left")
+    # On a grid curve, θ selects the first grid value ≥ θ (exact at the grid values themselves).
+    return RCCurve(paths.rule, loss, coverage[k], risk[k], grid, grid_in_precision[:-1])
 
 
 def hierarchical_rc_curve(
@@ -98,34 +176,14 @@ def hierarchical_rc_curve(
     dec : None for the exact curve (every breakpoint); an int for the authors' variant that
         evaluates θ only on node probabilities rounded to ``dec`` decimals (they used 2).
     paths : precomputed ``decision_paths`` for ``rule`` (saves work across losses).
+
+    For data too large to hold as a samples × nodes matrix, use ``evaluation.rc_curves_from_logits``
+    (chunked, identical results).
     """
     if paths is None:
         paths = decision_paths(hierarchy, node_probs, rule)
-    n = paths.n_samples
-    labels = check_labels(labels, n, hierarchy.n_leaves)
-    cov, los = _record_losses(hierarchy, paths, labels, loss)
-
-    # Leaving record j for record j+1 happens when θ passes values[:, j].
-    live = np.arange(paths.nodes.shape[1] - 1)[None, :] < (paths.lengths[:, None] - 1)
-    t = paths.values[:, :-1][live]
-    d_cov = np.diff(cov, axis=1)[live]
-    d_loss = np.diff(los, axis=1)[live]
-    order = np.argsort(t, kind="stable")
-    t, d_cov, d_loss = t[order], d_cov[order], d_loss[order]
-    last_of_group = np.flatnonzero(np.r_[t[1:] != t[:-1], True]) if t.size else np.zeros(0, int)
-    events = t[last_of_group]
-    coverage = (cov[:, 0].sum() + np.r_[0.0, np.cumsum(d_cov)[last_of_group]]) / n
-    risk = (los[:, 0].sum() + np.r_[0.0, np.cumsum(d_loss)[last_of_group]]) / n
-    thresholds = np.r_[events, 1.0]
-    # Running sums of ± differences leave ~1e-13 residues (−0.0 coverage at the root): clamp.
-    curve = RCCurve(rule, loss, np.clip(coverage, 0.0, 1.0), np.clip(risk, 0.0, 1.0), thresholds, events)
-    if dec is None:
-        return curve
-    grid = rounded_threshold_grid(node_probs, dec)
-    # Compare in the probabilities' precision, as the authors' θ are rounded copies of them.
-    k = np.searchsorted(events, grid.astype(np.asarray(node_probs).dtype).astype(np.float64), side="left")
-    # On a grid curve, θ selects the first grid value ≥ θ (exact at the grid values themselves).
-    return RCCurve(rule, loss, coverage[k], curve.risk[k], grid, grid[:-1])
+    grid = None if dec is None else rounded_threshold_grid(node_probs, dec)
+    return rc_curve_from_paths(hierarchy, paths, labels, loss, grid)
 
 
 def hierarchical_aurc(
@@ -159,6 +217,8 @@ def flat_aurc(confidence: np.ndarray, correct: np.ndarray) -> float:
 
 def expected_calibration_error(confidence: np.ndarray, correct: np.ndarray, n_bins: int = 15) -> float:
     """ECE with equal-width bins (lower, upper]; confidence 0 is in no bin but counts in N (§5.2)."""
+    if isinstance(n_bins, (bool, np.bool_)) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
+        raise ValueError(f"n_bins must be an integer ≥ 1, got {n_bins!r}")
     conf = np.asarray(confidence, float)
     acc = np.asarray(correct, float)
     if conf.shape != acc.shape or conf.ndim != 1 or conf.size == 0:

@@ -61,8 +61,15 @@ class Hierarchy:
         node_ids: Sequence[str] | None = None,
         names: Sequence[str] | None = None,
     ) -> Hierarchy:
-        """Build from a parent-index array that already uses the leaves-first layout."""
-        parent = np.asarray(parent, dtype=np.int64)
+        """Build from a parent-index array that already uses the leaves-first layout.
+
+        Indices must be integers (floats only when integral, e.g. read from JSON as 5.0); anything
+        else raises HierarchyError rather than being truncated.
+        """
+        parent = _index_array(parent)
+        if not isinstance(n_leaves, (int, float, np.integer, np.floating)) or isinstance(n_leaves, bool) \
+                or not float(n_leaves).is_integer():
+            raise HierarchyError(f"n_leaves must be an integer, got {n_leaves!r}")
         ids = tuple(node_ids) if node_ids is not None else tuple(str(i) for i in range(len(parent)))
         nms = tuple(names) if names is not None else ids
         return cls(parent, int(n_leaves), ids, nms)
@@ -212,10 +219,10 @@ class Hierarchy:
             raise HierarchyError(f"not a {JSON_FORMAT} document")
         try:
             nodes = data["nodes"]
-            parent = [int(n["parent"]) for n in nodes]
+            parent = [n["parent"] for n in nodes]  # from_parents refuses non-integers, never truncates
             ids = [str(n["id"]) for n in nodes]
             names = [str(n.get("name", n["id"])) for n in nodes]
-            n_leaves = int(data["n_leaves"])
+            n_leaves = data["n_leaves"]
         except (KeyError, TypeError, ValueError) as exc:
             raise HierarchyError(f"malformed hierarchy document: {exc}") from exc
         return cls.from_parents(parent, n_leaves, ids, names)
@@ -377,6 +384,29 @@ class Hierarchy:
             for h in hs:
                 layers[h].append(v)
         return tuple(np.asarray(sorted(x), dtype=np.int64) for x in layers)
+
+
+def _index_array(parent) -> np.ndarray:
+    """Parent indices as int64, refusing None, text, booleans and non-integral floats."""
+    if not isinstance(parent, np.ndarray):
+        # Check the items before numpy coerces a mixed list (to text, or True to 1).
+        try:
+            items = list(parent)
+        except TypeError:
+            raise HierarchyError(f"parent indices must be a sequence of integers, got {parent!r}") from None
+        for i, x in enumerate(items):
+            if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+                raise HierarchyError(f"parent index of node {i} is {x!r}, not an integer")
+        parent = np.asarray(items, dtype=np.float64 if any(isinstance(x, float) for x in items) else np.int64)
+    if parent.dtype.kind in "iu":
+        return parent.astype(np.int64)
+    if parent.dtype.kind != "f":
+        raise HierarchyError(f"parent indices must be integers, got an array of {parent.dtype}")
+    bad = ~np.isfinite(parent) | (parent != np.round(parent))
+    if bad.any():
+        i = int(np.flatnonzero(bad.ravel())[0])
+        raise HierarchyError(f"parent index of node {i} is {float(parent.ravel()[i])!r}, not an integer")
+    return parent.astype(np.int64)
 
 
 def _is_a_cycle(pairs: Sequence[tuple[str, str]], leaves: Sequence[str]) -> list[str]:

@@ -12,6 +12,11 @@ candidate whose probability is ≥ θ. The root comes last with probability forc
 Only candidates that beat every earlier one can ever be chosen ("records"), so each sample is
 compressed to a short, strictly increasing record list. Predicting at θ is then one comparison per
 record, and the exact RC curve is a sweep over record values (see ``curves``).
+
+Precision: records keep the node probabilities' precision (float32 for float16/32 input, else
+float64) and θ is rounded to that precision before every comparison (``theta_in_precision``), as
+the authors' torch code compares a float32 tensor with a Python float. So a probability equal to
+float32(0.7) is accepted at θ = 0.7 by ``predict``, ``RCCurve.at`` and both curves alike.
 """
 
 from __future__ import annotations
@@ -53,9 +58,14 @@ class DecisionPaths:
     def n_samples(self) -> int:
         return self.nodes.shape[0]
 
+    @property
+    def precision(self) -> str:
+        """``"float32"`` or ``"float64"``: the dtype of ``values``, in which θ is compared."""
+        return self.values.dtype.name
+
     def record_index(self, theta: float) -> np.ndarray:
         """Index of the chosen record at θ: the first with value ≥ θ. Shape (n_samples,)."""
-        theta = check_theta(theta)
+        theta = self.values.dtype.type(theta_in_precision(theta, self.values.dtype))
         return (self.values < theta).sum(axis=1)
 
     def predict(self, theta: float) -> tuple[np.ndarray, np.ndarray]:
@@ -65,14 +75,75 @@ class DecisionPaths:
                 np.take_along_axis(self.values, k, axis=1)[:, 0])
 
 
-def _best_in_columns(probs: np.ndarray, columns: np.ndarray) -> np.ndarray:
-    """Per row, the column of ``columns`` with the highest probability (lowest index on ties)."""
-    columns = np.sort(columns)
-    if columns[-1] - columns[0] + 1 == columns.size:
-        block = probs[:, columns[0]: columns[-1] + 1]  # contiguous: a view, no copy
-    else:
-        block = probs[:, columns]
-    return columns[block.argmax(axis=1)]
+def value_dtype(dtype: np.dtype) -> type:
+    """Precision of records for node probabilities of ``dtype``: float32 for float16/32, else float64."""
+    return np.float32 if np.dtype(dtype) in (np.float16, np.float32) else np.float64
+
+
+def theta_in_precision(theta: float, dtype: np.dtype | type | str = np.float64) -> float:
+    """θ checked to lie in [0, 1] and rounded to ``dtype`` (nearest, as a tensor comparison casts it).
+
+    Every θ comparison in the library goes through this, so ``predict``, ``RCCurve.at``, the
+    exact curve and the ``dec`` grid curve agree for every θ.
+    """
+    return float(np.dtype(dtype).type(check_theta(theta)))
+
+
+def concat_decision_paths(parts: list[DecisionPaths]) -> DecisionPaths:
+    """Stack per-chunk ``DecisionPaths`` of one rule row-wise, padding to the widest.
+
+    Padding repeats each row's last record, exactly as ``decision_paths`` pads, so the result is
+    identical to computing the paths on all rows at once.
+    """
+    if not parts:
+        raise ValueError("no decision paths to concatenate")
+    width = max(p.nodes.shape[1] for p in parts)
+
+    def pad(a: np.ndarray) -> np.ndarray:
+        return a if a.shape[1] == width else np.concatenate([a, np.repeat(a[:, -1:], width - a.shape[1], axis=1)], axis=1)
+
+    return DecisionPaths(
+        rule=parts[0].rule,
+        nodes=np.concatenate([pad(p.nodes) for p in parts]),
+        values=np.concatenate([pad(p.values) for p in parts]),
+        lengths=np.concatenate([p.lengths for p in parts]),
+    )
+
+
+def _segment_argmax(probs: np.ndarray, columns: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per row and per group, the column with the highest probability (lowest index on ties).
+
+    columns: the groups' columns concatenated, each group sorted ascending; starts: where each
+    group begins. One gather and two ``reduceat`` passes replace one argmax pass per group
+    (Max-Coverage has ~100 coverage levels at iNat21 size). Shape (n_samples, n_groups).
+    """
+    block = np.take(probs, columns, axis=1)
+    best = np.maximum.reduceat(block, starts, axis=1)
+    if not np.isfinite(best).all():
+        raise ValueError("node_probs contain NaN or inf")
+    sizes = np.diff(np.r_[starts, columns.size])
+    # First position in each group that reaches the group's maximum: groups are sorted, so it is
+    # the lowest node index, as torch's argmax / max pick the first index.
+    position = np.where(block == np.repeat(best, sizes, axis=1), np.arange(columns.size, dtype=np.int32),
+                        np.int32(columns.size))
+    return columns[np.minimum.reduceat(position, starts, axis=1)]
+
+
+def _rule_groups(hierarchy: Hierarchy, rule: str) -> tuple[np.ndarray, np.ndarray]:
+    """(columns, starts) of Jumping's height layers or Max-Coverage's coverage levels, cached."""
+    key = ("rule_groups", rule)
+    cache = hierarchy._cache
+    if key not in cache:
+        internal = np.arange(hierarchy.n_leaves, hierarchy.n_nodes)
+        if rule == "jumping":  # height layers h = 1 … R, lowest first
+            level = hierarchy.max_depth - hierarchy.depth[internal]
+        else:  # coverage levels from the leaves up: fewest leaves first
+            level = hierarchy.leaf_count[internal]
+        order = np.lexsort((internal, level))  # by level, then node index within a level
+        columns, level = internal[order], level[order]
+        starts = np.flatnonzero(np.r_[True, level[1:] != level[:-1]]) if columns.size else np.zeros(0, np.int64)
+        cache[key] = (columns, starts)
+    return cache[key]
 
 
 def argmax_leaf(hierarchy: Hierarchy, node_probs: np.ndarray) -> np.ndarray:
@@ -87,20 +158,16 @@ def _candidates(hierarchy: Hierarchy, probs: np.ndarray, rule: str, leaf: np.nda
     beats the argmax leaf (the first candidate), so they can never be chosen and are skipped.
     """
     n = probs.shape[0]
-    internal = np.arange(hierarchy.n_leaves, hierarchy.n_nodes)
     if rule == "selective":
         return np.stack([leaf, np.full(n, hierarchy.root)], axis=1)
     if rule == "climbing":
         return hierarchy.leaf_paths[leaf]
-    if rule == "jumping":
-        height = hierarchy.max_depth - hierarchy.depth[internal]
-        groups = [internal[height == h] for h in range(1, hierarchy.max_depth + 1)]
-    elif rule == "max_coverage":
-        counts = hierarchy.leaf_count[internal]
-        groups = [internal[counts == c] for c in np.unique(counts)]
-    else:
+    if rule not in ("jumping", "max_coverage"):
         raise ValueError(f"unknown rule {rule!r}; choose one of {', '.join(RULES)}")
-    return np.stack([leaf] + [_best_in_columns(probs, g) for g in groups if g.size], axis=1)
+    columns, starts = _rule_groups(hierarchy, rule)
+    if not columns.size:  # a single-node tree
+        return leaf[:, None]
+    return np.concatenate([leaf[:, None], _segment_argmax(probs, columns, starts)], axis=1)
 
 
 def _compress(cand: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -143,12 +210,13 @@ def decision_paths(
     raw = np.take_along_axis(probs, cand, axis=1)
     if not np.isfinite(raw).all():
         raise ValueError("node_probs contain NaN or inf")
-    # Stored as float64 so θ is always compared at full precision. As the authors' RC code,
-    # sums above 1 are clipped and the root is exactly 1.0. For float64 input, rounding to 12
-    # decimals snaps summation noise (0.1 + 0.1 + 0.7 < 0.9) so decimal θ tie as intended;
-    # float32 input keeps its exact values (the authors' float32 semantics).
-    vals = np.minimum(raw.astype(np.float64), 1.0)
-    if raw.dtype == np.float64:
+    # Kept in the probabilities' precision; θ is rounded to it when compared (module docstring).
+    # As the authors' RC code, sums above 1 are clipped and the root is exactly 1.0. For float64
+    # input, rounding to 12 decimals snaps summation noise (0.1 + 0.1 + 0.7 < 0.9) so decimal θ
+    # tie as intended; float32 input keeps its exact values (the authors' float32 semantics).
+    dtype = value_dtype(raw.dtype)
+    vals = np.minimum(raw.astype(dtype, copy=False), dtype(1.0))
+    if dtype == np.float64:
         vals = np.round(vals, 12)
     vals[cand == hierarchy.root] = 1.0
     nodes, values, lengths = _compress(cand, vals)

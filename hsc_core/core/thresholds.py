@@ -252,7 +252,8 @@ def crc_threshold_from_last_incorrect(last_incorrect: np.ndarray, alpha: float) 
     R̂(θ) is the fraction of calibration samples with last_incorrect ≥ θ. Assumption (the paper
     gives no specification; definitions §6.6).
     """
-    li = np.asarray(last_incorrect, float)
+    li = np.asarray(last_incorrect)
+    li = li if li.dtype == np.float32 else li.astype(float)  # the next θ up in the records' precision
     n = li.size
     allowed = int(np.floor(alpha * (n + 1) - 1 + 1e-9))  # errors tolerated on the calibration set
     if allowed < 0:

@@ -12,11 +12,18 @@ File format (``FORMAT_VERSION``):
 
 Both files are written atomically: a temporary file in the same directory, fsync, then
 ``os.replace``. A crash mid-write leaves the previous file intact, never a truncated one.
+
+Reading treats the file as untrusted (it may be an upload): no pickles; before anything is
+decompressed, each array's ``.npy`` header (shape × itemsize) must match the size its zip entry
+declares, and their sum may be capped (``max_bytes``), so a 1 MB file cannot inflate to gigabytes
+and a header claiming a (10⁹, 1000) array is refused instead of raising MemoryError. Logits must
+be finite and within ±``MAX_ABS_LOGIT``.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import io
 import json
 import os
 import platform
@@ -36,6 +43,10 @@ FORMAT_VERSION = "hsc-logits/1"
 REQUIRED_ARRAYS = ("logits", "labels", "sample_ids")
 # Keys the writer computes from the arrays; a manifest that disagrees with them is rejected.
 _CHECKED_KEYS = ("n_samples", "n_classes")
+# Real networks' logits stay within about ±100. Beyond ±1e4 a file is broken (wrong scale or
+# dtype); such values also overflow float32 in softmax once divided by a fitted temperature
+# (T ≥ 0.05) and would surface later as NaN far from the cause.
+MAX_ABS_LOGIT = 1e4
 
 
 class LogitsFileError(ValueError):
@@ -189,7 +200,7 @@ def save_logits(
     ``manifest`` holds the caller's descriptive fields (model, weights, preprocessing, dataset,
     device, …). The writer adds n_samples, n_classes, top1, top1_per_source, dtype, date,
     versions and format, computed from the arrays. Raises LogitsFileError for inconsistent
-    inputs, including logits that overflow ``dtype``.
+    inputs, including logits beyond ±``MAX_ABS_LOGIT``.
     """
     path = Path(path)
     if path.suffix != ".npz":
@@ -199,10 +210,8 @@ def save_logits(
         None if sources is None else np.asarray(sources), str(path),
     )
     logits_arr, labels_arr, ids_arr, src_arr = arrays
-    with np.errstate(over="ignore"):  # overflow is reported below, with the fix
-        stored = logits_arr.astype(dtype)
-    if not np.isfinite(stored).all():
-        raise LogitsFileError(f"{path}: logits overflow {dtype}; save with dtype='float32'")
+    # _check_arrays bounds |logits| by MAX_ABS_LOGIT, below float16's largest value (65504): no overflow.
+    stored = logits_arr.astype(dtype)
     out = {
         "logits": stored,
         "labels": labels_arr.astype(_label_dtype(labels_arr)),
@@ -247,6 +256,12 @@ def _check_arrays(
         rows = np.flatnonzero(~finite.all(axis=1))
         kind = "NaN" if np.isnan(logits).any() else "inf"
         raise LogitsFileError(f"{where}: logits contain {kind} in {len(rows)} rows (first: row {int(rows[0])})")
+    peak = float(logits.flat[np.abs(logits).argmax()])
+    if abs(peak) > MAX_ABS_LOGIT:
+        row = int(np.flatnonzero((np.abs(logits) > MAX_ABS_LOGIT).any(axis=1))[0])
+        raise LogitsFileError(f"{where}: logits reach {peak:.3g} (first in row {row}); logits must lie within "
+                              f"±{MAX_ABS_LOGIT:g} (real networks stay near ±100): the file holds something "
+                              "else, e.g. wrongly scaled values")
     if labels.ndim != 1 or labels.shape[0] != n:
         raise LogitsFileError(f"{where}: labels must have shape ({n},) to match logits, got {labels.shape}")
     if labels.size and not np.issubdtype(labels.dtype, np.integer):
@@ -277,14 +292,99 @@ def _read_manifest(path: Path) -> dict:
     return data
 
 
+def _mb(nbytes: int) -> str:
+    """A byte count for messages: 4,000 bytes, 584.8 MB, 4.0 TB."""
+    if nbytes < 1e6:
+        return f"{nbytes:,} bytes"
+    unit, scale = ("MB", 1e6) if nbytes < 1e9 else ("GB", 1e9) if nbytes < 1e12 else ("TB", 1e12)
+    return f"{nbytes / scale:,.1f} {unit}"
+
+
+def _check_npz_members(zf: zipfile.ZipFile, keys: Sequence[str], where: str, max_bytes: int | None) -> None:
+    """Read only the ``.npy`` headers and check them against the zip's own size records.
+
+    Each member's declared uncompressed size must equal its header plus shape × itemsize (numpy
+    then reads exactly that much), and the arrays together may not exceed ``max_bytes``.
+    """
+    total = 0
+    for key in keys:
+        info = zf.getinfo(f"{key}.npy")
+        with zf.open(info) as fh:
+            version = np.lib.format.read_magic(fh)
+            if version == (1, 0):
+                shape, _fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+            elif version == (2, 0):
+                shape, _fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+            else:
+                raise LogitsFileError(f"{where}: array {key!r} uses .npy format version {version}, not 1.0 or 2.0")
+            header_len = fh.tell()
+        if dtype.hasobject:
+            # Pickles can run code, so they are never loaded; str arrays (dtype '<U…') are the format.
+            raise LogitsFileError(f"{where}: array {key!r} is an object (pickled) array, which is not loaded for "
+                                  "safety; save sample_ids and sources as str arrays, e.g. np.asarray(ids, dtype=str)")
+        nbytes = dtype.itemsize
+        for dim in shape:
+            nbytes *= int(dim)  # Python ints: a crafted shape cannot overflow
+        if header_len + nbytes != info.file_size:
+            raise LogitsFileError(
+                f"{where}: array {key!r} claims shape {tuple(shape)} of {dtype} ({_mb(nbytes)}), but the file "
+                f"stores {_mb(max(info.file_size - header_len, 0))} for it: the file is corrupt or crafted")
+        total += nbytes
+    if max_bytes is not None and total > max_bytes:
+        raise LogitsFileError(f"{where}: its arrays inflate to {_mb(total)}, more than the {_mb(max_bytes)} "
+                              "allowed here")
+
+
+def _read_npz(source: Path | IO[bytes], where: str, max_bytes: int | None):
+    """(logits, labels, sample_ids, sources | None) of a checked npz, or LogitsFileError."""
+    try:
+        with zipfile.ZipFile(source) as zf:
+            names = set(zf.namelist())
+            members = sorted(n[:-4] for n in names if n.endswith(".npy"))
+            missing = [k for k in REQUIRED_ARRAYS if f"{k}.npy" not in names]
+            if missing:
+                raise LogitsFileError(f"{where}: missing arrays {missing} (has {members})")
+            keys = list(REQUIRED_ARRAYS) + (["sources"] if "sources.npy" in names else [])
+            _check_npz_members(zf, keys, where, max_bytes)
+        if not isinstance(source, Path):
+            source.seek(0)
+        with np.load(source, allow_pickle=False) as npz:
+            # Reading inside the try: a damaged member only fails when it is decompressed.
+            logits, labels, ids = (npz[k] for k in REQUIRED_ARRAYS)
+            sources = npz["sources"] if "sources" in keys else None
+    except LogitsFileError:
+        raise
+    except (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError) as exc:
+        raise LogitsFileError(f"{where}: not a valid .npz (truncated or corrupt zip: {exc})") from exc
+    except ValueError as exc:
+        if "allow_pickle" in str(exc):
+            raise LogitsFileError(f"{where}: holds an object (pickled) array, which is not loaded for safety; save "
+                                  "sample_ids and sources as str arrays, e.g. np.asarray(ids, dtype=str)") from exc
+        raise LogitsFileError(f"{where}: cannot read as .npz (ValueError: {exc})") from exc
+    except MemoryError as exc:
+        raise LogitsFileError(f"{where}: too large to load into memory") from exc
+    except OSError as exc:
+        raise LogitsFileError(f"{where}: cannot read as .npz ({type(exc).__name__}: {exc})") from exc
+    return logits, labels, ids, sources
+
+
+def _not_npz(magic: bytes) -> str | None:
+    # An npz is a zip archive; anything else would reach np.load's pickle fallback.
+    if magic.startswith(b"PK"):
+        return None
+    return "empty" if not magic else "a .npy array" if magic.startswith(b"\x93NUM") else "not a zip archive"
+
+
 def load_logits(path: str | os.PathLike, require_manifest: bool = False,
-                n_classes: int | None = None) -> LogitsBundle:
+                n_classes: int | None = None, *, max_bytes: int | None = None) -> LogitsBundle:
     """Read and validate a cached-logits file and its manifest.
 
     Raises LogitsFileError with a specific message when the file is missing, is not an npz, is
-    truncated or corrupt, lacks an array, has no samples, wrong shapes, NaN/inf logits or
-    out-of-range labels, when its manifest is malformed or disagrees with the arrays, or when
-    ``n_classes`` is given (e.g. 1000 for ImageNet-1k) and the logits have another class count.
+    truncated or corrupt, lacks an array, has no samples, wrong shapes, NaN/inf or out-of-bound
+    logits or out-of-range labels, when an array's header disagrees with the zip's size record,
+    when the arrays inflate to more than ``max_bytes`` (None: no cap), when its manifest is
+    malformed or disagrees with the arrays, or when ``n_classes`` is given (e.g. 1000 for
+    ImageNet-1k) and the logits have another class count.
     """
     path = Path(path)
     if not path.is_file():
@@ -294,31 +394,10 @@ def load_logits(path: str | os.PathLike, require_manifest: bool = False,
             magic = fh.read(4)
     except OSError as exc:
         raise LogitsFileError(f"{path}: cannot open ({exc})") from exc
-    # An npz is a zip archive; anything else would reach np.load's pickle fallback.
-    if not magic.startswith(b"PK"):
-        what = "empty" if not magic else "a .npy array" if magic.startswith(b"\x93NUM") else "not a zip archive"
+    if (what := _not_npz(magic)) is not None:
         raise LogitsFileError(f"{path}: not a valid .npz file ({what})")
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            missing = [k for k in REQUIRED_ARRAYS if k not in npz.files]
-            if missing:
-                raise LogitsFileError(f"{path}: missing arrays {missing} (has {sorted(npz.files)})")
-            # Reading inside the try: a damaged member only fails when it is decompressed.
-            logits, labels, ids = (npz[k] for k in REQUIRED_ARRAYS)
-            sources = npz["sources"] if "sources" in npz.files else None
-    except LogitsFileError:
-        raise
-    except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
-        raise LogitsFileError(f"{path}: not a valid .npz (truncated or corrupt zip: {exc})") from exc
-    except ValueError as exc:
-        if "allow_pickle" in str(exc):
-            # Pickles can run code, so they are never loaded; str arrays (dtype '<U…') are the format.
-            raise LogitsFileError(f"{path}: holds an object (pickled) array, which is not loaded for safety; save "
-                                  "sample_ids and sources as str arrays, e.g. np.asarray(ids, dtype=str)") from exc
-        raise LogitsFileError(f"{path}: cannot read as .npz (ValueError: {exc})") from exc
-    except OSError as exc:
-        raise LogitsFileError(f"{path}: cannot read as .npz ({type(exc).__name__}: {exc})") from exc
-    logits, labels, ids, sources = _check_arrays(logits, labels, ids, sources, str(path))
+    arrays = _read_npz(path, str(path), max_bytes)
+    logits, labels, ids, sources = _check_arrays(*arrays, str(path))
     if n_classes is not None and logits.shape[1] != n_classes:
         raise LogitsFileError(f"{path}: logits have {logits.shape[1]} classes, expected {n_classes}")
     manifest = _read_manifest(path)
@@ -334,6 +413,20 @@ def load_logits(path: str | os.PathLike, require_manifest: bool = False,
     if fmt is not None and fmt != FORMAT_VERSION:
         raise LogitsFileError(f"{path}: unsupported format {fmt!r} (this reader knows {FORMAT_VERSION!r})")
     return LogitsBundle(logits, labels, ids, sources, manifest, path.stem)
+
+
+def load_logits_bytes(data: bytes, name: str, n_classes: int | None = None, *,
+                      max_bytes: int | None = None) -> LogitsBundle:
+    """Validate an in-memory ``.npz`` (e.g. an upload) exactly like ``load_logits``, without a
+    manifest and without touching the disk. Messages name the file as ``name``; the bundle's name
+    is its stem."""
+    if (what := _not_npz(bytes(data[:4]))) is not None:
+        raise LogitsFileError(f"{name}: not a valid .npz file ({what})")
+    arrays = _read_npz(io.BytesIO(data), name, max_bytes)
+    logits, labels, ids, sources = _check_arrays(*arrays, name)
+    if n_classes is not None and logits.shape[1] != n_classes:
+        raise LogitsFileError(f"{name}: logits have {logits.shape[1]} classes, expected {n_classes}")
+    return LogitsBundle(logits, labels, ids, sources, {}, Path(name).stem)
 
 
 def list_cached_logits(directory: str | os.PathLike) -> list[Path]:

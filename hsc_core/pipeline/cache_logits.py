@@ -26,14 +26,17 @@ from __future__ import annotations
 import argparse
 import csv
 import hashlib
+import io
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
 import time
-from collections import Counter
-from collections.abc import Iterator, Sequence
+import warnings
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +53,7 @@ from .models import (
     UnknownModelError,
     WeightsMismatchError,
     load_model,
+    make_tensor_transform,
     make_transform,
     normalize_batch,
 )
@@ -237,6 +241,124 @@ def collate(items: list[tuple[torch.Tensor | str, int]]) -> tuple[torch.Tensor |
     return torch.stack([x for x, _ in items]), idx, None
 
 
+# ---------------------------------------------------------------------------- decoding on the device
+# With CUDA, JPEG decoding in the CPU workers is the bottleneck (1.7k img/s end to end against 21k
+# for the network alone on an H100). In the "gpu" mode the workers only read the files' bytes and
+# the main process decodes each batch with nvJPEG (torchvision.io.decode_jpeg on CUDA), then runs
+# the model's own transform (resize, crop) on the decoded tensors on the device.
+def _is_plain_jpeg(data: bytes) -> bool:
+    """True for a JPEG that decode_jpeg handles exactly as PIL does: RGB or grey, no EXIF rotation.
+
+    Only the header is parsed (PIL's ``open`` is lazy), so this costs microseconds. CMYK/YCCK
+    JPEGs, rotated phone photos and every other format take the PIL path instead."""
+    if data[:3] != b"\xff\xd8\xff":
+        return False
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            return img.format == "JPEG" and img.mode in ("RGB", "L") and img.getexif().get(0x0112, 1) == 1
+    except Exception:  # undecodable header: the PIL path names the file in its error
+        return False
+
+
+class EncodedImageDataset(Dataset):
+    """Item = (encoded JPEG bytes as a 1-D uint8 tensor, index) for plain JPEGs; for any other file the
+    decoded and transformed (3, H, W) uint8 tensor, as ``ImageDataset`` gives (or its error text)."""
+
+    def __init__(self, paths: Sequence[Path], transform) -> None:
+        self.paths = list(paths)
+        self.transform = transform
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor | str, int]:
+        path = self.paths[i]
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            return f"{path}: cannot read image ({type(exc).__name__}: {exc})", i
+        if _is_plain_jpeg(data):
+            return torch.frombuffer(bytearray(data), dtype=torch.uint8), i
+        try:
+            return self.transform(read_image(data, name=str(path))), i
+        except ImageReadError as exc:
+            return str(exc), i
+
+
+def collate_encoded(items: list[tuple[torch.Tensor | str, int]]
+                    ) -> tuple[list[torch.Tensor] | None, torch.Tensor, str | None]:
+    """Like ``collate``, but keeps the (variously sized) tensors in a list: decoding comes later."""
+    idx = torch.as_tensor([i for _, i in items])
+    for x, _ in items:
+        if isinstance(x, str):
+            return None, idx, x
+    return [x for x, _ in items], idx, None
+
+
+# Images resized together at most; bounds the float32 buffer (64 × 3 × 375 × 500 × 4 B = 144 MB).
+_RESIZE_GROUP = 64
+
+
+def decode_batch(items: Sequence[torch.Tensor], paths: Sequence[Path], device: torch.device,
+                 transform, tensor_transform) -> torch.Tensor:
+    """Decode and transform one batch on ``device``; return uint8 (N, 3, H, W).
+
+    ``items`` come from ``EncodedImageDataset``: 1-D tensors are encoded JPEGs, decoded here with
+    ``torchvision.io.decode_jpeg`` (nvJPEG on CUDA, libjpeg-turbo on the CPU), 3-D ones are
+    already transformed pixels. A JPEG the decoder rejects is read again with PIL and ``transform``
+    (the PIL path's ``make_transform(..., uint8=True)``), so it gets the CPU path's result, or its
+    ``ImageReadError``. Decoded images are grouped by size and ``tensor_transform``
+    (``make_tensor_transform``, the same resize and crop to ±1 grey level) runs on each group as one batch.
+    """
+    from torchvision.io import ImageReadMode, decode_jpeg
+
+    encoded = [k for k, x in enumerate(items) if x.ndim == 1]
+    out: list[torch.Tensor | None] = [None if x.ndim == 1 else x.to(device, non_blocking=True) for x in items]
+    decoded: dict[int, torch.Tensor] = {}
+    with warnings.catch_warnings():
+        # torchvision 0.29 marks its image codecs deprecated in favour of TorchCodec; they still work.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        if encoded:
+            try:
+                decoded = dict(zip(encoded, decode_jpeg([items[k] for k in encoded], mode=ImageReadMode.RGB,
+                                                        device=device)))
+            except RuntimeError:
+                # One bad file fails the whole batched call: retry one by one, the rest stay fast.
+                for k in encoded:
+                    try:
+                        decoded[k] = decode_jpeg(items[k], mode=ImageReadMode.RGB, device=device)
+                    except RuntimeError:
+                        pass
+    groups: dict[tuple[int, ...], list[int]] = defaultdict(list)
+    for k, img in decoded.items():
+        groups[tuple(img.shape)].append(k)
+    for ks in groups.values():
+        for g in range(0, len(ks), _RESIZE_GROUP):
+            part = ks[g:g + _RESIZE_GROUP]
+            x = tensor_transform(torch.stack([decoded[k] for k in part]))
+            for k, xk in zip(part, x):
+                out[k] = xk
+    for k in encoded:
+        if out[k] is None:  # the decoder refused it: PIL decides, with the CPU path's error message
+            out[k] = transform(read_image(paths[k], name=str(paths[k]))).to(device)
+    return torch.stack(out)
+
+
+def _use_device_decode(decode: str, device: torch.device, supported: bool) -> bool:
+    """``auto`` decodes on the device when it is CUDA and the model's preprocessing has a tensor
+    twin (``supported``); ``gpu`` insists on both; ``cpu`` never decodes on the device."""
+    if decode not in ("auto", "gpu", "cpu"):
+        raise CacheRunError(f"--decode must be auto, gpu or cpu, got {decode!r}")
+    if decode == "gpu" and device.type != "cuda":
+        raise CacheRunError("--decode gpu needs CUDA (the run is on the CPU); use --decode cpu or auto")
+    if decode == "gpu" and not supported:
+        raise CacheRunError("--decode gpu supports centre/squash crops of square inputs with bicubic or bilinear "
+                            "resizing; this model's preprocessing needs --decode cpu")
+    return decode == "gpu" or (decode == "auto" and device.type == "cuda" and supported)
+
+
 # ---------------------------------------------------------------------------- chunks
 def _chunk_ranges(n: int, chunk_size: int) -> list[tuple[int, int]]:
     return [(s, min(s + chunk_size, n)) for s in range(0, n, chunk_size)]
@@ -274,11 +396,13 @@ def _chunk_done(partial: Path, chunk: int, start: int, stop: int) -> bool:
     return ok
 
 
-def _fingerprint(samples: SampleList, info: ModelInfo, chunk_size: int, amp: str | None) -> dict:
-    # Everything that changes the numbers: a resumed run must not mix chunks from another setup.
+def _fingerprint(samples: SampleList, info: ModelInfo, chunk_size: int, amp: str | None, decode: str) -> dict:
+    # Everything that changes the numbers: a resumed run must not mix chunks from another setup
+    # (nvJPEG and libjpeg-turbo differ in the last bit of some pixels).
     digest = hashlib.sha256("\n".join(samples.sample_ids).encode()).hexdigest()
     return {"model": info.name, "weights": info.weights, "preprocessing": info.preprocessing(),
-            "n_samples": len(samples), "sample_ids_sha256": digest, "chunk_size": chunk_size, "amp": amp}
+            "n_samples": len(samples), "sample_ids_sha256": digest, "chunk_size": chunk_size, "amp": amp,
+            "decode": decode}
 
 
 def _batches(pending: Sequence[tuple[int, int, int]], batch_size: int) -> list[list[int]]:
@@ -353,16 +477,21 @@ def _barrier(d: _Dist) -> None:
 # ---------------------------------------------------------------------------- main work
 def run_model(model: torch.nn.Module, loader: DataLoader, device: torch.device, info: ModelInfo,
               amp: torch.dtype | None, channels_last: bool, progress: bool = True, total: int | None = None,
-              stats: dict[str, float] | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+              stats: dict[str, float] | None = None,
+              decode: Callable[[list[torch.Tensor], torch.Tensor], torch.Tensor] | None = None,
+              ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Yield (sample indices, float32 logits) per batch of uint8 images, with a progress bar
     counting images. Normalisation happens here, on the device. ``stats`` accumulates the
-    seconds spent waiting for data ("data") and running the model ("compute"), which shows
-    whether a run is bound by decoding or by the network."""
+    seconds spent waiting for data ("data"), decoding on the device ("decode") and running the
+    model ("compute"), which shows whether a run is bound by decoding or by the network.
+    ``decode(items, indices)`` turns a batch of ``collate_encoded`` items into uint8 images on
+    the device (the "gpu" decode mode)."""
     from tqdm import tqdm
 
     stats = stats if stats is not None else {}
     stats.setdefault("data", 0.0)
     stats.setdefault("compute", 0.0)
+    stats.setdefault("decode", 0.0)
     with torch.inference_mode(), tqdm(total=total, disable=not progress, unit="img", dynamic_ncols=True) as bar:
         batches = iter(loader)
         while True:
@@ -375,7 +504,16 @@ def run_model(model: torch.nn.Module, loader: DataLoader, device: torch.device, 
             stats["data"] += t1 - t0
             if error is not None:
                 raise ImageReadError(error)
-            x = normalize_batch(x.to(device, non_blocking=True), info.mean, info.std)
+            if isinstance(x, list):
+                x = decode(x, idx)
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)  # so that "decode" and "compute" split truthfully
+                t2 = time.perf_counter()
+                stats["decode"] += t2 - t1
+                t1 = t2
+            else:
+                x = x.to(device, non_blocking=True)
+            x = normalize_batch(x, info.mean, info.std)
             if channels_last:
                 x = x.contiguous(memory_format=torch.channels_last)
             with torch.autocast(device_type=device.type, dtype=amp or torch.float32, enabled=amp is not None):
@@ -400,11 +538,14 @@ def cache_logits(
     progress: bool = True,
     dataset_info: dict | None = None,
     amp_dtype_name: str | None = None,
+    decode: str = "auto",
 ) -> dict:
     """Compute and save the logits; return a summary (images/s, top-1, paths, …).
 
     Finished chunks in ``<out>.partial/`` are reused. On rank 0 the final file is written and the
-    partial folder removed; other ranks return after writing their chunks.
+    partial folder removed; other ranks return after writing their chunks. ``decode``: "cpu"
+    decodes with PIL in the DataLoader workers, "gpu" with nvJPEG on the CUDA device
+    (``decode_batch``), "auto" picks "gpu" when the model runs on CUDA.
     """
     out = Path(out)
     if out.suffix != ".npz":
@@ -414,7 +555,8 @@ def cache_logits(
     dist_state = _init_distributed(device)
     try:
         return _cache_logits(dist_state, model_name, samples, out, batch_size, workers, device, amp,
-                             channels_last, pretrained, chunk_size, progress, dataset_info, amp_dtype_name)
+                             channels_last, pretrained, chunk_size, progress, dataset_info, amp_dtype_name,
+                             decode)
     finally:
         if dist_state.world > 1:
             import torch.distributed as dist
@@ -425,7 +567,7 @@ def cache_logits(
 def _cache_logits(dist_state: _Dist, model_name: str, samples: SampleList, out: Path, batch_size: int,
                   workers: int, device: str, amp: bool | None, channels_last: bool | None, pretrained: bool,
                   chunk_size: int | None, progress: bool, dataset_info: dict | None,
-                  amp_dtype_name: str | None) -> dict:
+                  amp_dtype_name: str | None, decode: str) -> dict:
     dev = resolve_device(device, dist_state.local_rank)
     model, _, info = load_model(model_name, device=dev, pretrained=pretrained)
     n_classes = len(imagenet_wnids())
@@ -435,6 +577,9 @@ def _cache_logits(dist_state: _Dist, model_name: str, samples: SampleList, out: 
                             f"classes ({n_classes}); pick an ImageNet-1k checkpoint (a timm name ending in "
                             f"_in1k, or a registered model)")
     transform = make_transform(info.data_config, uint8=True)
+    tensor_transform = make_tensor_transform(info)
+    on_device = _use_device_decode(decode, dev, tensor_transform is not None)
+    decode_name = "gpu" if on_device else "cpu"
     if dev.type == "cuda":
         # Every batch has the same shape, so cuDNN's one-off algorithm search pays for itself.
         torch.backends.cudnn.benchmark = True
@@ -448,7 +593,7 @@ def _cache_logits(dist_state: _Dist, model_name: str, samples: SampleList, out: 
     amp_name = str(amp_t).replace("torch.", "") if amp_t is not None else None
 
     partial = partial_dir(out)
-    fp = _fingerprint(samples, info, chunk_size, amp_name)
+    fp = _fingerprint(samples, info, chunk_size, amp_name, decode_name)
     meta_path = partial / PARTIAL_META
     if dist_state.main:
         if meta_path.is_file():
@@ -474,13 +619,13 @@ def _cache_logits(dist_state: _Dist, model_name: str, samples: SampleList, out: 
         print(f"[rank {dist_state.rank}] resuming: {skipped} of {len(mine)} chunks already done", file=sys.stderr)
 
     n_run = sum(e - s for _, s, e in pending)
-    stats = {"data": 0.0, "compute": 0.0, "write": 0.0}
+    stats = {"data": 0.0, "decode": 0.0, "compute": 0.0, "write": 0.0}
     t0 = time.perf_counter()
     if pending:
         loader = DataLoader(
-            ImageDataset(samples.paths, transform),
+            (EncodedImageDataset if on_device else ImageDataset)(samples.paths, transform),
             batch_sampler=_batches(pending, batch_size),
-            collate_fn=collate,
+            collate_fn=collate_encoded if on_device else collate,
             num_workers=workers,
             pin_memory=dev.type == "cuda",
             persistent_workers=False,
@@ -490,8 +635,11 @@ def _cache_logits(dist_state: _Dist, model_name: str, samples: SampleList, out: 
             chunk_of.update(dict.fromkeys(range(s, e), c))
         bounds = {c: (s, e) for c, s, e in pending}
         buf: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+        def decode_on_device(items: list[torch.Tensor], idx: torch.Tensor) -> torch.Tensor:
+            return decode_batch(items, [samples.paths[int(i)] for i in idx], dev, transform, tensor_transform)
+
         for idx, logits in run_model(model, loader, dev, info, amp_t, cl, progress and dist_state.main,
-                                     total=n_run, stats=stats):
+                                     total=n_run, stats=stats, decode=decode_on_device if on_device else None):
             if not np.isfinite(logits).all():
                 bad = samples.sample_ids[int(idx[np.flatnonzero(~np.isfinite(logits).all(axis=1))[0]])]
                 hint = "; rerun with --amp-dtype bfloat16 or --no-amp" if amp_t is not None else ""
@@ -509,8 +657,9 @@ def _cache_logits(dist_state: _Dist, model_name: str, samples: SampleList, out: 
 
     summary = {"model": model_name, "n_samples": len(samples), "n_computed": n_run,
                "seconds": elapsed, "images_per_s": n_run / elapsed if n_run and elapsed > 0 else float("nan"),
-               "device": str(dev), "amp": amp_name, "channels_last": cl, "out": str(out),
-               "seconds_data": stats["data"], "seconds_compute": stats["compute"], "seconds_write": stats["write"]}
+               "device": str(dev), "amp": amp_name, "channels_last": cl, "decode": decode_name, "out": str(out),
+               "seconds_data": stats["data"], "seconds_decode": stats["decode"],
+               "seconds_compute": stats["compute"], "seconds_write": stats["write"]}
     if not dist_state.main:
         return summary
 
@@ -525,6 +674,8 @@ def _cache_logits(dist_state: _Dist, model_name: str, samples: SampleList, out: 
         "device": dev.type if dev.type != "cuda" else torch.cuda.get_device_name(dev),
         "amp": amp_name,
         "channels_last": cl,
+        "decode": ("JPEGs by nvJPEG on the GPU (torchvision.io.decode_jpeg), other files by PIL" if on_device
+                   else "PIL in CPU workers"),
         "batch_size": batch_size,
     }
     sources = None if samples.sources is None else np.asarray(samples.sources)
@@ -564,21 +715,124 @@ def _dataset_info(samples: SampleList) -> dict:
     return info
 
 
+# ---------------------------------------------------------------------------- one model, as the CLI runs it
+def output_name(model: str) -> str:
+    """File name of a model's logits in ``--out-dir``: the model name, with anything but letters,
+    digits, ``_ . -`` replaced (``hf-hub:org/x`` → ``hf-hub_org_x.npz``)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", model).strip(".") + ".npz"
+
+
+def check_writable(out: Path) -> None:
+    """Refuse, before the model loads, an ``out`` that cannot be created: its nearest existing
+    ancestor must be a folder this process may write in."""
+    probe = out.parent
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise CacheRunError(f"cannot write {out}: {probe} is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise CacheRunError(f"cannot write {out}: no write permission in {probe}")
+
+
+def existing_output(out: Path, model: str, samples: SampleList) -> str | None:
+    """For ``--out-dir`` runs: "done" when ``out`` already holds this model's logits for exactly
+    these samples (the run skips it), None when there is no file. A file from another run is an
+    error, not overwritten."""
+    if not out.exists():
+        return None
+    try:
+        bundle = load_logits(out, require_manifest=True)
+    except LogitsFileError as exc:
+        raise CacheRunError(f"{out} exists but is not a valid logits file ({exc}); move it away to recompute") from None
+    if bundle.manifest.get("model") != model or bundle.sample_ids.tolist() != list(samples.sample_ids):
+        raise CacheRunError(f"{out} exists and holds another run (model {bundle.manifest.get('model')!r}, "
+                            f"{bundle.n_samples} images); move it away or choose another --out-dir")
+    return "done"
+
+
+def run_one(model: str, samples: SampleList, out: Path, options: dict) -> dict:
+    """``cache_logits`` for one model with the CLI's error handling; expected failures are returned,
+    not raised, so that a multi-model run goes on with the other models.
+
+    Returns ``{"model", "out", "code", "summary", "error"}``: code 0 (done), 1 (the run failed:
+    unreadable image, model weights, a partial folder from another run …), 2 (usage: unknown model,
+    unwritable output) or 130 (interrupted); ``error`` is the one-line reason.
+    """
+    result = {"model": model, "out": str(out), "code": 0, "summary": None, "error": None}
+    try:
+        check_writable(out)
+        result["summary"] = cache_logits(model, samples, out, **options)
+    except ImageReadError as exc:
+        result.update(code=1, error=f"unreadable image: {exc}\n(finished chunks are kept in {partial_dir(out)}; "
+                                    "replace the file with a readable copy and rerun to resume)")
+    except (UnknownModelError, ModelLoadError, WeightsMismatchError, CacheRunError, LogitsFileError) as exc:
+        # Usage and environment errors: the message says what to do, a traceback would bury it.
+        unusable = isinstance(exc, UnknownModelError) or str(exc).startswith("cannot write")
+        result.update(code=2 if unusable else 1, error=str(exc))
+    except OSError as exc:  # e.g. the output folder turned read-only or the disk filled up mid-run
+        where = f"{exc.filename}: " if exc.filename else ""
+        result.update(code=2, error=f"cannot write or read {where}{exc.strerror or exc}")
+    except KeyboardInterrupt:
+        partial = partial_dir(out)
+        kept = len(list(partial.glob("chunk_*.npz"))) if partial.is_dir() else 0
+        result.update(code=130, error=f"interrupted: {kept} finished chunk(s) kept in {partial}; "
+                                      "rerun the same command to resume")
+    return result
+
+
 # ---------------------------------------------------------------------------- CLI
-def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m hsc_core.pipeline.cache_logits",
-                                 description="Cache a model's ImageNet logits (resumable).")
-    ap.add_argument("--model", required=True, help="registered name (efficientnet_lite0/1/2) or a timm model name")
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _npz_path(text: str) -> str:
+    if Path(text).suffix != ".npz":
+        raise argparse.ArgumentTypeError(f"must end in .npz, got {text}")
+    return text
+
+
+def _model_list(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("no model name given")
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"a model is listed twice in {text!r}")
+    return names
+
+
+def configure_parser(ap: argparse.ArgumentParser) -> None:
+    """The options of ``hsc cache-logits`` (and ``python -m hsc_core.pipeline.cache_logits``)."""
+    ap.add_argument("--model", "--models", dest="models", type=_model_list, required=True, metavar="NAME[,NAME…]",
+                    help="registered name (efficientnet_lite0/1/2) or timm model name; several, comma-separated, "
+                         "run one after another (or in parallel with --ray) into --out-dir")
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--data", help="labels.csv (file,wnid,label,source) or ImageFolder directory (wnid folders)")
-    src.add_argument("--synthetic-jpegs", type=int, metavar="N", help="benchmark on N random JPEGs in a temp dir")
+    src.add_argument("--synthetic-jpegs", type=_positive_int, metavar="N",
+                     help="benchmark on N random JPEGs in a temp dir")
     ap.add_argument("--images-dir", help="image folder for a labels.csv (default: images/ beside it)")
-    ap.add_argument("--out", help="output .npz (its manifest goes to the .json beside it)")
-    ap.add_argument("--batch-size", type=int, default=64)
-    ap.add_argument("--chunk-size", type=int, default=None, help="images per resumable chunk (default 8 batches)")
-    ap.add_argument("--workers", type=int, default=min(8, os.cpu_count() or 1), help="DataLoader worker processes")
-    ap.add_argument("--limit", type=int, default=None, help="only the first N images")
+    out = ap.add_mutually_exclusive_group()
+    out.add_argument("--out", type=_npz_path, help="output .npz of one model (its manifest goes to the .json beside it)")
+    out.add_argument("--out-dir", help="output folder: <model>.npz per model; models already done there are skipped")
+    ap.add_argument("--batch-size", type=_positive_int, default=64)
+    ap.add_argument("--chunk-size", type=_positive_int, default=None,
+                    help="images per resumable chunk (default 8 batches)")
+    ap.add_argument("--workers", type=_non_negative_int, default=min(8, os.cpu_count() or 1),
+                    help="DataLoader worker processes")
+    ap.add_argument("--limit", type=_positive_int, default=None, help="only the first N images")
     ap.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    ap.add_argument("--decode", choices=("auto", "gpu", "cpu"), default="auto",
+                    help="where JPEGs are decoded and resized: gpu = nvJPEG on the CUDA device (workers only read "
+                         "files), cpu = PIL in the workers; auto = gpu when the model runs on CUDA")
     ap.add_argument("--amp", action=argparse.BooleanOptionalAction, default=None,
                     help="autocast mixed precision (default: on for CUDA, off for CPU)")
     ap.add_argument("--amp-dtype", choices=("float16", "bfloat16"), default=None,
@@ -588,41 +842,47 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--pretrained", dest="pretrained", action="store_true", default=True,
                     help="load the pretrained weights (default)")
     ap.add_argument("--random-init", dest="pretrained", action="store_false", help="random weights (benchmarking)")
+    ap.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                    help="one Ray task per model, one GPU each when the cluster has GPUs: 'local' (the default "
+                         "when the flag is given bare) starts Ray on this machine, 'auto' or host:port joins a "
+                         "cluster (paths must be the same on every node)")
     ap.add_argument("--dataset-name", help="dataset name for the manifest (default: the data folder's name)")
     ap.add_argument("--dataset-description", help="free-text description for the manifest")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m hsc_core.pipeline.cache_logits",
+                                 description="Cache models' ImageNet logits (resumable).")
+    configure_parser(ap)
     return ap
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """CLI entry point; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    for flag in ("limit", "batch_size", "chunk_size", "synthetic_jpegs"):
-        value = getattr(args, flag)
-        if value is not None and value < 1:
-            parser.error(f"--{flag.replace('_', '-')} must be at least 1")
-    if args.workers < 0:
-        parser.error("--workers must be 0 or more")
-    if args.out and Path(args.out).suffix != ".npz":
-        parser.error(f"--out must end in .npz, got {args.out}")
+def _error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the parsed command; returns the exit status (0 all done, 1 a run failed, 2 usage, 130 Ctrl-C)."""
+    models: list[str] = args.models
+    if len(models) > 1 and args.out:
+        return _error("--out names one file; with several models use --out-dir")
+    if args.data is not None and not (args.out or args.out_dir):
+        return _error("--out or --out-dir is required with --data")
     tmp = None
     try:
         if args.synthetic_jpegs is not None:
             tmp = tempfile.TemporaryDirectory(prefix="hsc_synthetic_")
             data = make_synthetic_jpegs(args.synthetic_jpegs, tmp.name)
-            out = Path(args.out) if args.out else Path(tmp.name) / f"{args.model}.npz"
+            out_dir = Path(args.out_dir) if args.out_dir else Path(tmp.name)
         else:
             data = Path(args.data)
-            if not args.out:
-                print("error: --out is required with --data", file=sys.stderr)
-                return 2
-            out = Path(args.out)
+            out_dir = Path(args.out_dir) if args.out_dir else None
         try:
             samples = read_samples(data, args.images_dir)
         except (DatasetError, OSError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+            return _error(str(exc))
         if args.limit is not None:
             samples = samples.head(args.limit)
         dataset_info = _dataset_info(samples)
@@ -632,41 +892,71 @@ def main(argv: Sequence[str] | None = None) -> int:
             dataset_info["description"] = args.dataset_description
         if args.synthetic_jpegs is not None:
             dataset_info["name"] = "synthetic"
-        try:
-            summary = cache_logits(
-                args.model, samples, out, batch_size=args.batch_size, workers=args.workers,
-                device=args.device, amp=args.amp, channels_last=args.channels_last,
-                pretrained=args.pretrained, chunk_size=args.chunk_size,
-                progress=not args.no_progress, dataset_info=dataset_info, amp_dtype_name=args.amp_dtype,
-            )
-        except ImageReadError as exc:
-            print(f"error: unreadable image: {exc}\n(finished chunks are kept in "
-                  f"{partial_dir(out)}; replace the file with a readable copy and rerun to "
-                  "resume)", file=sys.stderr)
-            return 1
-        except (UnknownModelError, ModelLoadError, WeightsMismatchError, CacheRunError, LogitsFileError) as exc:
-            # Usage and environment errors: the message says what to do, a traceback would bury it.
-            print(f"error: {exc}", file=sys.stderr)
-            return 2 if isinstance(exc, UnknownModelError) else 1
-        except KeyboardInterrupt:
-            partial = partial_dir(out)
-            kept = len(list(partial.glob("chunk_*.npz"))) if partial.is_dir() else 0
-            print(f"\ninterrupted: {kept} finished chunk(s) kept in {partial}; "
-                  "rerun the same command to resume", file=sys.stderr)
-            return 130
-        _print_summary(summary)
-        return 0
+        options = dict(batch_size=args.batch_size, workers=args.workers, device=args.device, amp=args.amp,
+                       channels_last=args.channels_last, pretrained=args.pretrained, chunk_size=args.chunk_size,
+                       progress=not args.no_progress, dataset_info=dataset_info, amp_dtype_name=args.amp_dtype,
+                       decode=args.decode)
+        jobs: list[tuple[str, Path]] = []
+        codes = [0]
+        for model in models:
+            out = Path(args.out) if args.out else out_dir / output_name(model)
+            if args.out_dir:
+                try:
+                    if existing_output(out, model, samples) == "done":
+                        print(f"{model}: already done ({out}), skipped")
+                        continue
+                except CacheRunError as exc:
+                    codes.append(_report({"model": model, "code": 2, "error": str(exc)}, several=len(models) > 1))
+                    continue
+            jobs.append((model, out))
+        if args.ray:
+            from .distributed import map_ray_per_gpu
+
+            if args.device == "cuda" and args.ray == "local" and not torch.cuda.is_available():
+                return _error("--device cuda requested but CUDA is not available")
+            results = (r for _, r in map_ray_per_gpu(ray_cache_one, [(m, samples, o, options) for m, o in jobs],
+                                                     args.ray, use_gpu=args.device != "cpu"))
+        else:
+            results = (run_one(m, samples, o, options) for m, o in jobs)
+        for result in results:
+            codes.append(_report(result, several=len(models) > 1))
+            if result["code"] == 130:
+                break
+        return max(codes)
     finally:
         if tmp is not None:
             tmp.cleanup()
 
 
+def ray_cache_one(model: str, samples: SampleList, out: Path, options: dict, use_gpu: bool) -> dict:
+    """One model in a Ray task (``distributed.map_ray_per_gpu``): on the task's own GPU when
+    ``use_gpu`` (Ray sets CUDA_VISIBLE_DEVICES), else on the CPU; no progress bar."""
+    return run_one(model, samples, out, {**options, "device": "cuda" if use_gpu else "cpu", "progress": False})
+
+
+def _report(result: dict, several: bool) -> int:
+    """Print one model's outcome: its summary, or one ``error:`` line (named by model when there are several)."""
+    if result["error"] is not None:
+        prefix = f"{result['model']}: " if several else ""
+        print(f"{'' if result['code'] == 130 else 'error: '}{prefix}{result['error']}", file=sys.stderr)
+    else:
+        _print_summary(result["summary"])
+    return result["code"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m hsc_core.pipeline.cache_logits`` (also under torchrun); returns the exit status."""
+    return run(build_parser().parse_args(argv))
+
+
 def _print_summary(s: dict) -> None:
     print(f"{s['model']}: {s['n_computed']} of {s['n_samples']} images computed in {s['seconds']:.1f} s "
-          f"({s['images_per_s']:.1f} images/s) on {s['device']}, amp={s['amp']}, channels_last={s['channels_last']}")
+          f"({s['images_per_s']:.1f} images/s) on {s['device']}, amp={s['amp']}, channels_last={s['channels_last']}, "
+          f"decode={s['decode']}")
     if s["n_computed"]:
-        print(f"  time: {s['seconds_data']:.1f} s waiting for images, {s['seconds_compute']:.1f} s in the model, "
-              f"{s['seconds_write']:.1f} s writing chunks")
+        decode = f"{s['seconds_decode']:.1f} s decoding on the device, " if s["decode"] == "gpu" else ""
+        print(f"  time: {s['seconds_data']:.1f} s waiting for images, {decode}{s['seconds_compute']:.1f} s in the "
+              f"model, {s['seconds_write']:.1f} s writing chunks")
     if "top1" in s:
         print(f"top-1 {100 * s['top1']:.2f}% over {s['n_samples']} images; wrote {s['out']}")
         for src, acc in s.get("top1_per_source", {}).items():

@@ -1,0 +1,71 @@
+"""Benchmark of the paired bootstrap (``hsc_core.core.uncertainty``): hAURC and gain intervals of
+all four rules, on the shipped logits (1,894 images) and on synthetic ImageNet-scale logits.
+
+    .venv/bin/python bench/uncertainty_bench.py [--n 50000] [--resamples 1000]
+
+Prints, per data set, the seconds for the per-sample event tables plus ``n_resamples`` paired
+resamples (decision paths are computed beforehand, as the dashboard caches them), the events per
+rule, and the resulting intervals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hsc_core.core.probabilities import node_probabilities, softmax  # noqa: E402
+from hsc_core.core.rules import RULE_LABELS, RULES, decision_paths  # noqa: E402
+from hsc_core.core.synthetic import synthetic_logits  # noqa: E402
+from hsc_core.core.uncertainty import bootstrap_haurc, rule_events  # noqa: E402
+from hsc_core.datasets.imagenet import imagenet_hierarchy  # noqa: E402
+from hsc_core.datasets.logits_io import load_logits  # noqa: E402
+
+SHIPPED = Path(__file__).resolve().parents[1] / "cached_logits" / "efficientnet_lite0.npz"
+
+
+def run(name: str, h, logits: np.ndarray, labels: np.ndarray, n_resamples: int) -> None:
+    probs = node_probabilities(h, softmax(logits))
+    paths = {rule: decision_paths(h, probs, rule) for rule in RULES}
+    events = {rule: rule_events(h, paths[rule], labels).event_sample.size for rule in RULES}
+    t = time.perf_counter()
+    res = bootstrap_haurc(h, labels, paths, n_resamples=n_resamples)
+    seconds = time.perf_counter() - t
+    print(f"\n{name}: {labels.size:,} samples, {n_resamples:,} paired resamples × 4 rules: {seconds:.2f} s "
+          f"({1000 * seconds / n_resamples:.2f} ms per resample)")
+    print("  events per rule: " + ", ".join(f"{RULE_LABELS[r]} {e:,}" for r, e in events.items()))
+    for rule in RULES:
+        iv = res.haurc[rule]
+        line = f"  {RULE_LABELS[rule]:<13} hAURC×1000 {1000 * iv.estimate:7.2f} [{1000 * iv.low:.2f}, {1000 * iv.high:.2f}]"
+        if rule in res.gain:
+            g = res.gain[rule]
+            line += f"   gain {g.estimate:6.2f} % [{g.low:.2f}, {g.high:.2f}]"
+        print(line)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=50_000, help="synthetic samples (0 skips)")
+    ap.add_argument("--resamples", type=int, default=1000)
+    args = ap.parse_args()
+    h = imagenet_hierarchy()
+    _ = h.leaf_paths, h.leaf_matrix, h.coverage
+    print(f"machine: {platform.processor() or platform.machine()}, python {platform.python_version()}")
+    if SHIPPED.exists():
+        data = load_logits(SHIPPED)
+        run(f"shipped {SHIPPED.stem}", h, data.logits, data.labels, args.resamples)
+    if args.n > 0:
+        logits, labels = synthetic_logits(h, args.n, top1=0.8, seed=0)
+        run(f"synthetic (seed 0)", h, logits, labels, args.resamples)
+    print(f"\npeak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2:.2f} GB")
+
+
+if __name__ == "__main__":
+    main()

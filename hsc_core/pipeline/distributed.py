@@ -1,0 +1,159 @@
+"""Run one function over many independent jobs: local processes by default, or a Ray cluster.
+
+Both back ends call the same module-level function on the same arguments, so the numbers do not
+depend on where a job ran; only the order in which results arrive does. Callers get
+``(job index, result)`` pairs as jobs finish and can save each one at once (resumable runs).
+
+Ray is imported only when asked for (``ray_address``), so plain runs never load it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from pathlib import Path
+from typing import Any
+
+# The directory that holds the ``hsc_core`` package: Ray workers need it on their import path.
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]
+
+LOCAL_RAY = "local"
+
+
+# ---------------------------------------------------------------------------- evaluate: many jobs
+def default_workers(n_jobs: int) -> int:
+    """min(#jobs, #CPUs), at least 1."""
+    return max(1, min(n_jobs, os.cpu_count() or 1))
+
+
+def map_local(fn: Callable[..., Any], jobs: Sequence[tuple], workers: int) -> Iterator[tuple[int, Any]]:
+    """``fn(*jobs[i])`` for every i in ``workers`` local processes; yields (i, result) as each
+    finishes. One worker (or one job) runs in this process, with no pool to start."""
+    if workers <= 1 or len(jobs) <= 1:
+        for i, job in enumerate(jobs):
+            yield i, fn(*job)
+        return
+    pool = ProcessPoolExecutor(max_workers=workers)
+    try:
+        futures = {pool.submit(fn, *job): i for i, job in enumerate(jobs)}
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in sorted(done, key=futures.__getitem__):
+                yield futures[fut], fut.result()
+    finally:
+        # On Ctrl-C or an error, drop the queued jobs instead of running them all before exiting.
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _ray_init_kwargs(address: str, workers: int | None) -> dict:
+    """``ray.init`` arguments: ``"local"`` starts a private single-machine Ray with ``workers``
+    CPUs; anything else (``"auto"``, ``"ray://host:10001"``, ``"host:6379"``) joins a cluster."""
+    common = dict(include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    if address == LOCAL_RAY:
+        # Local workers share this file system: putting the package's directory on their path is enough.
+        path = os.pathsep.join(p for p in (str(_PACKAGE_DIR.parent), os.environ.get("PYTHONPATH", "")) if p)
+        return dict(common, num_cpus=workers, runtime_env={"env_vars": {"PYTHONPATH": path}})
+    # A remote cluster gets this exact hsc_core shipped to it, so its numbers are this code's numbers.
+    return dict(common, address=address, runtime_env={"py_modules": [str(_PACKAGE_DIR)]})
+
+
+def map_ray(fn: Callable[..., Any], jobs: Sequence[tuple], address: str,
+            workers: int | None = None) -> Iterator[tuple[int, Any]]:
+    """Like ``map_local`` but each job is a Ray task (one CPU each) on the cluster at ``address``
+    (``"local"`` for a private local Ray with ``workers`` CPUs). Large shared arguments (the same
+    object in every job, e.g. a hierarchy) are put in Ray's object store once.
+
+    File paths in ``jobs`` must be readable at the same path on every node (a shared file system).
+    A Ray that this call started is shut down at the end; an already running one is left alone.
+    """
+    try:
+        import ray
+    except ImportError as exc:  # pragma: no cover - ray is in requirements.txt
+        raise ValueError("--ray needs the 'ray' package (pip install ray==2.60.0)") from exc
+    started = not ray.is_initialized()
+    if started:
+        try:
+            ray.init(**_ray_init_kwargs(address, workers))
+        except (ConnectionError, RuntimeError) as exc:
+            raise ValueError(f"cannot start or reach Ray at {address!r}: {exc}".splitlines()[0]) from exc
+    try:
+        shared: dict[int, Any] = {}  # id(arg) → object ref, for arguments repeated across jobs
+        counts: dict[int, int] = {}
+        for job in jobs:
+            for arg in job:
+                counts[id(arg)] = counts.get(id(arg), 0) + 1
+
+        def ref(arg: Any) -> Any:
+            if counts[id(arg)] < 2 or isinstance(arg, (str, int, float, bool, type(None), os.PathLike)):
+                return arg
+            if id(arg) not in shared:
+                shared[id(arg)] = ray.put(arg)
+            return shared[id(arg)]
+
+        task = ray.remote(num_cpus=1, max_retries=0)(fn)
+        refs = {task.remote(*map(ref, job)): i for i, job in enumerate(jobs)}
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            for r in done:
+                yield refs[r], ray.get(r)
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def map_jobs(fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int | None = None,
+             ray_address: str | None = None) -> Iterator[tuple[int, Any]]:
+    """``fn(*job)`` for every job, on Ray when ``ray_address`` is given, else in local processes
+    (``workers`` defaults to min(#jobs, #CPUs)). Yields (job index, result) as jobs finish."""
+    if not jobs:
+        return iter(())
+    workers = default_workers(len(jobs)) if workers is None else workers
+    if workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {workers}")
+    if ray_address:
+        return map_ray(fn, jobs, ray_address, workers)
+    return map_local(fn, jobs, workers)
+
+
+# ---------------------------------------------------------------------------- cache-logits: one model per GPU
+# (helper "pkg"; used by ``hsc cache-logits --models a,b,c --ray``)
+def map_ray_per_gpu(fn: Callable[..., dict], jobs: Sequence[tuple], address: str,
+                    use_gpu: bool = True) -> Iterator[tuple[int, dict]]:
+    """``fn(*job, gpu)`` for every job as a Ray task holding one whole GPU when the cluster has
+    GPUs (and ``use_gpu``), else one CPU; ``gpu`` tells the task which. Yields (job index, result)
+    as tasks finish. A task that dies (worker crash, out of memory) yields
+    ``{"model": job[0], "code": 1, "error": …, "summary": None}`` and the other tasks go on.
+    """
+    if not jobs:
+        return
+    try:
+        import ray
+    except ImportError as exc:  # pragma: no cover - ray is in requirements.txt
+        raise ValueError("--ray needs the 'ray' package (pip install ray==2.60.0)") from exc
+    started = not ray.is_initialized()
+    if started:
+        try:
+            ray.init(**_ray_init_kwargs(address, None))  # local: every CPU and GPU of this machine
+        except (ConnectionError, RuntimeError) as exc:
+            raise ValueError(f"cannot start or reach Ray at {address!r}: {exc}".splitlines()[0]) from exc
+    try:
+        gpu = use_gpu and ray.cluster_resources().get("GPU", 0) >= 1
+        task = ray.remote(num_gpus=1 if gpu else 0, num_cpus=1, max_retries=0)(fn)
+        refs = {task.remote(*job, gpu): i for i, job in enumerate(jobs)}
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            for r in done:
+                i = refs[r]
+                try:
+                    yield i, ray.get(r)
+                except ray.exceptions.RayError as exc:
+                    lines = [ln for ln in str(exc).splitlines() if ln.strip()]
+                    yield i, {"model": jobs[i][0], "out": None, "code": 1, "summary": None,
+                              "error": f"Ray task failed: {lines[-1] if lines else type(exc).__name__}"}
+    finally:
+        if started:
+            ray.shutdown()

@@ -1,0 +1,409 @@
+"""The plotly figures shared by the dashboard's pages and ``hsc report``, and the context that
+makes an exported figure or table say what it shows.
+
+Every builder takes plain data (curves as coverage/risk arrays, ``CCCurve``s, numbers) and returns
+a ``go.Figure``; nothing here knows Streamlit. Colours, dashes and marker shapes come from
+``style`` (Okabe–Ito): each rule differs in colour *and* dash *and* marker, correct/wrong in
+colour *and* symbol, so no figure relies on colour alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from hsc_core.core.hierarchy import Hierarchy
+from hsc_core.core.rules import RULE_LABELS, RULES
+
+from . import style
+
+# Kept under the names the dashboard has always used; the values are THE palette.
+RULE_COLORS = {rule: style.rule_colour(rule) for rule in RULES}
+RULE_SYMBOLS = {rule: style.rule_symbol(rule) for rule in RULES}
+RULE_DASHES = {rule: style.rule_dash(rule) for rule in RULES}
+METHOD_COLORS = {"hsc": style.OKABE_ITO["blue"], "darts": style.OKABE_ITO["vermillion"],
+                 "crc": style.OKABE_ITO["reddish_purple"]}
+METHOD_LABELS = {"hsc": "Ours (Algorithm 1)", "darts": "DARTS", "crc": "CRC"}
+OK_COLOR, BAD_COLOR, NEUTRAL_COLOR = style.CORRECT_COLOUR, style.WRONG_COLOUR, style.NEUTRAL_COLOUR
+LOSS_LABELS = {"01": "hierarchical risk (0/1)", "severity": "hierarchical risk (LCA severity)"}
+# Models overlaid in one figure: colour and dash both change from one model to the next.
+_MODEL_COLOURS = [style.OKABE_ITO[c] for c in ("blue", "orange", "bluish_green", "vermillion", "reddish_purple",
+                                                "sky_blue", "black", "yellow")]
+_MODEL_DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
+RISK_NOTE = ("Hierarchical risk = wrong predictions / all samples; a prediction is correct when it is the true "
+             "class or one of its ancestors, so the root (= reject) is always correct and covers nothing.")
+
+
+# ---------------------------------------------------------------------------- export context
+@dataclass(frozen=True)
+class ExportContext:
+    """What a figure or table shows, for its title, its file name and its CSV columns.
+
+    ``ts`` None: the export covers both settings (e.g. a with/without-TS table); ``theta`` None:
+    no single operating point.
+    """
+
+    model: str
+    dataset: str = ""
+    subset: str = "all"
+    ts: bool | None = None
+    temperature: float | None = None
+    theta: float | None = None
+    n_samples: int | None = None
+
+    def describe(self) -> str:
+        """One line: ``efficientnet_lite0 · imagenet1k · all samples (1,705) · TS on (T = 1.234) · θ = 0.70``."""
+        subset = "all samples" if self.subset in ("", "all") else f"subset {self.subset}"
+        if self.n_samples is not None:
+            subset += f" ({self.n_samples:,} evaluated)"
+        parts = [self.model] + ([self.dataset] if self.dataset else []) + [subset]
+        if self.ts is True:
+            parts.append("TS on" + (f" (T = {self.temperature:.3f})" if self.temperature is not None else ""))
+        elif self.ts is False:
+            parts.append("TS off")
+        if self.theta is not None:
+            parts.append(f"θ = {self.theta:.2f}")
+        return " · ".join(parts)
+
+    def slug(self) -> str:
+        """The same facts for a file name: ``efficientnet_lite0_imagenet1k_all_TS_theta0.70``."""
+        parts = [self.model] + ([self.dataset] if self.dataset else []) + [self.subset or "all"]
+        if self.ts is not None:
+            parts.append("TS" if self.ts else "noTS")
+        if self.theta is not None:
+            parts.append(f"theta{self.theta:.2f}")
+        return safe_filename("_".join(parts))
+
+    def columns(self) -> dict[str, Any]:
+        """CSV columns saying the same (they lead every exported table)."""
+        return {"model": self.model, "dataset": self.dataset, "subset": self.subset or "all",
+                "temperature_scaling": "both" if self.ts is None else ("on" if self.ts else "off"),
+                "temperature": self.temperature if self.ts else None,
+                "theta": self.theta}
+
+
+def safe_filename(text: str, default: str = "figure") -> str:
+    """Letters, digits, '.', '_' and '-' only (anything else becomes '_')."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(text)).strip("._") or default
+
+
+def export_name(name: str, context: ExportContext | None) -> str:
+    """``name`` plus the context's slug, for a downloaded file (no extension)."""
+    return safe_filename(name if context is None else f"{name}_{context.slug()}")
+
+
+def with_context_columns(df: pd.DataFrame, context: ExportContext | None) -> pd.DataFrame:
+    """``df`` with the context's columns in front (a column the table already has is kept as is)."""
+    if context is None:
+        return df
+    front = {k: v for k, v in context.columns().items() if k not in df.columns}
+    out = df.copy()
+    for k, (col, value) in enumerate(front.items()):
+        out.insert(k, col, value)
+    return out
+
+
+def titled(fig: go.Figure, title: str, context: ExportContext | None = None) -> go.Figure:
+    """Give ``fig`` a title, with the context as a subtitle line, so an exported image says what it shows."""
+    text = title if context is None else f"{title}<br><sup>{_escape(context.describe())}</sup>"
+    fig.update_layout(title=dict(text=text), margin=dict(t=80 if context is not None else 50))
+    return fig
+
+
+def _escape(text: str) -> str:
+    """Plotly titles accept a little HTML: user names (models, subsets) must stay text."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def layout(fig: go.Figure, title: str | None = None, height: int = 460) -> go.Figure:
+    fig.update_layout(
+        title=dict(text=title) if title else None,
+        height=height,
+        margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0.0),
+        template="plotly_white",
+        font=dict(size=style.BASE_FONT_SIZE - 2),
+    )
+    return fig
+
+
+def model_style(k: int) -> tuple[str, str]:
+    """(colour, dash) of the k-th model in an overlay: both change, so models stay apart in greyscale."""
+    return _MODEL_COLOURS[k % len(_MODEL_COLOURS)], _MODEL_DASHES[k % len(_MODEL_DASHES)]
+
+
+# ---------------------------------------------------------------------------- RC / CC
+def rc_figure(
+    curves: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    haurc: Mapping[str, float] | None = None,
+    points: pd.DataFrame | None = None,
+    rules: Sequence[str] = RULES,
+    loss: str = "01",
+    title: str | None = None,
+) -> go.Figure:
+    """RC curves of ``rules``: curves[rule] = (coverage, risk) in θ order (decimate first for the
+    browser); ``haurc`` labels the legend; ``points`` (columns key, rule, θ, coverage, risk, as
+    ``dashboard.views.operating_points``) marks each rule's operating point."""
+    traces = []
+    for rule in rules:
+        cov, risk = curves[rule]
+        name = RULE_LABELS[rule] if haurc is None else f"{RULE_LABELS[rule]} (hAURC×1000 = {1000 * haurc[rule]:.2f})"
+        traces.append(go.Scatter(
+            x=cov, y=risk, mode="lines", line=dict(color=RULE_COLORS[rule], width=2.5, dash=RULE_DASHES[rule]),
+            name=name, legendgroup=rule,
+            hovertemplate="coverage %{x:.4f}<br>risk %{y:.4f}<extra>" + RULE_LABELS[rule] + "</extra>",
+        ))
+    if points is not None:
+        for r in points.itertuples():
+            traces.append(go.Scatter(
+                x=[r.coverage], y=[r.risk], mode="markers", legendgroup=r.key, showlegend=False,
+                marker=dict(color=RULE_COLORS[r.key], size=13, symbol=RULE_SYMBOLS[r.key],
+                            line=dict(color="black", width=1)),
+                hovertemplate=f"{r.rule} at θ = {r.θ:.2f}<br>coverage {r.coverage:.4f}<br>risk {r.risk:.4f}<extra></extra>",
+            ))
+    fig = go.Figure(traces)
+    fig.update_xaxes(title_text="hierarchical coverage", range=[-0.02, 1.02])
+    fig.update_yaxes(title_text=LOSS_LABELS.get(loss, "risk"), rangemode="tozero")
+    return layout(fig, title)
+
+
+def cc_figure(curves: Mapping[str, Any], rules: Sequence[str] = RULES, title: str | None = None) -> go.Figure:
+    """ECE against coverage per rule; curves[rule] has ``thresholds``, ``coverage``, ``ece`` (a CCCurve)."""
+    fig = go.Figure()
+    for rule in rules:
+        c = curves[rule]
+        fig.add_trace(go.Scatter(
+            x=c.coverage, y=c.ece, mode="lines+markers", marker=dict(size=6, symbol=RULE_SYMBOLS[rule]),
+            line=dict(color=RULE_COLORS[rule], width=2, dash=RULE_DASHES[rule]), name=RULE_LABELS[rule],
+            customdata=c.thresholds,
+            hovertemplate="θ %{customdata:.2f}<br>coverage %{x:.4f}<br>ECE %{y:.4f}<extra>" + RULE_LABELS[rule] + "</extra>",
+        ))
+    fig.update_xaxes(title_text="hierarchical coverage", range=[-0.02, 1.02])
+    fig.update_yaxes(title_text="ECE (hierarchical correctness)", rangemode="tozero")
+    return layout(fig, title)
+
+
+def compare_figure(
+    curves: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    haurc: Mapping[str, float] | None = None,
+    loss: str = "01",
+    title: str | None = None,
+) -> go.Figure:
+    """One rule's RC curve per model: curves[model] = (coverage, risk)."""
+    fig = go.Figure()
+    for k, (model, (cov, risk)) in enumerate(curves.items()):
+        colour, dash = model_style(k)
+        name = model if haurc is None else f"{model} (hAURC×1000 = {1000 * haurc[model]:.2f})"
+        fig.add_trace(go.Scatter(
+            x=cov, y=risk, mode="lines", line=dict(color=colour, width=2.5, dash=dash), name=_escape(name),
+            hovertemplate="coverage %{x:.4f}<br>risk %{y:.4f}<extra>" + _escape(model) + "</extra>",
+        ))
+    fig.update_xaxes(title_text="hierarchical coverage", range=[-0.02, 1.02])
+    fig.update_yaxes(title_text=LOSS_LABELS.get(loss, "risk"), rangemode="tozero")
+    return layout(fig, title)
+
+
+def gain_figure(rows: Sequence[dict], title: str | None = None) -> go.Figure:
+    """Hierarchical gain vs Selective with its 95 % interval, one bar per row.
+
+    rows: dicts with ``label`` (y axis), ``rule``, ``estimate``, ``low``, ``high`` (percent).
+    A dashed line marks 0: an interval that crosses it is no clear difference.
+    """
+    fig = go.Figure()
+    for rule in dict.fromkeys(r["rule"] for r in rows):
+        sub = [r for r in rows if r["rule"] == rule]
+        est = np.array([r["estimate"] for r in sub], float)
+        fig.add_trace(go.Scatter(
+            x=est, y=[_escape(r["label"]) for r in sub], mode="markers", name=RULE_LABELS.get(rule, rule),
+            marker=dict(color=RULE_COLORS.get(rule, NEUTRAL_COLOR), symbol=RULE_SYMBOLS.get(rule, "circle"), size=12,
+                        line=dict(color="black", width=1)),
+            error_x=dict(type="data", symmetric=False, array=np.array([r["high"] for r in sub]) - est,
+                         arrayminus=est - np.array([r["low"] for r in sub]), thickness=2, width=6),
+            hovertemplate="%{y}: %{x:.2f} %<extra>" + RULE_LABELS.get(rule, rule) + "</extra>",
+        ))
+    fig.add_vline(x=0, line=dict(color="black", dash="dash", width=1))
+    fig.update_xaxes(title_text="hierarchical gain vs Selective (%), 95 % bootstrap interval", zeroline=False)
+    fig.update_yaxes(autorange="reversed")
+    return layout(fig, title, height=max(260, 34 * len(rows) + 140))
+
+
+# ---------------------------------------------------------------------------- one sample's path
+class PathView(Protocol):
+    """What ``path_figure`` reads from a sample (``dashboard.views.SampleView`` is one)."""
+
+    path: np.ndarray
+    true_branch: np.ndarray
+    choices: Mapping[str, Any]
+    true_leaf: int | None
+    pred_leaf: int
+    probs: np.ndarray
+    theta: float
+
+
+def node_name(h: Hierarchy, v: int) -> str:
+    return h.names[int(v)].replace("_", " ")
+
+
+def _unique_labels(h: Hierarchy, nodes: list[int], tags: dict[int, str] | None = None,
+                   marks: dict[int, str] | None = None) -> list[str]:
+    labels, seen = [], {}
+    for v in nodes:
+        base = f"{node_name(h, v)} · cov {h.coverage[v]:.2f}"
+        if marks and v in marks:
+            base = f"{marks[v]} {base}"
+        if tags and v in tags:
+            base = f"{tags[v]} {base}"
+        seen[base] = seen.get(base, 0) + 1
+        labels.append(base if seen[base] == 1 else f"{base} ({h.node_ids[v]})")
+    return labels
+
+
+def path_figure(h: Hierarchy, view: PathView, title: str | None = None) -> go.Figure:
+    """Figure 1, live: one bar per node (probability), the predicted leaf's path to the root on
+    top (root first), then the true leaf's branch and any other chosen node. Hierarchically
+    correct nodes (ancestors of the true leaf) are bluish green with ✓, wrong ones vermillion,
+    hatched, with ✗; a dashed line marks θ and a lane per rule on the right marks the node that
+    rule picks (its colour and shape)."""
+    path = list(view.path[::-1])  # root … predicted leaf
+    extra = [int(v) for v in view.true_branch[::-1]]  # just below the LCA … true leaf
+    chosen = [c.node for c in view.choices.values()]
+    others = [v for v in dict.fromkeys(chosen) if v not in path and v not in extra]
+    nodes = path + extra + others
+    tags = {}
+    if view.true_leaf is not None:
+        tags[view.true_leaf] = "<b>true leaf</b> ·"
+    tags[view.pred_leaf] = "<b>top-1 = true leaf</b> ·" if view.pred_leaf == view.true_leaf else "<b>top-1</b> ·"
+    probs = np.array([view.probs[v] for v in nodes], dtype=float)
+    if view.true_leaf is None:
+        colors, patterns, marks = [NEUTRAL_COLOR] * len(nodes), [""] * len(nodes), {}
+    else:
+        ok = h.is_ancestor(np.array(nodes), view.true_leaf)
+        colors = [OK_COLOR if o else BAD_COLOR for o in ok]
+        patterns = ["" if o else "/" for o in ok]
+        marks = {v: style.CORRECT_MARK if o else style.WRONG_MARK for v, o in zip(nodes, ok)}
+    labels = _unique_labels(h, nodes, tags, marks)
+    group = (["predicted path"] * len(path) + ["true-label branch"] * len(extra) + ["other chosen"] * len(others))
+    hover = [f"{node_name(h, v)} ({h.node_ids[v]})<br>p = {p:.4f}<br>coverage {h.coverage[v]:.3f}<br>"
+             f"leaves {int(h.leaf_count[v])}<br>{g}" for v, p, g in zip(nodes, probs, group)]
+    line_w = [3 if v == view.true_leaf or v == view.pred_leaf else 0 for v in nodes]
+    fig = go.Figure(go.Bar(
+        x=probs, y=labels, orientation="h",
+        marker=dict(color=colors, line=dict(color="black", width=line_w), pattern=dict(shape=patterns)),
+        text=[f"{p:.3f}" for p in probs], textposition=["inside" if p >= 0.15 else "outside" for p in probs],
+        cliponaxis=False, hovertext=hover, hoverinfo="text",
+        name="node probability", showlegend=False,
+    ))
+    # One lane per rule right of the bars, a marker at the row of the node it picks.
+    lane = {rule: 1.08 + 0.07 * k for k, rule in enumerate(RULES)}
+    index = {v: k for k, v in enumerate(nodes)}
+    for rule, c in view.choices.items():
+        fig.add_trace(go.Scatter(
+            x=[lane[rule]], y=[labels[index[c.node]]], mode="markers", name=f"{RULE_LABELS[rule]} picks",
+            marker=dict(color=RULE_COLORS[rule], size=14, symbol=RULE_SYMBOLS[rule], line=dict(color="black", width=1)),
+            hovertemplate=f"{RULE_LABELS[rule]} → {node_name(h, c.node)} (p = {c.confidence:.3f})<extra></extra>",
+        ))
+    fig.add_vline(x=view.theta, line=dict(color="black", dash="dash", width=2),
+                  annotation_text=f"θ = {view.theta:.2f}", annotation_position="bottom right")
+    if extra or others:
+        fig.add_hline(y=len(path) - 0.5, line=dict(color="#999", width=1, dash="dot"))
+    fig.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=labels)
+    fig.update_xaxes(range=[0, 1.08 + 0.07 * len(RULES)], tickvals=[0, 0.25, 0.5, 0.75, 1.0] + list(lane.values()),
+                     ticktext=["0", "0.25", "0.5", "0.75", "1"] + [RULE_LABELS[r][:2] for r in lane],
+                     title_text="node probability (sum of its leaves' softmax) · rule lanes")
+    return layout(fig, title, height=max(320, 26 * len(nodes) + 120))
+
+
+# ---------------------------------------------------------------------------- guaranteed accuracy
+def accuracy_histogram(df: pd.DataFrame, target: float, epsilon: float, title: str | None = None) -> go.Figure:
+    """Figure 3 style: test accuracy over repetitions per method, target ± ε band shaded."""
+    fig = go.Figure()
+    lo, hi = target - epsilon, target + epsilon
+    fig.add_vrect(x0=lo, x1=hi, fillcolor="rgba(0,158,115,0.16)", line_width=0, layer="below",
+                  annotation_text=f"target ± ε = {target:.3f} ± {epsilon:.3f}", annotation_position="top left")
+    xmin = float(np.nanmin(np.r_[df["accuracy"].to_numpy(float), lo])) - 0.01
+    xmax = float(np.nanmax(np.r_[df["accuracy"].to_numpy(float), hi])) + 0.01
+    bins = dict(start=xmin, end=xmax, size=(xmax - xmin) / 60)  # the same bins for every method
+    patterns = {"hsc": "", "darts": "/", "crc": ""}
+    for method in [m for m in ("hsc", "darts", "crc") if m in set(df["method"])]:
+        acc = df.loc[df["method"] == method, "accuracy"].to_numpy(float)
+        color = METHOD_COLORS.get(method)
+        # CRC is drawn as an outline on top: for a 0/1 loss it often equals ours exactly, and
+        # filled bars would hide ours completely.
+        outline = method == "crc"
+        fig.add_trace(go.Histogram(
+            x=acc, name=f"{METHOD_LABELS.get(method, method)} (mean {np.nanmean(acc):.4f})", xbins=bins,
+            marker=dict(color="rgba(0,0,0,0)" if outline else color, line=dict(color=color, width=2 if outline else 0),
+                        pattern=dict(shape=patterns.get(method, ""))),
+            opacity=1.0 if outline else 0.6,
+        ))
+    fig.add_vline(x=target, line=dict(color="black", width=2), annotation_text="target",
+                  annotation_position="bottom right")
+    fig.add_vrect(x0=xmin, x1=lo, fillcolor="rgba(213,94,0,0.08)", line_width=0, layer="below")
+    fig.add_vrect(x0=hi, x1=xmax, fillcolor="rgba(213,94,0,0.08)", line_width=0, layer="below")
+    fig.update_layout(barmode="overlay")
+    fig.update_xaxes(title_text="test accuracy (hierarchical)", range=[xmin, xmax])
+    fig.update_yaxes(title_text="repetitions")
+    return layout(fig, title)
+
+
+# ---------------------------------------------------------------------------- overview illustration
+def illustration_figure(h: Hierarchy, leaf_name: str = "golden_retriever", theta: float = 0.8) -> go.Figure:
+    """A hand-made example in the spirit of the paper's Figure 1: a low-confidence leaf, two
+    siblings, and the probabilities summed up the path. The numbers are illustrative."""
+    names = list(h.names[: h.n_leaves])
+    leaf = names.index(leaf_name) if leaf_name in names else 0
+    path = [int(v) for v in h.path_to_root(leaf)]
+    base = [0.29, 0.62, 0.71, 0.76, 0.93, 0.95, 0.96]
+    prob = {v: base[min(k, len(base) - 1)] for k, v in enumerate(path)}
+    show = path[: min(len(path), len(base))][::-1]  # a few ancestors (top) … the leaf (bottom)
+    siblings = [int(s) for s in h.children[path[1]] if s != leaf][:2] if len(path) > 1 else []
+    sib_p = [0.24, 0.06]
+    climbing = next((v for v in path if prob.get(v, 1.0) >= theta), path[-1])
+    y = {v: k for k, v in enumerate(show[::-1])}  # leaf at y = 0, ancestors above
+    fig = go.Figure()
+    edges_x, edges_y = [], []
+    for child, parent in zip(show[::-1][:-1], show[::-1][1:]):
+        edges_x += [0, 0, None]
+        edges_y += [y[child], y[parent], None]
+    for j, s in enumerate(siblings):
+        edges_x += [-1.6 * (j + 1), 0, None]
+        edges_y += [0, 1, None]
+    top = max(y.values())
+    edges_x += [0, 0]
+    edges_y += [top, top + 0.6]
+    fig.add_trace(go.Scatter(x=edges_x, y=edges_y, mode="lines", line=dict(color="#c0c0c0", width=2),
+                             hoverinfo="skip", showlegend=False))
+    for v in show:
+        pick, is_leaf = v == climbing, v == leaf
+        note = "  ← Climbing predicts this" if pick else ("  ← top-1 leaf, below θ" if is_leaf else "")
+        fig.add_trace(go.Scatter(
+            x=[0], y=[y[v]], mode="markers+text", showlegend=False, hoverinfo="skip",
+            marker=dict(size=22 if pick else 15,
+                        color=RULE_COLORS["climbing"] if pick else (style.OKABE_ITO["orange"] if is_leaf else "#c7d2dd"),
+                        symbol=RULE_SYMBOLS["climbing"] if pick else "circle", line=dict(color="black", width=1)),
+            text=[f"  {node_name(h, v)}: {prob[v]:.2f}{note}"], textposition="middle right",
+        ))
+    for j, s in enumerate(siblings):
+        fig.add_trace(go.Scatter(
+            x=[-1.6 * (j + 1)], y=[0], mode="markers+text", showlegend=False, hoverinfo="skip",
+            marker=dict(size=13, color="#e6e6e6", line=dict(color="black", width=1)),
+            text=[f"{node_name(h, s).replace(' ', '<br>')}<br>{sib_p[j]:.2f}"], textposition="bottom center",
+        ))
+    fig.add_annotation(x=0, y=top + 0.85, text=f"… up to the root ({node_name(h, path[-1])}: 1.00)",
+                       showarrow=False, xanchor="left")
+    fig.update_xaxes(visible=False, range=[-4.2, 4.0])
+    fig.update_yaxes(visible=False, range=[-1.5, top + 1.2])
+    return layout(fig, f"Climbing at θ = {theta} (illustrative numbers)", height=430)
+
+
+def top5_figure(names: list[str], probs: list[float], title: str | None = None) -> go.Figure:
+    fig = go.Figure(go.Bar(x=probs[::-1], y=names[::-1], orientation="h", marker_color=style.OKABE_ITO["blue"],
+                           text=[f"{p:.3f}" for p in probs[::-1]], textposition="auto"))
+    fig.update_xaxes(title_text="softmax probability", range=[0, 1])
+    return layout(fig, title, height=300)

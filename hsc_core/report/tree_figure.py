@@ -1,0 +1,363 @@
+"""The paper's Figure 1 as a live node-link tree, with a client-side θ sweep.
+
+One sample: the predicted leaf's path to the root (one column), the true label's branch hanging
+off the lowest common ancestor (a second column), and any node a rule can pick that is on
+neither (placed by depth where a row is free, joined to its nearest shown ancestor by a dotted
+edge). Each node shows its name, probability and ✓/✗ (ancestor of the true leaf or not); the
+other children of its parent are summarised under it ("+12 siblings: 0.08"). Each rule's pick is
+a marker of that rule's colour and shape in its own slot left of the node, so no mark hides
+another, and θ is a short horizontal line *between* rows of the path (just below the node
+Climbing picks), so it never covers a value.
+
+The figure carries one Plotly frame per θ of a grid (default 0, 0.01, …, 1) plus Plotly's own
+slider and play button: dragging or playing restyles it in the browser with no server round
+trip. A frame only changes the node symbols (filled when p ≥ θ), the four pick markers, the θ
+line and the title, so 101 frames stay small.
+
+Pure function of the sample's node probabilities and its rules' decision records
+(``DecisionPaths`` rows); nothing here depends on a data set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+
+from hsc_core.core.hierarchy import Hierarchy
+from hsc_core.core.rules import RULE_LABELS, RULES
+
+from . import style
+
+THETA_GRID = np.round(np.linspace(0.0, 1.0, 101), 2)
+REJECT = "reject (root)"
+NAME_CHARS = 26          # longer node names are cut with "…"
+SLOT = 1.7               # x distance between rule-pick slots, in character widths
+# Figure trace order (frames address traces by index).
+T_EDGES, T_LINKS, T_NODES, T_THETA = 0, 1, 2, 3
+T_RULES = 4
+
+
+# ---------------------------------------------------------------------------- picks
+def pick_index(values: np.ndarray, theta: float | np.ndarray) -> np.ndarray:
+    """Index of the record a rule picks at θ: the first with value ≥ θ (as ``DecisionPaths``).
+
+    values: (n_records,) strictly increasing, last = 1.0. Broadcasts over θ.
+    """
+    theta = np.asarray(theta, dtype=float)
+    return (np.asarray(values, dtype=float)[None, :] < theta.reshape(-1, 1)).sum(axis=1).reshape(theta.shape)
+
+
+def record_rows(paths: dict, i: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """rule → (nodes, values) of row ``i`` of each rule's ``DecisionPaths``, padding dropped."""
+    out = {}
+    for rule, p in paths.items():
+        k = int(p.lengths[i])
+        out[rule] = (np.asarray(p.nodes[i, :k], dtype=np.int64), np.asarray(p.values[i, :k], dtype=float))
+    return out
+
+
+def node_label(h: Hierarchy, v: int) -> str:
+    """Display name of a node; the root says what predicting it means."""
+    name = h.names[int(v)].replace("_", " ")
+    if len(name) > NAME_CHARS:
+        name = name[: NAME_CHARS - 1] + "…"
+    return f"{REJECT}: {name}" if int(v) == h.root else name
+
+
+def decision_text(h: Hierarchy, node: int, correct: bool | None) -> str:
+    """``dog ✓``, ``golden retriever ✗`` or ``reject (root)`` (abstaining is neither)."""
+    if int(node) == h.root:
+        return REJECT
+    mark = "" if correct is None else f" {style.CORRECT_MARK if correct else style.WRONG_MARK}"
+    return node_label(h, node) + mark
+
+
+# ---------------------------------------------------------------------------- layout
+@dataclass(frozen=True)
+class TreeLayout:
+    """Where each shown node goes. ``nodes``/``x``/``row``: parallel arrays; ``edges``: (child,
+    parent) pairs drawn solid; ``links``: (node, shown ancestor) pairs that skip levels (dotted);
+    ``hidden``: path node → number of path nodes folded into it (a "⋮" row)."""
+
+    nodes: np.ndarray
+    x: np.ndarray
+    row: np.ndarray
+    edges: list[tuple[int, int]]
+    links: list[tuple[int, int]]
+    folded: dict[int, int]
+    pred_leaf: int
+    lca: int
+
+
+def tree_layout(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.ndarray, np.ndarray]],
+                true_leaf: int | None = None, grid: np.ndarray = THETA_GRID) -> TreeLayout:
+    """Columns and rows of the shown nodes (row 0 = root, one row per depth).
+
+    Runs of ≥ 2 path nodes above the LCA that no rule picks at any θ of ``grid`` are folded
+    into one "⋮ k more" row, so a deep ImageNet path fits a 720p screen.
+    """
+    first = next(iter(records.values()))[0]
+    pred = int(first[0])  # every rule starts at the arg-max leaf
+    path = [int(v) for v in h.path_to_root(pred)]  # leaf → root
+    lca = pred if true_leaf is None else int(h.lca(pred, int(true_leaf)))
+    branch: list[int] = []
+    if true_leaf is not None and int(true_leaf) != pred:
+        tpath = [int(v) for v in h.path_to_root(int(true_leaf))]
+        branch = tpath[: tpath.index(lca)][::-1]  # just below the LCA … true leaf
+    picked = {int(nodes[k]) for nodes, values in records.values() for k in np.unique(pick_index(values, grid))}
+    keep = picked | {pred, lca, h.root}
+    # Fold runs of path nodes strictly above the LCA that are never picked.
+    top_down = path[::-1]
+    lca_depth = int(h.depth[lca])
+    folded: dict[int, int] = {}
+    removed: set[int] = set()
+    run: list[int] = []
+    for v in top_down + [None]:
+        foldable = v is not None and int(h.depth[v]) < lca_depth and v not in keep
+        if foldable:
+            run.append(v)
+            continue
+        if len(run) >= 2:
+            folded[run[0]] = len(run)  # the run's top node stands for all of it
+            removed.update(run[1:])
+        run = []
+    shown_path = [v for v in top_down if v not in removed]
+
+    def row_of(v: int) -> int:
+        anc = h.path_to_root(v)
+        return int(h.depth[v]) - sum(1 for a in anc.tolist() if a in removed)
+
+    nodes: list[int] = []
+    x: list[float] = []
+    rows: list[int] = []
+    occupied: dict[int, set[int]] = {0: set(), 1: set()}
+    for v in shown_path:
+        nodes.append(v), x.append(0), rows.append(row_of(v))
+        occupied[0].add(rows[-1])
+    for v in branch:
+        nodes.append(v), x.append(1), rows.append(row_of(v))
+        occupied[1].add(rows[-1])
+    shown = set(nodes)
+    others = sorted((v for v in picked if v not in shown and v not in removed), key=lambda v: int(h.depth[v]))
+    for v in others:
+        r = row_of(v)
+        col = 1
+        while r in occupied.setdefault(col, set()):
+            col += 1
+        occupied[col].add(r)
+        nodes.append(v), x.append(col), rows.append(r)
+    shown = set(nodes)
+    edges, links = [], []
+    for v in nodes:
+        if v == h.root:
+            continue
+        parent = int(h.parent[v])
+        if parent in shown:
+            edges.append((v, parent))
+            continue
+        anc = next(int(a) for a in h.path_to_root(v)[1:] if int(a) in shown)
+        links.append((v, anc))
+    return TreeLayout(np.asarray(nodes, dtype=np.int64), np.asarray(x, dtype=float), np.asarray(rows, dtype=np.int64),
+                      edges, links, folded, pred, lca)
+
+
+# ---------------------------------------------------------------------------- figure
+def _labels(h: Hierarchy, lay: TreeLayout, probs: np.ndarray, correct: dict[int, bool | None],
+            small: int) -> list[str]:
+    shown = set(lay.nodes.tolist())
+    out = []
+    for v in lay.nodes.tolist():
+        ok = correct[v]
+        mark = "" if ok is None or v == h.root else f" {style.CORRECT_MARK if ok else style.WRONG_MARK}"
+        text = f"<b>{node_label(h, v)}</b> {probs[v]:.2f}{mark}"
+        if v == lay.pred_leaf:
+            text += " · top-1"
+        notes = []
+        if v in lay.folded:
+            notes.append(f"⋮ {lay.folded[v] - 1} more levels below, not picked")
+        if v != h.root:
+            sibs = [int(s) for s in h.children[int(h.parent[v])] if int(s) != v and int(s) not in shown]
+            if sibs:
+                mass = float(np.sum(probs[sibs]))
+                notes.append(f"+{len(sibs)} sibling{'s' if len(sibs) > 1 else ''}: {mass:.2f}")
+        if notes:
+            text += f"<br><span style='font-size:{small}px'>{' · '.join(notes)}</span>"
+        out.append(text)
+    return out
+
+
+def _column_x(h: Hierarchy, lay: TreeLayout, probs: np.ndarray) -> tuple[np.ndarray, float]:
+    """x of each node in character widths: each column starts right of the previous one's
+    longest label plus the rule slots; also returns the right edge."""
+    n_cols = int(lay.x.max()) + 1
+    width = []
+    for c in range(n_cols):
+        names = [len(node_label(h, v)) + 16 for v, col in zip(lay.nodes.tolist(), lay.x.tolist()) if col == c]
+        width.append(max(names) if names else 0)
+    starts = [0.0]
+    for c in range(1, n_cols):
+        starts.append(starts[-1] + width[c - 1] * 0.62 + (len(RULES) + 1) * SLOT)
+    x = np.array([starts[int(c)] for c in lay.x], dtype=float)
+    return x, starts[-1] + width[-1] * 0.62
+
+
+def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.ndarray, np.ndarray]],
+                true_leaf: int | None = None, theta: float = 0.5, *, grid: np.ndarray = THETA_GRID,
+                font_size: int = style.BASE_FONT_SIZE, animate: bool = True, rules=RULES,
+                title: str | None = None) -> go.Figure:
+    """Figure 1 for one sample at θ, with one frame per θ of ``grid`` when ``animate``.
+
+    probs: (n_nodes,) node probabilities; records: rule → (nodes, values) from ``record_rows``;
+    true_leaf: the label, or None when unknown (then nothing is marked correct or wrong).
+    """
+    probs = np.asarray(probs, dtype=float)
+    records = {r: records[r] for r in rules if r in records}
+    lay = tree_layout(h, probs, records, true_leaf, grid)
+    nodes = lay.nodes.tolist()
+    x, right = _column_x(h, lay, probs)
+    y = -lay.row.astype(float)
+    pos = {v: (float(x[k]), float(y[k])) for k, v in enumerate(nodes)}
+    correct = {v: (None if true_leaf is None else bool(h.is_ancestor(v, int(true_leaf)))) for v in nodes}
+    small = max(11, int(round(font_size * 0.72)))
+
+    def node_symbols(th: float) -> list[str]:
+        out = []
+        for v in nodes:
+            base = "square" if v == h.root else (
+                style.CORRECT_SYMBOL if correct[v] in (True, None) else style.WRONG_SYMBOL)
+            out.append(base if probs[v] >= th or v == h.root else f"{base}-open")
+        return out
+
+    colours = [style.NEUTRAL_COLOUR if (v == h.root or correct[v] is None) else
+               (style.CORRECT_COLOUR if correct[v] else style.WRONG_COLOUR) for v in nodes]
+    hover = []
+    for v in nodes:
+        state = "" if correct[v] is None else ("ancestor of the true leaf (correct)" if correct[v] else "wrong")
+        hover.append(f"{h.names[v]} ({h.node_ids[v]})<br>p = {probs[v]:.4f}<br>coverage {h.coverage[v]:.3f} · "
+                     f"{int(h.leaf_count[v])} leaves<br>{'abstain: predicting the root rejects' if v == h.root else state}")
+
+    def segs(pairs):
+        xs, ys = [], []
+        for a, b in pairs:
+            xs += [pos[a][0], pos[b][0], None]
+            ys += [pos[a][1], pos[b][1], None]
+        return xs, ys
+
+    ex, ey = segs(lay.edges)
+    lx, ly = segs(lay.links)
+    marker_px = int(round(font_size * 1.15))
+    traces = [
+        go.Scatter(x=ex, y=ey, mode="lines", line=dict(color="#8C8C8C", width=2), hoverinfo="skip",
+                   showlegend=False, name="tree edges"),
+        go.Scatter(x=lx, y=ly, mode="lines", line=dict(color="#8C8C8C", width=1.5, dash="dot"), hoverinfo="skip",
+                   showlegend=False, name="descendant (levels skipped)"),
+        go.Scatter(x=x, y=y, mode="markers+text", name="nodes", showlegend=False,
+                   marker=dict(size=marker_px, color=colours, symbol=node_symbols(theta),
+                               line=dict(color=colours, width=2)),
+                   text=_labels(h, lay, probs, correct, small), textposition="middle right",
+                   textfont=dict(size=font_size, color="#1A1A1A"), hovertext=hover, hoverinfo="text",
+                   cliponaxis=False),
+    ]
+
+    path_rows = {int(lay.row[k]): k for k, v in enumerate(nodes) if lay.x[k] == 0}
+    theta_left = -(len(rules) + 0.9) * SLOT
+
+    def theta_line(th: float) -> dict:
+        climbing = records.get("climbing", next(iter(records.values())))
+        node = int(climbing[0][int(pick_index(climbing[1], th))])
+        r = -pos[node][1] if node in pos else max(path_rows)
+        yy = -(r + 0.5)
+        return dict(x=[theta_left, 0.9], y=[yy, yy], text=[f"θ = {th:.2f}", ""])
+
+    traces.append(go.Scatter(mode="lines+text", line=dict(color=style.OKABE_ITO["black"], width=2.5, dash="dash"),
+                             textposition="middle left", textfont=dict(size=small + 1), hoverinfo="skip",
+                             showlegend=False, name="θ", cliponaxis=False, **theta_line(theta)))
+
+    def rule_point(rule: str, th: float) -> dict:
+        rn, rv = records[rule]
+        k = int(pick_index(rv, th))
+        v = int(rn[k])
+        slot = list(rules).index(rule)
+        px, py = pos[v]
+        text = decision_text(h, v, correct.get(v))
+        return dict(x=[px - (slot + 1) * SLOT], y=[py],
+                    hovertext=[f"{RULE_LABELS[rule]} at θ = {th:.2f} → {text} (p = {rv[k]:.3f})"])
+
+    for rule in rules:
+        if rule not in records:
+            continue
+        colour, _, symbol = style.RULE_STYLE[rule]
+        traces.append(go.Scatter(mode="markers", name=f"{RULE_LABELS[rule]} picks",
+                                 marker=dict(size=marker_px, color=colour, symbol=symbol,
+                                             line=dict(color="white", width=1)),
+                                 hoverinfo="text", cliponaxis=False, **rule_point(rule, theta)))
+
+    def headline(th: float) -> str:
+        parts = []
+        for rule in records:
+            rn, rv = records[rule]
+            v = int(rn[int(pick_index(rv, th))])
+            parts.append(f"{RULE_LABELS[rule]} → {decision_text(h, v, correct.get(v))}")
+        return f"<b>θ = {th:.2f}</b>   " + " · ".join(parts)
+
+    fig = go.Figure(traces)
+    n_rows = int(lay.row.max()) + 1
+    row_px = max(34, int(round(font_size * 2.1)))
+    fig.update_xaxes(visible=False, range=[theta_left - 4.5, right + 1])
+    fig.update_yaxes(visible=False, range=[-(n_rows - 0.4), 0.8])
+    top = 95 if title else 75
+    fig.update_layout(
+        title=dict(text=title or headline(theta), font=dict(size=font_size), x=0.01, xanchor="left"),
+        height=top + 110 + n_rows * row_px,
+        margin=dict(l=10, r=10, t=top, b=10),
+        font=dict(size=font_size),
+        template="plotly_white",
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0.0, font=dict(size=small + 1)),
+        hoverlabel=dict(font_size=small + 1),
+    )
+    if animate:
+        _add_sweep(fig, grid, theta, font_size, lambda th: [
+            dict(marker=dict(symbol=node_symbols(th))),
+            theta_line(th),
+            *[rule_point(rule, th) for rule in records],
+        ], lambda th: dict(title=dict(text=title or headline(th))),
+            traces=[T_NODES, T_THETA] + [T_RULES + k for k in range(len(records))])
+    return fig
+
+
+def _add_sweep(fig: go.Figure, grid: np.ndarray, theta: float, font_size: int, frame_data, frame_layout,
+               traces: list[int]) -> None:
+    """Frames named by θ ("0.50"), a slider that jumps to a frame and a play/pause button."""
+    add_theta_sweep(fig, grid, theta, font_size,
+                    [go.Frame(name=f"{th:.2f}", data=frame_data(float(th)), traces=traces,
+                              layout=frame_layout(float(th))) for th in grid])
+
+
+def add_theta_sweep(fig: go.Figure, grid: np.ndarray, theta: float, font_size: int, frames: list[go.Frame],
+                    frame_ms: int = 40) -> None:
+    """Attach ``frames`` (one per θ of ``grid``, named ``f"{θ:.2f}"``) with Plotly's slider and a
+    play/pause button. ``frame_ms`` = 40 plays at 25 frames/s; redraw is needed for the title."""
+    fig.frames = frames
+    active = int(np.argmin(np.abs(np.asarray(grid) - theta)))
+    step_args = dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))
+    steps = [dict(method="animate", args=[[f"{th:.2f}"], step_args],
+                  label=f"{th:.1f}" if round(th * 100) % 10 == 0 else "", value=f"{th:.2f}") for th in grid]
+    small = max(11, int(round(font_size * 0.8)))
+    fig.update_layout(
+        sliders=[dict(active=active, steps=steps, x=0.12, len=0.88, y=0, yanchor="top", pad=dict(t=10, b=0),
+                      currentvalue=dict(prefix="θ = ", font=dict(size=font_size), visible=True, xanchor="left"),
+                      font=dict(size=small), ticklen=4, minorticklen=2, transition=dict(duration=0))],
+        updatemenus=[dict(type="buttons", direction="left", x=0.0, y=0, xanchor="left", yanchor="top",
+                          pad=dict(t=38, r=10), showactive=False, font=dict(size=small),
+                          buttons=[
+                              dict(label="▶ Play", method="animate",
+                                   args=[None, dict(frame=dict(duration=frame_ms, redraw=True), fromcurrent=True,
+                                                    mode="immediate", transition=dict(duration=0))]),
+                              dict(label="❚❚", method="animate",
+                                   args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate",
+                                                      transition=dict(duration=0))]),
+                          ])],
+    )
+    fig.layout.margin.b = (fig.layout.margin.b or 0) + 90

@@ -1,0 +1,377 @@
+"""The dashboard on data sets other than ImageNet-1k (``streamlit.testing.v1.AppTest``).
+
+A synthetic CIFAR-100 model (100 classes, manifest ``dataset_id: cifar100``), a user data set
+folder next to the cached-logits folder (a hand-made toy tree as an edge-list CSV + classes.txt),
+a file that names no data set (the sidebar picker) and files whose class count does not match.
+Reference numbers come from ``hsc_core`` directly: the CIFAR-100 tree read with
+``formats.load_hierarchy`` from the shipped files, the toy tree built by hand with
+``Hierarchy.from_parent_map``, and ``rc_curves_from_logits``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from hsc_core.core.evaluation import rc_curves_from_logits  # noqa: E402
+from hsc_core.core.hierarchy import Hierarchy  # noqa: E402
+from hsc_core.core.probabilities import node_probabilities, softmax  # noqa: E402
+from hsc_core.core.rules import RULE_LABELS, RULES, decision_paths  # noqa: E402
+from hsc_core.core.synthetic import synthetic_logits  # noqa: E402
+from hsc_core.datasets.formats import load_hierarchy  # noqa: E402
+from hsc_core.datasets.logits_io import load_logits, save_logits  # noqa: E402
+
+APP = str(ROOT / "app.py")
+DATA = ROOT / "hsc_core" / "datasets" / "data"
+TIMEOUT = 180
+PAGES = {
+    "pages/overview.py": "Hierarchical Selective Classification",
+    "pages/explorer.py": "Explorer",
+    "pages/risk_coverage.py": "Risk–coverage",
+    "pages/calibration_coverage.py": "Calibration–coverage",
+    "pages/guaranteed_accuracy.py": "Guaranteed accuracy",
+    "pages/compare_models.py": "Compare models",
+    "pages/try_an_image.py": "Try an image",
+}
+TOY_EDGES = [("animal", "cat"), ("animal", "dog"), ("vehicle", "car"), ("vehicle", "truck"), ("vehicle", "bus"),
+             ("root", "animal"), ("root", "vehicle")]
+TOY_CLASSES = ["truck", "cat", "bus", "dog", "car"]  # logit order differs from the file's order on purpose
+
+
+def cifar_hierarchy() -> Hierarchy:
+    return load_hierarchy(DATA / "cifar100_hierarchy.csv", DATA / "cifar100_classes.txt")
+
+
+def toy_hierarchy() -> Hierarchy:
+    parent_of = {child: parent for parent, child in TOY_EDGES}
+    return Hierarchy.from_parent_map(parent_of, TOY_CLASSES)
+
+
+def _save(path: Path, h: Hierarchy, n: int, seed: int, manifest: dict | None, top1: float = 0.6) -> Path:
+    logits, labels = synthetic_logits(h, n, top1=top1, seed=seed)
+    ids = [f"{path.stem}_{i:05d}.png" for i in range(n)]
+    return save_logits(path, logits, labels, ids, manifest=manifest, dtype="float32")
+
+
+@pytest.fixture(scope="session")
+def cifar_dir(tmp_path_factory) -> Path:
+    """A cached-logits folder with one synthetic CIFAR-100 model that names its data set."""
+    d = tmp_path_factory.mktemp("cifar") / "cached_logits"
+    d.mkdir()
+    _save(d / "cifar_net.npz", cifar_hierarchy(), 500, seed=3, manifest={"model": "cifar_net", "dataset_id": "cifar100"})
+    return d
+
+
+@pytest.fixture(scope="session")
+def mixed_dir(tmp_path_factory) -> Path:
+    """``<base>/cached_logits`` + ``<base>/datasets/toy`` (a user data set folder next to it): a toy
+    model, a 100-class file naming no data set, and two files whose class count does not match."""
+    base = tmp_path_factory.mktemp("mixed")
+    toy = base / "datasets" / "toy"
+    toy.mkdir(parents=True)
+    (toy / "hierarchy.csv").write_text("parent,child\n" + "".join(f"{p},{c}\n" for p, c in TOY_EDGES))
+    (toy / "classes.txt").write_text("\n".join(TOY_CLASSES) + "\n")
+    d = base / "cached_logits"
+    d.mkdir()
+    _save(d / "toy_net.npz", toy_hierarchy(), 300, seed=4, manifest={"model": "toy_net", "dataset_id": "toy"},
+          top1=0.5)
+    _save(d / "unlabelled_net.npz", cifar_hierarchy(), 200, seed=5, manifest={"model": "unlabelled_net"})
+    _save(d / "wrong_net.npz", cifar_hierarchy(), 150, seed=6, manifest={"model": "wrong_net", "dataset_id": "toy"})
+    return d
+
+
+@pytest.fixture(autouse=True)
+def navigation_mode(monkeypatch):
+    """As in test_app_pages: a real server leaves Streamlit's legacy pages/ mode after the first run."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    original = PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+
+
+@pytest.fixture
+def use_dir(monkeypatch):
+    def use(directory: Path):
+        for var in ("HSC_SYNTHETIC", "HSC_SYNTHETIC_TAXONOMY", "HSC_DATASETS_DIR"):
+            monkeypatch.delenv(var, raising=False)
+        monkeypatch.setenv("HSC_CACHED_LOGITS_DIR", str(directory))
+    return use
+
+
+def open_page(page: str, query: dict | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def frame(at: AppTest, column: str):
+    for d in at.dataframe:
+        if column in d.value.columns:
+            return d.value
+    raise AssertionError(f"no dataframe with column {column!r}")
+
+
+def unescape(markdown: str) -> str:
+    """Markdown text as shown (user-provided names are backslash-escaped in the source)."""
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
+def errors(at: AppTest) -> str:
+    return " ".join(e.value for e in at.error)
+
+
+def rc_haurc_table(at: AppTest) -> dict[str, float]:
+    table = frame(at, "hAURC ×1000")
+    return {row["rule"]: float(row["hAURC ×1000"]) for _, row in table.iterrows()}
+
+
+def assert_haurc_equals_library(at: AppTest, h: Hierarchy, path: Path) -> None:
+    b = load_logits(path)
+    want = rc_curves_from_logits(h, b.logits, b.labels, losses=("01",))
+    shown = rc_haurc_table(at)
+    assert set(shown) == {RULE_LABELS[r] for r in RULES}
+    for rule in RULES:
+        assert shown[RULE_LABELS[rule]] == pytest.approx(1000 * want[(rule, "01")].haurc, rel=1e-12), rule
+
+
+# ---------------------------------------------------------------------------- CIFAR-100
+@pytest.mark.parametrize("page", list(PAGES))
+def test_every_page_renders_on_cifar100(page, use_dir, cifar_dir):
+    use_dir(cifar_dir)
+    at = open_page(page)
+    assert [t.value for t in at.title] == [PAGES[page]]
+    assert not at.error, errors(at)
+    assert at.selectbox(key="_w.sb.model").value == "cifar_net"
+    assert any("Data set: **cifar100**" in unescape(c.value) for c in at.sidebar.caption)  # named by the manifest
+    if page == "pages/try_an_image.py":  # ImageNet models only: the page says so
+        assert any("ImageNet-1k models only" in i.value and "cifar100" in i.value for i in at.info)
+
+
+def test_cifar100_haurc_equals_library(use_dir, cifar_dir):
+    use_dir(cifar_dir)
+    at = open_page("pages/risk_coverage.py")
+    assert_haurc_equals_library(at, cifar_hierarchy(), cifar_dir / "cifar_net.npz")
+    # The authors' grid variant and the severity loss run through the chunked grid too.
+    at.radio(key="_w.rc.dec").set_value("2").run()
+    b = load_logits(cifar_dir / "cifar_net.npz")
+    want = rc_curves_from_logits(cifar_hierarchy(), b.logits, b.labels, losses=("01",), dec=2)
+    for rule in RULES:
+        assert rc_haurc_table(at)[RULE_LABELS[rule]] == pytest.approx(1000 * want[(rule, "01")].haurc, rel=1e-12)
+    # The Overview's top-1 is the model's own.
+    at.switch_page("pages/overview.py").run()
+    assert not at.exception and not at.error, errors(at)
+    table = frame(at, "top-1 accuracy")
+    assert list(table["model"]) == ["cifar_net"]
+    assert float(table["top-1 accuracy"].iloc[0]) == pytest.approx((b.logits.argmax(1) == b.labels).mean())
+    assert len(frame(at, "hAURC×1000 (TS)")) == len(RULES)
+
+
+def test_explorer_shows_cifar100_superclasses(use_dir, cifar_dir):
+    use_dir(cifar_dir)
+    h = cifar_hierarchy()
+    b = load_logits(cifar_dir / "cifar_net.npz")
+    probs = node_probabilities(h, softmax(b.logits))
+    maple = h.names.index("maple_tree")
+    trees = h.names.index("trees")
+    right = np.flatnonzero((b.labels == maple) & (probs[:, : h.n_leaves].argmax(1) == maple))
+    assert right.size, "the fixture should hold a correctly classified maple_tree sample"
+    i = int(right[0])
+    assert probs[i, maple] < 0.99 <= probs[i, trees] or probs[i, maple] >= 0.99  # θ = 0.99 climbs or stays
+    at = open_page("pages/explorer.py", {"sample": str(b.sample_ids[i]), "theta": "0.99"})
+    assert not at.error, errors(at)
+    info = "\n".join(m.value for m in at.markdown)
+    assert "**True class:** maple tree" in info
+    fig = at.get("plotly_chart")[0].proto.spec
+    assert "maple tree" in fig and "trees" in fig  # the leaf → root path passes the superclass
+    table = frame(at, "node id")
+    for rule in RULES:
+        node, conf = decision_paths(h, probs, rule).predict(0.99)
+        row = table[table["rule"] == RULE_LABELS[rule]].iloc[0]
+        assert row["chosen node"] == h.names[int(node[i])].replace("_", " "), rule
+        assert row["confidence"] == pytest.approx(float(conf[i]))
+    # By class: the class list shows CIFAR-100 names.
+    at.radio(key="_w.ex.pick").set_value("class").run()
+    assert not at.exception
+    classes = at.selectbox(key="_w.ex.cls")
+    assert "maple tree" in " ".join(classes.options)
+
+
+# ---------------------------------------------------------------------------- user data set folder
+def test_user_dataset_folder_next_to_cached_logits(use_dir, mixed_dir):
+    use_dir(mixed_dir)
+    at = open_page("pages/risk_coverage.py", {"model": "toy_net"})
+    assert not at.error, errors(at)
+    assert_haurc_equals_library(at, toy_hierarchy(), mixed_dir / "toy_net.npz")
+    at.switch_page("pages/explorer.py").run()
+    assert not at.exception and not at.error, errors(at)
+    fig = at.get("plotly_chart")[0].proto.spec
+    assert "animal" in fig or "vehicle" in fig
+    for page in PAGES:
+        at.switch_page(page).run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+
+
+def test_unknown_dataset_shows_picker(use_dir, mixed_dir):
+    use_dir(mixed_dir)
+    location = str(mixed_dir / "unlabelled_net.npz")
+    at = open_page("pages/risk_coverage.py", {"model": "unlabelled_net"})
+    msg = unescape(errors(at))
+    assert "unlabelled_net" in msg and "100 classes" in msg and "pick its data set in the sidebar" in msg
+    picker = at.selectbox(key=f"_dataset_pick.{location}")
+    assert picker.value is None
+    assert {"imagenet1k (1,000 classes)", "cifar100 (100 classes)", "toy (5 classes)"} <= set(picker.options)
+    # A data set with another class count: a clear error, nothing else breaks.
+    picker.set_value("toy").run()
+    assert not at.exception
+    msg = unescape(errors(at))
+    assert "the logits have 100 classes but data set 'toy' has 5 classes" in msg
+    at.selectbox(key=f"_dataset_pick.{location}").set_value("cifar100").run()
+    assert not at.exception and not at.error, errors(at)
+    assert_haurc_equals_library(at, cifar_hierarchy(), mixed_dir / "unlabelled_net.npz")
+
+
+def test_manifest_with_wrong_class_count(use_dir, mixed_dir):
+    use_dir(mixed_dir)
+    at = open_page("pages/explorer.py", {"model": "wrong_net"})
+    msg = unescape(errors(at))
+    assert "wrong_net" in msg and "the logits have 100 classes but data set 'toy' has 5 classes" in msg
+    at.switch_page("pages/overview.py").run()  # listed as unusable; the toy model still summarised
+    assert not at.exception
+    assert "wrong_net" in errors(at)
+    assert "toy_net" in list(frame(at, "top-1 accuracy")["model"])
+
+
+# ---------------------------------------------------------------------------- data set upload
+def test_add_a_dataset_in_the_sidebar(use_dir, mixed_dir):
+    use_dir(mixed_dir)
+    at = open_page("pages/risk_coverage.py", {"model": "unlabelled_net"})
+    # A broken hierarchy (a cycle): a one-line error, nothing added.
+    at.text_input(key="_ds_name").input("loop")
+    at.file_uploader(key="_ds_tree").upload("loop.csv", b"parent,child\na,b\nb,a\nb,c\n", "text/csv").run()
+    next(b for b in at.button if b.label == "Add data set").click().run()
+    assert not at.exception
+    msg = unescape(" ".join(e.value for e in at.sidebar.error))
+    assert msg.startswith("Cannot add data set loop") and "cycle" in msg
+    assert not any(o.startswith("loop") for o in at.selectbox(key=f"_dataset_pick.{mixed_dir / 'unlabelled_net.npz'}").options)
+    # CIFAR-100's own files under another name: added for this session, then picked for the file.
+    at.text_input(key="_ds_name").input("my_cifar")
+    at.file_uploader(key="_ds_tree").upload("tree.csv", (DATA / "cifar100_hierarchy.csv").read_bytes(), "text/csv")
+    at.file_uploader(key="_ds_classes").upload("classes.txt", (DATA / "cifar100_classes.txt").read_bytes(),
+                                               "text/plain").run()
+    next(b for b in at.button if b.label == "Add data set").click().run()
+    assert not at.exception
+    assert any("Added data set **my_cifar** (100 classes" in unescape(s.value) for s in at.sidebar.success)
+    at.selectbox(key=f"_dataset_pick.{mixed_dir / 'unlabelled_net.npz'}").set_value("my_cifar").run()
+    assert not at.exception and not at.error, errors(at)
+    assert_haurc_equals_library(at, cifar_hierarchy(), mixed_dir / "unlabelled_net.npz")
+
+
+# ---------------------------------------------------------------------------- synthetic taxonomy
+def test_synthetic_taxonomy_is_opt_in(monkeypatch, use_dir, cifar_dir):
+    use_dir(cifar_dir)
+    monkeypatch.setenv("HSC_SYNTHETIC", "300")
+    monkeypatch.setenv("HSC_SYNTHETIC_TAXONOMY", "1")
+    at = open_page("pages/explorer.py")
+    assert at.selectbox(key="_w.sb.model").options == ["synthetic-300-taxonomy"]
+    assert any("Synthetic data" in w.value for w in at.sidebar.warning)
+    assert not at.error, errors(at)
+    assert "Data set: **synthetic-taxonomy-10k**" in unescape(" ".join(c.value for c in at.sidebar.caption))
+    at.switch_page("pages/risk_coverage.py").run()
+    assert not at.exception and not at.error
+    from hsc_core.core.synthetic import synthetic_taxonomy
+
+    h = synthetic_taxonomy(10_000, 7, seed=0)
+    logits, labels = synthetic_logits(h, 300, top1=0.8, seed=0)
+    want = rc_curves_from_logits(h, logits, labels, rules=("climbing",), losses=("01",))
+    assert rc_haurc_table(at)["Climbing"] == pytest.approx(1000 * want[("climbing", "01")].haurc, rel=1e-12)
+
+
+
+# ---------------------------------------------------------------------------- chunked computation
+def test_chunked_decision_paths_equal_whole(monkeypatch):
+    """Decision paths built a chunk of rows at a time are the unchunked ones, bit for bit."""
+    from dashboard import data
+
+    h = cifar_hierarchy()
+    logits, _ = synthetic_logits(h, 700, top1=0.5, seed=9)
+    index = np.arange(0, 700, 2)[::-1]  # a subset, out of order
+    monkeypatch.setattr(data, "CHUNK_ENTRIES", h.n_nodes * 50)  # 50 rows a chunk: 7 chunks
+    seen: list[float] = []
+    paths = data.chunked_decision_paths(h, logits, index, 1.3, seen.append)
+    assert len(seen) == 7 and seen[-1] == 1.0
+    probs = node_probabilities(h, softmax(logits[index], 1.3))
+    for rule in RULES:
+        whole = decision_paths(h, probs, rule)
+        for part in ("nodes", "values", "lengths"):
+            np.testing.assert_array_equal(getattr(paths[rule], part), getattr(whole, part), err_msg=f"{rule} {part}")
+
+
+def test_pages_compute_in_chunks(monkeypatch, use_dir, tmp_path):
+    """With 64 rows a chunk (8 chunks, so the progress bar shows), the RC curves, the authors' grid
+    and Guaranteed accuracy's θ̂ equal the library's unchunked values."""
+    from dashboard import data
+    from hsc_core.core.thresholds import climbing_tight_thresholds, select_threshold
+
+    h = cifar_hierarchy()
+    monkeypatch.setattr(data, "CHUNK_ENTRIES", h.n_nodes * 64)
+    d = tmp_path / "cached_logits"
+    d.mkdir()
+    path = _save(d / "chunky_net.npz", h, 450, seed=11, manifest={"model": "chunky_net", "dataset_id": "cifar100"})
+    use_dir(d)
+    at = open_page("pages/risk_coverage.py")
+    assert not at.error, errors(at)
+    assert_haurc_equals_library(at, h, path)
+    at.radio(key="_w.rc.dec").set_value("2").run()
+    b = load_logits(path)
+    want = rc_curves_from_logits(h, b.logits, b.labels, losses=("01",), dec=2)
+    for rule in RULES:
+        assert rc_haurc_table(at)[RULE_LABELS[rule]] == pytest.approx(1000 * want[(rule, "01")].haurc, rel=1e-12)
+    at.switch_page("pages/calibration_coverage.py").run()
+    assert not at.exception and len(frame(at, "max ECE")) == len(RULES)
+    at.switch_page("pages/guaranteed_accuracy.py").run()
+    assert not at.exception and not at.error, errors(at)
+    probs = node_probabilities(h, softmax(b.logits))
+    n = int(450 * 0.9)  # the default n = 1,000 is capped at 90 % of the samples
+    cal = np.random.default_rng(0).permutation(450)[:n]
+    theta_hat = select_threshold(climbing_tight_thresholds(h, probs, b.labels)[cal], 0.05)
+    shown = next(m.value for m in at.metric if m.label == "θ̂ (threshold)")
+    assert shown == f"{theta_hat:.4f}"
+
+
+def test_repetitions_refuse_a_too_large_dense_matrix(monkeypatch, use_dir, tmp_path):
+    """The repeated-split baselines need every node probability at once: beyond the memory cap the
+    page says so in one line instead of building the matrix; the single split still works."""
+    from dashboard import data
+
+    d = tmp_path / "cached_logits"
+    d.mkdir()  # a model of its own, so no earlier test has cached its matrix
+    _save(d / "big_net.npz", cifar_hierarchy(), 500, seed=8, manifest={"model": "big_net", "dataset_id": "cifar100"})
+    use_dir(d)
+    monkeypatch.setattr(data, "DENSE_LIMIT_BYTES", 1000)
+    at = open_page("pages/guaranteed_accuracy.py")
+    at.slider(key="_w.ga.reps").set_value(10)
+    at.multiselect(key="ga_baselines").set_value(["crc"])
+    next(b for b in at.button if b.label == "Run repetitions").click().run()
+    assert not at.exception
+    msg = unescape(errors(at))
+    assert "Cannot run the repetitions" in msg and "500 samples × 121 nodes is too large" in msg, msg
+    assert next(m.value for m in at.metric if m.label == "θ̂ (threshold)")

@@ -1,0 +1,221 @@
+"""``hsc report`` and the shared figures: offline HTML, every model and the protocol in it, numbers
+that match the library, the Okabe–Ito style in every figure, self-describing export names."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hsc_core.cli import main
+from hsc_core.core.curves import hierarchical_gain, hierarchical_rc_curve
+from hsc_core.core.probabilities import fit_temperature, node_probabilities, softmax
+from hsc_core.core.protocol import PROTOCOL_TEXT, calibration_mask
+from hsc_core.core.rules import RULE_LABELS, RULES
+from hsc_core.core.synthetic import synthetic_logits
+from hsc_core.core.uncertainty import Interval
+from hsc_core.datasets.imagenet import imagenet_hierarchy
+from hsc_core.datasets.logits_io import load_logits, save_logits
+from hsc_core.report import figures, style
+from hsc_core.report.html_report import build_report, evaluate_for_report, headline_sentence, result_rows
+
+REPO = Path(__file__).resolve().parents[1]
+TYPICAL, EASIER = "typical-source", "easier-source"
+CHROMIUM = "/usr/bin/chromium"
+
+
+def _model(path: Path, n: int, seed: int, top1: float) -> Path:
+    h = imagenet_hierarchy()
+    logits, labels = synthetic_logits(h, n, top1=top1, seed=seed)
+    sources = np.where(np.arange(n) % 3 == 0, TYPICAL, EASIER)
+    return save_logits(path, logits, labels, [f"s{seed}_{i}" for i in range(n)], sources=sources,
+                       manifest={"model": path.stem, "weights": "w-" + path.stem}, dtype="float32")
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> list[Path]:
+    d = tmp_path_factory.mktemp("logits")
+    return [_model(d / "alpha_net.npz", 500, 1, 0.75), _model(d / "beta_<b>net.npz", 400, 2, 0.6)]
+
+
+@pytest.fixture(scope="module")
+def report(models, tmp_path_factory) -> str:
+    out = tmp_path_factory.mktemp("report") / "report.html"
+    assert main(["report", *map(str, models), "--out", str(out), "--resamples", "200"]) == 0
+    return out.read_text(encoding="utf-8")
+
+
+class _Links(HTMLParser):
+    """Every element's attributes (script bodies are raw text to the parser, as to a browser)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attrs: list[tuple[str, str, str]] = []
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attrs += [(tag, k, v or "") for k, v in attrs]
+
+
+def test_report_is_offline(report):
+    parser = _Links()
+    parser.feed(report)
+    linked = [(t, k, v) for t, k, v in parser.attrs if k in ("src", "href", "srcset", "data", "action", "poster")]
+    assert not [a for a in linked if "http://" in a[2] or "https://" in a[2] or a[2].startswith("//")], linked
+    assert not [a for a in parser.attrs if a[0] == "script" and a[1] == "src"]
+    assert "link" not in parser.tags and "iframe" not in parser.tags and "img" not in parser.tags
+    assert "@import" not in report and "url(http" not in report
+    # plotly.js inlined exactly once
+    assert report.count("Plotly=") >= 1 or report.count("plotly.js") >= 1
+    assert sum(tag == "script" for tag in parser.tags) >= 2
+
+
+def test_report_names_every_model_states_the_protocol_and_escapes_names(report):
+    assert "alpha_net" in report
+    assert "beta_&lt;b&gt;net" in report and "beta_<b>net" not in report  # a file name is text, never markup
+    assert PROTOCOL_TEXT in report
+    assert "root (= reject) is always correct" in report
+    assert "95 % paired percentile bootstrap" in report and "200 resamples" in report
+    assert "w-alpha_net" in report  # provenance: the manifest's weights
+    for rule in RULES:
+        assert RULE_LABELS[rule] in report
+
+
+def test_report_numbers_follow_the_protocol(models):
+    """Every hAURC in the report is the library's curve on the evaluation split (T from the calibration split)."""
+    h = imagenet_hierarchy()
+    bundle = load_logits(models[0])
+    result = evaluate_for_report(bundle, h, dataset="imagenet1k", n_resamples=100)
+    cal = calibration_mask(bundle.labels)
+    t = fit_temperature(bundle.logits[cal], bundle.labels[cal])
+    assert result.temperature == pytest.approx(t) and result.n_eval == int((~cal).sum()) == 450
+    for ts, temp in ((False, 1.0), (True, t)):
+        probs = node_probabilities(h, softmax(bundle.logits[~cal], temp))
+        sel = hierarchical_rc_curve(h, probs, bundle.labels[~cal], "selective").haurc
+        for rule in RULES:
+            want = hierarchical_rc_curve(h, probs, bundle.labels[~cal], rule).haurc
+            iv = result.boot[ts].haurc[rule]
+            assert iv.estimate == pytest.approx(want, abs=1e-12) and iv.low < iv.estimate < iv.high
+            if rule != "selective":
+                assert result.boot[ts].gain[rule].estimate == pytest.approx(hierarchical_gain(sel, want))
+    rows = pd.DataFrame(result_rows(result))
+    assert len(rows) == 8 and set(rows["temperature_scaling"]) == {"on", "off"}
+    assert {"model", "dataset", "subset", "temperature"} <= set(rows.columns)
+
+
+def test_subset_evaluates_only_its_tag(models, tmp_path):
+    out = tmp_path / "typical.html"
+    assert main(["report", str(models[0]), "--out", str(out), "--subset", TYPICAL, "--resamples", "100"]) == 0
+    text = out.read_text(encoding="utf-8")
+    bundle = load_logits(models[0])
+    n = int((~calibration_mask(bundle.labels) & (bundle.sources.astype(str) == TYPICAL)).sum())
+    assert f"On imagenet1k, {n:,} evaluation images, alpha_net" in text
+    assert f"subset: {TYPICAL}" in text
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["report", "missing.npz"], "not found"),
+    (["report", "{m}", "--out", "r.pdf"], "--out must name an .html file"),
+    (["report", "{m}", "--classes", "c.txt"], "--classes orders the leaves"),
+    (["report", "{m}", "--resamples", "10"], "--resamples must be at least 100"),
+    (["report", "{m}", "--subset", "nope", "--out", "{tmp}/r.html"], "no samples with source tag 'nope'"),
+])
+def test_bad_input_exits_2_with_one_line(models, tmp_path, capsys, argv, message):
+    argv = [a.replace("{m}", str(models[0])).replace("{tmp}", str(tmp_path)) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_python_m_entry_point(models, tmp_path):
+    out = tmp_path / "r.html"
+    proc = subprocess.run([sys.executable, "-m", "hsc_core", "report", str(models[0]), "--out", str(out),
+                           "--resamples", "100"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert out.stat().st_size > 1_000_000  # plotly.js is inside
+
+
+# ---------------------------------------------------------------------------- headline
+def test_headline_is_honest():
+    pos = headline_sentence("m", "imagenet1k", 1705, True, Interval(4.2, 1.0, 7.5))
+    assert "Climbing lowers the risk–coverage area by 4.2 % (95 % CI 1.0–7.5 %)" in pos and "1,705" in pos
+    neg = headline_sentence("m", "imagenet1k", 1705, True, Interval(-3.0, -5.0, -1.0))
+    assert "raises the risk–coverage area by 3.0 % (95 % CI 1.0–5.0 %)" in neg and "better here" in neg
+    unclear = headline_sentence("m", "", 900, False, Interval(2.0, -1.5, 5.0))
+    assert "no clear difference" in unclear and "without temperature scaling" in unclear
+
+
+# ---------------------------------------------------------------------------- figures and exports
+def test_every_rule_has_its_own_colour_dash_and_marker():
+    colours = {style.rule_colour(r) for r in RULES}
+    dashes = {style.rule_dash(r) for r in RULES}
+    symbols = {style.rule_symbol(r) for r in RULES}
+    assert len(colours) == len(dashes) == len(symbols) == len(RULES)
+    assert colours <= set(style.OKABE_ITO.values())
+    curve = (np.array([1.0, 0.5, 0.0]), np.array([0.2, 0.1, 0.0]))
+    fig = figures.rc_figure({r: curve for r in RULES}, {r: 0.05 for r in RULES})
+    for trace, rule in zip(fig.data, RULES):
+        assert (trace.line.color, trace.line.dash) == style.RULE_STYLE[rule][:2]
+
+    class CC:
+        thresholds, coverage, ece = np.array([0.1, 0.5]), np.array([1.0, 0.5]), np.array([0.05, 0.02])
+
+    fig = figures.cc_figure({r: CC for r in RULES})
+    for trace, rule in zip(fig.data, RULES):
+        assert (trace.line.color, trace.line.dash, trace.marker.symbol) == style.RULE_STYLE[rule]
+    fig = figures.compare_figure({f"m{k}": curve for k in range(3)})
+    assert len({(t.line.color, t.line.dash) for t in fig.data}) == 3
+    assert len({t.line.dash for t in fig.data}) == 3  # apart in greyscale too
+
+
+def test_dashboard_plots_reexport_the_shared_builders():
+    from dashboard import plots
+
+    assert plots.cc_figure is figures.cc_figure and plots.path_figure is figures.path_figure
+    assert plots.RULE_COLORS == {r: style.rule_colour(r) for r in RULES}
+    assert plots.plot_config("a b/c")["toImageButtonOptions"]["filename"] == "a_b_c"
+
+
+def test_export_names_titles_and_columns_say_what_they_show():
+    ctx = figures.ExportContext("efficientnet_lite0", "imagenet1k", "typical", True, 1.2345, 0.7, 1705)
+    name = figures.export_name("rc", ctx)
+    assert name == "rc_efficientnet_lite0_imagenet1k_typical_TS_theta0.70"
+    off = figures.ExportContext("m", "imagenet1k", "all", False)
+    assert figures.export_name("cc", off) == "cc_m_imagenet1k_all_noTS"
+    fig = figures.titled(figures.top5_figure(["a"], [0.5]), "Top-5", ctx)
+    title = fig.layout.title.text
+    for part in ("efficientnet_lite0", "imagenet1k", "subset typical", "TS on (T = 1.234)", "θ = 0.70"):
+        assert part in title
+    df = figures.with_context_columns(pd.DataFrame({"rule": ["Climbing"], "haurc": [0.04]}), ctx)
+    assert list(df.columns[:6]) == ["model", "dataset", "subset", "temperature_scaling", "temperature", "theta"]
+    assert df.iloc[0]["temperature_scaling"] == "on" and df.iloc[0]["theta"] == 0.7
+    assert figures.safe_filename("../../etc/passwd") == "etc_passwd"
+    hostile = figures.ExportContext("<script>x</script>", "d", "all", None)
+    assert "<script>" not in figures.titled(figures.top5_figure(["a"], [0.5]), "t", hostile).layout.title.text
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium not installed")
+def test_report_makes_no_network_request_in_a_browser(report, tmp_path):
+    """Open the file in a real browser: every request stays file:// or data:, and plotly draws."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    path = tmp_path / "report.html"
+    path.write_text(report, encoding="utf-8")
+    requests: list[str] = []
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page()
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(path.as_uri(), wait_until="load")
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60_000)
+        n_plots = page.locator(".js-plotly-plot").count()
+        browser.close()
+    assert n_plots >= 10
+    assert all(u.startswith(("file://", "data:", "blob:", "about:")) for u in requests), requests
