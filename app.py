@@ -6,7 +6,7 @@ live in the sidebar and apply to every page; all settings are mirrored in the UR
 
 import streamlit as st
 
-from dashboard import state, ui
+from dashboard import report, state, ui
 
 st.set_page_config(page_title="Hierarchical Selective Classification", page_icon="🌳", layout="wide")
 state.init_state()
@@ -26,6 +26,7 @@ PAGES = [
 
 page = st.navigation(PAGES)
 ui.sidebar()
+report.sidebar_button()
 state.write_query_params()
 ui.notices()
 ui.mark_entry()

@@ -770,6 +770,20 @@ def cc_curves(es: EvalSet, n_bins: int = 15) -> dict[str, CCCurve]:
     return _cc_curves(*_es_key(es), int(n_bins))
 
 
+@_cache_resource(max_entries=16, show_spinner="Bootstrapping 95 % intervals…")
+def _intervals(model: str, location: str, file_stamp: tuple, dataset_key: tuple, subset: str, ts: bool,
+               heldout: bool, loss: str):
+    from hsc_core.core.uncertainty import bootstrap_haurc
+
+    es = _eval_set(model, location, file_stamp, dataset_key, subset, ts, heldout)
+    return bootstrap_haurc(es.hierarchy, es.labels, es.paths, loss=loss)
+
+
+def haurc_intervals(es: EvalSet, loss: str = "01"):
+    """95 % paired bootstrap intervals of every rule's hAURC and gain (``core.uncertainty``)."""
+    return _intervals(*_es_key(es), loss)
+
+
 # ---------------------------------------------------------------------------- summaries
 def model_summary(model: str, location: str, subset: str) -> dict:
     """One Overview row: top-1, T, and hAURC×1000 / gain per rule without and with TS, all on the

@@ -130,7 +130,7 @@ SETTINGS: dict[str, Setting] = {
     "cmp_rule": Setting("climbing", _choice(*RULES)),
     # Explorer (rank and cls are further limited by the data, in the page)
     "sample": Setting(None, _text),
-    "pick": Setting("random", _choice("random", "worst", "class")),
+    "pick": Setting("rescue", _choice("rescue", "disagree", "worst", "easy", "random", "class")),
     "seed": _int_setting(0, 0, MAX_SEED),
     "rank": Setting(1, _int_in(1, 10_000_000)),
     "cls": Setting(None, _int_in(0, 10_000_000)),
@@ -142,6 +142,9 @@ SETTINGS: dict[str, Setting] = {
     "reps": _int_setting(200, 10, 1000),
     "solve": Setting("epsilon", _choice("alpha", "n", "epsilon", "delta")),
     "eps": _float_setting(0.01, 0.0001, 0.5),
+    # Presenter mode (bigger fonts, controls tucked away) and the guided story's step
+    "presenter": Setting(False, _bool, lambda v: "1" if v else "0"),
+    "step": Setting(1, _posint),
     # Try an image
     "tmodel": Setting(None, _text),
 }

@@ -349,3 +349,108 @@ def dataset_upload_widget() -> None:
     kind, msg = st.session_state.get("_ds_msg", ("info", ""))
     if msg:
         getattr(st, kind)(msg)
+
+
+# ---------------------------------------------------------------------------- teaching: presenter mode, θ sweep
+def presenter() -> bool:
+    return bool(state.get("presenter"))
+
+
+def font_size() -> int:
+    """Figure font size: projector-sized in presenter mode."""
+    from hsc_core.report import style
+
+    return style.PRESENTER_FONT_SIZE if presenter() else style.BASE_FONT_SIZE
+
+
+PRESENTER_CSS = """
+html { font-size: 19px; }
+[data-testid="stMainBlockContainer"] { padding-top: 2.2rem; padding-bottom: 1rem; }
+[data-testid="stMainBlockContainer"] h1 { font-size: 2rem; padding: 0 0 0.3rem 0; }
+"""
+
+
+def presenter_style() -> None:
+    """Bigger type and less padding, so a slider and its chart share a 1280×720 screen."""
+    if presenter():
+        st.html(f"<style>{PRESENTER_CSS}</style>")
+
+
+def controls(label: str = "Controls"):
+    """Where a page's pickers go: inline normally, folded into an expander in presenter mode."""
+    return st.expander(label, expanded=False) if presenter() else st.container()
+
+
+# Plotly's own slider and play button move θ in the browser; this listener sends the θ they stop
+# at to the server (debounced), so the Streamlit slider follows on release. It also makes the
+# chart focusable: ←/→ (±0.01), PageUp/PageDown (±0.1), Home/End step the Plotly slider by
+# pressing its tick, exactly like a click.
+_SWEEP_JS = """
+export default function (component) {
+  const { data, setTriggerValue } = component;
+  const selector = `.st-key-${data.chart} .js-plotly-plot`;
+  let timer = null, bound = null;
+  const send = (v) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => { if (Number.isFinite(v)) setTriggerValue("theta", v); }, data.delay);
+  };
+  const step = (gd, k) => {
+    const ticks = gd.querySelectorAll(".slider-group .slider-tick");
+    const rail = gd.querySelector(".slider-group .slider-rail-touch-rect");
+    if (!rail || !ticks.length) return;
+    k = Math.max(0, Math.min(ticks.length - 1, k));
+    const r = ticks[k].getBoundingClientRect(), b = rail.getBoundingClientRect();
+    const opts = { bubbles: true, cancelable: true, view: window, clientX: r.left + r.width / 2,
+                   clientY: b.top + b.height / 2, button: 0 };
+    rail.dispatchEvent(new MouseEvent("mousedown", opts));
+    gd.dispatchEvent(new MouseEvent("mouseup", opts));
+  };
+  const bind = () => {
+    const gd = document.querySelector(selector);
+    if (!gd || gd === bound || typeof gd.on !== "function") return;
+    bound = gd;
+    let playing = false, last = null;
+    gd.on("plotly_sliderend", (e) => send(parseFloat(e.step.value)));
+    gd.on("plotly_animatingframe", (e) => { last = e.name; });
+    gd.on("plotly_buttonclicked", (e) => {
+      const label = (e.button && e.button.label) || "";
+      if (label.includes("Play")) { playing = true; clearTimeout(timer); }
+      else if (playing) { playing = false; send(parseFloat(last)); }
+    });
+    gd.on("plotly_animated", () => { if (playing) { playing = false; send(parseFloat(last)); } });
+    gd.setAttribute("tabindex", "0");
+    gd.setAttribute("aria-label", "θ sweep: arrow keys move θ");
+    gd.addEventListener("keydown", (ev) => {
+      const sl = gd._fullLayout && gd._fullLayout.sliders && gd._fullLayout.sliders[0];
+      if (!sl) return;
+      const k = sl.active, n = sl.steps.length;
+      const to = { ArrowRight: k + 1, ArrowUp: k + 1, ArrowLeft: k - 1, ArrowDown: k - 1,
+                   PageUp: k + 10, PageDown: k - 10, Home: 0, End: n - 1 }[ev.key];
+      if (to === undefined) return;
+      ev.preventDefault();
+      step(gd, to);
+    });
+  };
+  bind();
+  const poll = setInterval(bind, 250);
+  return () => { clearInterval(poll); clearTimeout(timer); };
+}
+"""
+_sweep_component = None
+
+
+def sweep_sync(chart_key: str, on_theta: "callable", delay_ms: int = 350) -> None:
+    """Mount the θ-sweep listener for the Plotly chart rendered with ``key=chart_key``;
+    ``on_theta(θ)`` runs (as a callback) when the animation stops at θ."""
+    global _sweep_component
+    if _sweep_component is None:
+        _sweep_component = st.components.v2.component("hsc_theta_sweep", js=_SWEEP_JS)
+    key = f"_sweep_{chart_key}"
+
+    def follow() -> None:
+        value = getattr(st.session_state.get(key), "theta", None)
+        if value is not None:
+            on_theta(float(value))
+
+    _sweep_component(key=key, data={"chart": chart_key, "delay": int(delay_ms)}, on_theta_change=follow,
+                     height=0)

@@ -97,16 +97,29 @@ def sample_view(h: Hierarchy, probs: np.ndarray, paths: dict[str, DecisionPaths]
     return SampleView(float(theta), probs, pred, true_leaf, path, branch, choices)
 
 
+CORRECT_MD = ":blue[**✓ correct**]"  # blue/orange + ✓/✗: readable without colour vision
+WRONG_MD = ":orange[**✗ wrong**]"
+
+
+def verdict_md(correct: bool | None) -> str:
+    return "" if correct is None else (CORRECT_MD if correct else WRONG_MD)
+
+
 def choice_text(h: Hierarchy, view: SampleView) -> str:
-    """One markdown line per rule, e.g. ``Climbing → dog (p = 0.930, coverage 0.309) correct``."""
+    """One markdown line per rule, e.g. ``Climbing → dog (p = 0.930, coverage 0.309) ✓ correct``;
+    a root prediction reads ``Selective → reject (root): abstains``."""
     lines = []
     for rule in RULES:
         c = view.choices.get(rule)
         if c is None:
             continue
-        mark = "" if c.correct is None else (" :green[**correct**]" if c.correct else " :red[**wrong**]")
+        if c.node == h.root:
+            lines.append(f"**{RULE_LABELS[rule]}** → **reject (root)**: abstains, predicting only "
+                         f"“{node_name(h, c.node)}” (p = {c.confidence:.3f}, coverage {c.coverage:.3f})")
+            continue
+        mark = verdict_md(c.correct)
         lines.append(f"**{RULE_LABELS[rule]}** → {node_name(h, c.node)} "
-                     f"(p = {c.confidence:.3f}, coverage {c.coverage:.3f}){mark}")
+                     f"(p = {c.confidence:.3f}, coverage {c.coverage:.3f}) {mark}".rstrip())
     return "  \n".join(lines)
 
 
@@ -116,11 +129,71 @@ def choice_table(h: Hierarchy, view: SampleView) -> pd.DataFrame:
         c = view.choices.get(rule)
         if c is None:
             continue
-        rows.append({"rule": RULE_LABELS[rule], "chosen node": node_name(h, c.node),
+        name = f"reject (root: {node_name(h, c.node)})" if c.node == h.root else node_name(h, c.node)
+        rows.append({"rule": RULE_LABELS[rule], "chosen node": name,
                      "node id": h.node_ids[c.node], "confidence": c.confidence,
                      "coverage": c.coverage,
                      "correct": "" if c.correct is None else ("yes" if c.correct else "no")})
     return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------- curated samples
+CURATED = {
+    "rescue": "Climbing rescues a wrong leaf",
+    "disagree": "Rules disagree",
+    "worst": "Confident mistake",
+    "easy": "Easy correct",
+}
+
+
+def curated_rows(h: Hierarchy, paths: dict[str, DecisionPaths], labels: np.ndarray, leaf_pred: np.ndarray,
+                 leaf_conf: np.ndarray, theta: float) -> dict[str, np.ndarray]:
+    """Rows (best example first) of each teaching case at θ.
+
+    * rescue: the top-1 leaf is wrong but Climbing at θ predicts a correct node other than the
+      root; the most specific rescue (deepest node) first, then the least confident leaf.
+    * disagree: Climbing, Jumping and Max-Coverage do not all pick the same node at θ; first
+      where their correctness differs, then by the number of different picks (all four rules).
+    * worst: wrong top-1, most confident first. easy: right top-1, most confident first.
+    """
+    theta = check_theta(theta)
+    picks = {rule: p.predict(theta)[0] for rule, p in paths.items()}
+    ok = {rule: h.is_ancestor(nodes, labels) for rule, nodes in picks.items()}
+    wrong = leaf_pred != labels
+    climb = picks["climbing"]
+    rescue = np.flatnonzero(wrong & ok["climbing"] & (climb != h.root))
+    rescue = rescue[np.lexsort((leaf_conf[rescue], -h.depth[climb[rescue]]))]
+    hier = np.stack([picks[r] for r in ("climbing", "jumping", "max_coverage")], axis=1)
+    differ = (hier != hier[:, :1]).any(axis=1)
+    every = np.sort(np.stack([picks[r] for r in RULES], axis=1), axis=1)
+    n_distinct = 1 + (np.diff(every, axis=1) != 0).sum(axis=1)
+    oks = np.stack([ok[r] for r in ("climbing", "jumping", "max_coverage")], axis=1)
+    mixed = oks.any(axis=1) & ~oks.all(axis=1)
+    disagree = np.flatnonzero(differ)
+    disagree = disagree[np.lexsort((-n_distinct[disagree], ~mixed[disagree]))]
+    worst = np.flatnonzero(wrong)
+    worst = worst[np.argsort(-leaf_conf[worst], kind="stable")]
+    easy = np.flatnonzero(~wrong)
+    easy = easy[np.argsort(-leaf_conf[easy], kind="stable")]
+    return {"rescue": rescue, "disagree": disagree, "worst": worst, "easy": easy}
+
+
+FIGURE1_THETA = 0.5
+
+
+def figure1_example(h: Hierarchy, node_probs: np.ndarray, paths: dict[str, DecisionPaths], labels: np.ndarray,
+                    leaf_pred: np.ndarray, leaf_conf: np.ndarray) -> int | None:
+    """The row most like the paper's Figure 1 at θ = 0.5: an unsure (p < 0.5) wrong top-1 leaf
+    that Climbing lifts to a correct ancestor, the closer to the leaf the better (a sibling
+    mix-up such as golden vs Labrador retriever), then a leaf probability nearest 0.29."""
+    rows = curated_rows(h, paths, labels, leaf_pred, leaf_conf, FIGURE1_THETA)["rescue"]
+    rows = rows[leaf_conf[rows] < FIGURE1_THETA]
+    if rows.size == 0:
+        return None
+    climb = paths["climbing"].predict(FIGURE1_THETA)[0][rows]
+    gap = h.depth[leaf_pred[rows]] - h.depth[climb]  # levels climbed
+    order = np.lexsort((np.abs(leaf_conf[rows] - 0.29), gap))
+    return int(rows[order[0]])
 
 
 def single_sample_paths(h: Hierarchy, node_probs_row: np.ndarray) -> dict[str, DecisionPaths]:

@@ -1,0 +1,3 @@
+"""HSC toolkit: Hierarchical Selective Classification (Goren, Galil & El-Yaniv, NeurIPS 2024)."""
+
+__version__ = "0.2.0"

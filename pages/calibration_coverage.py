@@ -17,7 +17,7 @@ with controls[1]:
     state.bind(st.slider, "ECE bins", "bins", scope="cc", step=1)  # range: state.SETTINGS["bins"]
 with controls[2]:
     state.bind(st.toggle, "Temp. scaling", "ts", scope="cc",
-               help="Same switch as in the sidebar: T fitted on one half, curves on the other half.")
+               help="Same switch as in the sidebar: T fitted on the calibration split, curves on the evaluation split.")
 
 es = ui.require_eval_set()
 st.caption(ui.eval_caption(es))
@@ -26,7 +26,9 @@ if not rules:
     st.info("Select at least one rule.")
     st.stop()
 curves = data.cc_curves(es, int(state.get("bins")))
-ui.figure(plots.cc_figure(curves, rules), f"cc_{es.model}_bins{state.get('bins')}", key="cc_chart")
+context = ui.export_context(es)
+ui.figure(plots.cc_figure(curves, rules), f"cc_bins{state.get('bins')}", key="cc_chart", context=context,
+          title=f"Calibration–coverage (ECE, {int(state.get('bins'))} bins)")
 
 rows = []
 for r in rules:
@@ -41,12 +43,12 @@ st.dataframe(table, hide_index=True, key="cc_table",
              column_config={c: st.column_config.NumberColumn(format="%.4f") for c in table.columns[1:]})
 c1, c2 = st.columns(2)
 with c1:
-    ui.csv_download(table, f"cc_summary_{es.model}", key="dl_cc_table")
+    ui.csv_download(table, "cc_summary", key="dl_cc_table", context=context)
 with c2:
     points = pd.concat([pd.DataFrame({"rule": RULE_LABELS[r], "theta": curves[r].thresholds,
                                       "coverage": curves[r].coverage, "ece": curves[r].ece}) for r in rules],
                        ignore_index=True)
-    ui.csv_download(points, f"cc_curves_{es.model}", key="dl_cc_curves", label="Curve points (CSV)")
+    ui.csv_download(points, "cc_curves", key="dl_cc_curves", label="Curve points (CSV)", context=context)
 st.caption(
     "Each point is one θ of the authors' grid (node probabilities rounded to 2 decimals): the rule's predicted "
     "nodes give a coverage and an ECE (equal-width bins, correctness = the node is an ancestor of the true leaf; "

@@ -1,13 +1,55 @@
-"""Overview: what HSC is, one picture, and a table of every cached model."""
+"""Overview: the message in one sentence, what HSC is, how the numbers are measured, and every
+cached model's hAURC and gain with 95 % bootstrap intervals."""
 
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, plots, state, ui
+from dashboard import data, plots, report, state, ui
+from hsc_core.core.curves import hierarchical_gain
+from hsc_core.core.protocol import PROTOCOL_TEXT
+from hsc_core.core.rules import RULE_LABELS, RULES
+from hsc_core.core.uncertainty import CONFIDENCE, N_RESAMPLES
+from hsc_core.report.figures import RISK_NOTE, ExportContext
+from hsc_core.report.html_report import HEADLINE_RULE, headline_sentence
 
 ui.ensure_entrypoint()
 
 st.title("Hierarchical Selective Classification")
+subset = state.get("subset")
+name, location = ui.current_model()
+
+
+# ---------------------------------------------------------------------------- the headline
+def headline() -> None:
+    """One sentence computed from the current model's data (TS on), honest about its interval."""
+    if name is None:
+        return
+    try:
+        sets = {ts: data.eval_set(name, location, subset, ts) for ts in (True, False)}
+        boots = {ts: data.haurc_intervals(es) for ts, es in sets.items()}
+    except data.LOAD_ERRORS as exc:
+        ui.show_load_error(name, exc)
+        return
+    on = sets[True]
+    gain = boots[True].gain[HEADLINE_RULE]
+    text = headline_sentence(name, on.dataset.name, on.n, True, gain)
+    box = st.success if gain.low > 0 else (st.warning if gain.high < 0 else st.info)
+    box(ui.plain(text), icon=":material/campaign:")
+    st.caption(ui.plain(headline_sentence(name, on.dataset.name, on.n, False, boots[False].gain[HEADLINE_RULE])))
+
+
+headline()
+with st.expander("How these numbers are measured (one protocol for every page)"):
+    st.markdown(
+        f"**Protocol.** {PROTOCOL_TEXT} The split is the same on every page, so a number means the same "
+        "thing wherever it appears.\n\n"
+        f"**Hierarchical risk.** {RISK_NOTE} hAURC is the area under the risk–coverage curve (lower is "
+        "better; shown ×1000); the hierarchical gain is the % of Selective's hAURC a rule saves (positive is "
+        "better).\n\n"
+        f"**Uncertainty.** Intervals are {CONFIDENCE:.0%} paired percentile bootstrap intervals over the evaluation "
+        f"samples ({N_RESAMPLES:,} resamples, seed 0): every rule is scored on the same resample. An interval "
+        "that contains 0 means no clear difference on this many images."
+    )
 
 left, right = st.columns([1, 1.1], gap="large")
 with left:
@@ -39,38 +81,74 @@ with right:
               key="overview_illustration")
 
 st.subheader("Cached models")
-subset = state.get("subset")
-rows, errors = [], []
+all_ci = st.toggle("95 % intervals for every model", key="overview_all_ci",
+                   help="Bootstrap intervals for each model (a few seconds per model the first time, then cached). "
+                        "The model picked in the sidebar always has them.")
+rows, per_rule, gains, errors = [], [], [], []
 with st.spinner("Summarising models…"):
-    for name, location in ui.catalog().items():
+    for model, loc in ui.catalog().items():
         try:
-            rows.append(data.model_summary(name, location, subset))
+            summary = data.model_summary(model, loc, subset)
+            want_ci = all_ci or model == name
+            for ts in (False, True):
+                es = data.eval_set(model, loc, subset, ts)
+                curves = data.curve_set(es).curves
+                boot = data.haurc_intervals(es) if want_ci else None
+                summary["dataset"] = es.dataset.name
+                for rule in RULES:
+                    h = boot.haurc[rule] if boot else None
+                    g = boot.gain.get(rule) if boot else None
+                    sel = curves["selective"].haurc
+                    per_rule.append({
+                        "model": model, "dataset": es.dataset.name, "rule": RULE_LABELS[rule],
+                        "TS": "on" if ts else "off", "hAURC×1000": 1000 * curves[rule].haurc,
+                        "hAURC×1000 95 % CI": f"[{1000 * h.low:.2f}, {1000 * h.high:.2f}]" if h else "",
+                        "gain %": 0.0 if rule == "selective" else hierarchical_gain(sel, curves[rule].haurc),
+                        "gain 95 % CI": f"[{g.low:+.1f}, {g.high:+.1f}]" if g else "",
+                        "hAURC×1000 low": 1000 * h.low if h else None, "hAURC×1000 high": 1000 * h.high if h else None,
+                        "gain % low": g.low if g else None, "gain % high": g.high if g else None,
+                    })
+                    if g is not None:
+                        gains.append({"label": f"{model} · {RULE_LABELS[rule]} · {'TS' if ts else 'no TS'}",
+                                      "rule": rule, "estimate": g.estimate, "low": g.low, "high": g.high})
+            rows.append(summary)
         except data.LOAD_ERRORS as exc:
-            errors.append((name, exc))
-for name, exc in errors:
-    st.error(f"**{name}** cannot be used: {exc}")
+            errors.append((model, exc))
+for model, exc in errors:
+    st.error(f"**{ui.plain(model)}** cannot be used: {ui.plain(ui.public_message(exc))}")
 if not rows:
     if not errors:
         ui.no_models_message()
     st.stop()
 
 df = pd.DataFrame(rows)
-models = df[["model", "samples", "top-1 accuracy", "T", "held-out samples"]]
+models = df[["model", "dataset", "samples", "calibration samples", "top-1 accuracy", "T"]].rename(
+    columns={"samples": "evaluation samples", "top-1 accuracy": "top-1 (evaluation split)"})
 st.dataframe(models, hide_index=True, key="overview_table",
-             column_config={"top-1 accuracy": st.column_config.NumberColumn(format="%.4f"),
+             column_config={"top-1 (evaluation split)": st.column_config.NumberColumn(format="%.4f"),
                             "T": st.column_config.NumberColumn(format="%.3f")})
-per_rule = data.per_rule_summary(rows)  # with/without-TS side by side: no sideways scrolling
-st.dataframe(per_rule, hide_index=True, key="overview_rules", height=min(35 * (len(per_rule) + 1) + 3, 800),
-             column_config={c: st.column_config.NumberColumn(format="%.2f") for c in per_rule.columns[2:]})
-c1, c2 = st.columns(2)
+table = pd.DataFrame(per_rule)
+shown = table.drop(columns=[c for c in table.columns if c.endswith((" low", " high"))])
+st.dataframe(shown, hide_index=True, key="overview_rules", height=min(35 * (len(shown) + 1) + 3, 700),
+             column_config={"hAURC×1000": st.column_config.NumberColumn(format="%.2f"),
+                            "gain %": st.column_config.NumberColumn(format="%.2f")})
+if gains:
+    ui.figure(plots.gain_figure(gains), "hsc_gain_intervals", key="overview_gains",
+              context=ExportContext("all_models" if all_ci else name, "", subset, None),
+              title="Hierarchical gain vs Selective, 95 % bootstrap intervals")
+datasets = "_".join(dict.fromkeys(df["dataset"]))
+everything = ExportContext("all_models", datasets, subset, None)
+c1, c2, c3 = st.columns(3)
 with c1:
-    ui.csv_download(per_rule, f"hsc_haurc_by_rule_{subset}", key="dl_overview_rules")
+    ui.csv_download(table, "hsc_haurc_by_rule", key="dl_overview_rules", context=everything)
 with c2:
-    ui.csv_download(df, f"hsc_models_{subset}", key="dl_overview", label="Everything, one row per model (CSV)")
-n_held = int(df["held-out samples"].iloc[0])
+    ui.csv_download(df, "hsc_models", key="dl_overview", label="Everything, one row per model (CSV)",
+                    context=everything)
+with c3:
+    report.download_button(ui.catalog(), subset, key="dl_overview_report", label="Report of every model (HTML)")
 st.caption(
-    f"Top-1 accuracy is on all samples of the selected subset. T is fitted on a fixed random half "
-    f"(seed 0, stratified by data source); **both** hAURC columns (no TS / TS) are measured on the other, "
-    f"held-out half ({n_held:,} samples for the first model) so that they are comparable. "
-    "Hierarchical gain is the % hAURC reduction relative to Selective (0 for Selective itself); positive is better."
+    "Every number is on the evaluation split of the selected subset (see *How these numbers are measured* above); "
+    "T is each model's temperature, fitted on its calibration split. Gain is the % hAURC reduction relative to "
+    "Selective (0 for Selective itself); positive is better. CI columns are empty for models without intervals "
+    "(switch them on above)."
 )

@@ -23,6 +23,7 @@ from hsc_core.core.curves import hierarchical_rc_curve  # noqa: E402
 from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy  # noqa: E402
 from hsc_core.datasets.logits_io import load_logits, save_logits  # noqa: E402
 from hsc_core.core.probabilities import fit_temperature, node_probabilities, softmax  # noqa: E402
+from hsc_core.core.protocol import calibration_mask  # noqa: E402
 from hsc_core.core.rules import RULE_LABELS, RULES, decision_paths  # noqa: E402
 from hsc_core.core.synthetic import synthetic_logits  # noqa: E402
 from hsc_core.core.thresholds import (  # noqa: E402
@@ -147,20 +148,14 @@ def metric(at: AppTest, label: str) -> str:
 
 # ---------------------------------------------------------------------------- reference values
 def reference(location: Path, subset_tag: str | None = None, ts: bool = False):
-    """(hierarchy, node_probs, labels, ids, T) as the dashboard should evaluate them."""
+    """(hierarchy, node_probs, labels, ids, T) as the dashboard should evaluate them: the protocol's
+    evaluation split (of the subset), T fitted on the whole file's calibration split."""
     b = load_logits(location)
     h = imagenet_hierarchy()
     mask = np.ones(b.n_samples, bool) if subset_tag is None else b.sources.astype(str) == subset_tag
-    t = 1.0
-    if ts:
-        rng = np.random.default_rng(0)
-        cal = np.zeros(b.n_samples, bool)
-        src = b.sources.astype(str)
-        for tag in np.unique(src):
-            idx = rng.permutation(np.flatnonzero(src == tag))
-            cal[idx[: len(idx) // 2]] = True
-        t = fit_temperature(b.logits[cal & mask], b.labels[cal & mask])
-        mask = mask & ~cal
+    cal = calibration_mask(b.labels)
+    t = fit_temperature(b.logits[cal], b.labels[cal]) if ts else 1.0
+    mask = mask & ~cal
     probs = node_probabilities(h, softmax(b.logits[mask], t))
     return h, probs, b.labels[mask], b.sample_ids[mask], t
 
@@ -328,7 +323,7 @@ def test_subset_picker(use_dir, model_dir):
     assert set(at.selectbox(key="_w.sb.subset").options) >= {"All samples (600)"}
     at.selectbox(key="_w.sb.subset").set_value("typical").run()
     h, probs, labels, _, _ = reference(model_dir / "alpha_net.npz", subset_tag=TYPICAL)
-    assert len(labels) == 200
+    assert 160 < len(labels) < 200  # the typical third of 600, less its share of the calibration split
     cov, risk = hierarchical_rc_curve(h, probs, labels, "selective").at(0.5)
     assert operating_points(at)["Selective"] == ("0.50", f"{cov:.4f}", f"{risk:.4f}")
 
@@ -391,27 +386,31 @@ def test_calibration_and_compare_pages(use_dir, model_dir):
 def test_overview_table(use_dir, model_dir):
     use_dir(model_dir)
     at = open_page("pages/overview.py")
-    table = frame(at, "top-1 accuracy")
+    table = frame(at, "top-1 (evaluation split)")
     assert list(table["model"]) == ["alpha_net", "beta_net"]
     b = load_logits(model_dir / "alpha_net.npz")
-    assert float(table["top-1 accuracy"].iloc[0]) == pytest.approx((b.logits.argmax(1) == b.labels).mean())
     h, probs, labels, _, t = reference(model_dir / "alpha_net.npz", ts=True)
-    assert float(table["T"].iloc[0]) == pytest.approx(t)
-    # One row per (model, rule), with and without TS side by side, on the same held-out half.
-    rules = frame(at, "hAURC×1000 (TS)")
-    assert len(rules) == 2 * len(RULES)
     h0, probs0, labels0, _, _ = reference(model_dir / "alpha_net.npz", ts=False)
-    held_out = np.isin(b.sample_ids, reference(model_dir / "alpha_net.npz", ts=True)[3])
-    probs0, labels0 = probs0[held_out], labels0[held_out]
+    ev = ~calibration_mask(b.labels)
+    assert float(table["top-1 (evaluation split)"].iloc[0]) == pytest.approx(
+        (b.logits[ev].argmax(1) == b.labels[ev]).mean())
+    assert float(table["T"].iloc[0]) == pytest.approx(t)
+    assert int(table["evaluation samples"].iloc[0]) == len(labels) == len(labels0) == int(ev.sum())
+    # One row per (model, rule, TS), both settings on the same evaluation split.
+    rules = frame(at, "hAURC×1000 95 % CI")
+    assert len(rules) == 2 * 2 * len(RULES)
     sel = {tag: hierarchical_rc_curve(h, p, y, "selective").haurc for tag, p, y in
-           (("TS", probs, labels), ("no TS", probs0, labels0))}
+           (("on", probs, labels), ("off", probs0, labels0))}
     for rule in RULES:
-        row = rules[(rules["model"] == "alpha_net") & (rules["rule"] == RULE_LABELS[rule])].iloc[0]
-        for tag, p, y in (("TS", probs, labels), ("no TS", probs0, labels0)):
+        for tag, p, y in (("on", probs, labels), ("off", probs0, labels0)):
+            row = rules[(rules["model"] == "alpha_net") & (rules["rule"] == RULE_LABELS[rule])
+                        & (rules["TS"] == tag)].iloc[0]
             haurc = hierarchical_rc_curve(h, p, y, rule).haurc
-            assert row[f"hAURC×1000 ({tag})"] == pytest.approx(1000 * haurc, rel=1e-12), (rule, tag)
-            assert row[f"gain % ({tag})"] == pytest.approx(100 * (sel[tag] - haurc) / sel[tag], rel=1e-9, abs=1e-12)
-    assert sum(d.label.startswith(("Download", "Everything")) for d in at.get("download_button")) == 2
+            assert row["hAURC×1000"] == pytest.approx(1000 * haurc, rel=1e-12), (rule, tag)
+            assert row["gain %"] == pytest.approx(100 * (sel[tag] - haurc) / sel[tag], rel=1e-9, abs=1e-12)
+    assert sorted(d.label for d in at.get("download_button")) == [
+        "Download report (HTML)", "Download table (CSV)", "Everything, one row per model (CSV)",
+        "Report of every model (HTML)"]
 
 
 def test_broken_files_show_errors_and_others_keep_working(use_dir, broken_dir):

@@ -266,3 +266,156 @@ def test_torchrun_two_ranks_matches_single_process(synthetic, tmp_path):
     a, b = load_logits(dist_out, require_manifest=True), load_logits(single_out)
     assert a.sample_ids.tolist() == b.sample_ids.tolist()
     np.testing.assert_allclose(a.logits, b.logits, atol=0.01)
+
+
+# ---------------------------------------------------------------------------- decoding on the device
+# The "gpu" decode path (bytes in the workers, torchvision.io.decode_jpeg + make_tensor_transform on
+# the device) runs here with device="cpu": the same code, libjpeg-turbo instead of nvJPEG.
+def _pil_pixels(paths, info):
+    import torch
+
+    from hsc_core.pipeline.inference import read_image
+    from hsc_core.pipeline.models import make_transform
+
+    transform = make_transform(info.data_config, uint8=True)
+    return torch.stack([transform(read_image(p)) for p in paths]), transform
+
+
+def _device_pixels(paths, info, transform):
+    import torch
+
+    from hsc_core.pipeline.models import make_tensor_transform
+
+    dataset = cl.EncodedImageDataset(paths, transform)
+    items = [dataset[i][0] for i in range(len(paths))]
+    return items, cl.decode_batch(items, paths, torch.device("cpu"), transform, make_tensor_transform(info))
+
+
+@pytest.mark.parametrize("crop_mode, interpolation", [("center", "bicubic"), ("squash", "bicubic"),
+                                                      ("center", "bilinear")])
+def test_tensor_transform_matches_pil_within_one_grey_level(tmp_path, crop_mode, interpolation):
+    from dataclasses import replace
+
+    from PIL import Image
+
+    from hsc_core.pipeline.models import load_model
+
+    _, _, info = load_model("efficientnet_lite0", pretrained=False)
+    info = replace(info, crop_mode=crop_mode, interpolation=interpolation)
+    csv_path = cl.make_synthetic_jpegs(4, tmp_path, size=(500, 375))
+    paths = list(cl.read_samples(csv_path).paths)
+    # A portrait and an upscaled small image too: both resize branches and both directions.
+    Image.open(paths[0]).transpose(Image.Transpose.ROTATE_90).save(paths[1], quality=90)
+    Image.open(paths[0]).resize((150, 120)).save(paths[2], quality=90)
+    pil, transform = _pil_pixels(paths, info)
+    items, dev = _device_pixels(paths, info, transform)
+    assert [x.ndim for x in items] == [1, 1, 1, 1]  # all four went to decode_jpeg
+    assert dev.shape == pil.shape == (4, 3, 224, 224) and dev.dtype == pil.dtype
+    diff = (dev.int() - pil.int()).abs()
+    assert diff.max() <= 1 and (diff > 0).float().mean() < 0.05
+
+
+def test_tensor_transform_declines_unsupported_preprocessing():
+    from dataclasses import replace
+
+    from hsc_core.pipeline.models import load_model, make_tensor_transform
+
+    _, _, info = load_model("efficientnet_lite0", pretrained=False)
+    assert make_tensor_transform(info) is not None
+    assert make_tensor_transform(replace(info, crop_mode="border")) is None
+    assert make_tensor_transform(replace(info, interpolation="nearest")) is None
+    import torch
+
+    with pytest.raises(cl.CacheRunError, match="--decode gpu needs CUDA"):
+        cl._use_device_decode("gpu", torch.device("cpu"), True)
+    assert cl._use_device_decode("auto", torch.device("cpu"), True) is False
+
+
+@pytest.mark.skipif(not (SAMPLE / "images").is_dir(), reason="shared image sample absent")
+def test_device_decode_gives_the_pil_paths_logits_on_real_images():
+    import torch
+    from PIL import Image
+
+    from hsc_core.pipeline.models import load_model, normalize_batch
+
+    files = sorted((SAMPLE / "images").iterdir())
+    grey = [p for p in files if Image.open(p).mode == "L"][:2]
+    paths = files[:5] + files[-5:] + grey  # both sources (224² and 227²) and greyscale JPEGs
+    model, _, info = load_model("efficientnet_lite0")
+    pil, transform = _pil_pixels(paths, info)
+    _, dev = _device_pixels(paths, info, transform)
+    diff = (dev.int() - pil.int()).abs()
+    # Measured: at most 1 grey level, on 0.01 % of the values; logits within 0.004.
+    assert diff.max() <= 1 and (diff > 0).float().mean() < 0.001
+    with torch.inference_mode():
+        a = model(normalize_batch(pil, info.mean, info.std))
+        b = model(normalize_batch(dev, info.mean, info.std))
+    assert torch.equal(a.argmax(1), b.argmax(1))
+    assert (a - b).abs().max() < 0.02
+
+
+def test_device_decode_run_matches_cpu_run_with_every_kind_of_file(synthetic, tmp_path, monkeypatch, capsys):
+    from PIL import Image
+
+    data = tmp_path / "data"
+    shutil.copytree(synthetic.parent, data)
+    images = data / "images"
+    Image.open(images / "synthetic_000001.JPEG").save(images / "synthetic_000001.JPEG", format="PNG")
+    Image.open(images / "synthetic_000002.JPEG").convert("CMYK").save(images / "synthetic_000002.JPEG")
+    rotated = Image.open(images / "synthetic_000003.JPEG")
+    exif = rotated.getexif()
+    exif[0x0112] = 6  # "rotate 90° clockwise to display"
+    rotated.save(images / "synthetic_000003.JPEG", exif=exif, quality=90)
+    from hsc_core.pipeline.models import load_model, make_transform
+
+    _, _, info = load_model("efficientnet_lite0", pretrained=False)
+    samples = cl.read_samples(data / "labels.csv")
+    dataset = cl.EncodedImageDataset(samples.paths, make_transform(info.data_config, uint8=True))
+    # PNG, CMYK and EXIF-rotated files are decoded by PIL in the worker; plain JPEGs are sent as bytes.
+    assert [dataset[i][0].ndim for i in range(6)] == [1, 3, 3, 3, 1, 1]
+
+    cpu_out, dev_out = tmp_path / "cpu.npz", tmp_path / "dev.npz"
+    assert cl.main([*FAST, "--data", str(data / "labels.csv"), "--out", str(cpu_out)]) == 0
+    monkeypatch.setattr(cl, "_use_device_decode", lambda decode, device, supported: supported)
+    assert cl.main([*FAST, "--data", str(data / "labels.csv"), "--out", str(dev_out)]) == 0
+    assert "decode=gpu" in capsys.readouterr().out
+    a, b = load_logits(cpu_out), load_logits(dev_out, require_manifest=True)
+    assert b.manifest["decode"].startswith("JPEGs by nvJPEG")
+    np.testing.assert_array_equal(a.logits.argmax(1), b.logits.argmax(1))
+    np.testing.assert_allclose(a.logits, b.logits, atol=0.02)
+
+    # A JPEG that only fails when decoded: the decoder refuses it, PIL names it as the CPU path does.
+    bad = images / "synthetic_000004.JPEG"
+    bad.write_bytes(bad.read_bytes()[:700])
+    assert cl.main([*FAST, "--data", str(data / "labels.csv"), "--out", str(tmp_path / "bad.npz")]) == 1
+    err = capsys.readouterr().err
+    assert "unreadable image" in err and "synthetic_000004.JPEG: cannot read image" in err and "Traceback" not in err
+
+
+# ---------------------------------------------------------------------------- several models on Ray
+def test_models_on_local_ray_one_task_each_resumable(synthetic, tmp_path, capsys):
+    pytest.importorskip("ray")
+    out_dir = tmp_path / "logits"
+    args = ["--models", "test_efficientnet,no_such_model_xyz,test_resnet", "--random-init", "--device", "cpu",
+            "--workers", "0", "--batch-size", "3", "--data", str(synthetic), "--out-dir", str(out_dir),
+            "--ray", "local"]
+    assert cl.main(args) == 2  # the unknown model's usage error; the other two finish
+    printed = capsys.readouterr()
+    errors = [ln for ln in printed.err.splitlines() if ln.startswith("error:")]
+    assert errors == [ln for ln in printed.err.splitlines() if "no_such_model_xyz" in ln]
+    assert len(errors) == 1 and errors[0].startswith("error: no_such_model_xyz: unknown model")
+    assert "Traceback" not in printed.err
+    assert sorted(p.name for p in out_dir.iterdir()) == ["test_efficientnet.json", "test_efficientnet.npz",
+                                                          "test_resnet.json", "test_resnet.npz"]
+    for name in ("test_efficientnet", "test_resnet"):
+        b = load_logits(out_dir / f"{name}.npz", require_manifest=True)
+        assert b.manifest["model"] == name and b.manifest["device"] == "cpu" and b.n_samples == 6
+    # The same numbers as a plain in-process run.
+    single = tmp_path / "single.npz"
+    assert cl.main([*FAST[:1], "test_resnet", *FAST[2:], "--data", str(synthetic), "--out", str(single)]) == 0
+    np.testing.assert_allclose(load_logits(single).logits, load_logits(out_dir / "test_resnet.npz").logits, atol=1e-3)
+    capsys.readouterr()
+    # Rerun without Ray: finished models are skipped, not recomputed.
+    assert cl.main(["--models", "test_efficientnet,test_resnet", *args[2:-2]]) == 0
+    out = capsys.readouterr().out
+    assert "test_efficientnet: already done" in out and "test_resnet: already done" in out

@@ -191,7 +191,7 @@ def test_export_names_titles_and_columns_say_what_they_show():
     off = figures.ExportContext("m", "imagenet1k", "all", False)
     assert figures.export_name("cc", off) == "cc_m_imagenet1k_all_noTS"
     fig = figures.titled(figures.top5_figure(["a"], [0.5]), "Top-5", ctx)
-    title = fig.layout.title.text
+    title = fig.layout.title.text + " " + fig.layout.title.subtitle.text
     for part in ("efficientnet_lite0", "imagenet1k", "subset typical", "TS on (T = 1.234)", "θ = 0.70"):
         assert part in title
     df = figures.with_context_columns(pd.DataFrame({"rule": ["Climbing"], "haurc": [0.04]}), ctx)
@@ -199,7 +199,7 @@ def test_export_names_titles_and_columns_say_what_they_show():
     assert df.iloc[0]["temperature_scaling"] == "on" and df.iloc[0]["theta"] == 0.7
     assert figures.safe_filename("../../etc/passwd") == "etc_passwd"
     hostile = figures.ExportContext("<script>x</script>", "d", "all", None)
-    assert "<script>" not in figures.titled(figures.top5_figure(["a"], [0.5]), "t", hostile).layout.title.text
+    assert "<script>" not in figures.titled(figures.top5_figure(["a"], [0.5]), "t", hostile).layout.title.subtitle.text
 
 
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium not installed")

@@ -160,6 +160,8 @@ def test_crc_threshold_controls_calibration_risk(synthetic):
     nodes, _ = decision_paths(h, probs[:2000], "climbing").predict(theta)
     errors = (~hierarchical_correctness(h, nodes, labels[:2000])).sum()
     assert (errors + 1) / 2001 <= 0.1
-    # The infimum: any lower threshold breaks the bound.
-    nodes, _ = decision_paths(h, probs[:2000], "climbing").predict(theta - 1e-9)
+    # The infimum: any lower threshold breaks the bound (the next lower θ in the probabilities'
+    # float32 precision, in which θ is compared).
+    lower = float(np.nextafter(np.float32(theta), np.float32(0)))
+    nodes, _ = decision_paths(h, probs[:2000], "climbing").predict(lower)
     assert ((~hierarchical_correctness(h, nodes, labels[:2000])).sum() + 1) / 2001 > 0.1

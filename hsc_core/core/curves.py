@@ -80,9 +80,17 @@ def threshold_grid_keys(node_probs: np.ndarray, dec: int = 2, present: np.ndarra
     scale = 10**dec
     if present is None:
         present = np.zeros(scale + 1, dtype=bool)
-    # Rounded in the probabilities' own precision, as the authors' torch.round.
-    keys = np.rint(np.clip(node_probs, 0.0, 1.0) * scale).astype(np.int64)
-    present |= np.bincount(keys.ravel(), minlength=scale + 1).astype(bool)
+    if present.all():  # nothing left to find (the usual case after the first chunk of real data)
+        return present
+    # Rounded in the probabilities' own precision, as the authors' torch.round; in place, in
+    # row blocks, so the float temporaries stay small.
+    probs = np.asarray(node_probs)
+    rows = max(1, (1 << 20) // max(1, probs.shape[1] if probs.ndim == 2 else 1))
+    for start in range(0, probs.shape[0], rows):
+        keys = np.clip(probs[start: start + rows], 0.0, 1.0)
+        keys *= scale
+        np.rint(keys, out=keys)
+        present[keys.astype(np.intp).ravel()] = True
     return present
 
 

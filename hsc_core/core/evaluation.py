@@ -1,20 +1,126 @@
-"""Every RC curve of one model from its logits: the single entry point that the ``evaluate``
-command, the report and the dashboard use for whole-model numbers.
+"""Every RC curve of one model from its logits, in bounded memory: the single entry point that the
+``evaluate`` command, the report and the dashboard use for whole-model numbers.
 
-logits → (temperature) softmax → node probabilities → each rule's decision paths → exact
-(or ``dec``-grid) RC curves per loss. Callers never hold a samples × nodes matrix themselves.
+logits → (temperature) softmax → node probabilities → each rule's decision paths, one chunk of
+samples at a time; then exact (or ``dec``-grid) RC curves per loss from the concatenated paths.
+Only the small per-rule records (n_samples × a few to a few dozen) outlive a chunk, so no
+samples × nodes matrix is ever held: at iNat21 size (100,000 × 12,400) even float32 node
+probabilities would be 5 GB. Results equal the dense functions (``node_probabilities``,
+``decision_paths``, ``hierarchical_rc_curve``) exactly, for any chunk size: every step is row-wise.
+
+Precision: ``precision="float32"`` (default for float16/float32 logits, the authors' torch
+semantics and half the memory) or ``"float64"`` (default for float64 logits). Logits are cast to
+it per chunk, so softmax, node sums, records and every θ comparison use that one precision.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
+from typing import Literal
+
 import numpy as np
 
-from .curves import RCCurve, hierarchical_rc_curve
+from .curves import RCCurve, rc_curve_from_paths, threshold_grid_keys
 from .hierarchy import Hierarchy
 from .probabilities import node_probabilities, softmax
 from .risk import LOSSES, Loss
-from .rules import RULES, Rule, decision_paths
+from .rules import RULES, DecisionPaths, Rule, argmax_leaf, concat_decision_paths, decision_paths
 from .validation import check_labels, check_logits
+
+Precision = Literal["float32", "float64"]
+Progress = Callable[[int, int], None]
+
+#: Working memory per chunk that ``chunk_size=None`` aims for (temporaries of one chunk).
+CHUNK_BYTES = 256 * 2**20
+
+
+def auto_chunk_size(hierarchy: Hierarchy, precision: Precision = "float32", budget_bytes: int = CHUNK_BYTES) -> int:
+    """Samples per chunk so one chunk's temporaries stay near ``budget_bytes``.
+
+    Per sample a chunk holds about four arrays of n_nodes + n_leaves values (cast logits, softmax
+    temporaries, the node probabilities and the matmul's copies, the rules' gathered columns).
+    At iNat21 size in float32 that is ~360 kB per sample, so ~730 samples per 256 MB chunk.
+    """
+    itemsize = np.dtype(_check_precision(precision)).itemsize
+    per_sample = 4 * itemsize * (hierarchy.n_nodes + hierarchy.n_leaves)
+    return max(1, int(budget_bytes // per_sample))
+
+
+def decision_paths_from_logits(
+    hierarchy: Hierarchy,
+    logits: np.ndarray,
+    temperature: float = 1.0,
+    rules: Sequence[Rule] = RULES,
+    chunk_size: int | None = None,
+    progress: Progress | None = None,
+    precision: Precision | None = None,
+) -> dict[str, DecisionPaths]:
+    """Each rule's decision paths (records) for all samples, computed chunk by chunk.
+
+    Parameters
+    ----------
+    hierarchy : the class tree; ``logits`` columns are its leaves in order.
+    logits : (n_samples, n_leaves) model outputs, any float dtype (float16 stays float16 in
+        memory; each chunk is cast on the fly). Not copied as a whole.
+    temperature : softmax temperature (1.0 = none).
+    rules : which rules to build, a subset of ``rules.RULES``.
+    chunk_size : samples per chunk; None picks one from ``CHUNK_BYTES`` (``auto_chunk_size``).
+    progress : called as ``progress(done_samples, total)``, first with 0 and after every chunk.
+    precision : ``"float32"`` or ``"float64"`` for the node probabilities; None follows the
+        logits (float32 for float16/32, else float64).
+
+    Returns
+    -------
+    {rule: DecisionPaths} with ``nodes``/``values`` of shape (n_samples, n_records); identical to
+    ``decision_paths(hierarchy, node_probabilities(hierarchy, softmax(logits, T)), rule)``.
+    ``paths.predict(θ)`` gives every sample's (node, confidence) at θ; pass the paths to
+    ``curves.rc_curve_from_paths`` for the RC curve.
+    """
+    paths, _ = _scan(hierarchy, logits, temperature, tuple(rules), None, chunk_size, progress, precision)
+    return paths
+
+
+def threshold_grid_from_logits(
+    hierarchy: Hierarchy,
+    logits: np.ndarray,
+    temperature: float = 1.0,
+    dec: int = 2,
+    chunk_size: int | None = None,
+    progress: Progress | None = None,
+    precision: Precision | None = None,
+) -> np.ndarray:
+    """The authors' θ grid (``curves.rounded_threshold_grid``) of all node probabilities, by chunk.
+
+    Returns the ascending grid values k / 10**dec present among the node probabilities (clipped to
+    [0, 1], rounded to ``dec`` decimals), as float64. Same arguments as
+    ``decision_paths_from_logits``; pass the grid to ``curves.rc_curve_from_paths(grid=...)``.
+    """
+    _, grid = _scan(hierarchy, logits, temperature, (), dec, chunk_size, progress, precision)
+    return grid
+
+
+def node_probabilities_rows(
+    hierarchy: Hierarchy,
+    logits: np.ndarray,
+    rows: int | Sequence[int] | np.ndarray,
+    temperature: float = 1.0,
+    precision: Precision | None = None,
+) -> np.ndarray:
+    """Node probabilities of a few samples (for the Explorer), without touching the others.
+
+    rows : a sample index or a 1-D sequence of them, each in [0, n_samples).
+    Returns (len(rows), n_nodes) (one row for an int), bit-identical to the same rows of the full
+    ``node_probabilities(hierarchy, softmax(logits, temperature))`` in ``precision``.
+    """
+    arr = _check_logits_shape(hierarchy, logits)
+    idx = np.atleast_1d(np.asarray(rows))
+    if idx.ndim != 1 or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
+        raise ValueError(f"rows must be a sample index or a 1-D sequence of indices, got {rows!r}")
+    idx = idx.astype(np.int64)
+    if idx.size and (idx.min() < 0 or idx.max() >= arr.shape[0]):
+        raise ValueError(f"rows must lie in [0, {arr.shape[0]}), got {idx[(idx < 0) | (idx >= arr.shape[0])][0]}")
+    dtype = _dtype(arr, precision)
+    return node_probabilities(hierarchy, softmax(arr[idx].astype(dtype, copy=False), temperature))
 
 
 def rc_curves_from_logits(
@@ -26,26 +132,100 @@ def rc_curves_from_logits(
     rules: tuple[Rule, ...] = RULES,
     losses: tuple[Loss, ...] = LOSSES,
     dec: int | None = None,
+    chunk_size: int | None = None,
+    progress: Progress | None = None,
+    precision: Precision | None = None,
 ) -> dict[tuple[str, str], RCCurve]:
-    """RC curve of each (rule, loss).
+    """RC curve of each (rule, loss), in bounded memory.
 
     Parameters
     ----------
     logits : (n_samples, n_leaves) model outputs in the hierarchy's leaf order.
     labels : (n_samples,) true leaf indices.
     temperature : softmax temperature (1.0 = none).
-    dec : None for exact curves; an int for the authors' rounded θ grid.
+    dec : None for exact curves; an int for the authors' rounded θ grid (accumulated by chunk).
+    chunk_size, progress, precision : as in ``decision_paths_from_logits``.
 
     Returns
     -------
-    {(rule, loss): RCCurve}
+    {(rule, loss): RCCurve}, identical to ``hierarchical_rc_curve`` on the dense node probabilities.
     """
-    logits = check_logits(logits, hierarchy.n_leaves)
-    labels = check_labels(labels, logits.shape[0], hierarchy.n_leaves)
-    probs = node_probabilities(hierarchy, softmax(logits, temperature))
-    out: dict[tuple[str, str], RCCurve] = {}
+    arr = _check_logits_shape(hierarchy, logits)
+    labels = check_labels(labels, arr.shape[0], hierarchy.n_leaves)
+    for loss in losses:
+        if loss not in LOSSES:
+            raise ValueError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
+    paths, grid = _scan(hierarchy, arr, temperature, tuple(rules), dec, chunk_size, progress, precision)
+    return {(rule, loss): rc_curve_from_paths(hierarchy, paths[rule], labels, loss, grid)
+            for rule in rules for loss in losses}
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+
+def _check_precision(precision: str) -> type:
+    if precision not in ("float32", "float64"):
+        raise ValueError(f"precision must be 'float32' or 'float64', got {precision!r}")
+    return np.float32 if precision == "float32" else np.float64
+
+
+def _dtype(logits: np.ndarray, precision: Precision | None) -> type:
+    if precision is None:
+        return np.float32 if logits.dtype in (np.float16, np.float32) else np.float64
+    return _check_precision(precision)
+
+
+def _check_logits_shape(hierarchy: Hierarchy, logits: np.ndarray) -> np.ndarray:
+    """Shape and dtype checks without converting or scanning the whole array (finiteness is
+    checked chunk by chunk)."""
+    arr = np.asarray(logits)
+    check_logits(arr[:1], hierarchy.n_leaves)  # ndim, emptiness, class count, numeric dtype
+    return arr
+
+
+def _chunks(hierarchy: Hierarchy, logits: np.ndarray, temperature: float, chunk_size: int | None,
+            progress: Progress | None, precision: Precision | None) -> Iterator[np.ndarray]:
+    """Node probabilities of consecutive sample chunks, (chunk, n_nodes) each."""
+    dtype = _dtype(logits, precision)
+    n = logits.shape[0]
+    if chunk_size is None:
+        chunk_size = auto_chunk_size(hierarchy, np.dtype(dtype).name)
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    if not np.isfinite(temperature) or temperature <= 0:
+        raise ValueError(f"temperature must be a positive finite number, got {temperature!r}")
+    if progress is not None:
+        progress(0, n)
+    for start in range(0, n, int(chunk_size)):
+        block = logits[start: start + chunk_size].astype(dtype, copy=False)
+        finite = np.isfinite(block).all(axis=1)
+        if not finite.all():
+            raise ValueError(f"logits contain NaN or inf (first: row {start + int(np.flatnonzero(~finite)[0])})")
+        yield node_probabilities(hierarchy, softmax(block, temperature))
+        if progress is not None:
+            progress(min(start + chunk_size, n), n)
+
+
+def _scan(hierarchy: Hierarchy, logits: np.ndarray, temperature: float, rules: tuple[str, ...], dec: int | None,
+          chunk_size: int | None, progress: Progress | None, precision: Precision | None,
+          ) -> tuple[dict[str, DecisionPaths], np.ndarray | None]:
+    """One pass over the logits: every rule's records and (if ``dec``) the θ grid."""
+    arr = _check_logits_shape(hierarchy, logits)
     for rule in rules:
-        paths = decision_paths(hierarchy, probs, rule)
-        for loss in losses:
-            out[(rule, loss)] = hierarchical_rc_curve(hierarchy, probs, labels, rule, loss, dec=dec, paths=paths)
-    return out
+        if rule not in RULES:
+            raise ValueError(f"unknown rule {rule!r}; choose one of {', '.join(RULES)}")
+    present = None
+    if dec is not None:
+        if isinstance(dec, bool) or not isinstance(dec, (int, np.integer)) or not 0 <= dec <= 6:
+            raise ValueError(f"dec must be an integer between 0 and 6, got {dec!r}")
+        present = np.zeros(10**dec + 1, dtype=bool)
+    parts: dict[str, list[DecisionPaths]] = {rule: [] for rule in rules}
+    for probs in _chunks(hierarchy, arr, temperature, chunk_size, progress, precision):
+        leaf = argmax_leaf(hierarchy, probs)
+        for rule in rules:
+            parts[rule].append(decision_paths(hierarchy, probs, rule, leaf=leaf))
+        if present is not None:
+            threshold_grid_keys(probs, dec, present)
+    paths = {rule: concat_decision_paths(p) for rule, p in parts.items()}
+    grid = None if present is None else np.flatnonzero(present) / 10**dec
+    return paths, grid

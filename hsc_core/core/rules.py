@@ -45,7 +45,8 @@ class DecisionPaths:
 
     nodes, values: (n_samples, n_records) — the nodes a rule can stop at, in order, and their
     probabilities (strictly increasing along a row; the last real record is the root with 1.0).
-    Rows shorter than ``n_records`` are padded by repeating their last record.
+    Rows shorter than ``n_records`` are padded by repeating their last record. ``values`` keep
+    the node probabilities' precision (float32 or float64), and θ is rounded to it to compare.
     lengths: (n_samples,) number of real records per row.
     """
 

@@ -51,15 +51,20 @@ def synthetic_taxonomy(n_leaves: int = 10_000, depth: int = 7, seed: int = 0, sk
 
 
 def _draw(hierarchy: Hierarchy, labels: np.ndarray, ancestor: np.ndarray, difficulty: np.ndarray,
-          strength: float, noise: float, subtree_boost: float, seed: int, chunk: int = 4096) -> np.ndarray:
+          strength: float, noise: float, subtree_boost: float, seed: int, chunk: int = 4096,
+          dtype: type = np.float32) -> np.ndarray:
     n, k = labels.size, hierarchy.n_leaves
     rng = np.random.default_rng(seed)
-    leaves_under = hierarchy.leaf_matrix.tocsr().astype(np.float32)
-    out = np.empty((n, k), dtype=np.float32)
-    for s in range(0, n, chunk):  # chunks keep the dense subtree indicator small
+    leaves_under = hierarchy.leaf_matrix.tocsr()
+    out = np.empty((n, k), dtype=dtype)  # never wider than float32: no dense float64 n × leaves
+    boost = np.float32(subtree_boost)
+    for s in range(0, n, chunk):  # chunks keep the float32 working block small
         e = min(s + chunk, n)
         block = noise * rng.standard_normal((e - s, k), dtype=np.float32)
-        block += subtree_boost * leaves_under[ancestor[s:e]].toarray()
+        # The boost goes only where the perceived subtree's leaves are (sparse rows): adding 0
+        # elsewhere would change nothing and cost a dense chunk × leaves pass.
+        under = leaves_under[ancestor[s:e]]
+        block[np.repeat(np.arange(e - s), np.diff(under.indptr)), under.indices] += boost
         block[np.arange(e - s), labels[s:e]] += np.float32(strength) * difficulty[s:e]
         out[s:e] = block
     return out
@@ -73,12 +78,17 @@ def synthetic_logits(
     noise: float = 2.0,
     subtree_boost: float = 8.0,
     climb_p: float = 0.7,
+    dtype: type = np.float32,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Float32 logits of shape (n_samples, n_leaves) and int64 labels of shape (n_samples,).
+    """Logits of shape (n_samples, n_leaves) and int64 labels of shape (n_samples,).
 
     top1: target top-1 accuracy in (1/n_leaves, 1), reached within about ±1 point.
     climb_p: the perceived ancestor is Geometric(climb_p) levels above the true leaf.
+    dtype: float32 (default) or float16 (as cached logits are stored; half the memory: 2 GB
+        at 100,000 × 10,000). Drawn in float32 chunks of 4,096 samples either way.
     """
+    if np.dtype(dtype) not in (np.float16, np.float32):
+        raise ValueError(f"dtype must be float16 or float32, got {np.dtype(dtype)}")
     if n_samples < 1:
         raise ValueError(f"n_samples must be positive, got {n_samples}")
     if not 1.0 / hierarchy.n_leaves < top1 < 1.0:
@@ -97,4 +107,4 @@ def synthetic_logits(
         logits = _draw(hierarchy, labels[:pilot], ancestor[:pilot], difficulty[:pilot], mid, noise, subtree_boost, seed + 1)
         acc = (logits.argmax(axis=1) == labels[:pilot]).mean()
         lo, hi = (mid, hi) if acc < top1 else (lo, mid)
-    return _draw(hierarchy, labels, ancestor, difficulty, (lo + hi) / 2, noise, subtree_boost, seed + 2), labels
+    return _draw(hierarchy, labels, ancestor, difficulty, (lo + hi) / 2, noise, subtree_boost, seed + 2, dtype=dtype), labels

@@ -9,9 +9,10 @@ Ray is imported only when asked for (``ray_address``), so plain runs never load 
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,17 @@ def default_workers(n_jobs: int) -> int:
     return max(1, min(n_jobs, os.cpu_count() or 1))
 
 
+def _ignore_sigint() -> None:
+    # Ctrl-C reaches the whole process group; the parent handles it and stops the workers, so they
+    # do not each print a KeyboardInterrupt traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _indexed_call(task: tuple[Callable[..., Any], int, tuple]) -> tuple[int, Any]:
+    fn, i, job = task
+    return i, fn(*job)
+
+
 def map_local(fn: Callable[..., Any], jobs: Sequence[tuple], workers: int) -> Iterator[tuple[int, Any]]:
     """``fn(*jobs[i])`` for every i in ``workers`` local processes; yields (i, result) as each
     finishes. One worker (or one job) runs in this process, with no pool to start."""
@@ -34,17 +46,16 @@ def map_local(fn: Callable[..., Any], jobs: Sequence[tuple], workers: int) -> It
         for i, job in enumerate(jobs):
             yield i, fn(*job)
         return
-    pool = ProcessPoolExecutor(max_workers=workers)
+    pool = multiprocessing.Pool(processes=min(workers, len(jobs)), initializer=_ignore_sigint)
     try:
-        futures = {pool.submit(fn, *job): i for i, job in enumerate(jobs)}
-        pending = set(futures)
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in sorted(done, key=futures.__getitem__):
-                yield futures[fut], fut.result()
+        yield from pool.imap_unordered(_indexed_call, [(fn, i, job) for i, job in enumerate(jobs)], chunksize=1)
+        pool.close()
+    except BaseException:
+        # Ctrl-C or an error: stop the workers now rather than finish the queue first.
+        pool.terminate()
+        raise
     finally:
-        # On Ctrl-C or an error, drop the queued jobs instead of running them all before exiting.
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.join()
 
 
 def _ray_init_kwargs(address: str, workers: int | None) -> dict:

@@ -111,8 +111,14 @@ def with_context_columns(df: pd.DataFrame, context: ExportContext | None) -> pd.
 
 def titled(fig: go.Figure, title: str, context: ExportContext | None = None) -> go.Figure:
     """Give ``fig`` a title, with the context as a subtitle line, so an exported image says what it shows."""
-    text = title if context is None else f"{title}<br><sup>{_escape(context.describe())}</sup>"
-    fig.update_layout(title=dict(text=text), margin=dict(t=80 if context is not None else 50))
+    subtitle = dict(text=_escape(context.describe()), font=dict(size=style.BASE_FONT_SIZE - 4)) if context else None
+    # Title at the very top, the legend at the very bottom: however long either gets, neither
+    # covers the other or the plot.
+    fig.update_layout(title=dict(text=title, subtitle=subtitle, y=0.985, yanchor="top", yref="container",
+                                 x=0.01, xanchor="left"),
+                      legend=dict(orientation="h", yref="container", y=0.01, yanchor="bottom", x=0.0, xanchor="left"),
+                      margin=dict(t=90 if context is not None else 60, b=150),
+                      height=(fig.layout.height or 460) + 130)
     return fig
 
 
@@ -228,6 +234,7 @@ def gain_figure(rows: Sequence[dict], title: str | None = None) -> go.Figure:
             hovertemplate="%{y}: %{x:.2f} %<extra>" + RULE_LABELS.get(rule, rule) + "</extra>",
         ))
     fig.add_vline(x=0, line=dict(color="black", dash="dash", width=1))
+    fig.update_layout(showlegend=False)  # the y labels name the rules
     fig.update_xaxes(title_text="hierarchical gain vs Selective (%), 95 % bootstrap interval", zeroline=False)
     fig.update_yaxes(autorange="reversed")
     return layout(fig, title, height=max(260, 34 * len(rows) + 140))

@@ -59,8 +59,6 @@ def rc_sweep_figure(curves: dict[str, tuple[np.ndarray, np.ndarray]], points: di
                                              line=dict(color="white", width=1.5)),
                                  **_point(rule, float(grid[k0]), cov, risk)))
 
-    def headline(th: float) -> str:
-        return title or f"<b>θ = {th:.2f}</b>: each marker is that rule's (coverage, risk) at θ"
 
     fig = go.Figure(traces)
     small = max(11, int(round(font_size * 0.8)))
@@ -68,7 +66,7 @@ def rc_sweep_figure(curves: dict[str, tuple[np.ndarray, np.ndarray]], points: di
                      tickfont=dict(size=small))
     fig.update_yaxes(title_text=LOSS_LABELS.get(loss, "risk"), rangemode="tozero", title_font=dict(size=font_size),
                      tickfont=dict(size=small))
-    fig.update_layout(title=dict(text=headline(float(grid[k0])), font=dict(size=font_size), x=0.01, xanchor="left"),
+    fig.update_layout(title=dict(text=title or "Each marker: that rule's (coverage, risk) at θ", font=dict(size=font_size), x=0.01, xanchor="left"),
                       height=int(380 + 6 * font_size), margin=dict(l=10, r=10, t=80, b=10), template="plotly_white",
                       font=dict(size=font_size),
                       legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0.0,
@@ -76,9 +74,7 @@ def rc_sweep_figure(curves: dict[str, tuple[np.ndarray, np.ndarray]], points: di
     if animate:
         n = len(rules)
         frames = [go.Frame(name=f"{th:.2f}", traces=list(range(n, 2 * n)),
-                           data=[_point(r, float(th), *points[r][k]) for r in rules],
-                           layout=dict(title=dict(text=headline(float(th)))))
+                           data=[_point(r, float(th), *points[r][k]) for r in rules])
                   for k, th in enumerate(grid)]
         add_theta_sweep(fig, grid, theta, font_size, frames)
-        fig.layout.height += 90
     return fig

@@ -34,9 +34,8 @@ THETA_GRID = np.round(np.linspace(0.0, 1.0, 101), 2)
 REJECT = "reject (root)"
 NAME_CHARS = 26          # longer node names are cut with "…"
 SLOT = 1.7               # x distance between rule-pick slots, in character widths
-# Figure trace order (frames address traces by index).
-T_EDGES, T_LINKS, T_NODES, T_THETA = 0, 1, 2, 3
-T_RULES = 4
+# Figure trace order (frames address traces by index): only the last three change with θ.
+T_EDGES, T_LINKS, T_NODES, T_BELOW, T_THETA, T_PICKS, T_HEAD = range(7)
 
 
 # ---------------------------------------------------------------------------- picks
@@ -211,9 +210,12 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
 
     probs: (n_nodes,) node probabilities; records: rule → (nodes, values) from ``record_rows``;
     true_leaf: the label, or None when unknown (then nothing is marked correct or wrong).
+    A node whose probability is below θ is drawn hollow; the picks of all rules are one trace
+    (one marker per rule, each in its own slot) so a frame restyles only three traces.
     """
     probs = np.asarray(probs, dtype=float)
-    records = {r: records[r] for r in rules if r in records}
+    rules = [r for r in rules if r in records]
+    records = {r: records[r] for r in rules}
     lay = tree_layout(h, probs, records, true_leaf, grid)
     nodes = lay.nodes.tolist()
     x, right = _column_x(h, lay, probs)
@@ -221,22 +223,19 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
     pos = {v: (float(x[k]), float(y[k])) for k, v in enumerate(nodes)}
     correct = {v: (None if true_leaf is None else bool(h.is_ancestor(v, int(true_leaf)))) for v in nodes}
     small = max(11, int(round(font_size * 0.72)))
-
-    def node_symbols(th: float) -> list[str]:
-        out = []
-        for v in nodes:
-            base = "square" if v == h.root else (
-                style.CORRECT_SYMBOL if correct[v] in (True, None) else style.WRONG_SYMBOL)
-            out.append(base if probs[v] >= th or v == h.root else f"{base}-open")
-        return out
-
+    marker_px = int(round(font_size * 1.15))
+    node_p = probs[lay.nodes]
+    is_root = lay.nodes == h.root
+    symbols = ["square" if v == h.root else (style.WRONG_SYMBOL if correct[v] is False else style.CORRECT_SYMBOL)
+               for v in nodes]
     colours = [style.NEUTRAL_COLOUR if (v == h.root or correct[v] is None) else
                (style.CORRECT_COLOUR if correct[v] else style.WRONG_COLOUR) for v in nodes]
     hover = []
     for v in nodes:
         state = "" if correct[v] is None else ("ancestor of the true leaf (correct)" if correct[v] else "wrong")
         hover.append(f"{h.names[v]} ({h.node_ids[v]})<br>p = {probs[v]:.4f}<br>coverage {h.coverage[v]:.3f} · "
-                     f"{int(h.leaf_count[v])} leaves<br>{'abstain: predicting the root rejects' if v == h.root else state}")
+                     f"{int(h.leaf_count[v])} leaves<br>"
+                     + ("predicting the root = abstaining (reject)" if v == h.root else state))
 
     def segs(pairs):
         xs, ys = [], []
@@ -245,97 +244,99 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
             ys += [pos[a][1], pos[b][1], None]
         return xs, ys
 
+    def below(th: float) -> dict:  # hollow centres of the nodes whose probability is below θ
+        return dict(y=np.where((node_p < th) & ~is_root, y, np.nan))
+
+    climbing = records.get("climbing", next(iter(records.values())))
+    theta_left = -(len(rules) + 0.9) * SLOT
+
+    def theta_line(th: float) -> dict:
+        node = int(climbing[0][int(pick_index(climbing[1], th))])
+        yy = pos[node][1] - 0.5 if node in pos else float(y.min()) - 0.5
+        return dict(x=[theta_left, 0.9], y=[yy, yy], text=[f"θ = {th:.2f} ", ""])
+
+    def picks(th: float) -> dict:
+        xs, ys, text = [], [], []
+        for slot, rule in enumerate(rules):
+            rn, rv = records[rule]
+            k = int(pick_index(rv, th))
+            v = int(rn[k])
+            xs.append(pos[v][0] - (slot + 1) * SLOT)
+            ys.append(pos[v][1])
+            text.append(f"{RULE_LABELS[rule]} at θ = {th:.2f} → {decision_text(h, v, correct.get(v))} "
+                        f"(p = {rv[k]:.3f})")
+        return dict(x=xs, y=ys, hovertext=text)
+
+    def headline(th: float) -> str:
+        parts = []
+        for rule in rules:
+            rn, rv = records[rule]
+            v = int(rn[int(pick_index(rv, th))])
+            parts.append(f"{RULE_LABELS[rule]} → {decision_text(h, v, correct.get(v))}")
+        return dict(text=[title or f"<b>θ = {th:.2f}</b>   " + " · ".join(parts)])
+
     ex, ey = segs(lay.edges)
     lx, ly = segs(lay.links)
-    marker_px = int(round(font_size * 1.15))
     traces = [
         go.Scatter(x=ex, y=ey, mode="lines", line=dict(color="#8C8C8C", width=2), hoverinfo="skip",
                    showlegend=False, name="tree edges"),
         go.Scatter(x=lx, y=ly, mode="lines", line=dict(color="#8C8C8C", width=1.5, dash="dot"), hoverinfo="skip",
                    showlegend=False, name="descendant (levels skipped)"),
         go.Scatter(x=x, y=y, mode="markers+text", name="nodes", showlegend=False,
-                   marker=dict(size=marker_px, color=colours, symbol=node_symbols(theta),
-                               line=dict(color=colours, width=2)),
+                   marker=dict(size=marker_px, color=colours, symbol=symbols, line=dict(color=colours, width=2)),
                    text=_labels(h, lay, probs, correct, small), textposition="middle right",
                    textfont=dict(size=font_size, color="#1A1A1A"), hovertext=hover, hoverinfo="text",
                    cliponaxis=False),
+        go.Scatter(x=x, mode="markers", name="p < θ", showlegend=False, hoverinfo="skip",
+                   marker=dict(size=max(4, marker_px - 8), color="white", symbol=symbols), **below(theta)),
+        go.Scatter(mode="lines+text", line=dict(color=style.OKABE_ITO["black"], width=2.5, dash="dash"),
+                   textposition="middle left", textfont=dict(size=small + 1), hoverinfo="skip",
+                   showlegend=False, name="θ", cliponaxis=False, **theta_line(theta)),
+        go.Scatter(mode="markers", name="rule picks", showlegend=False, hoverinfo="text", cliponaxis=False,
+                   marker=dict(size=marker_px, color=[style.rule_colour(r) for r in rules],
+                               symbol=[style.rule_symbol(r) for r in rules], line=dict(color="white", width=1)),
+                   **picks(theta)),
+        go.Scatter(mode="text", name="headline", showlegend=False, hoverinfo="skip", cliponaxis=False,
+                   x=[theta_left - 4.3], y=[1.0], textposition="middle right", textfont=dict(size=font_size),
+                   **headline(theta)),
     ]
-
-    path_rows = {int(lay.row[k]): k for k, v in enumerate(nodes) if lay.x[k] == 0}
-    theta_left = -(len(rules) + 0.9) * SLOT
-
-    def theta_line(th: float) -> dict:
-        climbing = records.get("climbing", next(iter(records.values())))
-        node = int(climbing[0][int(pick_index(climbing[1], th))])
-        r = -pos[node][1] if node in pos else max(path_rows)
-        yy = -(r + 0.5)
-        return dict(x=[theta_left, 0.9], y=[yy, yy], text=[f"θ = {th:.2f}", ""])
-
-    traces.append(go.Scatter(mode="lines+text", line=dict(color=style.OKABE_ITO["black"], width=2.5, dash="dash"),
-                             textposition="middle left", textfont=dict(size=small + 1), hoverinfo="skip",
-                             showlegend=False, name="θ", cliponaxis=False, **theta_line(theta)))
-
-    def rule_point(rule: str, th: float) -> dict:
-        rn, rv = records[rule]
-        k = int(pick_index(rv, th))
-        v = int(rn[k])
-        slot = list(rules).index(rule)
-        px, py = pos[v]
-        text = decision_text(h, v, correct.get(v))
-        return dict(x=[px - (slot + 1) * SLOT], y=[py],
-                    hovertext=[f"{RULE_LABELS[rule]} at θ = {th:.2f} → {text} (p = {rv[k]:.3f})"])
-
-    for rule in rules:
-        if rule not in records:
-            continue
-        colour, _, symbol = style.RULE_STYLE[rule]
-        traces.append(go.Scatter(mode="markers", name=f"{RULE_LABELS[rule]} picks",
-                                 marker=dict(size=marker_px, color=colour, symbol=symbol,
-                                             line=dict(color="white", width=1)),
-                                 hoverinfo="text", cliponaxis=False, **rule_point(rule, theta)))
-
-    def headline(th: float) -> str:
-        parts = []
-        for rule in records:
-            rn, rv = records[rule]
-            v = int(rn[int(pick_index(rv, th))])
-            parts.append(f"{RULE_LABELS[rule]} → {decision_text(h, v, correct.get(v))}")
-        return f"<b>θ = {th:.2f}</b>   " + " · ".join(parts)
+    for rule in rules:  # legend entries only (the picks trace above moves)
+        traces.append(go.Scatter(x=[None], y=[None], mode="markers", name=f"{RULE_LABELS[rule]} picks",
+                                 marker=dict(size=marker_px, color=style.rule_colour(rule),
+                                             symbol=style.rule_symbol(rule)), hoverinfo="skip"))
+    if true_leaf is not None:
+        for label, colour, symbol in (("✓ ancestor of the true leaf", style.CORRECT_COLOUR, style.CORRECT_SYMBOL),
+                                      ("✗ wrong", style.WRONG_COLOUR, style.WRONG_SYMBOL)):
+            traces.append(go.Scatter(x=[None], y=[None], mode="markers", name=label, hoverinfo="skip",
+                                     marker=dict(size=marker_px, color=colour, symbol=symbol)))
+    traces.append(go.Scatter(x=[None], y=[None], mode="markers", name="hollow: p < θ", hoverinfo="skip",
+                             marker=dict(size=marker_px, color=style.NEUTRAL_COLOUR, symbol="circle-open",
+                                         line=dict(width=2))))
 
     fig = go.Figure(traces)
     n_rows = int(lay.row.max()) + 1
     row_px = max(34, int(round(font_size * 2.1)))
-    fig.update_xaxes(visible=False, range=[theta_left - 4.5, right + 1])
-    fig.update_yaxes(visible=False, range=[-(n_rows - 0.4), 0.8])
-    top = 95 if title else 75
+    fig.update_xaxes(visible=False, range=[theta_left - 4.5, right + 1], fixedrange=True)
+    fig.update_yaxes(visible=False, range=[-(n_rows - 0.4), 1.4], fixedrange=True)
+    top = 45
     fig.update_layout(
-        title=dict(text=title or headline(theta), font=dict(size=font_size), x=0.01, xanchor="left"),
-        height=top + 110 + n_rows * row_px,
+        height=top + 10 + (n_rows + 1) * row_px,
         margin=dict(l=10, r=10, t=top, b=10),
         font=dict(size=font_size),
         template="plotly_white",
+        showlegend=True,
         legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0.0, font=dict(size=small + 1)),
         hoverlabel=dict(font_size=small + 1),
     )
     if animate:
-        _add_sweep(fig, grid, theta, font_size, lambda th: [
-            dict(marker=dict(symbol=node_symbols(th))),
-            theta_line(th),
-            *[rule_point(rule, th) for rule in records],
-        ], lambda th: dict(title=dict(text=title or headline(th))),
-            traces=[T_NODES, T_THETA] + [T_RULES + k for k in range(len(records))])
+        frames = [go.Frame(name=f"{th:.2f}", traces=[T_BELOW, T_THETA, T_PICKS, T_HEAD],
+                           data=[below(float(th)), theta_line(float(th)), picks(float(th)), headline(float(th))])
+                  for th in grid]
+        add_theta_sweep(fig, grid, theta, font_size, frames)
     return fig
 
 
-def _add_sweep(fig: go.Figure, grid: np.ndarray, theta: float, font_size: int, frame_data, frame_layout,
-               traces: list[int]) -> None:
-    """Frames named by θ ("0.50"), a slider that jumps to a frame and a play/pause button."""
-    add_theta_sweep(fig, grid, theta, font_size,
-                    [go.Frame(name=f"{th:.2f}", data=frame_data(float(th)), traces=traces,
-                              layout=frame_layout(float(th))) for th in grid])
-
-
-def add_theta_sweep(fig: go.Figure, grid: np.ndarray, theta: float, font_size: int, frames: list[go.Frame],
+def add_theta_sweep(fig: go.Figure, grid: np.ndarray, theta: float, font_size: int, frames: list,
                     frame_ms: int = 40) -> None:
     """Attach ``frames`` (one per θ of ``grid``, named ``f"{θ:.2f}"``) with Plotly's slider and a
     play/pause button. ``frame_ms`` = 40 plays at 25 frames/s; redraw is needed for the title."""
@@ -361,3 +362,4 @@ def add_theta_sweep(fig: go.Figure, grid: np.ndarray, theta: float, font_size: i
                           ])],
     )
     fig.layout.margin.b = (fig.layout.margin.b or 0) + 90
+    fig.layout.height = (fig.layout.height or 450) + 90
