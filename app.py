@@ -10,9 +10,12 @@ from dashboard import report, state, ui
 
 st.set_page_config(page_title="Hierarchical Selective Classification", page_icon="🌳", layout="wide")
 state.init_state()
+if state.get("presenter"):
+    st.set_page_config(initial_sidebar_state="collapsed")
 
 PAGES = [
     st.Page("pages/overview.py", title="Overview", icon=":material/home:", url_path="overview", default=True),
+    st.Page("pages/story.py", title="Guided story", icon=":material/school:", url_path="story"),
     st.Page("pages/explorer.py", title="Explorer", icon=":material/account_tree:", url_path="explorer"),
     st.Page("pages/risk_coverage.py", title="Risk–Coverage", icon=":material/show_chart:", url_path="risk_coverage"),
     st.Page("pages/calibration_coverage.py", title="Calibration–Coverage", icon=":material/tune:",
@@ -26,6 +29,10 @@ PAGES = [
 
 page = st.navigation(PAGES)
 ui.sidebar()
+with st.sidebar:
+    state.bind(st.toggle, "Presenter mode", "presenter", scope="sb",
+               help="Bigger type for a projector, page controls folded away; the link keeps it (presenter=1).")
+ui.presenter_style()
 report.sidebar_button()
 state.write_query_params()
 ui.notices()

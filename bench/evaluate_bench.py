@@ -56,7 +56,9 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--no-ray", action="store_true")
     args = ap.parse_args()
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, python {platform.python_version()}")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs (load average {load}), "
+          f"python {platform.python_version()}")
 
     with tempfile.TemporaryDirectory(prefix="hsc_evaluate_bench_") as tmp:
         t = time.perf_counter()

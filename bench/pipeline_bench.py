@@ -1,13 +1,21 @@
 """Throughput of the logit-caching pipeline: images/s, end to end and for the model alone.
 
     python bench/pipeline_bench.py [--images 256] [--batch-size 64] [--workers N] [--device auto]
+                                   [--decode cpu|gpu|both] [--best-only]
 
 It runs efficientnet_lite0 and timm's resnet50 at random init (no download needed) on
-synthetic 500×375 JPEGs, for every combination of AMP on/off and channels_last on/off, on
-whatever device is present. "pipeline" is the real ``hsc_core.pipeline.cache_logits`` path: JPEG decode,
-resize and crop in DataLoader workers, transfer, forward. "model only" feeds ready tensors, so
-the difference between the two shows whether decoding or the network is the bottleneck.
-The pipeline figure includes DataLoader start-up and the first batch, as a real run does.
+synthetic 500×375 JPEGs, for every combination of AMP on/off and channels_last on/off
+(``--best-only``: AMP + channels_last only), on whatever device is present. "pipeline" is the
+real ``hsc_core.pipeline.cache_logits`` path: read, decode, resize and crop, transfer, forward.
+``--decode cpu`` decodes with PIL in the DataLoader workers; ``--decode gpu`` (CUDA only) has the
+workers read the bytes and decodes them with nvJPEG on the GPU (``cache_logits --decode gpu``);
+``both`` (the default on CUDA) measures the two side by side. "model only" feeds ready tensors, so
+the difference shows whether decoding or the network is the bottleneck. The pipeline figure
+includes DataLoader start-up and the first batch, as a real run does.
+
+The GPU-decode figures in the README come from
+
+    python bench/pipeline_bench.py --decode both --workers 15
 """
 
 from __future__ import annotations
@@ -63,10 +71,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     ap.add_argument("--models", nargs="+", default=list(MODELS))
     ap.add_argument("--iters", type=int, default=None, help="model-only batches (default 4 on CPU, 30 on GPU)")
+    ap.add_argument("--decode", choices=("cpu", "gpu", "both"), default=None,
+                    help="where JPEGs are decoded (default: both on CUDA, cpu otherwise)")
+    ap.add_argument("--best-only", action="store_true", help="only AMP on + channels_last (the CUDA default)")
     args = ap.parse_args(argv)
 
     device = resolve_device(args.device)
     gpu = device.type == "cuda"
+    decode = args.decode or ("both" if gpu else "cpu")
+    if decode != "cpu" and not gpu:
+        ap.error("--decode gpu needs CUDA")
+    decodes = ("cpu", "gpu") if decode == "both" else (decode,)
+    configs = [(True, True)] if args.best_only else [(a, c) for a in (False, True) for c in (False, True)]
     torch.backends.cudnn.benchmark = gpu  # as cache_logits does on CUDA
     # Enough images on a GPU that the first batch (decoded by one worker alone) is amortised.
     n_images = args.images or (8192 if gpu else 256)
@@ -75,23 +91,24 @@ def main(argv: list[str] | None = None) -> int:
     where = torch.cuda.get_device_name(device) if gpu else f"CPU ({os.cpu_count()} cores, {torch.get_num_threads()} threads)"
     print(f"device: {where}; torch {torch.__version__}; {n_images} synthetic JPEGs 500x375, "
           f"batch {batch}, {args.workers} workers")
-    print(f"{'model':<20} {'amp':<9} {'ch_last':<8} {'pipeline img/s':>15} {'model only img/s':>17}"
-          f" {'data wait s':>12} {'model s':>8}")
+    print(f"{'model':<20} {'amp':<9} {'ch_last':<8} {'decode':<7} {'pipeline img/s':>15} {'model only img/s':>17}"
+          f" {'data wait s':>12} {'decode s':>9} {'model s':>8}")
     with tempfile.TemporaryDirectory(prefix="hsc_bench_") as tmp:
         samples = read_samples(make_synthetic_jpegs(n_images, tmp))
         for name in args.models:
-            for amp in (False, True):
-                for cl in (False, True):
-                    # Model-only first: it also warms the process up (CUDA loads each kernel on first
-                    # use, cuDNN picks algorithms), so the pipeline figure is not charged for that.
-                    mo = model_only(name, device, amp, cl, batch, iters)
-                    out = Path(tmp) / f"{name}_{amp}_{cl}.npz"
+            for amp, cl in configs:
+                # Model-only first: it also warms the process up (CUDA loads each kernel on first
+                # use, cuDNN picks algorithms), so the pipeline figure is not charged for that.
+                mo = model_only(name, device, amp, cl, batch, iters)
+                for dec in decodes:
+                    out = Path(tmp) / f"{name}_{amp}_{cl}_{dec}.npz"
                     s = cache_logits(name, samples, out, batch_size=batch, workers=args.workers,
                                      device=device.type, amp=amp, channels_last=cl, pretrained=False,
-                                     progress=False)
+                                     progress=False, decode=dec)
                     amp_name = s["amp"] or "off"
-                    print(f"{name:<20} {amp_name:<9} {str(cl):<8} {s['images_per_s']:>15.1f} {mo:>17.1f}"
-                          f" {s['seconds_data']:>12.2f} {s['seconds_compute']:>8.2f}", flush=True)
+                    print(f"{name:<20} {amp_name:<9} {str(cl):<8} {s['decode']:<7} {s['images_per_s']:>15.1f}"
+                          f" {mo:>17.1f} {s['seconds_data']:>12.2f} {s['seconds_decode']:>9.2f}"
+                          f" {s['seconds_compute']:>8.2f}", flush=True)
     return 0
 
 

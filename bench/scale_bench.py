@@ -96,7 +96,7 @@ def main() -> None:
             c01 = rc_curve_from_paths(h, paths, labels, "01")
             csev = rc_curve_from_paths(h, paths, labels, "severity")
             areas = (c01.haurc, csev.haurc)
-            t_curve = time.perf_counter() - t + 0.0
+            t_curve = time.perf_counter() - t
             assert areas == (haurc[(rule, "01")], haurc[(rule, "severity")])  # same numbers as the API
             print(f"{RULE_LABELS[rule]:<14}{t_paths[rule]:>20.2f}{t_curve:>28.2f}{paths.nodes.shape[1]:>16}"
                   f"{c01.events.size:>13,}{areas[0]:>11.5f}{areas[1]:>10.5f}")

@@ -144,7 +144,7 @@ SETTINGS: dict[str, Setting] = {
     "eps": _float_setting(0.01, 0.0001, 0.5),
     # Presenter mode (bigger fonts, controls tucked away) and the guided story's step
     "presenter": Setting(False, _bool, lambda v: "1" if v else "0"),
-    "step": Setting(1, _posint),
+    "step": Setting(1, _int_in(1, 5)),
     # Try an image
     "tmodel": Setting(None, _text),
 }

@@ -1,20 +1,47 @@
-"""Explorer: the paper's Figure 1, live. One sample, θ on a slider, every rule's choice."""
+"""Explorer: the paper's Figure 1, live. One sample as a node-link tree, θ swept in the browser,
+every rule's choice."""
+
+from urllib.parse import urlencode
 
 import numpy as np
 import streamlit as st
 
-from dashboard import plots, state, ui, views
+from dashboard import state, ui, views
 from hsc_core.datasets.images import ImageReadError, display_image, open_image_safely, safe_image_path
+from hsc_core.report.tree_figure import record_rows, tree_figure
 
 ui.ensure_entrypoint()
 
 es = ui.require_eval_set()
 h = es.hierarchy
 st.title("Explorer")
-st.caption(ui.eval_caption(es))
+if not ui.presenter():
+    st.caption(ui.eval_caption(es))
 
-PICKS = {"random": "Random (seeded)", "worst": "Most confident wrong", "class": "By true class"}
+PICKS = {**views.CURATED, "random": "Random (seeded)", "class": "By true class"}
 DIRTY = "_explorer_resample"
+CHART = "explorer_tree"
+
+
+def _es_key() -> tuple:
+    return (es.model, es.location, es.subset, es.ts, es.heldout, id(es))
+
+
+@st.cache_resource(max_entries=24, show_spinner=False)
+def _curated(_es, key: tuple, theta: float) -> dict[str, np.ndarray]:
+    return views.curated_rows(_es.hierarchy, _es.paths, _es.labels, _es.leaf_pred, _es.leaf_conf, theta)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _figure1(_es, key: tuple) -> int | None:
+    return views.figure1_example(_es.hierarchy, _es.node_probs, _es.paths, _es.labels, _es.leaf_pred, _es.leaf_conf)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _tree(_es, key: tuple, i: int, theta: float, font_size: int):
+    """The tree figure with its 101 θ frames (≈ 0.1 s to build, so kept per sample and θ)."""
+    return tree_figure(_es.hierarchy, _es.node_row(i), record_rows(_es.paths, i), int(_es.labels[i]), theta,
+                       font_size=font_size)
 
 
 def _mark_dirty() -> None:
@@ -26,10 +53,33 @@ def _next_seed() -> None:
     _mark_dirty()
 
 
-cols = st.columns([1.3, 1, 1.6])
+FIGURE1 = _figure1(es, _es_key())
+
+
+def _show_figure1() -> None:
+    state.set("pick", "rescue")
+    state.set("sample", str(es.sample_ids[FIGURE1]))
+    state.set("theta", views.FIGURE1_THETA)
+
+
+def _show_image(sample: str) -> None:
+    """The one place that reads a sample's image (inside the data set's image folder only)."""
+    image_path = safe_image_path(es.image_dir, sample)
+    try:
+        image = display_image(open_image_safely(image_path)) if image_path is not None else None
+    except ImageReadError:
+        image = None
+    if image is not None:
+        st.image(image, caption=ui.plain(sample), width="stretch")
+    else:
+        st.caption(f"Sample {ui.plain(sample)} (no image file: set `HSC_IMAGE_DIR` to the image folder)")
+
+
+with ui.controls("Pick a sample"):
+    cols = st.columns([1.5, 1, 1.5])
 with cols[0]:
-    state.bind(st.radio, "Pick a sample", "pick", scope="ex", options=list(PICKS), format_func=PICKS.get,
-               horizontal=True, on_change=_mark_dirty)
+    state.bind(st.selectbox, "Show me", "pick", scope="ex", options=list(PICKS), format_func=PICKS.get,
+               on_change=_mark_dirty, help="Curated cases are found among all samples at the current θ.")
 mode = state.get("pick")
 sample = state.get("sample")
 if sample is not None and sample not in es.id_index and sample == state.from_url("sample"):
@@ -46,20 +96,29 @@ if mode == "random":
     if dirty or sample not in es.id_index:
         i = int(np.random.default_rng(int(state.get("seed"))).integers(es.n))
         sample = str(es.sample_ids[i])
-elif mode == "worst":
-    wrong = es.most_confident_wrong
-    if wrong.size == 0:
-        st.info("The model gets every sample right; showing a random one.")
+elif mode in views.CURATED:
+    rows = _curated(es, _es_key(), round(float(state.get("theta")), 4))[mode]
+    if rows.size == 0:
+        with cols[1]:
+            st.info(f"No sample is a “{PICKS[mode]}” case at θ = {state.get('theta'):.2f}; try another θ.")
         if sample not in es.id_index:
             sample = str(es.sample_ids[0])
     else:
-        state.set("rank", int(min(max(1, state.get("rank")), wrong.size)))
+        state.set("rank", int(min(max(1, state.get("rank")), rows.size)))
         with cols[1]:
-            state.bind(st.number_input, f"Rank among {wrong.size:,} wrong", "rank", scope="ex", min_value=1,
-                       max_value=int(wrong.size), step=1, on_change=_mark_dirty,
-                       help="1 = the wrong top-1 prediction with the highest confidence.")
+            state.bind(st.number_input, f"Example (of {rows.size:,})", "rank", scope="ex", min_value=1,
+                       max_value=int(rows.size), step=1, on_change=_mark_dirty,
+                       help="1 = the clearest example; the list is recomputed when θ changes.")
         if dirty or sample not in es.id_index:
-            sample = str(es.sample_ids[wrong[int(state.get("rank")) - 1]])
+            sample = str(es.sample_ids[rows[int(state.get("rank")) - 1]])
+    if FIGURE1 is not None:
+        with cols[2]:
+            st.write("")
+            st.button("Figure-1-like example", on_click=_show_figure1, icon=":material/account_tree:",
+                      help="An unsure, wrong top-1 leaf that Climbing lifts to a correct ancestor at θ = 0.5, "
+                           "as in the paper's Figure 1.")
+            link = urlencode({"pick": "rescue", "sample": str(es.sample_ids[FIGURE1]), "theta": "0.5"})
+            st.markdown(f"[Link to it](explorer?{link})")
 else:  # by class
     classes = sorted(es.rows_by_class, key=lambda c: h.names[c].lower())
     if state.get("cls") not in es.rows_by_class:
@@ -83,41 +142,44 @@ i = es.id_index[sample]
 true_leaf = int(es.labels[i])
 pred_leaf = int(es.leaf_pred[i])
 
-info, main = st.columns([1, 3], gap="medium")
+info, main = st.columns([1, 5] if ui.presenter() else [1, 4], gap="small")
 with info:
-    # Sample ids may come from an upload: only image files inside the data set's image folder are read.
-    image_path = safe_image_path(es.image_dir, sample)
-    try:
-        image = display_image(open_image_safely(image_path)) if image_path is not None else None
-    except ImageReadError:
-        image = None
-    if image is not None:
-        st.image(image, caption=ui.plain(sample), width="stretch")
-    else:
-        st.caption(f"Sample {ui.plain(sample)} (no image file available)")
+    _show_image(sample)
     st.markdown(
-        f"**True class:** {views.node_name(h, true_leaf)}  \n"
-        f"**Top-1 leaf:** {views.node_name(h, pred_leaf)} (p = {es.leaf_conf[i]:.3f}) "
-        + (":green[**correct**]" if pred_leaf == true_leaf else ":red[**wrong**]")
+        f"**True class:** {ui.plain(views.node_name(h, true_leaf))}  \n"
+        f"**Top-1 leaf:** {ui.plain(views.node_name(h, pred_leaf))} (p = {es.leaf_conf[i]:.3f}) "
+        + views.verdict_md(pred_leaf == true_leaf)
     )
-    if es.sources is not None:
+    if es.sources is not None and not ui.presenter():
         st.caption(f"Source: {ui.plain(es.sources[i])}")
+
+
+def _follow(theta: float) -> None:
+    state.set("theta", round(min(max(theta, 0.0), 1.0), 2))
 
 
 @st.fragment
 def theta_view() -> None:
     state.write_query_params()
     theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="ex", min_value=0.0, max_value=1.0,
-                       step=0.01, format="%.2f")
+                       step=0.01, format="%.2f",
+                       help="The tree's own ▶ Play button and slider sweep θ in the browser; where they stop "
+                            "becomes this slider's value.")
+    fig = _tree(es, _es_key(), i, round(float(theta), 4), ui.font_size())
+    ui.figure(fig, f"explorer_{sample}_theta{theta:.2f}", key=CHART, context=ui.export_context(es, theta))
+    ui.sweep_sync(CHART, _follow)
     view = views.sample_view(h, es.node_row(i), es.paths, i, theta, true_leaf=true_leaf)
     st.markdown(views.choice_text(h, view))
-    ui.figure(plots.path_figure(h, view), f"explorer_{es.model}_{sample}_theta{theta:.2f}", key="explorer_path")
-    st.caption("Bars: node probability along the predicted leaf's path to the root (root on top), then the true "
-               "label's branch. Green = hierarchically correct (an ancestor of the true leaf), red = wrong. The "
-               "markers on the right show the node each rule predicts at θ.")
-    table = views.choice_table(h, view)
-    st.dataframe(table, hide_index=True, key="explorer_table", column_config=ui.CHOICE_COLUMNS)
-    ui.csv_download(table, f"explorer_{sample}_theta{theta:.2f}", key="dl_explorer")
+    if not ui.presenter():
+        st.caption("The predicted leaf's path runs down from the root; the true label's branch hangs off their "
+                   "lowest common ancestor. ✓ = an ancestor of the true leaf (correct), ✗ = wrong; a hollow node "
+                   "is below θ. The marks left of a node show which rule picks it. Predicting the root means "
+                   "rejecting the sample.")
+    with st.expander("Table of the picks"):
+        table = views.choice_table(h, view)
+        st.dataframe(table, hide_index=True, key="explorer_table", column_config=ui.CHOICE_COLUMNS)
+        ui.csv_download(table, f"explorer_{sample}_theta{theta:.2f}", key="dl_explorer",
+                        context=ui.export_context(es, theta))
 
 
 with main:

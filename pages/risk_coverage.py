@@ -3,13 +3,15 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import plots, state, ui, views
+from dashboard import state, ui, views
 from hsc_core.core.rules import RULE_LABELS, RULES
+from hsc_core.report.sweep import operating_point_grid, rc_sweep_figure
 
 ui.ensure_entrypoint()
 
 st.title("Risk–coverage")
-controls = st.columns([2.4, 1.1, 1.5, 1.1])
+with ui.controls("Rules, risk and curve"):
+    controls = st.columns([2.4, 1.1, 1.5, 1.1])
 with controls[0]:
     state.bind(st.multiselect, "Rules", "rules", scope="rc", options=list(RULES), format_func=RULE_LABELS.get)
 with controls[1]:
@@ -23,7 +25,8 @@ with controls[3]:
                help="Same switch as in the sidebar: T fitted on one half, curves on the other half.")
 
 es = ui.require_eval_set()
-st.caption(ui.eval_caption(es))
+if not ui.presenter():
+    st.caption(ui.eval_caption(es))
 rules = [r for r in RULES if r in state.get("rules")]
 if not rules:
     st.info("Select at least one rule.")
@@ -31,6 +34,18 @@ if not rules:
 loss = state.get("loss")
 dec = None if state.get("dec") == "exact" else 2
 cs = ui.curve_set_or_stop(es, loss, dec)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _sweep_figure(_cs, key: tuple, rules: tuple, theta: float, loss: str, font_size: int):
+    """The RC figure with one frame per θ of the 0.01 grid (operating points from the exact curves)."""
+    points = {r: operating_point_grid(_cs.exact[r]) for r in rules}
+    return rc_sweep_figure({r: _cs.display[r] for r in rules}, points, {r: _cs.curves[r].haurc for r in rules},
+                           theta, loss=loss, font_size=font_size)
+
+
+def _follow(theta: float) -> None:
+    state.set("theta", round(min(max(theta, 0.0), 1.0), 2))
 
 
 @st.fragment
@@ -43,10 +58,13 @@ def theta_view() -> None:
     points = views.operating_points(cs, theta, rules)
     chart, text = st.columns([3, 1.2])
     with chart:
-        fig = plots.rc_figure(cs, points, rules, loss)
-        ui.figure(fig, f"rc_{es.model}_{loss}_{state.get('dec')}_theta{theta:.2f}", key="rc_chart")
+        fig = _sweep_figure(cs, (es.model, es.location, es.subset, es.ts, es.heldout, loss, state.get("dec"), id(cs)),
+                            tuple(rules), round(float(theta), 4), loss, ui.font_size())
+        ui.figure(fig, f"rc_{es.model}_{loss}_{state.get('dec')}_theta{theta:.2f}", key="rc_chart",
+                  context=ui.export_context(es, theta))
+        ui.sweep_sync("rc_chart", _follow)
     with text:
-        st.markdown("**Operating points**")
+        st.markdown(f"**Operating points** (θ = {theta:.2f}; ▶ Play on the chart sweeps θ)")
         st.markdown(views.operating_point_text(points))
         shown = points.drop(columns="key")
         ui.csv_download(shown, f"rc_operating_points_{es.model}_theta{theta:.2f}", key="dl_rc_points",

@@ -390,6 +390,9 @@ def test_device_decode_run_matches_cpu_run_with_every_kind_of_file(synthetic, tm
     assert cl.main([*FAST, "--data", str(data / "labels.csv"), "--out", str(tmp_path / "bad.npz")]) == 1
     err = capsys.readouterr().err
     assert "unreadable image" in err and "synthetic_000004.JPEG: cannot read image" in err and "Traceback" not in err
+    # Decoding runs a batch ahead, yet the two batches before the bad one were saved, in turn.
+    assert sorted(p.name for p in (tmp_path / "bad.npz.partial").glob("chunk_*")) == ["chunk_000000.npz",
+                                                                                    "chunk_000001.npz"]
 
 
 # ---------------------------------------------------------------------------- several models on Ray

@@ -222,6 +222,7 @@ def test_shipped_logits_without_hierarchy(tmp_path, capsys):
     # Known values of this data: T is fitted below 1 and TS makes Climbing beat Selective on every model.
     keyed = _by_key(rows)
     for f in SHIPPED:
+        assert float(keyed[(f.stem, "climbing", "01", "true")]["temperature"]) < 1
         assert float(keyed[(f.stem, "climbing", "01", "true")]["gain_percent"]) > 5
     assert "imagenet1k — 0/1 loss, mean ± SEM over 3 models" in stdout
 

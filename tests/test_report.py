@@ -3,7 +3,6 @@ that match the library, the Okabe–Ito style in every figure, self-describing e
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from html.parser import HTMLParser

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from reference_rules import RULE_FUNCTIONS
 
 from hsc_core.core.curves import (
+    calibration_coverage_curve,
     expected_calibration_error,
     hierarchical_rc_curve,
     rc_curve_from_paths,
@@ -85,6 +86,19 @@ def test_chunked_paths_and_curves_equal_dense(case, precision):
                                        precision=precision)
         for (rule, loss), curve in curves.items():
             _assert_same_curve(curve, hierarchical_rc_curve(h, probs, labels, rule, loss, dec=dec))
+
+
+def test_cc_curve_from_chunked_paths_needs_no_node_matrix():
+    h = random_tree(40, 6)
+    logits, labels = _logits(h, 80, 6, np.float32)
+    paths = decision_paths_from_logits(h, logits, chunk_size=9)
+    grid = threshold_grid_from_logits(h, logits, chunk_size=9)
+    probs = node_probabilities(h, softmax(logits))
+    for rule in RULES:
+        chunked = calibration_coverage_curve(h, None, labels, rule, thresholds=grid, paths=paths[rule])
+        dense = calibration_coverage_curve(h, probs, labels, rule)
+        for field in ("thresholds", "coverage", "ece"):
+            np.testing.assert_array_equal(getattr(chunked, field), getattr(dense, field))
 
 
 def test_default_precision_follows_the_logits():

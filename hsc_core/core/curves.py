@@ -90,6 +90,8 @@ def threshold_grid_keys(node_probs: np.ndarray, dec: int = 2, present: np.ndarra
         keys = np.clip(probs[start: start + rows], 0.0, 1.0)
         keys *= scale
         np.rint(keys, out=keys)
+        if not np.isfinite(keys).all():
+            raise ValueError("node_probs contain NaN")
         present[keys.astype(np.intp).ravel()] = True
     return present
 
@@ -260,6 +262,9 @@ def calibration_coverage_curve(
     """ECE (``n_bins`` bins, hierarchical correctness, root confidence 1.0) against coverage.
 
     thresholds: θ values to evaluate; default the authors' rounded grid (``dec=2``).
+    node_probs is read only to build ``paths`` or the default grid: with both ``paths`` and
+    ``thresholds`` given (e.g. from ``evaluation.decision_paths_from_logits`` and
+    ``threshold_grid_from_logits``) it may be None, so no samples × nodes matrix is needed.
     """
     if paths is None:
         paths = decision_paths(hierarchy, node_probs, rule)

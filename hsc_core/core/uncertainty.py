@@ -31,9 +31,11 @@ from .validation import check_labels
 N_RESAMPLES = 1000
 CONFIDENCE = 0.95
 BOOTSTRAP_SEED = 0
-# Elements of one (batch × events) work matrix: bounds the memory of a batch (~8 MB of float64; larger
-# batches run slower, out of cache).
+# Elements of one (events × batch) work matrix (~8 MB of float64), and the batch's bounds:
+# measured, 8 resamples per batch run ~1.7× faster than 2 on 138k events, and much larger
+# batches run slower again, out of cache.
 _BATCH_ELEMENTS = 1_000_000
+_BATCH_MIN, _BATCH_MAX = 8, 64
 
 
 @dataclass(frozen=True)
@@ -195,7 +197,7 @@ def bootstrap_haurc(
     events = {r: rule_events(hierarchy, paths[r], labels, loss) for r in rules}
     gain_rules = [r for r in rules if r != "selective"] if "selective" in rules else []
     widest = max(max(e.event_sample.size, 1) for e in events.values())
-    batch = int(max(1, min(n_resamples, _BATCH_ELEMENTS // max(widest, n))))
+    batch = int(min(n_resamples, max(_BATCH_MIN, min(_BATCH_MAX, _BATCH_ELEMENTS // max(widest, n)))))
 
     def statistic(idx: np.ndarray, axis: int = -1) -> np.ndarray:
         w = counts_from_indices(np.moveaxis(idx, axis, -1).reshape(-1, n), n)

@@ -482,38 +482,20 @@ def run_model(model: torch.nn.Module, loader: DataLoader, device: torch.device, 
               ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Yield (sample indices, float32 logits) per batch of uint8 images, with a progress bar
     counting images. Normalisation happens here, on the device. ``stats`` accumulates the
-    seconds spent waiting for data ("data"), decoding on the device ("decode") and running the
-    model ("compute"), which shows whether a run is bound by decoding or by the network.
+    seconds spent waiting for data ("data"), waiting for device decoding ("decode") and running
+    the model ("compute"), which shows whether a run is bound by decoding or by the network.
     ``decode(items, indices)`` turns a batch of ``collate_encoded`` items into uint8 images on
-    the device (the "gpu" decode mode)."""
+    the device (the "gpu" decode mode); it runs one batch ahead, see ``_decoded_batches``."""
     from tqdm import tqdm
 
     stats = stats if stats is not None else {}
-    stats.setdefault("data", 0.0)
-    stats.setdefault("compute", 0.0)
-    stats.setdefault("decode", 0.0)
+    for key in ("data", "decode", "compute"):
+        stats.setdefault(key, 0.0)
+    batches = _decoded_batches(loader, decode, device, stats) if decode is not None else _loaded_batches(loader, stats)
     with torch.inference_mode(), tqdm(total=total, disable=not progress, unit="img", dynamic_ncols=True) as bar:
-        batches = iter(loader)
-        while True:
-            t0 = time.perf_counter()
-            try:
-                x, idx, error = next(batches)
-            except StopIteration:
-                break
+        for x, idx in batches:
             t1 = time.perf_counter()
-            stats["data"] += t1 - t0
-            if error is not None:
-                raise ImageReadError(error)
-            if isinstance(x, list):
-                x = decode(x, idx)
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)  # so that "decode" and "compute" split truthfully
-                t2 = time.perf_counter()
-                stats["decode"] += t2 - t1
-                t1 = t2
-            else:
-                x = x.to(device, non_blocking=True)
-            x = normalize_batch(x, info.mean, info.std)
+            x = normalize_batch(x.to(device, non_blocking=True), info.mean, info.std)
             if channels_last:
                 x = x.contiguous(memory_format=torch.channels_last)
             with torch.autocast(device_type=device.type, dtype=amp or torch.float32, enabled=amp is not None):
@@ -522,6 +504,70 @@ def run_model(model: torch.nn.Module, loader: DataLoader, device: torch.device, 
             stats["compute"] += time.perf_counter() - t1
             bar.update(len(idx))
             yield idx.numpy(), logits
+
+
+def _loaded_batches(loader: DataLoader, stats: dict[str, float]) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """(uint8 images, indices) from the workers; an unreadable image raises its ImageReadError."""
+    for x, idx, error in _raw_batches(loader, stats):
+        if error is not None:
+            raise ImageReadError(error)
+        yield x, idx
+
+
+def _decoded_batches(loader: DataLoader, decode: Callable, device: torch.device,
+                     stats: dict[str, float]) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """Like ``_loaded_batches`` for encoded batches, decoded on the device one batch ahead: a helper
+    thread (on its own CUDA stream) decodes batch i+1 while the model runs batch i, so neither the
+    decoder's host-side work nor the network waits for the other. Errors keep their batch's turn."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    side = torch.cuda.Stream(device) if device.type == "cuda" else None
+
+    def work(items: list[torch.Tensor], idx: torch.Tensor):
+        if side is None:
+            return decode(items, idx), None
+        with torch.cuda.stream(side):
+            x = decode(items, idx)
+            done = torch.cuda.Event()
+            done.record(side)
+        return x, done
+
+    def result(item):
+        kind, payload, idx = item
+        if kind == "error":
+            raise ImageReadError(payload)
+        t0 = time.perf_counter()
+        x, done = payload.result()  # re-raises the decoder's ImageReadError here, in turn
+        stats["decode"] += time.perf_counter() - t0
+        if done is not None:
+            main = torch.cuda.current_stream(device)
+            main.wait_event(done)
+            x.record_stream(main)  # the allocator must not reuse x while the main stream reads it
+        return x, idx
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hsc-decode") as pool:
+        ahead = None
+        for item in _raw_batches(loader, stats):
+            items, idx, error = item
+            nxt = ("error", error, idx) if error is not None else ("ok", pool.submit(work, items, idx), idx)
+            if ahead is not None:
+                yield result(ahead)
+            ahead = nxt
+        if ahead is not None:
+            yield result(ahead)
+
+
+def _raw_batches(loader: DataLoader, stats: dict[str, float]) -> Iterator[tuple]:
+    """The loader's batches as they come, timing the wait for each ("data")."""
+    batches = iter(loader)
+    while True:
+        t0 = time.perf_counter()
+        try:
+            item = next(batches)
+        except StopIteration:
+            return
+        stats["data"] += time.perf_counter() - t0
+        yield item
 
 
 def cache_logits(

@@ -9,10 +9,11 @@ Ray is imported only when asked for (``ray_address``), so plain runs never load 
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 LOCAL_RAY = "local"
 
 
-# ---------------------------------------------------------------------------- evaluate: many jobs
+# ---------------------------------------------------------------------------- many independent jobs (hsc evaluate)
 def default_workers(n_jobs: int) -> int:
     """min(#jobs, #CPUs), at least 1."""
     return max(1, min(n_jobs, os.cpu_count() or 1))
@@ -34,28 +35,38 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _indexed_call(task: tuple[Callable[..., Any], int, tuple]) -> tuple[int, Any]:
-    fn, i, job = task
-    return i, fn(*job)
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Drop queued jobs and end the running ones now (Python < 3.14 has no ``terminate_workers``)."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def map_local(fn: Callable[..., Any], jobs: Sequence[tuple], workers: int) -> Iterator[tuple[int, Any]]:
     """``fn(*jobs[i])`` for every i in ``workers`` local processes; yields (i, result) as each
-    finishes. One worker (or one job) runs in this process, with no pool to start."""
+    finishes. One worker (or one job) runs in this process, with no pool to start.
+
+    A worker killed from outside (e.g. by the out-of-memory killer) raises BrokenProcessPool here
+    instead of hanging; on Ctrl-C or any error the workers are stopped at once.
+    """
     if workers <= 1 or len(jobs) <= 1:
         for i, job in enumerate(jobs):
             yield i, fn(*job)
         return
-    pool = multiprocessing.Pool(processes=min(workers, len(jobs)), initializer=_ignore_sigint)
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), initializer=_ignore_sigint)
     try:
-        yield from pool.imap_unordered(_indexed_call, [(fn, i, job) for i, job in enumerate(jobs)], chunksize=1)
-        pool.close()
+        futures = {pool.submit(fn, *job): i for i, job in enumerate(jobs)}
+        for fut in as_completed(futures):
+            yield futures[fut], fut.result()
+    except BrokenProcessPool as exc:
+        _stop(pool)
+        # ChildProcessError is an OSError: the command line reports it in one line.
+        raise ChildProcessError("a worker process died (killed from outside, e.g. out of memory); finished "
+                                "models are kept, so rerun to resume, perhaps with fewer --workers") from exc
     except BaseException:
-        # Ctrl-C or an error: stop the workers now rather than finish the queue first.
-        pool.terminate()
+        _stop(pool)
         raise
-    finally:
-        pool.join()
+    pool.shutdown(wait=True)
 
 
 def _ray_init_kwargs(address: str, workers: int | None) -> dict:
@@ -70,14 +81,16 @@ def _ray_init_kwargs(address: str, workers: int | None) -> dict:
     return dict(common, address=address, runtime_env={"py_modules": [str(_PACKAGE_DIR)]})
 
 
-def map_ray(fn: Callable[..., Any], jobs: Sequence[tuple], address: str,
-            workers: int | None = None) -> Iterator[tuple[int, Any]]:
+def map_ray(fn: Callable[..., Any], jobs: Sequence[tuple], address: str, workers: int | None = None,
+            on_task_error: Callable[[str], Any] | None = None) -> Iterator[tuple[int, Any]]:
     """Like ``map_local`` but each job is a Ray task (one CPU each) on the cluster at ``address``
     (``"local"`` for a private local Ray with ``workers`` CPUs). Large shared arguments (the same
     object in every job, e.g. a hierarchy) are put in Ray's object store once.
 
     File paths in ``jobs`` must be readable at the same path on every node (a shared file system).
     A Ray that this call started is shut down at the end; an already running one is left alone.
+    A task that dies (its worker crashed or ran out of memory) yields ``on_task_error(one line)``
+    when that is given, and the other tasks go on; without it the error is raised.
     """
     try:
         import ray
@@ -109,14 +122,22 @@ def map_ray(fn: Callable[..., Any], jobs: Sequence[tuple], address: str,
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             for r in done:
-                yield refs[r], ray.get(r)
+                try:
+                    result = ray.get(r)
+                except ray.exceptions.RayError as exc:
+                    if on_task_error is None:
+                        raise
+                    lines = [ln for ln in str(exc).splitlines() if ln.strip()]
+                    result = on_task_error(f"Ray task failed: {lines[-1] if lines else type(exc).__name__}")
+                yield refs[r], result
     finally:
         if started:
             ray.shutdown()
 
 
 def map_jobs(fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int | None = None,
-             ray_address: str | None = None) -> Iterator[tuple[int, Any]]:
+             ray_address: str | None = None,
+             on_ray_task_error: Callable[[str], Any] | None = None) -> Iterator[tuple[int, Any]]:
     """``fn(*job)`` for every job, on Ray when ``ray_address`` is given, else in local processes
     (``workers`` defaults to min(#jobs, #CPUs)). Yields (job index, result) as jobs finish."""
     if not jobs:
@@ -125,7 +146,7 @@ def map_jobs(fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int | No
     if workers < 1:
         raise ValueError(f"--workers must be at least 1, got {workers}")
     if ray_address:
-        return map_ray(fn, jobs, ray_address, workers)
+        return map_ray(fn, jobs, ray_address, workers, on_ray_task_error)
     return map_local(fn, jobs, workers)
 
 

@@ -32,11 +32,12 @@ import math
 import os
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 
+from ..core.curves import hierarchical_gain
 from ..core.evaluation import rc_curves_from_logits
 from ..core.hierarchy import Hierarchy
 from ..core.probabilities import fit_temperature
@@ -46,7 +47,7 @@ from ..core.rules import RULE_LABELS, RULES
 from ..datasets.formats import load_hierarchy
 from ..datasets.logits_io import LogitsBundle, list_cached_logits, load_logits, manifest_path, write_json_atomic
 from ..datasets.registry import dataset_for_manifest, load_dataset
-from .distributed import LOCAL_RAY, map_jobs
+from .distributed import LOCAL_RAY, default_workers, map_jobs
 
 # Bump when the numbers a cached result holds would change, so old caches are recomputed.
 CACHE_FORMAT = "hsc-evaluate/1"
@@ -71,6 +72,7 @@ def evaluate_model(
     cal_fraction: float = CALIBRATION_FRACTION,
     seed: int = SPLIT_SEED,
     dataset: str = "",
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[dict]:
     """Rows of one model: every rule × loss, without and with temperature scaling.
 
@@ -78,6 +80,7 @@ def evaluate_model(
     use the remaining evaluation split. ``haurc`` is raw (the paper reports ``haurc_x1000``);
     ``gain_percent`` is relative to Selective with the same loss and TS setting (Selective's is 0);
     ``top1`` is on the evaluation split; ``temperature`` is the T applied (1.0 without TS).
+    ``progress(done, total)`` counts evaluation samples over both passes (without, with TS).
     """
     if isinstance(bundle_or_path, LogitsBundle):
         bundle, file = bundle_or_path, ""
@@ -94,7 +97,8 @@ def evaluate_model(
     rows = []
     for scaled in (False, True):
         t = fitted_t if scaled else 1.0
-        curves = rc_curves_from_logits(hierarchy, logits, labels, temperature=t, dec=dec)
+        step = None if progress is None else (lambda done, total, k=int(scaled): progress(k * total + done, 2 * total))
+        curves = rc_curves_from_logits(hierarchy, logits, labels, temperature=t, dec=dec, progress=step)
         for loss in LOSSES:
             sel = curves[("selective", loss)].haurc
             for rule in RULES:
@@ -103,19 +107,12 @@ def evaluate_model(
                     "model": bundle.name, "dataset": dataset, "rule": rule, "loss": loss,
                     "temperature_scaled": scaled, "temperature": t, "haurc": haurc, "haurc_x1000": 1000.0 * haurc,
                     # Selective's gain is 0 by definition (also when its hAURC is 0).
-                    "gain_percent": 0.0 if rule == "selective" else gain_percent(sel, haurc),
+                    "gain_percent": 0.0 if rule == "selective" else hierarchical_gain(sel, haurc),
                     "top1": top1, "n_samples": bundle.n_samples, "n_eval": int(labels.size),
                     "n_cal": int(cal.sum()), "dec": "exact" if dec is None else int(dec),
                     "cal_fraction": cal_fraction, "seed": seed, "file": file,
                 })
     return rows
-
-
-def gain_percent(haurc_selective: float, haurc_rule: float) -> float:
-    """100·(hAURC_sel − hAURC_rule)/hAURC_sel (nan when Selective's hAURC is 0)."""
-    if haurc_selective <= 0:
-        return float("nan")
-    return 100.0 * (haurc_selective - haurc_rule) / haurc_selective
 
 
 def check_dec(dec: int | None) -> None:
@@ -241,19 +238,48 @@ def _read_cached(file: Path, key: str) -> list[dict] | None:
     return data["rows"]
 
 
-def _evaluate_job(path: str, hierarchy: Hierarchy | None, dec: int | None, cal_fraction: float, seed: int) -> dict:
+def _evaluate_job(path: str, hierarchy: Hierarchy | None, dec: int | None, cal_fraction: float, seed: int,
+                  sample_bar: bool = False) -> dict:
     """One model, in a worker process or Ray task: {"rows": [...]} or {"error": one line}.
 
-    Errors come back as values, so one bad file never stops the others."""
+    Errors come back as values, so one bad file never stops the others. ``sample_bar``: a progress
+    bar over this model's samples (only when it runs in the main process, so bars never interleave).
+    """
+    bar = _SampleBar(Path(path).stem) if sample_bar else None
     try:
         bundle = load_logits(path)
         if hierarchy is None:
             dataset, tree = builtin_hierarchy(bundle, path)
         else:
             dataset, tree = _dataset_name(bundle), hierarchy
-        return {"rows": evaluate_model(bundle, tree, dec=dec, cal_fraction=cal_fraction, seed=seed, dataset=dataset)}
+        return {"rows": evaluate_model(bundle, tree, dec=dec, cal_fraction=cal_fraction, seed=seed, dataset=dataset,
+                                       progress=bar)}
     except (ValueError, OSError) as exc:
         return {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+class _SampleBar:
+    """``progress(done, total)`` callback drawing a tqdm bar on stderr, created on first use."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.bar = name, None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            from tqdm.auto import tqdm
+
+            # disable=None: no bar when stderr is not a terminal (logs, CI); leave=False: the model
+            # bar stays, the sample bar goes when the model is done.
+            self.bar = tqdm(total=total, desc=self.name, unit="sample", unit_scale=True, leave=False,
+                            file=sys.stderr, disable=None)
+        self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def evaluate_many(
@@ -285,22 +311,28 @@ def evaluate_many(
     for i, p in enumerate(paths):
         if cache is not None:
             tree_tag = {"tree": _builtin_tree_tag(p, trees)} if hierarchy is None else {}
-            keys[i] = result_key(p, {**settings, **tree_tag})
+            try:
+                keys[i] = result_key(p, {**settings, **tree_tag})
+            except OSError:
+                continue  # unreadable: the worker reports why, and nothing is cached
             if resume and (rows := _read_cached(cache_file(cache, p), keys[i])) is not None:
                 results[i] = rows
     n_cached = len(results)
     todo = [i for i in range(len(paths)) if i not in results]
-    jobs = [(str(paths[i]), hierarchy, dec, cal_fraction, seed) for i in todo]
+    n_workers = default_workers(len(todo)) if workers is None else workers
+    in_process = ray_address is None and (n_workers <= 1 or len(todo) <= 1)
+    jobs = [(str(paths[i]), hierarchy, dec, cal_fraction, seed, progress and in_process) for i in todo]
     errors: dict[str, str] = {}
     bar = _progress_bar(len(paths), n_cached, progress, "ray" if ray_address else "local")
     try:
-        for j, out in map_jobs(_evaluate_job, jobs, workers=workers, ray_address=ray_address):
+        for j, out in map_jobs(_evaluate_job, jobs, workers=workers, ray_address=ray_address,
+                               on_ray_task_error=lambda message: {"error": message}):
             i = todo[j]
             if "error" in out:
                 errors[str(paths[i])] = out["error"]
             else:
                 results[i] = out["rows"]
-                if cache is not None:
+                if i in keys:
                     write_json_atomic(cache_file(cache, paths[i]), {
                         "format": CACHE_FORMAT, "key": keys[i], "file": str(paths[i]), "settings": settings,
                         "rows": out["rows"],
@@ -319,7 +351,7 @@ def evaluate_many(
 
 
 def _progress_bar(total: int, done: int, enabled: bool, where: str):
-    if not enabled or total - done < 1:
+    if not enabled or total - done < 2:  # one model: its sample bar is enough
         return None
     from tqdm.auto import tqdm
 

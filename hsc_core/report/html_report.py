@@ -35,7 +35,7 @@ from ..core.hierarchy import Hierarchy
 from ..core.probabilities import fit_temperature, node_probabilities, softmax
 from ..core.protocol import CALIBRATION_FRACTION, PROTOCOL_TEXT, SPLIT_SEED, calibration_mask
 from ..core.rules import RULE_LABELS, RULES, decision_paths
-from ..core.uncertainty import BOOTSTRAP_SEED, CONFIDENCE, N_RESAMPLES, BootstrapResult, Interval, bootstrap_haurc
+from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, BootstrapResult, Interval, bootstrap_haurc
 from ..datasets.logits_io import LogitsBundle, load_logits
 from . import figures
 

@@ -66,11 +66,12 @@ def rc_sweep_figure(curves: dict[str, tuple[np.ndarray, np.ndarray]], points: di
                      tickfont=dict(size=small))
     fig.update_yaxes(title_text=LOSS_LABELS.get(loss, "risk"), rangemode="tozero", title_font=dict(size=font_size),
                      tickfont=dict(size=small))
-    fig.update_layout(title=dict(text=title or "Each marker: that rule's (coverage, risk) at θ", font=dict(size=font_size), x=0.01, xanchor="left"),
-                      height=int(380 + 6 * font_size), margin=dict(l=10, r=10, t=80, b=10), template="plotly_white",
+    fig.update_layout(title=dict(text=title, font=dict(size=font_size), x=0.01, xanchor="left") if title else None,
+                      height=int(330 + 6 * font_size), margin=dict(l=10, r=10, t=50 if title else 10, b=10), template="plotly_white",
                       font=dict(size=font_size),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0.0,
-                                  font=dict(size=small)))
+                      # upper left is empty on an RC curve (risk grows with coverage); the top holds the slider
+                      legend=dict(orientation="v", yanchor="top", y=0.99, xanchor="left", x=0.01,
+                                  bgcolor="rgba(255,255,255,0.85)", font=dict(size=small)))
     if animate:
         n = len(rules)
         frames = [go.Frame(name=f"{th:.2f}", traces=list(range(n, 2 * n)),

@@ -31,9 +31,10 @@ from hsc_core.core.rules import RULE_LABELS, RULES
 from . import style
 
 THETA_GRID = np.round(np.linspace(0.0, 1.0, 101), 2)
+HEAD_ROWS = 3            # rows above the root for the headline (θ, key, each rule's pick)
+SYMBOL_GLYPH = {"square": "■", "circle": "●", "triangle-up": "▲", "diamond": "◆", "x": "✖"}
 REJECT = "reject (root)"
-NAME_CHARS = 26          # longer node names are cut with "…"
-SLOT = 1.7               # x distance between rule-pick slots, in character widths
+NAME_CHARS = 22          # longer node names are cut with "…"
 # Figure trace order (frames address traces by index): only the last three change with θ.
 T_EDGES, T_LINKS, T_NODES, T_BELOW, T_THETA, T_PICKS, T_HEAD = range(7)
 
@@ -163,43 +164,59 @@ def tree_layout(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
 
 
 # ---------------------------------------------------------------------------- figure
-def _labels(h: Hierarchy, lay: TreeLayout, probs: np.ndarray, correct: dict[int, bool | None],
-            small: int) -> list[str]:
+def _label_parts(h: Hierarchy, lay: TreeLayout, probs: np.ndarray, correct: dict[int, bool | None]
+                 ) -> list[tuple[str, str]]:
+    """(main text, note) per shown node: name, probability, ✓/✗; the note summarises the other
+    children of its parent and any folded levels."""
     shown = set(lay.nodes.tolist())
     out = []
     for v in lay.nodes.tolist():
         ok = correct[v]
         mark = "" if ok is None or v == h.root else f" {style.CORRECT_MARK if ok else style.WRONG_MARK}"
-        text = f"<b>{node_label(h, v)}</b> {probs[v]:.2f}{mark}"
-        if v == lay.pred_leaf:
-            text += " · top-1"
+        main = f"{node_label(h, v)} {probs[v]:.2f}{mark}" + (" · top-1" if v == lay.pred_leaf else "")
         notes = []
         if v in lay.folded:
-            notes.append(f"⋮ {lay.folded[v] - 1} more levels below, not picked")
+            k = lay.folded[v] - 1
+            notes.append(f"⋮ +{k} level{'s' if k > 1 else ''}")
         if v != h.root:
             sibs = [int(s) for s in h.children[int(h.parent[v])] if int(s) != v and int(s) not in shown]
-            if sibs:
-                mass = float(np.sum(probs[sibs]))
-                notes.append(f"+{len(sibs)} sibling{'s' if len(sibs) > 1 else ''}: {mass:.2f}")
-        if notes:
-            text += f"<br><span style='font-size:{small}px'>{' · '.join(notes)}</span>"
-        out.append(text)
+            mass = float(np.sum(probs[sibs])) if sibs else 0.0
+            if mass >= 0.005:  # siblings with (almost) no mass are left to the hover text
+                notes.append(f"+{len(sibs)} other{'s' if len(sibs) > 1 else ''}: {mass:.2f}")
+        out.append((main, " · ".join(notes)))
     return out
 
 
-def _column_x(h: Hierarchy, lay: TreeLayout, probs: np.ndarray) -> tuple[np.ndarray, float]:
-    """x of each node in character widths: each column starts right of the previous one's
-    longest label plus the rule slots; also returns the right edge."""
-    n_cols = int(lay.x.max()) + 1
-    width = []
-    for c in range(n_cols):
-        names = [len(node_label(h, v)) + 16 for v, col in zip(lay.nodes.tolist(), lay.x.tolist()) if col == c]
-        width.append(max(names) if names else 0)
-    starts = [0.0]
-    for c in range(1, n_cols):
-        starts.append(starts[-1] + width[c - 1] * 0.62 + (len(RULES) + 1) * SLOT)
-    x = np.array([starts[int(c)] for c in lay.x], dtype=float)
-    return x, starts[-1] + width[-1] * 0.62
+def _label_html(main: str, note: str, small: int, note_first: bool) -> str:
+    bold = f"<b>{main}</b>"
+    if not note:
+        return bold
+    span = f"<span style='font-size:{small}px;color:#505050'>{note}</span>"
+    return f"{span}  {bold}" if note_first else f"{bold}  {span}"
+
+
+def _geometry(lay: TreeLayout, parts: list[tuple[str, str]], font_size: int, small: int, n_rules: int,
+              slot: float, left_slots: bool) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """x (in pixels at the intended scale) of each node and of its first rule slot direction,
+    plus the left and right edges. Column 0 (the predicted path) has its rule slots on the left and
+    labels on the right; column 1 (the true label's branch) sits left of it with labels on the
+    left and slots on the right, facing the path; further columns follow right of the path."""
+    char, small_char = 0.6 * font_size, 0.6 * small
+    width = np.array([len(m) * char + (len(n) * small_char + 2 * char if n else 0) for m, n in parts])
+    col = lay.x.astype(int)
+    slots_w = (n_rules + 0.8) * slot
+    x = np.zeros(len(parts))
+    side = np.where(col == 1, 1.0, -1.0)  # slots to the right (+1) or left (−1) of the node
+    left = -slots_w - 8 * char  # room for the "θ = 0.50" text at the θ line's left end
+    if (col == 1).any():
+        x[col == 1] = -slots_w - (slots_w if left_slots else 0) - 2 * char
+        left = min(left, float((x[col == 1] - width[col == 1]).min()) - char)
+    right = float((width[col == 0]).max()) + slot
+    for c in range(2, int(col.max()) + 1 if col.size else 0):
+        if (col == c).any():
+            x[col == c] = right + slots_w
+            right = float(right + slots_w + width[col == c].max() + slot)
+    return x, side, left, right
 
 
 def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.ndarray, np.ndarray]],
@@ -218,13 +235,21 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
     records = {r: records[r] for r in rules}
     lay = tree_layout(h, probs, records, true_leaf, grid)
     nodes = lay.nodes.tolist()
-    x, right = _column_x(h, lay, probs)
+    small = max(11, int(round(font_size * 0.72)))
+    marker_px = int(round(font_size * 1.15))
+    slot = marker_px + 5.0
+    parts = _label_parts(h, lay, probs, {v: (None if true_leaf is None else bool(h.is_ancestor(v, int(true_leaf))))
+                                         for v in nodes})
+    picked = {int(rn[k]) for rn, rv in records.values() for k in np.unique(pick_index(rv, grid))}
+    left_slots = bool(set(lay.nodes[lay.x == 1].tolist()) & picked)
+    x, side, left_edge, right = _geometry(lay, parts, font_size, small, len(rules), slot, left_slots)
     y = -lay.row.astype(float)
     pos = {v: (float(x[k]), float(y[k])) for k, v in enumerate(nodes)}
     correct = {v: (None if true_leaf is None else bool(h.is_ancestor(v, int(true_leaf)))) for v in nodes}
-    small = max(11, int(round(font_size * 0.72)))
-    marker_px = int(round(font_size * 1.15))
     node_p = probs[lay.nodes]
+    side_of = {v: float(side[k]) for k, v in enumerate(nodes)}
+    on_left = lay.x == 1
+    labels = [_label_html(m, n, small, bool(on_left[k])) for k, (m, n) in enumerate(parts)]
     is_root = lay.nodes == h.root
     symbols = ["square" if v == h.root else (style.WRONG_SYMBOL if correct[v] is False else style.CORRECT_SYMBOL)
                for v in nodes]
@@ -248,32 +273,39 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
         return dict(y=np.where((node_p < th) & ~is_root, y, np.nan))
 
     climbing = records.get("climbing", next(iter(records.values())))
-    theta_left = -(len(rules) + 0.9) * SLOT
+    theta_left = -(len(rules) + 0.8) * slot
 
     def theta_line(th: float) -> dict:
         node = int(climbing[0][int(pick_index(climbing[1], th))])
         yy = pos[node][1] - 0.5 if node in pos else float(y.min()) - 0.5
-        return dict(x=[theta_left, 0.9], y=[yy, yy], text=[f"θ = {th:.2f} ", ""])
+        return dict(x=[theta_left, marker_px / 2], y=[yy, yy], text=[f"θ = {th:.2f} ", ""])
 
     def picks(th: float) -> dict:
         xs, ys, text = [], [], []
-        for slot, rule in enumerate(rules):
+        for k_slot, rule in enumerate(rules):
             rn, rv = records[rule]
             k = int(pick_index(rv, th))
             v = int(rn[k])
-            xs.append(pos[v][0] - (slot + 1) * SLOT)
+            xs.append(pos[v][0] + side_of[v] * (k_slot + 1) * slot)
             ys.append(pos[v][1])
             text.append(f"{RULE_LABELS[rule]} at θ = {th:.2f} → {decision_text(h, v, correct.get(v))} "
                         f"(p = {rv[k]:.3f})")
         return dict(x=xs, y=ys, hovertext=text)
 
-    def headline(th: float) -> str:
+    key = "" if true_leaf is None else (
+        f"<span style='font-size:{small}px'><span style='color:{style.CORRECT_COLOUR}'>●</span> ✓ correct  "
+        f"<span style='color:{style.WRONG_COLOUR}'>✖</span> ✗ wrong  ○ hollow: p < θ</span>")
+
+    def headline(th: float) -> dict:
         parts = []
         for rule in rules:
             rn, rv = records[rule]
             v = int(rn[int(pick_index(rv, th))])
-            parts.append(f"{RULE_LABELS[rule]} → {decision_text(h, v, correct.get(v))}")
-        return dict(text=[title or f"<b>θ = {th:.2f}</b>   " + " · ".join(parts)])
+            colour = style.rule_colour(rule)
+            parts.append(f"<span style='color:{colour}'>{SYMBOL_GLYPH[style.rule_symbol(rule)]}</span> "
+                         f"{RULE_LABELS[rule]} → <b>{decision_text(h, v, correct.get(v))}</b>")
+        lines = [" · ".join(parts[k: k + 2]) for k in range(0, len(parts), 2)]
+        return dict(text=[title or "<br>".join([f"<b>θ = {th:.2f}</b>   {key}"] + lines)])
 
     ex, ey = segs(lay.edges)
     lx, ly = segs(lay.links)
@@ -284,7 +316,7 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
                    showlegend=False, name="descendant (levels skipped)"),
         go.Scatter(x=x, y=y, mode="markers+text", name="nodes", showlegend=False,
                    marker=dict(size=marker_px, color=colours, symbol=symbols, line=dict(color=colours, width=2)),
-                   text=_labels(h, lay, probs, correct, small), textposition="middle right",
+                   text=labels, textposition=["middle left" if o else "middle right" for o in on_left],
                    textfont=dict(size=font_size, color="#1A1A1A"), hovertext=hover, hoverinfo="text",
                    cliponaxis=False),
         go.Scatter(x=x, mode="markers", name="p < θ", showlegend=False, hoverinfo="skip",
@@ -297,35 +329,23 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
                                symbol=[style.rule_symbol(r) for r in rules], line=dict(color="white", width=1)),
                    **picks(theta)),
         go.Scatter(mode="text", name="headline", showlegend=False, hoverinfo="skip", cliponaxis=False,
-                   x=[theta_left - 4.3], y=[1.0], textposition="middle right", textfont=dict(size=font_size),
+                   x=[left_edge], y=[HEAD_ROWS + 0.3], textposition="bottom right",
+                   textfont=dict(size=font_size, color="#1A1A1A"),
                    **headline(theta)),
     ]
-    for rule in rules:  # legend entries only (the picks trace above moves)
-        traces.append(go.Scatter(x=[None], y=[None], mode="markers", name=f"{RULE_LABELS[rule]} picks",
-                                 marker=dict(size=marker_px, color=style.rule_colour(rule),
-                                             symbol=style.rule_symbol(rule)), hoverinfo="skip"))
-    if true_leaf is not None:
-        for label, colour, symbol in (("✓ ancestor of the true leaf", style.CORRECT_COLOUR, style.CORRECT_SYMBOL),
-                                      ("✗ wrong", style.WRONG_COLOUR, style.WRONG_SYMBOL)):
-            traces.append(go.Scatter(x=[None], y=[None], mode="markers", name=label, hoverinfo="skip",
-                                     marker=dict(size=marker_px, color=colour, symbol=symbol)))
-    traces.append(go.Scatter(x=[None], y=[None], mode="markers", name="hollow: p < θ", hoverinfo="skip",
-                             marker=dict(size=marker_px, color=style.NEUTRAL_COLOUR, symbol="circle-open",
-                                         line=dict(width=2))))
 
     fig = go.Figure(traces)
     n_rows = int(lay.row.max()) + 1
     row_px = max(34, int(round(font_size * 2.1)))
-    fig.update_xaxes(visible=False, range=[theta_left - 4.5, right + 1], fixedrange=True)
-    fig.update_yaxes(visible=False, range=[-(n_rows - 0.4), 1.4], fixedrange=True)
-    top = 45
+    fig.update_xaxes(visible=False, range=[left_edge - 4, right + 4], fixedrange=True)
+    fig.update_yaxes(visible=False, range=[-(n_rows - 0.4), HEAD_ROWS + 0.4], fixedrange=True)
+    top = 10
     fig.update_layout(
-        height=top + 10 + (n_rows + 1) * row_px,
+        height=top + 10 + (n_rows + HEAD_ROWS) * row_px,
         margin=dict(l=10, r=10, t=top, b=10),
         font=dict(size=font_size),
         template="plotly_white",
-        showlegend=True,
-        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0.0, font=dict(size=small + 1)),
+        showlegend=False,
         hoverlabel=dict(font_size=small + 1),
     )
     if animate:
@@ -344,14 +364,16 @@ def add_theta_sweep(fig: go.Figure, grid: np.ndarray, theta: float, font_size: i
     active = int(np.argmin(np.abs(np.asarray(grid) - theta)))
     step_args = dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))
     steps = [dict(method="animate", args=[[f"{th:.2f}"], step_args],
-                  label=f"{th:.1f}" if round(th * 100) % 10 == 0 else "", value=f"{th:.2f}") for th in grid]
+                  label=f"{th:.2f}", value=f"{th:.2f}") for th in grid]
     small = max(11, int(round(font_size * 0.8)))
     fig.update_layout(
-        sliders=[dict(active=active, steps=steps, x=0.12, len=0.88, y=0, yanchor="top", pad=dict(t=10, b=0),
-                      currentvalue=dict(prefix="θ = ", font=dict(size=font_size), visible=True, xanchor="left"),
-                      font=dict(size=small), ticklen=4, minorticklen=2, transition=dict(duration=0))],
-        updatemenus=[dict(type="buttons", direction="left", x=0.0, y=0, xanchor="left", yanchor="top",
-                          pad=dict(t=38, r=10), showactive=False, font=dict(size=small),
+        sliders=[dict(active=active, steps=steps, x=0.12, len=0.88, y=1.0, yanchor="bottom", pad=dict(t=0, b=10),
+                      currentvalue=dict(prefix="θ = ", font=dict(size=font_size, color="#1A1A1A"), visible=True,
+                                        xanchor="left"),
+                      font=dict(size=small, color="rgba(0,0,0,0)"),  # 101 tick labels would overlap
+                      ticklen=4, minorticklen=2, transition=dict(duration=0))],
+        updatemenus=[dict(type="buttons", direction="left", x=0.0, y=1.0, xanchor="left", yanchor="bottom",
+                          pad=dict(b=12, r=10), showactive=False, font=dict(size=small),
                           buttons=[
                               dict(label="▶ Play", method="animate",
                                    args=[None, dict(frame=dict(duration=frame_ms, redraw=True), fromcurrent=True,
@@ -361,5 +383,5 @@ def add_theta_sweep(fig: go.Figure, grid: np.ndarray, theta: float, font_size: i
                                                       transition=dict(duration=0))]),
                           ])],
     )
-    fig.layout.margin.b = (fig.layout.margin.b or 0) + 90
+    fig.layout.margin.t = (fig.layout.margin.t or 0) + 90
     fig.layout.height = (fig.layout.height or 450) + 90
