@@ -44,6 +44,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "hsc") -> int:
     args = parser.parse_args(rest)  # argparse itself exits 2 with one usage line
     try:
         return int(module.run(args) or 0)
+    except BrokenPipeError:  # `hsc evaluate … | head`: the reader left; the files are written
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print(f"{prog} {name}: interrupted", file=sys.stderr)
         return 130

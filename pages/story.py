@@ -104,7 +104,6 @@ elif step == 1:
             f"**{es.leaf_conf[i]:.2f}**. It is {views.WRONG_MD}: the image shows **{_name(true)}** "
             f"(probability {es.node_probs[i, true]:.2f}).\n\n"
             "A low top probability is the model telling us it is unsure. What should it answer?")
-        ui.show_sample_image(es, str(es.sample_ids[i])) if hasattr(ui, "show_sample_image") else None
 elif step == 2:
     st.markdown(
         f"A **selective** classifier accepts its top leaf only when the probability reaches a threshold θ. At "

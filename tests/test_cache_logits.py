@@ -125,11 +125,15 @@ def test_out_must_be_npz(synthetic, tmp_path, capsys):
     assert exc.value.code == 2 and "argument --out: must end in .npz" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("where", ["under_a_file", "read_only_dir"])
+@pytest.mark.parametrize("where", ["under_a_file", "a_folder", "read_only_dir"])
 def test_unwritable_out_is_a_one_line_error(synthetic, tmp_path, capsys, where):
     import os
 
-    if where == "under_a_file":
+    if where == "a_folder":
+        out = tmp_path / "o.npz"
+        out.mkdir()
+        expected = f"cannot write {out}: it is a folder"
+    elif where == "under_a_file":
         (tmp_path / "plain.txt").write_text("x")
         out = tmp_path / "plain.txt" / "sub" / "o.npz"
         expected = f"cannot write {out}: {tmp_path / 'plain.txt'} is not a folder"

@@ -18,7 +18,7 @@ from scipy import optimize, stats
 from .curves import hierarchical_rc_curve
 from .hierarchy import Hierarchy
 from .risk import hierarchical_correctness
-from .rules import DecisionPaths, decision_paths
+from .rules import DecisionPaths, decision_paths, theta_in_precision
 from .validation import check_labels
 
 QuantileMethod = Literal["order_statistic", "quantile"]
@@ -310,6 +310,9 @@ def repeated_split_evaluation(
             if "crc" in baselines:
                 fits.append(("crc", crc_threshold_from_last_incorrect(cal_li, alpha)))
             for name, theta in fits:
+                # θ as predict() sees it (rounded to the probabilities' precision), so the
+                # bookkeeping below and DecisionPaths.predict agree on every sample.
+                theta = theta_in_precision(theta, paths.values.dtype)
                 # Test = all − calibration, from the global sorted events (no pass over the test set).
                 correct_all = np.searchsorted(li_sorted, theta, side="left")
                 correct_cal = int((cal_li < theta).sum())

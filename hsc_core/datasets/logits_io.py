@@ -230,7 +230,8 @@ def save_logits(
         format=FORMAT_VERSION,
     )
     meta.setdefault("date", _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
-    meta.setdefault("versions", library_versions())
+    if "versions" not in meta:  # importing torch just to read its version is slow
+        meta["versions"] = library_versions()
     write_npz_atomic(path, out)
     write_json_atomic(manifest_path(path), meta)
     return path

@@ -1,9 +1,10 @@
 """Run a model over an image set once and cache its logits (``hsc_core.datasets.logits_io`` format).
 
-Usage::
+Usage (``hsc cache-logits`` = ``python -m hsc_core cache-logits`` = ``python -m hsc_core.pipeline.cache_logits``)::
 
-    python -m hsc_core.pipeline.cache_logits --model efficientnet_lite0 \\
+    hsc cache-logits --model efficientnet_lite0 \\
         --data ../shared/imagenet-val-sample/labels.csv --out cached_logits/efficientnet_lite0.npz
+    hsc cache-logits --models resnet50,convnext_tiny --data DATA --out-dir cached_logits/ [--ray local|auto|ADDRESS]
 
 ``--data`` is either a ``labels.csv`` (columns ``file,wnid,label,source``; images in
 ``--images-dir``, by default the ``images/`` folder beside the CSV) or an ImageFolder directory
@@ -16,6 +17,14 @@ folder is removed.
 
 Multi-GPU: ``torchrun --nproc_per_node=K -m hsc_core.pipeline.cache_logits ...`` gives chunk ``i`` to
 rank ``i % K``. Every rank writes its own chunks, and rank 0 merges them after a barrier.
+
+Several models (``--models a,b,c`` with ``--out-dir``) run one after another, or with ``--ray`` as one Ray
+task per model holding one GPU each (``distributed.map_ray_per_gpu``). Models already done in
+``--out-dir`` are skipped; a failing model gets one error line and the others go on.
+
+Decoding: ``--decode cpu`` decodes and resizes with PIL in the DataLoader workers; ``--decode gpu``
+(the default on CUDA) has the workers read the bytes and decodes with nvJPEG on the GPU, then
+resizes with ``models.make_tensor_transform`` (``decode_batch``).
 
 Benchmark: ``--synthetic-jpegs N`` runs on N random JPEGs in a temporary folder (top-1 is
 meaningless there; the images/s figure is the point).
@@ -526,7 +535,8 @@ def _decoded_batches(loader: DataLoader, decode: Callable, device: torch.device,
     def work(items: list[torch.Tensor], idx: torch.Tensor):
         if side is None:
             return decode(items, idx), None
-        with torch.cuda.stream(side):
+        # The current CUDA device is per thread: name it (torchrun ranks use cuda:LOCAL_RANK).
+        with torch.cuda.device(device), torch.cuda.stream(side):
             x = decode(items, idx)
             done = torch.cuda.Event()
             done.record(side)
@@ -771,6 +781,8 @@ def output_name(model: str) -> str:
 def check_writable(out: Path) -> None:
     """Refuse, before the model loads, an ``out`` that cannot be created: its nearest existing
     ancestor must be a folder this process may write in."""
+    if out.is_dir():
+        raise CacheRunError(f"cannot write {out}: it is a folder")
     probe = out.parent
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
