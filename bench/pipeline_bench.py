@@ -15,7 +15,7 @@ includes DataLoader start-up and the first batch, as a real run does.
 
 The GPU-decode figures in the README come from
 
-    python bench/pipeline_bench.py --decode both --workers 15
+    python bench/pipeline_bench.py --decode both --best-only --workers 15
 """
 
 from __future__ import annotations

@@ -365,7 +365,7 @@ def font_size() -> int:
 
 PRESENTER_CSS = """
 html { font-size: 19px; }
-[data-testid="stMainBlockContainer"] { padding-top: 2.2rem; padding-bottom: 1rem; }
+[data-testid="stMainBlockContainer"] { padding-top: 3.2rem; padding-bottom: 1rem; }
 [data-testid="stMainBlockContainer"] h1 { font-size: 2rem; padding: 0 0 0.3rem 0; }
 """
 

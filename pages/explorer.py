@@ -161,13 +161,26 @@ def _follow(theta: float) -> None:
 @st.fragment
 def theta_view() -> None:
     state.write_query_params()
-    theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="ex", min_value=0.0, max_value=1.0,
-                       step=0.01, format="%.2f",
-                       help="The tree's own ▶ Play button and slider sweep θ in the browser; where they stop "
-                            "becomes this slider's value.")
+    # In presenter mode the chart's own slider leads and this one follows below it.
+    first, second = st.container(), st.container()
+    slider_box, chart_box = (second, first) if ui.presenter() else (first, second)
+    with slider_box:
+        theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="ex", min_value=0.0, max_value=1.0,
+                           step=0.01, format="%.2f",
+                           help="The tree's own ▶ Play button and slider sweep θ in the browser; where they "
+                                "stop becomes this slider's value.")
+    with chart_box:
+        _chart(theta)
+    _details(theta)
+
+
+def _chart(theta: float) -> None:
     fig = _tree(es, _es_key(), i, round(float(theta), 4), ui.font_size())
     ui.figure(fig, f"explorer_{sample}_theta{theta:.2f}", key=CHART, context=ui.export_context(es, theta))
     ui.sweep_sync(CHART, _follow)
+
+
+def _details(theta: float) -> None:
     view = views.sample_view(h, es.node_row(i), es.paths, i, theta, true_leaf=true_leaf)
     st.markdown(views.choice_text(h, view))
     if not ui.presenter():

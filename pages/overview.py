@@ -132,11 +132,13 @@ shown = table.drop(columns=[c for c in table.columns if c.endswith((" low", " hi
 st.dataframe(shown, hide_index=True, key="overview_rules", height=min(35 * (len(shown) + 1) + 3, 700),
              column_config={"hAURC×1000": st.column_config.NumberColumn(format="%.2f"),
                             "gain %": st.column_config.NumberColumn(format="%.2f")})
-if gains:
-    ui.figure(plots.gain_figure(gains), "hsc_gain_intervals", key="overview_gains",
-              context=ExportContext("all_models" if all_ci else name, "", subset, None),
-              title="Hierarchical gain vs Selective, 95 % bootstrap intervals")
 datasets = "_".join(dict.fromkeys(df["dataset"]))
+if gains:
+    shown_for = "all_models" if all_ci else name
+    ui.figure(plots.gain_figure(gains), "hsc_gain_intervals", key="overview_gains",
+              context=ExportContext(shown_for, datasets if all_ci else str(df.loc[df["model"] == name, "dataset"].iloc[0]),
+                                    subset, None),
+              title="Hierarchical gain vs Selective, 95 % bootstrap intervals")
 everything = ExportContext("all_models", datasets, subset, None)
 c1, c2, c3 = st.columns(3)
 with c1:

@@ -25,6 +25,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from hsc_core.core.evaluation import rc_curves_from_logits  # noqa: E402
 from hsc_core.core.hierarchy import Hierarchy  # noqa: E402
 from hsc_core.core.probabilities import node_probabilities, softmax  # noqa: E402
+from hsc_core.core.protocol import calibration_mask  # noqa: E402
 from hsc_core.core.rules import RULE_LABELS, RULES, decision_paths  # noqa: E402
 from hsc_core.core.synthetic import synthetic_logits  # noqa: E402
 from hsc_core.datasets.formats import load_hierarchy  # noqa: E402
@@ -67,7 +68,7 @@ def cifar_dir(tmp_path_factory) -> Path:
     """A cached-logits folder with one synthetic CIFAR-100 model that names its data set."""
     d = tmp_path_factory.mktemp("cifar") / "cached_logits"
     d.mkdir()
-    _save(d / "cifar_net.npz", cifar_hierarchy(), 500, seed=3, manifest={"model": "cifar_net", "dataset_id": "cifar100"})
+    _save(d / "cifar_net.npz", cifar_hierarchy(), 500, seed=6, manifest={"model": "cifar_net", "dataset_id": "cifar100"})
     return d
 
 
@@ -144,9 +145,16 @@ def rc_haurc_table(at: AppTest) -> dict[str, float]:
     return {row["rule"]: float(row["hAURC ×1000"]) for _, row in table.iterrows()}
 
 
-def assert_haurc_equals_library(at: AppTest, h: Hierarchy, path: Path) -> None:
+def evaluated(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(logits, labels, sample ids) of the protocol's evaluation split: every page's samples."""
     b = load_logits(path)
-    want = rc_curves_from_logits(h, b.logits, b.labels, losses=("01",))
+    ev = ~calibration_mask(b.labels)
+    return b.logits[ev], b.labels[ev], b.sample_ids[ev]
+
+
+def assert_haurc_equals_library(at: AppTest, h: Hierarchy, path: Path) -> None:
+    logits, labels, _ = evaluated(path)
+    want = rc_curves_from_logits(h, logits, labels, losses=("01",))
     shown = rc_haurc_table(at)
     assert set(shown) == {RULE_LABELS[r] for r in RULES}
     for rule in RULES:
@@ -170,33 +178,40 @@ def test_cifar100_haurc_equals_library(use_dir, cifar_dir):
     use_dir(cifar_dir)
     at = open_page("pages/risk_coverage.py")
     assert_haurc_equals_library(at, cifar_hierarchy(), cifar_dir / "cifar_net.npz")
-    # The authors' grid variant and the severity loss run through the chunked grid too.
+    # The authors' grid variant runs through the chunked θ grid.
     at.radio(key="_w.rc.dec").set_value("2").run()
-    b = load_logits(cifar_dir / "cifar_net.npz")
-    want = rc_curves_from_logits(cifar_hierarchy(), b.logits, b.labels, losses=("01",), dec=2)
+    logits, labels, _ = evaluated(cifar_dir / "cifar_net.npz")
+    want = rc_curves_from_logits(cifar_hierarchy(), logits, labels, losses=("01",), dec=2)
     for rule in RULES:
         assert rc_haurc_table(at)[RULE_LABELS[rule]] == pytest.approx(1000 * want[(rule, "01")].haurc, rel=1e-12)
-    # The Overview's top-1 is the model's own.
+    # The Overview: the model's data set, its top-1 and every rule's exact hAURC without TS.
     at.switch_page("pages/overview.py").run()
     assert not at.exception and not at.error, errors(at)
-    table = frame(at, "top-1 accuracy")
-    assert list(table["model"]) == ["cifar_net"]
-    assert float(table["top-1 accuracy"].iloc[0]) == pytest.approx((b.logits.argmax(1) == b.labels).mean())
-    assert len(frame(at, "hAURC×1000 (TS)")) == len(RULES)
+    table = frame(at, "top-1 (evaluation split)")
+    assert list(table["model"]) == ["cifar_net"] and list(table["dataset"]) == ["cifar100"]
+    assert float(table["top-1 (evaluation split)"].iloc[0]) == pytest.approx((logits.argmax(1) == labels).mean())
+    exact = rc_curves_from_logits(cifar_hierarchy(), logits, labels, losses=("01",))
+    rules = frame(at, "hAURC×1000")
+    for rule in RULES:
+        row = rules[(rules["rule"] == RULE_LABELS[rule]) & (rules["TS"] == "off")].iloc[0]
+        assert row["hAURC×1000"] == pytest.approx(1000 * exact[(rule, "01")].haurc, rel=1e-12), rule
+    assert len(rules) == 2 * len(RULES)  # without and with TS
 
 
 def test_explorer_shows_cifar100_superclasses(use_dir, cifar_dir):
     use_dir(cifar_dir)
     h = cifar_hierarchy()
-    b = load_logits(cifar_dir / "cifar_net.npz")
-    probs = node_probabilities(h, softmax(b.logits))
+    logits, labels, ids = evaluated(cifar_dir / "cifar_net.npz")
+    probs = node_probabilities(h, softmax(logits))
     maple = h.names.index("maple_tree")
     trees = h.names.index("trees")
-    right = np.flatnonzero((b.labels == maple) & (probs[:, : h.n_leaves].argmax(1) == maple))
-    assert right.size, "the fixture should hold a correctly classified maple_tree sample"
-    i = int(right[0])
-    assert probs[i, maple] < 0.99 <= probs[i, trees] or probs[i, maple] >= 0.99  # θ = 0.99 climbs or stays
-    at = open_page("pages/explorer.py", {"sample": str(b.sample_ids[i]), "theta": "0.99"})
+    # A correctly classified maple_tree sample whose leaf is below θ = 0.99 and whose superclass is not:
+    # Climbing backs off to "trees".
+    climbs = (labels == maple) & (probs[:, : h.n_leaves].argmax(1) == maple) & (probs[:, maple] < 0.99) \
+        & (probs[:, trees] >= 0.99)
+    assert climbs.any(), "the fixture should hold such a sample"
+    i = int(np.flatnonzero(climbs)[0])
+    at = open_page("pages/explorer.py", {"sample": str(ids[i]), "theta": "0.99"})
     assert not at.error, errors(at)
     info = "\n".join(m.value for m in at.markdown)
     assert "**True class:** maple tree" in info
@@ -209,7 +224,7 @@ def test_explorer_shows_cifar100_superclasses(use_dir, cifar_dir):
         assert row["chosen node"] == h.names[int(node[i])].replace("_", " "), rule
         assert row["confidence"] == pytest.approx(float(conf[i]))
     # By class: the class list shows CIFAR-100 names.
-    at.radio(key="_w.ex.pick").set_value("class").run()
+    at.selectbox(key="_w.ex.pick").set_value("class").run()
     assert not at.exception
     classes = at.selectbox(key="_w.ex.cls")
     assert "maple tree" in " ".join(classes.options)
@@ -257,7 +272,7 @@ def test_manifest_with_wrong_class_count(use_dir, mixed_dir):
     at.switch_page("pages/overview.py").run()  # listed as unusable; the toy model still summarised
     assert not at.exception
     assert "wrong_net" in errors(at)
-    assert "toy_net" in list(frame(at, "top-1 accuracy")["model"])
+    assert "toy_net" in list(frame(at, "top-1 (evaluation split)")["model"])
 
 
 # ---------------------------------------------------------------------------- data set upload
@@ -301,7 +316,8 @@ def test_synthetic_taxonomy_is_opt_in(monkeypatch, use_dir, cifar_dir):
 
     h = synthetic_taxonomy(10_000, 7, seed=0)
     logits, labels = synthetic_logits(h, 300, top1=0.8, seed=0)
-    want = rc_curves_from_logits(h, logits, labels, rules=("climbing",), losses=("01",))
+    ev = ~calibration_mask(labels)
+    want = rc_curves_from_logits(h, logits[ev], labels[ev], rules=("climbing",), losses=("01",))
     assert rc_haurc_table(at)["Climbing"] == pytest.approx(1000 * want[("climbing", "01")].haurc, rel=1e-12)
 
 
@@ -341,18 +357,18 @@ def test_pages_compute_in_chunks(monkeypatch, use_dir, tmp_path):
     assert not at.error, errors(at)
     assert_haurc_equals_library(at, h, path)
     at.radio(key="_w.rc.dec").set_value("2").run()
-    b = load_logits(path)
-    want = rc_curves_from_logits(h, b.logits, b.labels, losses=("01",), dec=2)
+    logits, labels, _ = evaluated(path)
+    want = rc_curves_from_logits(h, logits, labels, losses=("01",), dec=2)
     for rule in RULES:
         assert rc_haurc_table(at)[RULE_LABELS[rule]] == pytest.approx(1000 * want[(rule, "01")].haurc, rel=1e-12)
     at.switch_page("pages/calibration_coverage.py").run()
     assert not at.exception and len(frame(at, "max ECE")) == len(RULES)
     at.switch_page("pages/guaranteed_accuracy.py").run()
     assert not at.exception and not at.error, errors(at)
-    probs = node_probabilities(h, softmax(b.logits))
-    n = int(450 * 0.9)  # the default n = 1,000 is capped at 90 % of the samples
-    cal = np.random.default_rng(0).permutation(450)[:n]
-    theta_hat = select_threshold(climbing_tight_thresholds(h, probs, b.labels)[cal], 0.05)
+    probs = node_probabilities(h, softmax(logits))
+    n = int(len(labels) * 0.9)  # the default n = 1,000 is capped at 90 % of the samples
+    cal = np.random.default_rng(0).permutation(len(labels))[:n]
+    theta_hat = select_threshold(climbing_tight_thresholds(h, probs, labels)[cal], 0.05)
     shown = next(m.value for m in at.metric if m.label == "θ̂ (threshold)")
     assert shown == f"{theta_hat:.4f}"
 
@@ -373,5 +389,5 @@ def test_repetitions_refuse_a_too_large_dense_matrix(monkeypatch, use_dir, tmp_p
     next(b for b in at.button if b.label == "Run repetitions").click().run()
     assert not at.exception
     msg = unescape(errors(at))
-    assert "Cannot run the repetitions" in msg and "500 samples × 121 nodes is too large" in msg, msg
+    assert "Cannot run the repetitions" in msg and "450 samples × 121 nodes is too large" in msg, msg
     assert next(m.value for m in at.metric if m.label == "θ̂ (threshold)")

@@ -498,7 +498,7 @@ def test_try_an_image_classifies(use_dir, model_dir):
     assert len(top5) == 5 and top5["probability"].is_monotonic_decreasing
     before = texts(at)
     at.slider(key="_w.img.theta").set_value(1.0).run()
-    assert "**Climbing** → entity" in texts(at) and texts(at) != before
+    assert "**Climbing** → **reject (root)**: abstains" in texts(at) and texts(at) != before
 
 
 @pytest.mark.skipif(not (SHIPPED / "efficientnet_lite0.npz").exists(), reason="shipped cached logits not present")

@@ -377,6 +377,10 @@ def test_device_decode_run_matches_cpu_run_with_every_kind_of_file(synthetic, tm
     dataset = cl.EncodedImageDataset(samples.paths, make_transform(info.data_config, uint8=True))
     # PNG, CMYK and EXIF-rotated files are decoded by PIL in the worker; plain JPEGs are sent as bytes.
     assert [dataset[i][0].ndim for i in range(6)] == [1, 3, 3, 3, 1, 1]
+    # An image above the pixel cap never reaches the decoder: PIL's path refuses it by name.
+    monkeypatch.setenv("HSC_MAX_IMAGE_MEGAPIXELS", "0.005")  # the fixture's images are 96 × 72 = 0.0069 MP
+    assert "synthetic_000000.JPEG" in dataset[0][0] and "allowed" in dataset[0][0]
+    monkeypatch.delenv("HSC_MAX_IMAGE_MEGAPIXELS")
 
     cpu_out, dev_out = tmp_path / "cpu.npz", tmp_path / "dev.npz"
     assert cl.main([*FAST, "--data", str(data / "labels.csv"), "--out", str(cpu_out)]) == 0

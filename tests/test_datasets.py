@@ -168,7 +168,7 @@ def test_dataset_json_options(tmp_path):
 
 
 def test_discovery_skips_what_is_not_a_dataset(tmp_path):
-    good = make_dataset(tmp_path, "good", {"hierarchy.nwk": "((a,b)x,(c,d)y)r;"})
+    make_dataset(tmp_path, "good", {"hierarchy.nwk": "((a,b)x,(c,d)y)r;"})
     make_dataset(tmp_path, "no_hierarchy", {"classes.txt": "a\n"})
     make_dataset(tmp_path, "bad name", {"hierarchy.csv": TOY_EDGES})
     make_dataset(tmp_path, "cifar100", {"hierarchy.csv": TOY_EDGES})

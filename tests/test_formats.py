@@ -67,6 +67,8 @@ def test_detection_from_content_and_two_column_files(tmp_path):
     # Two columns whose values never repeat across columns read as coarse,fine levels ...
     assert detect_format(write(tmp_path, "cf.csv", "fruit,apple\nfruit,pear\nflower,rose\n")) == "levels"
     assert detect_format(write(tmp_path, "h.csv", "coarse,fine\nfruit,apple\nfruit,pear\n")) == "levels"
+    # Any header over a chain is an edge list.
+    assert detect_format(write(tmp_path, "ft.csv", "from_node,to_node\nR,A\nR,b\nA,c\nA,d\n")) == "edges"
     # ... and both readings of such a file give the same tree (edges adds the same root above).
     a = load_hierarchy(tmp_path / "cf.csv", fmt="edges")
     b = load_hierarchy(tmp_path / "cf.csv", fmt="levels")

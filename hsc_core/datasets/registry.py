@@ -159,7 +159,8 @@ def _builtin(name: str) -> Dataset:
 def _dataset_files(folder: Path) -> tuple[Path, Path | None, Path | None]:
     hierarchies = [folder / f"hierarchy{s}" for s in HIERARCHY_SUFFIXES if (folder / f"hierarchy{s}").is_file()]
     if not hierarchies:
-        raise HierarchyError(f"{folder}: no hierarchy file (hierarchy.{{{','.join(s[1:] for s in HIERARCHY_SUFFIXES)}}})")
+        suffixes = ",".join(s[1:] for s in HIERARCHY_SUFFIXES)
+        raise HierarchyError(f"{folder}: no hierarchy file (hierarchy.{{{suffixes}}})")
     if len(hierarchies) > 1:
         raise HierarchyError(f"{folder}: several hierarchy files ({', '.join(p.name for p in hierarchies)}); keep one")
     base = folder.resolve()

@@ -54,6 +54,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from ..datasets.imagenet import imagenet_wnids
+from ..datasets.images import max_image_pixels
 from ..datasets.logits_io import LogitsFileError, load_logits, save_logits, write_json_atomic, write_npz_atomic
 from .inference import ImageReadError, read_image
 from .models import (
@@ -252,21 +253,25 @@ def collate(items: list[tuple[torch.Tensor | str, int]]) -> tuple[torch.Tensor |
 
 # ---------------------------------------------------------------------------- decoding on the device
 # With CUDA, JPEG decoding in the CPU workers is the bottleneck (1.7k img/s end to end against 21k
-# for the network alone on an H100). In the "gpu" mode the workers only read the files' bytes and
-# the main process decodes each batch with nvJPEG (torchvision.io.decode_jpeg on CUDA), then runs
-# the model's own transform (resize, crop) on the decoded tensors on the device.
+# for the network alone on an H100). In the "gpu" mode the workers only read the files' bytes; a
+# helper thread of the main process decodes each batch with nvJPEG (torchvision.io.decode_jpeg on
+# CUDA), one batch ahead of the network, and resizes and crops it on the device as the model's
+# transform does (models.make_tensor_transform).
 def _is_plain_jpeg(data: bytes) -> bool:
-    """True for a JPEG that decode_jpeg handles exactly as PIL does: RGB or grey, no EXIF rotation.
+    """True for a JPEG that decode_jpeg handles as PIL does: RGB or grey, no EXIF rotation, within
+    the pixel cap of ``read_image``.
 
     Only the header is parsed (PIL's ``open`` is lazy), so this costs microseconds. CMYK/YCCK
-    JPEGs, rotated phone photos and every other format take the PIL path instead."""
+    JPEGs, rotated phone photos, oversized images (refused there, with its message) and every
+    other format take the PIL path instead."""
     if data[:3] != b"\xff\xd8\xff":
         return False
     from PIL import Image
 
     try:
         with Image.open(io.BytesIO(data)) as img:
-            return img.format == "JPEG" and img.mode in ("RGB", "L") and img.getexif().get(0x0112, 1) == 1
+            return (img.format == "JPEG" and img.mode in ("RGB", "L") and img.getexif().get(0x0112, 1) == 1
+                    and img.width * img.height <= max_image_pixels())
     except Exception:  # undecodable header: the PIL path names the file in its error
         return False
 
@@ -535,7 +540,10 @@ def _decoded_batches(loader: DataLoader, decode: Callable, device: torch.device,
     def work(items: list[torch.Tensor], idx: torch.Tensor):
         if side is None:
             return decode(items, idx), None
-        # The current CUDA device is per thread: name it (torchrun ranks use cuda:LOCAL_RANK).
+        # nvJPEG writes its output from a private stream that does not wait for the caller's stream
+        # (pytorch/vision#9606), into memory the allocator may have just freed on ``side``: let the
+        # previous batch's work on ``side`` finish first. The current CUDA device is per thread: name it.
+        side.synchronize()
         with torch.cuda.device(device), torch.cuda.stream(side):
             x = decode(items, idx)
             done = torch.cuda.Event()

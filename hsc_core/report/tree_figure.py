@@ -31,7 +31,7 @@ from hsc_core.core.rules import RULE_LABELS, RULES
 from . import style
 
 THETA_GRID = np.round(np.linspace(0.0, 1.0, 101), 2)
-HEAD_ROWS = 3            # rows above the root for the headline (θ, key, each rule's pick)
+HEAD_LINES = 3           # headline above the root: θ + key, then two rules per line
 SYMBOL_GLYPH = {"square": "■", "circle": "●", "triangle-up": "▲", "diamond": "◆", "x": "✖"}
 REJECT = "reject (root)"
 NAME_CHARS = 22          # longer node names are cut with "…"
@@ -79,7 +79,7 @@ def decision_text(h: Hierarchy, node: int, correct: bool | None) -> str:
 class TreeLayout:
     """Where each shown node goes. ``nodes``/``x``/``row``: parallel arrays; ``edges``: (child,
     parent) pairs drawn solid; ``links``: (node, shown ancestor) pairs that skip levels (dotted);
-    ``hidden``: path node → number of path nodes folded into it (a "⋮" row)."""
+    ``folded``: shown path node → number of never-picked ancestors left out just above it."""
 
     nodes: np.ndarray
     x: np.ndarray
@@ -95,8 +95,8 @@ def tree_layout(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
                 true_leaf: int | None = None, grid: np.ndarray = THETA_GRID) -> TreeLayout:
     """Columns and rows of the shown nodes (row 0 = root, one row per depth).
 
-    Runs of ≥ 2 path nodes above the LCA that no rule picks at any θ of ``grid`` are folded
-    into one "⋮ k more" row, so a deep ImageNet path fits a 720p screen.
+    Path nodes above the LCA that no rule picks at any θ of ``grid`` are left out (the sibling
+    summary and a dotted edge say so), so a deep ImageNet path fits a 720p screen.
     """
     first = next(iter(records.values()))[0]
     pred = int(first[0])  # every rule starts at the arg-max leaf
@@ -108,21 +108,18 @@ def tree_layout(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
         branch = tpath[: tpath.index(lca)][::-1]  # just below the LCA … true leaf
     picked = {int(nodes[k]) for nodes, values in records.values() for k in np.unique(pick_index(values, grid))}
     keep = picked | {pred, lca, h.root}
-    # Fold runs of path nodes strictly above the LCA that are never picked.
+    # Path nodes strictly above the LCA that no rule picks at any θ of the grid are left out; the
+    # next shown node below says how many levels were skipped (its edge up is dotted).
     top_down = path[::-1]
     lca_depth = int(h.depth[lca])
+    removed = {v for v in top_down if int(h.depth[v]) < lca_depth and v not in keep}
     folded: dict[int, int] = {}
-    removed: set[int] = set()
-    run: list[int] = []
-    for v in top_down + [None]:
-        foldable = v is not None and int(h.depth[v]) < lca_depth and v not in keep
-        if foldable:
-            run.append(v)
-            continue
-        if len(run) >= 2:
-            folded[run[0]] = len(run)  # the run's top node stands for all of it
-            removed.update(run[1:])
-        run = []
+    skipped = 0
+    for v in top_down:
+        if v in removed:
+            skipped += 1
+        elif skipped:
+            folded[v], skipped = skipped, 0
     shown_path = [v for v in top_down if v not in removed]
 
     def row_of(v: int) -> int:
@@ -176,8 +173,8 @@ def _label_parts(h: Hierarchy, lay: TreeLayout, probs: np.ndarray, correct: dict
         main = f"{node_label(h, v)} {probs[v]:.2f}{mark}" + (" · top-1" if v == lay.pred_leaf else "")
         notes = []
         if v in lay.folded:
-            k = lay.folded[v] - 1
-            notes.append(f"⋮ +{k} level{'s' if k > 1 else ''}")
+            k = lay.folded[v]
+            notes.append(f"⋮ {k} level{'s' if k > 1 else ''} skipped")
         if v != h.root:
             sibs = [int(s) for s in h.children[int(h.parent[v])] if int(s) != v and int(s) not in shown]
             mass = float(np.sum(probs[sibs])) if sibs else 0.0
@@ -247,6 +244,8 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
     pos = {v: (float(x[k]), float(y[k])) for k, v in enumerate(nodes)}
     correct = {v: (None if true_leaf is None else bool(h.is_ancestor(v, int(true_leaf)))) for v in nodes}
     node_p = probs[lay.nodes]
+    row_px = max(30, int(round(font_size * 1.55)))
+    head_rows = (HEAD_LINES * 1.3 * font_size + 8) / row_px  # the headline's height in rows
     side_of = {v: float(side[k]) for k, v in enumerate(nodes)}
     on_left = lay.x == 1
     labels = [_label_html(m, n, small, bool(on_left[k])) for k, (m, n) in enumerate(parts)]
@@ -329,19 +328,18 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
                                symbol=[style.rule_symbol(r) for r in rules], line=dict(color="white", width=1)),
                    **picks(theta)),
         go.Scatter(mode="text", name="headline", showlegend=False, hoverinfo="skip", cliponaxis=False,
-                   x=[left_edge], y=[HEAD_ROWS + 0.3], textposition="bottom right",
+                   x=[left_edge], y=[head_rows + 0.1], textposition="bottom right",
                    textfont=dict(size=font_size, color="#1A1A1A"),
                    **headline(theta)),
     ]
 
     fig = go.Figure(traces)
     n_rows = int(lay.row.max()) + 1
-    row_px = max(34, int(round(font_size * 2.1)))
     fig.update_xaxes(visible=False, range=[left_edge - 4, right + 4], fixedrange=True)
-    fig.update_yaxes(visible=False, range=[-(n_rows - 0.4), HEAD_ROWS + 0.4], fixedrange=True)
+    fig.update_yaxes(visible=False, range=[-(n_rows - 0.4), head_rows + 0.2], fixedrange=True)
     top = 10
     fig.update_layout(
-        height=top + 10 + (n_rows + HEAD_ROWS) * row_px,
+        height=int(top + 10 + (n_rows + head_rows) * row_px),
         margin=dict(l=10, r=10, t=top, b=10),
         font=dict(size=font_size),
         template="plotly_white",
@@ -383,5 +381,5 @@ def add_theta_sweep(fig: go.Figure, grid: np.ndarray, theta: float, font_size: i
                                                       transition=dict(duration=0))]),
                           ])],
     )
-    fig.layout.margin.t = (fig.layout.margin.t or 0) + 90
-    fig.layout.height = (fig.layout.height or 450) + 90
+    fig.layout.margin.t = (fig.layout.margin.t or 0) + 30 + 2.2 * font_size
+    fig.layout.height = (fig.layout.height or 450) + 30 + 2.2 * font_size

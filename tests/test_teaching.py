@@ -1,0 +1,286 @@
+"""Teaching views: the Figure-1 tree and its θ frames, the RC sweep, curated samples, the
+reject wording, presenter mode and the guided story (unit tests + AppTest)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from hsc_core.core.curves import hierarchical_rc_curve  # noqa: E402
+from hsc_core.core.hierarchy import Hierarchy  # noqa: E402
+from hsc_core.core.probabilities import node_probabilities  # noqa: E402
+from hsc_core.core.rules import RULE_LABELS, RULES, decision_paths  # noqa: E402
+from hsc_core.report import style  # noqa: E402
+from hsc_core.report.sweep import operating_point_grid, rc_sweep_figure  # noqa: E402
+from hsc_core.report.tree_figure import (  # noqa: E402
+    REJECT, THETA_GRID, T_HEAD, T_PICKS, T_THETA, pick_index, record_rows, tree_figure, tree_layout,
+)
+
+from tests.conftest import TOY_LABELS, TOY_LEAF_PROBS  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def toy_setup():
+    h = Hierarchy.from_parents([5, 5, 7, 6, 6, 8, 7, 8, -1], n_leaves=5, node_ids=list("01234ACBR"))
+    probs = node_probabilities(h, TOY_LEAF_PROBS)
+    paths = {r: decision_paths(h, probs, r) for r in RULES}
+    return h, probs, paths
+
+
+# ---------------------------------------------------------------------------- picks per θ
+def test_pick_index_matches_decision_paths_on_the_whole_grid(toy_setup):
+    h, probs, paths = toy_setup
+    for rule, p in paths.items():
+        expected = np.stack([p.predict(float(t))[0] for t in THETA_GRID], axis=1)  # (samples, grid)
+        for i in range(probs.shape[0]):
+            nodes, values = record_rows(paths, i)[rule]
+            got = nodes[pick_index(values, THETA_GRID)]
+            assert np.array_equal(got, expected[i]), (rule, i)
+
+
+def test_toy_sample0_frames_follow_the_definitions(toy_setup):
+    """§9 toy, s0 (label 2, top-1 leaf 0 with 0.30): A = 0.35, root = 1. Climbing picks leaf 0
+    up to θ = 0.30, A up to 0.35, then the root."""
+    h, probs, paths = toy_setup
+    fig = tree_figure(h, probs[0], record_rows(paths, 0), int(TOY_LABELS[0]), 0.3)
+    assert len(fig.frames) == 101 and [f.name for f in fig.frames[:3]] == ["0.00", "0.01", "0.02"]
+    lay = tree_layout(h, probs[0], record_rows(paths, 0), int(TOY_LABELS[0]))
+    assert lay.pred_leaf == 0 and lay.lca == 8  # leaf 0 and leaf 2 meet only at the root
+    node_trace = fig.data[2]
+    pos = {int(v): (x, y) for v, x, y in zip(lay.nodes, node_trace.x, node_trace.y)}
+    climbing = list(RULES).index("climbing")
+    for name, node in (("0.30", 0), ("0.31", 5), ("0.35", 5), ("0.36", 8)):
+        frame = next(f for f in fig.frames if f.name == name)
+        picks = frame.data[list(frame.traces).index(T_PICKS)]
+        assert picks.y[climbing] == pos[node][1], name
+        head = frame.data[list(frame.traces).index(T_HEAD)].text[0]
+        assert f"θ = {name}" in head
+        if node == 8:
+            assert f"Climbing → <b>{REJECT}</b>" in head  # a root prediction is a rejection
+        line = frame.data[list(frame.traces).index(T_THETA)]
+        assert line.y[0] == pytest.approx(pos[node][1] - 0.5)  # between rows: never over a label
+    # The slider starts at the page's θ and every step animates its own frame.
+    slider = fig.layout.sliders[0]
+    assert slider.active == 30 and list(slider.steps[30].args[0]) == ["0.30"]
+    assert fig.layout.updatemenus[0].buttons[0].method == "animate"
+
+
+def test_tree_marks_correctness_by_colour_and_shape(toy_setup):
+    h, probs, paths = toy_setup
+    fig = tree_figure(h, probs[0], record_rows(paths, 0), 2, 0.5, animate=False)
+    lay = tree_layout(h, probs[0], record_rows(paths, 0), 2)
+    nodes = lay.nodes.tolist()
+    symbols = dict(zip(nodes, fig.data[2].marker.symbol))
+    colours = dict(zip(nodes, fig.data[2].marker.color))
+    texts = dict(zip(nodes, fig.data[2].text))
+    assert symbols[0] == style.WRONG_SYMBOL and colours[0] == style.WRONG_COLOUR and style.WRONG_MARK in texts[0]
+    assert symbols[2] == style.CORRECT_SYMBOL and colours[2] == style.CORRECT_COLOUR and style.CORRECT_MARK in texts[2]
+    assert REJECT in texts[h.root]
+    # The true leaf's branch (B → 2) hangs off the root in the second column.
+    assert set(nodes) >= {0, 5, 8, 7, 2}
+    assert not fig.frames
+    # Every rule has its own colour and shape (Okabe–Ito), also in the picks trace.
+    picks = fig.data[T_PICKS]
+    assert list(picks.marker.color) == [style.rule_colour(r) for r in RULES]
+    assert len(set(picks.marker.symbol)) == len(RULES)
+
+
+def test_layout_leaves_out_only_never_picked_ancestors():
+    # r → a → b → c → d → {l0, l1}; c, b, a also hold a leaf with probability 0 (z1, z2, z3), and
+    # r → x → {y0, y1}. a, b and c have d's probability (0.9), so no rule can ever pick them
+    # (records strictly increase): they are left out and d says so.
+    h = Hierarchy.from_parent_map({"l0": "d", "l1": "d", "d": "c", "z1": "c", "c": "b", "z2": "b", "b": "a",
+                                   "z3": "a", "a": "r", "y0": "x", "y1": "x", "x": "r"},
+                                  ["l0", "l1", "z1", "z2", "z3", "y0", "y1"])
+    leaf = np.array([[0.6, 0.3, 0.0, 0.0, 0.0, 0.05, 0.05]])
+    probs = node_probabilities(h, leaf)
+    paths = {r: decision_paths(h, probs, r) for r in RULES}
+    rec = record_rows(paths, 0)
+    lay = tree_layout(h, probs[0], rec, true_leaf=1)
+    ids = {h.node_ids[v] for v in lay.nodes}
+    assert ids == {"r", "d", "l0", "l1"}
+    d = h.index_of("d")
+    assert lay.folded[d] == 3
+    assert (d, h.root) in lay.links  # dotted: levels skipped
+
+
+# ---------------------------------------------------------------------------- RC sweep
+def test_rc_sweep_frames_hold_the_exact_operating_points(toy_setup):
+    h, probs, _ = toy_setup
+    curves = {r: hierarchical_rc_curve(h, probs, TOY_LABELS, r) for r in RULES}
+    points = {r: operating_point_grid(c) for r, c in curves.items()}
+    fig = rc_sweep_figure({r: (c.coverage, c.risk) for r, c in curves.items()}, points,
+                          {r: c.haurc for r, c in curves.items()}, 0.5)
+    assert len(fig.frames) == 101
+    for name in ("0.00", "0.42", "1.00"):
+        frame = next(f for f in fig.frames if f.name == name)
+        for k, rule in enumerate(RULES):
+            cov, risk = curves[rule].at(float(name))
+            assert frame.data[k].x[0] == pytest.approx(cov, abs=1e-12)
+            assert frame.data[k].y[0] == pytest.approx(risk, abs=1e-12)
+            assert frame.data[k].hovertemplate.startswith(f"{RULE_LABELS[rule]} at θ = {name}")
+    # Each rule: its own colour and dash (no two curves share both).
+    styles = {(t.line.color, t.line.dash) for t in fig.data[: len(RULES)]}
+    assert len(styles) == len(RULES)
+    assert fig.layout.sliders[0].active == 50
+
+
+# ---------------------------------------------------------------------------- curated samples
+def test_curated_rows_follow_their_definitions():
+    from dashboard import views
+    from hsc_core.core.synthetic import synthetic_logits
+    from hsc_core.core.probabilities import softmax
+    from hsc_core.datasets.imagenet import imagenet_hierarchy
+
+    h = imagenet_hierarchy()
+    logits, labels = synthetic_logits(h, 400, top1=0.6, seed=3)
+    probs = node_probabilities(h, softmax(logits))
+    paths = {r: decision_paths(h, probs, r) for r in RULES}
+    leaf = probs[:, : h.n_leaves].argmax(1)
+    conf = probs[np.arange(len(labels)), leaf]
+    theta = 0.6
+    rows = views.curated_rows(h, paths, labels, leaf, conf, theta)
+    climb = paths["climbing"].predict(theta)[0]
+    rescue = rows["rescue"]
+    assert rescue.size > 0
+    for i in rescue:
+        assert leaf[i] != labels[i] and climb[i] != h.root and h.is_ancestor(climb[i], labels[i])
+    expected = {i for i in range(len(labels)) if leaf[i] != labels[i] and climb[i] != h.root
+                and h.is_ancestor(climb[i], labels[i])}
+    assert set(rescue.tolist()) == expected
+    assert np.all(np.diff(h.depth[climb[rescue]]) <= 0)  # most specific rescue first
+    picks = np.stack([paths[r].predict(theta)[0] for r in ("climbing", "jumping", "max_coverage")], axis=1)
+    assert set(rows["disagree"].tolist()) == {i for i in range(len(labels)) if len(set(picks[i])) > 1}
+    wrong = np.flatnonzero(leaf != labels)
+    assert rows["worst"][0] == wrong[np.argmax(conf[wrong])] and set(rows["worst"]) == set(wrong)
+    right = np.flatnonzero(leaf == labels)
+    assert rows["easy"][0] == right[np.argmax(conf[right])] and set(rows["easy"]) == set(right)
+    fig1 = views.figure1_example(h, probs, paths, labels, leaf, conf)
+    assert fig1 in set(views.curated_rows(h, paths, labels, leaf, conf, 0.5)["rescue"].tolist())
+    assert conf[fig1] < 0.5
+
+
+# ---------------------------------------------------------------------------- pages (AppTest)
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    from hsc_core.core.synthetic import synthetic_logits
+    from hsc_core.datasets.imagenet import imagenet_hierarchy
+    from hsc_core.datasets.logits_io import save_logits
+
+    d = tmp_path_factory.mktemp("teach_logits")
+    h = imagenet_hierarchy()
+    logits, labels = synthetic_logits(h, 500, top1=0.7, seed=11)
+    save_logits(d / "teach_net.npz", logits, labels, [f"t_{i:04d}.JPEG" for i in range(500)],
+                manifest={"model": "teach_net"}, dtype="float32")
+    return d
+
+
+@pytest.fixture
+def open_page(monkeypatch, model_dir):
+    from streamlit.runtime.pages_manager import PagesManager
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.delenv("HSC_SYNTHETIC", raising=False)
+    monkeypatch.setenv("HSC_CACHED_LOGITS_DIR", str(model_dir))
+    original = PagesManager.__init__
+
+    def init(self, *args, **kwargs):  # as a real server: st.navigation ends the pages/ folder mode
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+
+    def open_(page: str, query: dict | None = None) -> AppTest:
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=240)
+        for k, v in (query or {}).items():
+            at.query_params[k] = v
+        at.switch_page(page).run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+    return open_
+
+
+def _reference(model_dir):
+    from hsc_core.core.probabilities import softmax
+    from hsc_core.core.protocol import calibration_mask
+    from hsc_core.datasets.imagenet import imagenet_hierarchy
+    from hsc_core.datasets.logits_io import load_logits
+
+    h = imagenet_hierarchy()
+    b = load_logits(model_dir / "teach_net.npz")
+    probs = node_probabilities(h, softmax(b.logits.astype(np.float64)))
+    return h, probs, b.labels, [str(s) for s in b.sample_ids]
+
+
+def test_explorer_default_shows_climbing_rescuing_a_wrong_leaf(open_page, model_dir):
+    at = open_page("pages/explorer.py")
+    assert at.selectbox(key="_w.ex.pick").value == "rescue"
+    h, probs, labels, ids = _reference(model_dir)
+    i = ids.index(at.session_state["sample"])
+    theta = float(at.slider(key="_w.ex.theta").value)
+    node = int(decision_paths(h, probs[i: i + 1], "climbing").predict(theta)[0][0])
+    leaf = int(probs[i, : h.n_leaves].argmax())
+    assert leaf != labels[i] and node != h.root and h.is_ancestor(node, int(labels[i]))
+    assert any("✗ wrong" in m.value for m in at.markdown)  # the top-1 leaf, with a mark, not colour only
+    # The Figure-1-like example: θ = 0.5 and an unsure top-1 leaf.
+    [b for b in at.button if b.label == "Figure-1-like example"][0].click().run()
+    assert float(at.session_state["theta"]) == 0.5 and at.session_state["pick"] == "rescue"
+    j = ids.index(at.session_state["sample"])
+    assert probs[j, : h.n_leaves].max() < 0.5
+
+
+def test_root_prediction_reads_reject(open_page):
+    at = open_page("pages/explorer.py", {"theta": "1"})
+    text = "\n".join(m.value for m in at.markdown)
+    # Selective's only candidates are the leaf and the root: at θ = 1 it abstains.
+    assert "**Selective** → **reject (root)**: abstains" in text
+    selective = text.split("**Selective**")[1].split("\n")[0]
+    assert "correct" not in selective and "wrong" not in selective
+    assert "→ entity (" not in text  # the root is never shown as an ordinary answer
+
+
+@pytest.mark.parametrize("pick", ["disagree", "worst", "easy"])
+def test_curated_pickers_pick_matching_samples(open_page, model_dir, pick):
+    at = open_page("pages/explorer.py", {"pick": pick, "theta": "0.6"})
+    h, probs, labels, ids = _reference(model_dir)
+    i = ids.index(at.session_state["sample"])
+    leaf = int(probs[i, : h.n_leaves].argmax())
+    if pick == "disagree":
+        nodes = {int(decision_paths(h, probs[i: i + 1], r).predict(0.6)[0][0]) for r in ("climbing", "jumping",
+                                                                                          "max_coverage")}
+        assert len(nodes) > 1
+    elif pick == "worst":
+        assert leaf != labels[i]
+    else:
+        assert leaf == labels[i]
+    assert len(at.get("plotly_chart")) == 1
+
+
+def test_presenter_mode_tucks_controls_away(open_page):
+    at = open_page("pages/explorer.py", {"presenter": "1"})
+    assert at.session_state["presenter"] is True
+    assert "Pick a sample" in [e.label for e in at.expander]
+    assert at.query_params["presenter"] in ("1", ["1"])
+    plain = open_page("pages/explorer.py")
+    assert "Pick a sample" not in [e.label for e in plain.expander]
+
+
+@pytest.mark.parametrize("step", [1, 2, 3, 4, 5])
+def test_story_steps_are_deep_linkable(open_page, step):
+    at = open_page("pages/story.py", {"step": str(step)})
+    titles = [s.value for s in at.subheader]
+    assert titles and titles[0].startswith(f"{step}. ")
+    assert at.query_params["step"] in (str(step), [str(step)])
+    if step == 5:
+        assert {m.label for m in at.metric} >= {"θ̂", "ε (Theorem 1)"}
+    elif step in (2, 3, 4):
+        assert len(at.get("plotly_chart")) == 1
+    if step < 5:
+        [b for b in at.button if b.label == "Next →"][0].click().run()
+        assert at.session_state["step"] == step + 1
