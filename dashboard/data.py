@@ -15,7 +15,7 @@ one the user picked for it in the sidebar (``DATASET_CHOICES`` in the session st
 Heavy results (decision paths, curves) are kept with ``st.cache_resource``: they are large numpy
 arrays that must not be copied (``st.cache_data`` would pickle and copy them on every rerun).
 Callers treat them as read-only. Nothing holds a samples × nodes matrix: node probabilities are
-computed a chunk of rows at a time (``CHUNK_ENTRIES``) and reduced to each rule's decision paths,
+computed a chunk of rows at a time (``CHUNK_BYTES``) and reduced to each rule's decision paths,
 the authors' θ grid or tight thresholds on the way.
 
 Evaluation protocol (``hsc_core.core.protocol``): T is fitted on a fixed, seeded, class-stratified
@@ -43,14 +43,15 @@ from hsc_core.core.curves import (
     RCCurve,
     calibration_coverage_curve,
     hierarchical_gain,
-    hierarchical_rc_curve,
-    rounded_threshold_grid,
+    rc_curve_from_paths,
+    threshold_grid_keys,
 )
+from hsc_core.core.evaluation import auto_chunk_size, node_probabilities_rows
 from hsc_core.core.hierarchy import Hierarchy
 from hsc_core.core.protocol import calibration_mask
-from hsc_core.core.probabilities import fit_temperature, node_probabilities, softmax
+from hsc_core.core.probabilities import fit_temperature
 from hsc_core.core.risk import hierarchical_correctness
-from hsc_core.core.rules import RULE_LABELS, RULES, DecisionPaths, argmax_leaf, decision_paths
+from hsc_core.core.rules import RULE_LABELS, RULES, DecisionPaths, argmax_leaf, concat_decision_paths, decision_paths
 from hsc_core.datasets.formats import HIERARCHY_SUFFIXES
 from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy
 from hsc_core.datasets.logits_io import (
@@ -79,7 +80,7 @@ SYNTHETIC_TAXONOMY = "synthetic-taxonomy-10k"  # only in synthetic mode, never o
 SPLIT_SEED = 0
 DEFAULT_MODEL = "efficientnet_lite0"
 DISPLAY_POINTS = 1500  # points per curve sent to the browser; metrics always use the full curve
-CHUNK_ENTRIES = 4_000_000  # node probabilities per chunk (32 MB as float64), whatever the tree size
+CHUNK_BYTES = 64 * 2**20  # working memory of one chunk of samples (``evaluation.auto_chunk_size``)
 PROGRESS_MIN_CHUNKS = 4  # show a progress bar only for jobs of at least this many chunks
 DATASET_CHOICES = "_dataset_choices"  # session state: model location → data set picked in the sidebar
 SESSION_DATASETS = "_session_datasets"  # session state: data set name → folder of an uploaded data set
@@ -373,10 +374,37 @@ def validate_upload(data: bytes, name: str) -> LogitsBundle:
     return bundle
 
 
+@dataclass
+class _SessionUploads:
+    session_id: str
+    bundles: dict  # the dict in this session's state: upload location → LogitsBundle
+
+
+def _release_uploads(uploads: _SessionUploads) -> None:
+    # Streamlit keeps a closed tab's session (and its uploaded bytes) for reconnecting, and never
+    # shuts down one that expires; so drop the bundles and the raw upload when the tab disconnects.
+    uploads.bundles.clear()
+    try:
+        from streamlit.runtime import Runtime
+
+        Runtime.instance().uploaded_file_mgr.remove_session_files(uploads.session_id)
+    except Exception:  # no runtime (AppTest, plain Python): nothing else holds the bytes
+        pass
+
+
+@st.cache_resource(scope="session", on_release=_release_uploads, show_spinner=False)
+def _session_uploads() -> _SessionUploads:
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return _SessionUploads(ctx.session_id if ctx else "", st.session_state.setdefault(UPLOADED_BUNDLES, {}))
+
+
 def keep_upload(bundle: LogitsBundle) -> str:
-    """Keep a validated upload in this session's state (freed with the session); its location."""
+    """Keep a validated upload in this session's state, released when the session disconnects
+    (``_release_uploads``); its location."""
     location = f"{UPLOAD_PREFIX}{uuid.uuid4().hex}/{bundle.name}"
-    st.session_state.setdefault(UPLOADED_BUNDLES, {})[location] = bundle
+    _session_uploads().bundles[location] = bundle
     return location
 
 
@@ -453,37 +481,29 @@ def calibration_split(bundle: LogitsBundle) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------- chunked node probabilities
-def chunk_rows(n_nodes: int) -> int:
-    """Rows per chunk so that one chunk of node probabilities stays about ``CHUNK_ENTRIES``."""
-    return max(16, CHUNK_ENTRIES // max(n_nodes, 1))
+# The library's ``decision_paths_from_logits`` scans consecutive rows of a logits array; a view
+# evaluates a row subset (the protocol's evaluation split, a data subset), and copying those rows
+# would double the logits' memory (3.6 GB more at iNat21 size). So the chunk loop lives here, over
+# row indices, built from the same library pieces (``node_probabilities_rows``, ``decision_paths``,
+# ``concat_decision_paths``, ``threshold_grid_keys``): the results are the unchunked ones exactly.
+def chunk_rows(h: Hierarchy) -> int:
+    """Samples per chunk: one chunk's temporaries stay near ``CHUNK_BYTES`` whatever the tree size."""
+    return auto_chunk_size(h, budget_bytes=CHUNK_BYTES)
+
+
+def _n_chunks(h: Hierarchy, n: int) -> int:
+    return -(-n // chunk_rows(h))
 
 
 def node_probability_chunks(h: Hierarchy, logits: np.ndarray, index: np.ndarray, temperature: float,
                             progress: Callable[[float], None] | None = None) -> Iterator[tuple[int, np.ndarray]]:
-    """(start, node probabilities of rows ``index[start:start + size]``), a chunk at a time.
-
-    The same softmax and sparse sum as for all rows at once, row by row, so every value is
-    bit-identical to the unchunked computation.
-    """
+    """(start, node probabilities of rows ``index[start:start + size]``), a chunk at a time."""
     n = index.size
-    size = chunk_rows(h.n_nodes)
+    size = chunk_rows(h)
     for s in range(0, n, size):
-        rows = index[s: s + size]
-        yield s, node_probabilities(h, softmax(logits[rows], temperature))
+        yield s, node_probabilities_rows(h, logits, index[s: s + size], temperature)
         if progress is not None:
             progress(min(s + size, n) / n)
-
-
-def _concat_paths(rule: str, parts: list[DecisionPaths]) -> DecisionPaths:
-    """Stack per-chunk decision paths, padding short rows with their last record (as ``_compress``)."""
-    width = max(p.nodes.shape[1] for p in parts)
-    nodes, values = [], []
-    for p in parts:
-        extra = width - p.nodes.shape[1]
-        nodes.append(np.pad(p.nodes, ((0, 0), (0, extra)), mode="edge") if extra else p.nodes)
-        values.append(np.pad(p.values, ((0, 0), (0, extra)), mode="edge") if extra else p.values)
-    return DecisionPaths(rule, np.concatenate(nodes), np.concatenate(values),
-                         np.concatenate([p.lengths for p in parts]))
 
 
 class _ProgressBar:
@@ -507,19 +527,19 @@ class _ProgressBar:
             self.bar.empty()
 
 
-def _n_chunks(h: Hierarchy, n: int) -> int:
-    return -(-n // chunk_rows(h.n_nodes))
-
-
 def chunked_decision_paths(h: Hierarchy, logits: np.ndarray, index: np.ndarray, temperature: float,
-                           progress: Callable[[float], None] | None = None) -> dict[str, DecisionPaths]:
-    """Every rule's decision paths for rows ``index`` of ``logits``, one chunk of rows at a time."""
+                           progress: Callable[[float], None] | None = None
+                           ) -> tuple[dict[str, DecisionPaths], np.ndarray]:
+    """Every rule's decision paths for rows ``index`` of ``logits``, and each row's top-1 leaf
+    probability, one chunk of rows at a time."""
     parts: dict[str, list[DecisionPaths]] = {rule: [] for rule in RULES}
-    for _, probs in node_probability_chunks(h, logits, index, temperature, progress):
+    leaf_conf = np.empty(index.size)
+    for s, probs in node_probability_chunks(h, logits, index, temperature, progress):
         leaf = argmax_leaf(h, probs)
+        leaf_conf[s: s + leaf.size] = probs[np.arange(leaf.size), leaf]
         for rule in RULES:
             parts[rule].append(decision_paths(h, probs, rule, leaf=leaf))
-    return {rule: _concat_paths(rule, parts[rule]) for rule in RULES}
+    return {rule: concat_decision_paths(parts[rule]) for rule in RULES}, leaf_conf
 
 
 # ---------------------------------------------------------------------------- evaluation sets
@@ -590,7 +610,7 @@ class EvalSet:
     def node_probs_rows(self, rows: np.ndarray) -> np.ndarray:
         """Node probabilities of some rows, shape (len(rows), n_nodes), computed on demand."""
         rows = np.asarray(rows, dtype=np.int64)
-        return node_probabilities(self.hierarchy, softmax(self.source_logits[self.index[rows]], self.temperature))
+        return node_probabilities_rows(self.hierarchy, self.source_logits, self.index[rows], self.temperature)
 
     def node_row(self, i: int) -> np.ndarray:
         """Node probabilities of row ``i`` as the rules see them (clipped to 1, root = 1)."""
@@ -623,14 +643,6 @@ def temperature(location: str, subset: str) -> tuple[float, int]:
     return _temperature(location, stamp(location), subset)
 
 
-def _max_leaf_probability(logits: np.ndarray, index: np.ndarray, temperature: float, chunk: int) -> np.ndarray:
-    """Top-1 softmax probability of rows ``index`` (the arg-max leaf's node probability)."""
-    out = np.empty(index.size)
-    for s in range(0, index.size, chunk):
-        out[s: s + chunk] = softmax(logits[index[s: s + chunk]], temperature).max(axis=1)
-    return out
-
-
 @_cache_resource(max_entries=12, show_spinner=False)  # a progress bar when it takes long
 def _eval_set(model: str, location: str, file_stamp: tuple, dataset_key: tuple, subset: str, ts: bool,
               heldout: bool) -> EvalSet:
@@ -643,8 +655,7 @@ def _eval_set(model: str, location: str, file_stamp: tuple, dataset_key: tuple, 
         raise DataError(f"{bundle.name}: no samples to evaluate in subset {subset!r}")
     t, n_fit = _temperature(location, file_stamp, subset) if ts else (1.0, 0)
     bar = _ProgressBar(f"Decision paths of {index.size:,} samples × {h.n_nodes:,} nodes:", _n_chunks(h, index.size))
-    paths = chunked_decision_paths(h, bundle.logits, index, t, bar)
-    leaf_conf = _max_leaf_probability(bundle.logits, index, t, chunk_rows(h.n_leaves))
+    paths, leaf_conf = chunked_decision_paths(h, bundle.logits, index, t, bar)
     bar.done()
     return EvalSet(
         model=model, location=location, subset=subset, ts=ts, heldout=bool(ts or heldout), dataset=ds,
@@ -669,24 +680,17 @@ def _es_key(es: EvalSet) -> tuple:
 
 @_cache_resource(max_entries=12, show_spinner=False)  # a progress bar when it takes long
 def _theta_grid(model: str, location: str, file_stamp: tuple, dataset_key: tuple, subset: str, ts: bool,
-                heldout: bool, dec: int) -> tuple[np.ndarray, np.dtype]:
-    """The authors' rounded θ grid over every node probability, chunk by chunk, and the
-    probabilities' dtype (the grid is compared in that precision)."""
+                heldout: bool, dec: int) -> np.ndarray:
+    """The authors' rounded θ grid over every node probability of the view, chunk by chunk."""
     es = _eval_set(model, location, file_stamp, dataset_key, subset, ts, heldout)
-    grid, dtype = np.zeros(0), np.dtype(np.float64)
+    present = np.zeros(10**dec + 1, dtype=bool)
     bar = _ProgressBar(f"The authors' θ grid over {es.n:,} samples × {es.hierarchy.n_nodes:,} nodes:",
                        _n_chunks(es.hierarchy, es.n))
     for _, probs in node_probability_chunks(es.hierarchy, es.source_logits, es.index, es.temperature, bar):
-        grid, dtype = np.union1d(grid, rounded_threshold_grid(probs, dec)), probs.dtype
+        if threshold_grid_keys(probs, dec, present).all():
+            break  # every grid value is present: the rest cannot add any
     bar.done()
-    return grid, dtype
-
-
-def grid_stand_in(grid: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """A one-row "node probabilities" array whose rounded values are exactly ``grid``: what
-    ``hierarchical_rc_curve`` / ``calibration_coverage_curve`` read the θ grid from when the
-    decision paths are given, so the library's own code builds the grid curves."""
-    return np.asarray(grid, dtype=dtype)[None, :]
+    return np.flatnonzero(present) / 10**dec
 
 
 # ---------------------------------------------------------------------------- curves
@@ -730,21 +734,14 @@ def decimate(x: np.ndarray, y: np.ndarray, max_points: int = DISPLAY_POINTS) -> 
 def _curve_set(model: str, location: str, file_stamp: tuple, dataset_key: tuple, subset: str, ts: bool,
                heldout: bool, loss: str, dec: int | None) -> CurveSet:
     es = _eval_set(model, location, file_stamp, dataset_key, subset, ts, heldout)
-    # With the decision paths given, the exact curve needs no node probabilities at all.
-    exact = {
-        rule: hierarchical_rc_curve(es.hierarchy, None, es.labels, rule, loss=loss, dec=None, paths=es.paths[rule])
-        for rule in RULES
-    }
+    exact = {rule: rc_curve_from_paths(es.hierarchy, es.paths[rule], es.labels, loss) for rule in RULES}
     if dec is None:
         curves = exact
     else:
         # (Derived from scratch: RCCurve.at() of a dec curve indexes its exact events, so the
         # operating points come from the exact curves, which agree at every grid θ.)
-        grid = grid_stand_in(*_theta_grid(model, location, file_stamp, dataset_key, subset, ts, heldout, dec))
-        curves = {
-            rule: hierarchical_rc_curve(es.hierarchy, grid, es.labels, rule, loss=loss, dec=dec, paths=es.paths[rule])
-            for rule in RULES
-        }
+        grid = _theta_grid(model, location, file_stamp, dataset_key, subset, ts, heldout, dec)
+        curves = {rule: rc_curve_from_paths(es.hierarchy, es.paths[rule], es.labels, loss, grid) for rule in RULES}
     # Plot in θ order (the curve's own order), so non-monotone rules draw their true path.
     display = {rule: decimate(c.coverage, c.risk) for rule, c in curves.items()}
     return CurveSet(curves, display, exact)
@@ -758,10 +755,10 @@ def curve_set(es: EvalSet, loss: str = "01", dec: int | None = None) -> CurveSet
 def _cc_curves(model: str, location: str, file_stamp: tuple, dataset_key: tuple, subset: str, ts: bool,
                heldout: bool, n_bins: int) -> dict[str, CCCurve]:
     es = _eval_set(model, location, file_stamp, dataset_key, subset, ts, heldout)
-    grid, dtype = _theta_grid(model, location, file_stamp, dataset_key, subset, ts, heldout, 2)
-    return {
-        rule: calibration_coverage_curve(es.hierarchy, grid_stand_in(grid, dtype), es.labels, rule, thresholds=grid,
-                                         n_bins=n_bins, paths=es.paths[rule])
+    grid = _theta_grid(model, location, file_stamp, dataset_key, subset, ts, heldout, 2)
+    return {  # with the paths and the grid given, no node probabilities are read
+        rule: calibration_coverage_curve(es.hierarchy, None, es.labels, rule, thresholds=grid, n_bins=n_bins,
+                                         paths=es.paths[rule])
         for rule in RULES
     }
 

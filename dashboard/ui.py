@@ -381,45 +381,37 @@ def controls(label: str = "Controls"):
     return st.expander(label, expanded=False) if presenter() else st.container()
 
 
-# Plotly's own slider and play button move θ in the browser; this listener sends the θ they stop
-# at to the server (debounced), so the Streamlit slider follows on release. It also makes the
-# chart focusable: ←/→ (±0.01), PageUp/PageDown (±0.1), Home/End step the Plotly slider by
-# pressing its tick, exactly like a click.
+# Plotly's own slider and play button move θ in the browser; this listener sends the θ where the
+# sweep comes to rest (no new frame for ``delay`` ms) to the server, so the Streamlit slider
+# follows on release. It also makes the chart focusable: ←/→ (±0.01), Page Up/Down (±0.1),
+# Home/End animate to that frame (Plotly's slider moves with it).
 _SWEEP_JS = """
 export default function (component) {
   const { data, setTriggerValue } = component;
   const selector = `.st-key-${data.chart} .js-plotly-plot`;
   let timer = null, bound = null;
-  const send = (v) => {
+  // Every frame shown (play, drag, key) restarts the timer: θ is sent once the sweep rests.
+  const rest = (name) => {
     clearTimeout(timer);
-    timer = setTimeout(() => { if (Number.isFinite(v)) setTriggerValue("theta", v); }, data.delay);
+    timer = setTimeout(() => { const v = parseFloat(name); if (Number.isFinite(v)) setTriggerValue("theta", v); },
+                       data.delay);
   };
-  const step = (gd, k) => {
-    const ticks = gd.querySelectorAll(".slider-group .slider-tick");
-    const rail = gd.querySelector(".slider-group .slider-rail-touch-rect");
-    if (!rail || !ticks.length) return;
-    k = Math.max(0, Math.min(ticks.length - 1, k));
-    const r = ticks[k].getBoundingClientRect(), b = rail.getBoundingClientRect();
-    const opts = { bubbles: true, cancelable: true, view: window, clientX: r.left + r.width / 2,
-                   clientY: b.top + b.height / 2, button: 0 };
-    rail.dispatchEvent(new MouseEvent("mousedown", opts));
-    gd.dispatchEvent(new MouseEvent("mouseup", opts));
+  const show = (gd, k) => {
+    const sl = gd._fullLayout.sliders[0];
+    k = Math.max(0, Math.min(sl.steps.length - 1, k));
+    const name = sl.steps[k].value;
+    if (window.Plotly && window.Plotly.animate) {
+      window.Plotly.animate(gd, [name], { mode: "immediate", frame: { duration: 0, redraw: false },
+                                          transition: { duration: 0 } });
+    }
   };
   const bind = () => {
     const gd = document.querySelector(selector);
     if (!gd || gd === bound || typeof gd.on !== "function") return;
     bound = gd;
-    let playing = false, last = null;
-    gd.on("plotly_sliderend", (e) => send(parseFloat(e.step.value)));
-    gd.on("plotly_animatingframe", (e) => { last = e.name; });
-    gd.on("plotly_buttonclicked", (e) => {
-      const label = (e.button && e.button.label) || "";
-      if (label.includes("Play")) { playing = true; clearTimeout(timer); }
-      else if (playing) { playing = false; send(parseFloat(last)); }
-    });
-    gd.on("plotly_animated", () => { if (playing) { playing = false; send(parseFloat(last)); } });
+    gd.on("plotly_animatingframe", (e) => rest(e.name));
     gd.setAttribute("tabindex", "0");
-    gd.setAttribute("aria-label", "θ sweep: arrow keys move θ");
+    gd.setAttribute("aria-label", "θ sweep: arrow keys, Page Up/Down, Home and End move θ");
     gd.addEventListener("keydown", (ev) => {
       const sl = gd._fullLayout && gd._fullLayout.sliders && gd._fullLayout.sliders[0];
       if (!sl) return;
@@ -428,7 +420,7 @@ export default function (component) {
                    PageUp: k + 10, PageDown: k - 10, Home: 0, End: n - 1 }[ev.key];
       if (to === undefined) return;
       ev.preventDefault();
-      step(gd, to);
+      show(gd, to);
     });
   };
   bind();
@@ -439,7 +431,7 @@ export default function (component) {
 _sweep_component = None
 
 
-def sweep_sync(chart_key: str, on_theta: "callable", delay_ms: int = 350) -> None:
+def sweep_sync(chart_key: str, on_theta: "callable", delay_ms: int = 600) -> None:
     """Mount the θ-sweep listener for the Plotly chart rendered with ``key=chart_key``;
     ``on_theta(θ)`` runs (as a callback) when the animation stops at θ."""
     global _sweep_component

@@ -221,7 +221,7 @@ def test_explorer_shows_cifar100_superclasses(use_dir, cifar_dir):
     for rule in RULES:
         node, conf = decision_paths(h, probs, rule).predict(0.99)
         row = table[table["rule"] == RULE_LABELS[rule]].iloc[0]
-        assert row["chosen node"] == h.names[int(node[i])].replace("_", " "), rule
+        assert row["node id"] == h.node_ids[int(node[i])], rule
         assert row["confidence"] == pytest.approx(float(conf[i]))
     # By class: the class list shows CIFAR-100 names.
     at.selectbox(key="_w.ex.pick").set_value("class").run()

@@ -501,8 +501,11 @@ def test_uploads_live_in_the_session_and_leave_with_it(app_env):
 
     assert from_upload(_cached_values("test session id"))  # AppTest's session id
     assert not from_upload(_cached_values(None))  # nothing in the caches every session shares
+    bundles = at.session_state["_uploaded_bundles"]
+    assert [b.name for b in bundles.values()] == ["mine"]
     cra._resource_caches.clear_session("test session id")  # what Streamlit does when a session disconnects
     assert not from_upload(_cached_values("test session id"))
+    assert not bundles  # the upload itself is released too
     with pytest.raises(data.DataError, match="belongs to another \\(or an expired\\) browser session"):
         data._uploaded_bundle(location)  # outside that session's state
 

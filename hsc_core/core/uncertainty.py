@@ -12,6 +12,7 @@ curve with every sample weighted by w: the operating point changes only at the f
 (a sample drawn 0 times adds a zero-length step, which adds no area). So the per-sample events
 (θ, Δcoverage, Δloss) are sorted once, and each resample is a weighted cumulative sum over them:
 O(E) per resample for E events, in batches of resamples (``RuleEvents``, ``weighted_haurc``).
+``bench/uncertainty_bench.py`` times it on 1,894 and 50,000 samples.
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ def weighted_haurc(events: RuleEvents, weights: np.ndarray) -> np.ndarray:
     total = w.sum(axis=1)
     # Events × resamples layout: the cumulative sums then run down rows, vectorised across
     # resamples (a running sum along a row cannot use SIMD and is ~5× slower).
-    steps = np.ascontiguousarray(w.T)[events.event_sample]  # (E, B), reused for coverage and risk
+    # (E, B), reused for coverage and risk; np.take copies rows several times faster than w.T[idx].
+    steps = np.take(np.ascontiguousarray(w.T), events.event_sample, axis=0)
     cov = _points(w @ events.base_cov, steps, events.d_cov, events.group_end)
     risk = _points(w @ events.base_loss, steps, events.d_loss, events.group_end)
     if events.monotone:
@@ -118,7 +120,7 @@ def _points(base: np.ndarray, steps: np.ndarray, delta: np.ndarray, group_end: n
     np.cumsum(run, axis=0, out=run)
     out = np.empty((group_end.size + 1, steps.shape[1]))
     out[0] = base
-    np.add(run[group_end], base[None, :], out=out[1:])
+    np.add(np.take(run, group_end, axis=0), base[None, :], out=out[1:])
     return out
 
 
@@ -206,6 +208,7 @@ def bootstrap_haurc(
         return np.stack(out)
 
     full = statistic(np.arange(n)[None, :])[:, 0]
+    # Percentile intervals: BCa would add a jackknife of n more evaluations (50,000 at ImageNet scale).
     res = stats.bootstrap((np.arange(n),), statistic, n_resamples=n_resamples, batch=batch, vectorized=True,
                           confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed))
     low, high = np.atleast_1d(res.confidence_interval.low), np.atleast_1d(res.confidence_interval.high)

@@ -735,6 +735,8 @@ def _cache_logits(dist_state: _Dist, model_name: str, samples: SampleList, out: 
         "pretrained": info.pretrained,
         "preprocessing": info.preprocessing(),
         "dataset": dataset_info or _dataset_info(samples),
+        # ImageNet-1k labels (wnid order): names the data set whose tree evaluates these logits
+        "dataset_id": "imagenet1k",
         "device": dev.type if dev.type != "cuda" else torch.cuda.get_device_name(dev),
         "amp": amp_name,
         "channels_last": cl,

@@ -111,19 +111,20 @@ def headline_sentence(model: str, dataset: str, n_eval: int, ts: bool, gain: Int
     """The one message for a stakeholder, from the data: how much ``rule`` changes the risk–coverage
     area vs plain selective classification, with its 95 % interval, honest when it is negative or
     when the interval contains 0. Plain text (escape it for HTML; it holds user names)."""
-    where = f"On {dataset + ', ' if dataset else ''}{n_eval:,} evaluation images, {model}"
+    where = f"On {dataset} ({n_eval:,} evaluation images, {model})" if dataset else \
+        f"On {n_eval:,} evaluation images ({model})"
     setting = "with temperature scaling" if ts else "without temperature scaling"
     name = RULE_LABELS.get(rule, rule)
     if not np.isfinite(gain.estimate):
-        return f"{where}, {setting}: plain selective classification makes no errors, so there is no gain to measure."
+        return f"{where}, {setting}, plain selective classification makes no errors, so there is no gain to measure."
     g, lo, hi = gain.estimate, gain.low, gain.high
     if lo > 0:
-        return (f"{where}, {setting}: {name} lowers the risk–coverage area by {g:.1f} % (95 % CI {lo:.1f}–{hi:.1f} %) "
+        return (f"{where}, {setting}, {name} lowers the risk–coverage area by {g:.1f} % (95 % CI {lo:.1f}–{hi:.1f} %) "
                 "vs plain selective classification.")
     if hi < 0:
-        return (f"{where}, {setting}: {name} raises the risk–coverage area by {-g:.1f} % (95 % CI {-hi:.1f}–{-lo:.1f} %) "
+        return (f"{where}, {setting}, {name} raises the risk–coverage area by {-g:.1f} % (95 % CI {-hi:.1f}–{-lo:.1f} %) "
                 "vs plain selective classification, which is better here.")
-    return (f"{where}, {setting}: {name} {'lowers' if g >= 0 else 'raises'} the risk–coverage area by {abs(g):.1f} % vs "
+    return (f"{where}, {setting}, {name} {'lowers' if g >= 0 else 'raises'} the risk–coverage area by {abs(g):.1f} % vs "
             f"plain selective classification, but the 95 % CI of the reduction ({lo:+.1f} % to {hi:+.1f} %) contains 0: "
             "no clear difference on this many images.")
 
