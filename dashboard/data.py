@@ -16,7 +16,9 @@ Heavy results (decision paths, curves) are kept with ``st.cache_resource``: they
 arrays that must not be copied (``st.cache_data`` would pickle and copy them on every rerun).
 Callers treat them as read-only. Nothing holds a samples × nodes matrix: node probabilities are
 computed a chunk of rows at a time (``CHUNK_BYTES``) and reduced to each rule's decision paths,
-the authors' θ grid or tight thresholds on the way.
+the authors' θ grid or tight thresholds on the way; a page that needs one sample's probabilities
+computes that row (``EvalSet.node_probs``). Only the repeated-split baselines build the whole
+matrix, up to ``DENSE_LIMIT_BYTES``.
 
 Evaluation protocol (``hsc_core.core.protocol``): T is fitted on a fixed, seeded, class-stratified
 10 % calibration split of each file, and every metric, with or without TS, on the other 90 %.
@@ -404,7 +406,9 @@ def keep_upload(bundle: LogitsBundle) -> str:
     """Keep a validated upload in this session's state, released when the session disconnects
     (``_release_uploads``); its location."""
     location = f"{UPLOAD_PREFIX}{uuid.uuid4().hex}/{bundle.name}"
-    _session_uploads().bundles[location] = bundle
+    uploads = _session_uploads()
+    uploads.bundles = st.session_state.setdefault(UPLOADED_BUNDLES, {})  # this session state's own dict
+    uploads.bundles[location] = bundle
     return location
 
 
@@ -619,15 +623,57 @@ class EvalSet:
         return row
 
     @cached_property
-    def node_probs(self) -> np.ndarray:
-        """All rows' node probabilities, for the few library calls that need them whole (the
-        repeated-split baselines); refused beyond ``DENSE_LIMIT_BYTES``."""
-        itemsize = 4 if self.source_logits.dtype in (np.float16, np.float32) else 8  # as node_probabilities
-        size = self.n * self.hierarchy.n_nodes * itemsize
+    def node_probs(self) -> NodeProbabilities:
+        """The node probabilities as a lazy (n, n_nodes) array: rows are computed when indexed."""
+        return NodeProbabilities(self)
+
+
+class NodeProbabilities:
+    """An EvalSet's node probabilities, shape (n, n_nodes), computed on demand.
+
+    Indexing rows (``p[i]``, ``p[i, :n_leaves]``, ``p[rows, v]``) computes only those rows;
+    ``np.asarray(p)`` (the few library calls that need every row, e.g. the repeated-split baselines)
+    builds the whole matrix once, refused with a DataError beyond ``DENSE_LIMIT_BYTES``.
+    """
+
+    ndim = 2
+
+    def __init__(self, es: EvalSet):
+        self._es = es
+        self._dense: np.ndarray | None = None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self._es.n, self._es.hierarchy.n_nodes)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(np.float32 if self._es.source_logits.dtype in (np.float16, np.float32) else np.float64)
+
+    def __len__(self) -> int:
+        return self._es.n
+
+    def _check_size(self, n_rows: int) -> None:
+        size = n_rows * self._es.hierarchy.n_nodes * self.dtype.itemsize
         if size > DENSE_LIMIT_BYTES:
-            raise DataError(f"{self.model}: {self.n:,} samples × {self.hierarchy.n_nodes:,} nodes is too large to hold "
-                            f"every node probability in memory ({size / 1e9:.1f} GB); use a subset")
-        return self.node_probs_rows(np.arange(self.n))
+            raise DataError(f"{self._es.model}: {n_rows:,} samples × {self._es.hierarchy.n_nodes:,} nodes is too large to "
+                            f"hold every node probability in memory ({size / 1e9:.1f} GB); use a subset")
+
+    def __getitem__(self, key):
+        rows, rest = (key[0], key[1:]) if isinstance(key, tuple) else (key, ())
+        if self._dense is not None:
+            return self._dense[key]
+        if isinstance(rows, (int, np.integer)):
+            return self._es.node_probs_rows(np.array([int(rows)]))[0][rest]
+        idx = np.arange(self._es.n)[rows]
+        self._check_size(idx.size)
+        return self._es.node_probs_rows(idx)[(slice(None), *rest)]
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        if self._dense is None:
+            self._check_size(self._es.n)
+            self._dense = self._es.node_probs_rows(np.arange(self._es.n))
+        return self._dense if dtype is None else self._dense.astype(dtype)
 
 
 @_cache_resource(max_entries=16, show_spinner=False)

@@ -393,6 +393,7 @@ export default function (component) {
   // Every frame shown (play, drag, key) restarts the timer: θ is sent once the sweep rests.
   const rest = (name) => {
     clearTimeout(timer);
+    if (name === data.theta) return;  // already the server's θ (e.g. the frame set just below)
     timer = setTimeout(() => { const v = parseFloat(name); if (Number.isFinite(v)) setTriggerValue("theta", v); },
                        data.delay);
   };
@@ -405,10 +406,19 @@ export default function (component) {
                                           transition: { duration: 0 } });
     }
   };
+  // The figure is built once per sample/curves; the server's θ is shown by animating to its frame.
+  const follow = (gd) => {
+    const sl = gd._fullLayout && gd._fullLayout.sliders && gd._fullLayout.sliders[0];
+    if (!sl) return;
+    const k = sl.steps.findIndex((s) => s.value === data.theta);
+    if (k >= 0 && k !== sl.active) show(gd, k);
+  };
   const bind = () => {
     const gd = document.querySelector(selector);
-    if (!gd || gd === bound || typeof gd.on !== "function") return;
+    if (!gd || typeof gd.on !== "function") return;
+    if (gd === bound) return;
     bound = gd;
+    follow(gd);
     gd.on("plotly_animatingframe", (e) => rest(e.name));
     gd.setAttribute("tabindex", "0");
     gd.setAttribute("aria-label", "θ sweep: arrow keys, Page Up/Down, Home and End move θ");
@@ -431,9 +441,10 @@ export default function (component) {
 _sweep_component = None
 
 
-def sweep_sync(chart_key: str, on_theta: "callable", delay_ms: int = 600) -> None:
-    """Mount the θ-sweep listener for the Plotly chart rendered with ``key=chart_key``;
-    ``on_theta(θ)`` runs (as a callback) when the animation stops at θ."""
+def sweep_sync(chart_key: str, theta: float, on_theta: "callable", delay_ms: int = 600) -> None:
+    """Mount the θ-sweep listener for the Plotly chart rendered with ``key=chart_key``: the chart
+    shows the server's ``theta`` (its frame), and ``on_theta(θ)`` runs (as a callback) when an
+    in-browser sweep comes to rest at θ."""
     global _sweep_component
     if _sweep_component is None:
         _sweep_component = st.components.v2.component("hsc_theta_sweep", js=_SWEEP_JS)
@@ -444,5 +455,6 @@ def sweep_sync(chart_key: str, on_theta: "callable", delay_ms: int = 600) -> Non
         if value is not None:
             on_theta(float(value))
 
-    _sweep_component(key=key, data={"chart": chart_key, "delay": int(delay_ms)}, on_theta_change=follow,
+    _sweep_component(key=key, data={"chart": chart_key, "delay": int(delay_ms), "theta": f"{theta:.2f}"},
+                     on_theta_change=follow,
                      height=0)

@@ -37,11 +37,12 @@ cs = ui.curve_set_or_stop(es, loss, dec)
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def _sweep_figure(_cs, key: tuple, rules: tuple, theta: float, loss: str, font_size: int):
-    """The RC figure with one frame per θ of the 0.01 grid (operating points from the exact curves)."""
+def _sweep_figure(_cs, key: tuple, rules: tuple, loss: str, font_size: int, _theta: float):
+    """The RC figure with one frame per θ of the 0.01 grid (operating points from the exact curves),
+    built once per curve set; the page shows any θ by animating to its frame in the browser."""
     points = {r: operating_point_grid(_cs.exact[r]) for r in rules}
     return rc_sweep_figure({r: _cs.display[r] for r in rules}, points, {r: _cs.curves[r].haurc for r in rules},
-                           theta, loss=loss, font_size=font_size)
+                           _theta, loss=loss, font_size=font_size)
 
 
 def _follow(theta: float) -> None:
@@ -59,10 +60,9 @@ def theta_view() -> None:
     chart, text = st.columns([3, 1.2])
     with chart:
         fig = _sweep_figure(cs, (es.model, es.location, es.subset, es.ts, es.heldout, loss, state.get("dec"), id(cs)),
-                            tuple(rules), round(float(theta), 4), loss, ui.font_size())
-        ui.figure(fig, f"rc_{es.model}_{loss}_{state.get('dec')}_theta{theta:.2f}", key="rc_chart",
-                  context=ui.export_context(es, theta))
-        ui.sweep_sync("rc_chart", _follow)
+                            tuple(rules), loss, ui.font_size(), round(float(theta), 2))
+        ui.figure(fig, f"rc_{es.model}_{loss}_{state.get('dec')}", key="rc_chart", context=ui.export_context(es))
+        ui.sweep_sync("rc_chart", theta, _follow)
     with text:
         st.markdown(f"**Operating points** (θ = {theta:.2f}; ▶ Play on the chart sweeps θ)")
         st.markdown(views.operating_point_text(points))

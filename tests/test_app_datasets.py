@@ -36,6 +36,7 @@ DATA = ROOT / "hsc_core" / "datasets" / "data"
 TIMEOUT = 180
 PAGES = {
     "pages/overview.py": "Hierarchical Selective Classification",
+    "pages/story.py": "Guided story",
     "pages/explorer.py": "Explorer",
     "pages/risk_coverage.py": "Risk–coverage",
     "pages/calibration_coverage.py": "Calibration–coverage",
@@ -323,6 +324,11 @@ def test_synthetic_taxonomy_is_opt_in(monkeypatch, use_dir, cifar_dir):
 
 
 # ---------------------------------------------------------------------------- chunked computation
+def per_sample_bytes(h: Hierarchy) -> int:
+    """One sample's share of a chunk's float32 working memory (``evaluation.auto_chunk_size``)."""
+    return 4 * 4 * (h.n_nodes + h.n_leaves)
+
+
 def test_chunked_decision_paths_equal_whole(monkeypatch):
     """Decision paths built a chunk of rows at a time are the unchunked ones, bit for bit."""
     from dashboard import data
@@ -330,11 +336,12 @@ def test_chunked_decision_paths_equal_whole(monkeypatch):
     h = cifar_hierarchy()
     logits, _ = synthetic_logits(h, 700, top1=0.5, seed=9)
     index = np.arange(0, 700, 2)[::-1]  # a subset, out of order
-    monkeypatch.setattr(data, "CHUNK_ENTRIES", h.n_nodes * 50)  # 50 rows a chunk: 7 chunks
+    monkeypatch.setattr(data, "CHUNK_BYTES", 50 * per_sample_bytes(h))  # 50 rows a chunk: 7 chunks
     seen: list[float] = []
-    paths = data.chunked_decision_paths(h, logits, index, 1.3, seen.append)
+    paths, leaf_conf = data.chunked_decision_paths(h, logits, index, 1.3, seen.append)
     assert len(seen) == 7 and seen[-1] == 1.0
     probs = node_probabilities(h, softmax(logits[index], 1.3))
+    np.testing.assert_array_equal(leaf_conf, probs[:, : h.n_leaves].max(axis=1))
     for rule in RULES:
         whole = decision_paths(h, probs, rule)
         for part in ("nodes", "values", "lengths"):
@@ -348,7 +355,7 @@ def test_pages_compute_in_chunks(monkeypatch, use_dir, tmp_path):
     from hsc_core.core.thresholds import climbing_tight_thresholds, select_threshold
 
     h = cifar_hierarchy()
-    monkeypatch.setattr(data, "CHUNK_ENTRIES", h.n_nodes * 64)
+    monkeypatch.setattr(data, "CHUNK_BYTES", 64 * per_sample_bytes(h))
     d = tmp_path / "cached_logits"
     d.mkdir()
     path = _save(d / "chunky_net.npz", h, 450, seed=11, manifest={"model": "chunky_net", "dataset_id": "cifar100"})
@@ -391,3 +398,24 @@ def test_repetitions_refuse_a_too_large_dense_matrix(monkeypatch, use_dir, tmp_p
     msg = unescape(errors(at))
     assert "Cannot run the repetitions" in msg and "450 samples × 121 nodes is too large" in msg, msg
     assert next(m.value for m in at.metric if m.label == "θ̂ (threshold)")
+
+
+def test_node_probabilities_are_computed_by_row(use_dir, cifar_dir, monkeypatch):
+    """``EvalSet.node_probs`` indexes like the dense matrix but computes only the rows asked for."""
+    from dashboard import data
+
+    use_dir(cifar_dir)
+    h = cifar_hierarchy()
+    path = cifar_dir / "cifar_net.npz"
+    logits, labels, _ = evaluated(path)
+    es = data.eval_set("cifar_net", str(path))
+    probs = node_probabilities(h, softmax(logits))
+    assert es.node_probs.shape == probs.shape
+    np.testing.assert_array_equal(es.node_probs[7], probs[7])
+    np.testing.assert_array_equal(es.node_probs[7, : h.n_leaves], probs[7, : h.n_leaves])
+    np.testing.assert_array_equal(es.node_probs[[3, 1, 4], 105], probs[[3, 1, 4], 105])
+    np.testing.assert_array_equal(es.node_probs[10:20], probs[10:20])
+    monkeypatch.setattr(data, "DENSE_LIMIT_BYTES", probs[:5].nbytes)
+    with pytest.raises(data.DataError, match="450 samples × 121 nodes is too large"):
+        np.asarray(es.node_probs)
+    np.testing.assert_array_equal(es.node_probs[2, 3], probs[2, 3])  # single rows still work

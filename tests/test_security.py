@@ -521,7 +521,8 @@ def test_sources_tags_and_file_names_are_plain(app_env):
     assert f"Cannot add **{plain(name)}**: not a valid .npz file" in " ".join(e.value for e in bad.sidebar.error)
     assert plain(name) == "\\[evil\\](http:\u2060evil.example).npz"
     at = AppTest.from_file(str(ROOT / "pages/explorer.py"), default_timeout=TIMEOUT)
-    at = upload(at.run(), name, npz_bytes(model_arrays(["a.png", "b.png", "c.png"], sources=np.array([tag] * 3))))
+    ids = [f"{i}.png" for i in range(20)]
+    at = upload(at.run(), name, npz_bytes(model_arrays(ids, sources=np.array([tag] * 20))))
     at.run()
     captions = " ".join(c.value for c in at.caption)
     assert f"Source: {plain(tag)}" in captions

@@ -1,0 +1,195 @@
+"""Key-press-to-update latency of θ in headless Chromium, and the play animation's frame rate.
+
+Starts ``streamlit run app.py`` on the shipped logits and drives Debian's Chromium (Playwright):
+
+1. Explorer, client side: ArrowRight on the focused tree chart (the Plotly θ sweep) → the
+   tree's headline shows the new θ. No Streamlit rerun is involved; websocket messages are counted.
+2. Risk–Coverage, client side: the same on the RC chart → the operating-point marker moves.
+3. Risk–Coverage, server side: ArrowRight on the Streamlit θ slider → the server-rendered
+   operating-point text shows the new θ (a fragment rerun).
+4. ▶ Play on the Explorer tree: frames per second (Plotly's ``plotly_animatingframe`` events).
+5. Ten quick ArrowRight presses on the Streamlit slider: how far θ moved once the app is idle.
+
+Times run from the browser receiving the keydown (a capture listener on ``document``) to the
+DOM mutation that shows the new value (a MutationObserver), both ``performance.now()``.
+
+    .venv/bin/python bench/browser_latency.py [--presses 30] [--port 8639]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+
+# In the page: time from the next keydown to the first DOM mutation after which ``probe()`` holds.
+ARM_JS = """([root, probe]) => {
+  const el = document.querySelector(root);
+  const check = new Function('el', probe);
+  window._lat = null;
+  let t0 = null;
+  const onKey = () => { t0 = performance.now(); };
+  document.addEventListener('keydown', onKey, { capture: true, once: true });
+  const obs = new MutationObserver(() => {
+    if (t0 !== null && check(el)) { window._lat = performance.now() - t0; obs.disconnect(); }
+  });
+  obs.observe(el, { subtree: true, childList: true, characterData: true, attributes: true });
+}"""
+
+
+def start_server(port: int) -> subprocess.Popen:
+    env = dict(os.environ)
+    env.pop("HSC_SYNTHETIC", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
+                return proc
+        except OSError:
+            time.sleep(0.3)
+    proc.kill()
+    raise SystemExit("streamlit did not start")
+
+
+def wait_idle(pg, settle: float = 0.8) -> None:
+    pg.wait_for_selector('[data-testid="stMainBlockContainer"] h1', state="visible", timeout=120_000)
+    quiet = None
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        busy = pg.locator('[data-testid="stStatusWidget"]').filter(has_text=re.compile("Running|Stop")).count()
+        if busy:
+            quiet = None
+        elif quiet is None:
+            quiet = time.time()
+        elif time.time() - quiet > settle:
+            return
+        time.sleep(0.05)
+
+
+def measure(pg, root: str, probe_for, presses: int, focus, gap: float = 0.25) -> list[float]:
+    """``probe_for(k)``: JS body (``el`` = the root element) true once press k is shown."""
+    out = []
+    focus()
+    for k in range(1, presses + 1):
+        pg.evaluate(ARM_JS, [root, probe_for(k)])
+        pg.keyboard.press("ArrowRight")
+        pg.wait_for_function("() => window._lat !== null", timeout=30_000)
+        out.append(float(pg.evaluate("() => window._lat")))
+        time.sleep(gap)
+    return out
+
+
+def stats(name: str, ms: list[float]) -> None:
+    a = np.asarray(ms)
+    print(f"{name:<58} n={a.size:3d}  median {np.median(a):7.1f} ms  p95 {np.percentile(a, 95):7.1f} ms  "
+          f"max {a.max():7.1f} ms")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--presses", type=int, default=30)
+    ap.add_argument("--port", type=int, default=8639)
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    proc = start_server(args.port)
+    url = f"http://127.0.0.1:{args.port}"
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True)
+            pg = browser.new_page(viewport={"width": 1440, "height": 900})
+            sent: list[float] = []
+            pg.on("websocket", lambda ws: ws.on("framesent", lambda _: sent.append(time.time())))
+
+            # 1. Explorer tree, client side.
+            pg.goto(f"{url}/explorer?theta=0.2&pick=rescue")
+            wait_idle(pg)
+            tree = ".st-key-explorer_tree"
+            pg.wait_for_selector(f"{tree} .js-plotly-plot")
+            time.sleep(1.5)
+            before = len(sent)
+            ms = measure(pg, tree, lambda k: f"return el.textContent.includes('θ = {0.2 + 0.01 * k:.2f}');",
+                         args.presses, lambda: pg.locator(f"{tree} .js-plotly-plot").focus(), gap=0.05)
+            stats("Explorer tree: ArrowRight on the Plotly sweep", ms)
+            print(f"{'':<58} websocket messages sent during the presses: {len(sent) - before}")
+
+            # 4. Play from θ = 0: frames per second.
+            wait_idle(pg, settle=1.5)
+            pg.locator(f"{tree} .js-plotly-plot").focus()
+            pg.keyboard.press("Home")
+            time.sleep(1.0)
+            wait_idle(pg, settle=1.5)
+            pg.evaluate("""() => { const g = document.querySelector('.st-key-explorer_tree .js-plotly-plot');
+                window._frames = []; g.on('plotly_animatingframe', () => window._frames.push(performance.now())); }""")
+            before = len(sent)
+            pg.locator(f"{tree} .updatemenu-button").first.click()
+            pg.wait_for_function("() => window._frames.length >= 100", timeout=60_000)
+            t = np.asarray(pg.evaluate("() => window._frames"))
+            during = len(sent) - before
+            print(f"{'Explorer tree: ▶ Play from θ = 0':<58} {(t.size - 1) / ((t[-1] - t[0]) / 1000):.1f} frames/s "
+                  f"(median frame interval {np.median(np.diff(t)):.1f} ms); websocket messages during play: "
+                  f"{during}")
+
+            # 2. and 3. Risk–Coverage: client-side sweep, then the Streamlit slider.
+            pg.goto(f"{url}/risk_coverage?theta=0.2")
+            wait_idle(pg)
+            rc = ".st-key-rc_chart"
+            pg.wait_for_selector(f"{rc} .js-plotly-plot")
+            time.sleep(1.5)
+            js_marker = ("const g = el.querySelector('.js-plotly-plot'); return !!g && g.data.some("
+                         "t => (t.hovertemplate || '').startsWith('Climbing at θ = {v}'));")
+            before = len(sent)
+            ms = measure(pg, rc, lambda k: js_marker.replace("{v}", f"{0.2 + 0.01 * k:.2f}"), args.presses,
+                         lambda: pg.locator(f"{rc} .js-plotly-plot").focus(), gap=0.05)
+            stats("Risk–Coverage: ArrowRight on the Plotly sweep", ms)
+            print(f"{'':<58} websocket messages sent during the presses: {len(sent) - before}")
+            wait_idle(pg, settle=1.5)
+            start = float(re.search(r"Climbing\*?\*? at θ = ([0-9.]+)",
+                                    pg.locator('[data-testid="stMainBlockContainer"]').inner_text()).group(1)) \
+                if re.search(r"Climbing at θ = ([0-9.]+)", pg.locator('[data-testid="stMainBlockContainer"]')
+                             .inner_text()) else 0.2
+            slider = pg.locator('[data-testid="stSlider"]').filter(has_text="Confidence threshold θ") \
+                .locator('input[type="range"]')
+            ms = measure(pg, '[data-testid="stMainBlockContainer"]',
+                         lambda k: f"return el.innerText.includes('Climbing at θ = {start + 0.01 * k:.2f}:');",
+                         max(10, args.presses // 2), lambda: slider.focus(), gap=0.6)
+            stats("Risk–Coverage: ArrowRight on the Streamlit slider (server)", ms)
+
+            # 5. Ten quick presses on the Streamlit slider.
+            wait_idle(pg, settle=1.5)
+            text = pg.locator('[data-testid="stMainBlockContainer"]').inner_text()
+            theta0 = float(re.search(r"Climbing at θ = ([0-9.]+):", text).group(1))
+            slider.focus()
+            for _ in range(10):
+                pg.keyboard.press("ArrowRight")
+                time.sleep(0.03)
+            time.sleep(1.0)
+            wait_idle(pg, settle=2.0)
+            text = pg.locator('[data-testid="stMainBlockContainer"]').inner_text()
+            theta1 = float(re.search(r"Climbing at θ = ([0-9.]+):", text).group(1))
+            print(f"{'Ten quick ArrowRight presses on the Streamlit slider':<58} θ moved by {theta1 - theta0:.2f} "
+                  "(0.10 expected)")
+            browser.close()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
