@@ -441,19 +441,6 @@ def load_bundle(location: str) -> LogitsBundle:
     return _bundle(location, stamp(location))
 
 
-def validate_file(path: str) -> LogitsBundle:
-    """Load and check an uploaded file without caching it (raises on any problem). A file whose
-    manifest names a data set must match it; one that names none gets a data set in the sidebar."""
-    bundle = load_logits(path)
-    name = dataset_for_manifest(bundle.manifest, bundle.n_classes)
-    if name is not None:
-        ds = get_dataset(name)
-        if ds.hierarchy.n_leaves != bundle.n_classes:
-            raise DataError(f"the logits have {bundle.n_classes} classes but data set {name!r} (named by the "
-                            f"manifest) has {ds.hierarchy.n_leaves}")
-    return bundle
-
-
 # ---------------------------------------------------------------------------- subsets & split
 def subset_options(bundle: LogitsBundle) -> dict[str, str]:
     """Subset key → label with its sample count. ``all`` always; one entry per source tag."""

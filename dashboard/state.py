@@ -204,7 +204,10 @@ def bind(widget: Callable, label: str, key: str, *, scope: str = "", on_change: 
     wkey = f"_w.{scope}.{key}"
     if widget in (st.slider, st.number_input) and key in SETTINGS:
         kwargs = {**SETTINGS[key].widget_range(), **kwargs}
-    st.session_state[wkey] = st.session_state[key]
+    if wkey not in st.session_state or st.session_state[wkey] != st.session_state[key]:
+        # Only when they differ: re-setting an unchanged value overwrites what the user did in the
+        # browser since this run began (quick key presses on a slider were lost).
+        st.session_state[wkey] = st.session_state[key]
     return widget(label, key=wkey, on_change=_copy_back, args=(wkey, key, on_change), **kwargs)
 
 

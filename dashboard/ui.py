@@ -389,37 +389,28 @@ _SWEEP_JS = """
 export default function (component) {
   const { data, setTriggerValue } = component;
   const selector = `.st-key-${data.chart} .js-plotly-plot`;
-  let timer = null, bound = null;
-  // Every frame shown (play, drag, key) restarts the timer: θ is sent once the sweep rests.
-  const rest = (name) => {
-    clearTimeout(timer);
-    if (name === data.theta) return;  // already the server's θ (e.g. the frame set just below)
-    timer = setTimeout(() => { const v = parseFloat(name); if (Number.isFinite(v)) setTriggerValue("theta", v); },
-                       data.delay);
-  };
+  // This function runs again on every rerun: listeners are attached once per chart element and
+  // read the latest server θ and trigger from it, so no stale θ is ever sent back.
   const show = (gd, k) => {
     const sl = gd._fullLayout.sliders[0];
     k = Math.max(0, Math.min(sl.steps.length - 1, k));
-    const name = sl.steps[k].value;
     if (window.Plotly && window.Plotly.animate) {
-      window.Plotly.animate(gd, [name], { mode: "immediate", frame: { duration: 0, redraw: false },
-                                          transition: { duration: 0 } });
+      window.Plotly.animate(gd, [sl.steps[k].value], { mode: "immediate", frame: { duration: 0, redraw: false },
+                                                      transition: { duration: 0 } });
     }
   };
-  // The figure is built once per sample/curves; the server's θ is shown by animating to its frame.
-  const follow = (gd) => {
-    const sl = gd._fullLayout && gd._fullLayout.sliders && gd._fullLayout.sliders[0];
-    if (!sl) return;
-    const k = sl.steps.findIndex((s) => s.value === data.theta);
-    if (k >= 0 && k !== sl.active) show(gd, k);
-  };
-  const bind = () => {
-    const gd = document.querySelector(selector);
-    if (!gd || typeof gd.on !== "function") return;
-    if (gd === bound) return;
-    bound = gd;
-    follow(gd);
-    gd.on("plotly_animatingframe", (e) => rest(e.name));
+  const attach = (gd) => {
+    const st = { timer: null };
+    gd.__hscSweep = st;
+    // Every frame shown (play, drag, key) restarts the timer: θ is sent once the sweep rests.
+    gd.on("plotly_animatingframe", (e) => {
+      clearTimeout(st.timer);
+      if (e.name === st.server) return;  // the server's own θ, shown by follow()
+      st.timer = setTimeout(() => {
+        const v = parseFloat(e.name);
+        if (Number.isFinite(v) && e.name !== st.server) st.send(v);
+      }, st.delay);
+    });
     gd.setAttribute("tabindex", "0");
     gd.setAttribute("aria-label", "θ sweep: arrow keys, Page Up/Down, Home and End move θ");
     gd.addEventListener("keydown", (ev) => {
@@ -432,10 +423,25 @@ export default function (component) {
       ev.preventDefault();
       show(gd, to);
     });
+    return st;
   };
-  bind();
-  const poll = setInterval(bind, 250);
-  return () => { clearInterval(poll); clearTimeout(timer); };
+  const sync = () => {
+    const gd = document.querySelector(selector);
+    if (!gd || typeof gd.on !== "function" || !gd._fullLayout || !gd._fullLayout.sliders) return false;
+    const st = gd.__hscSweep || attach(gd);
+    st.delay = data.delay;
+    st.send = (v) => setTriggerValue("theta", v);
+    if (st.server !== data.theta) {  // the server's θ changed: show its frame
+      st.server = data.theta;
+      const sl = gd._fullLayout.sliders[0];
+      const k = sl.steps.findIndex((s) => s.value === data.theta);
+      if (k >= 0 && k !== sl.active) show(gd, k);
+    }
+    return true;
+  };
+  const poll = setInterval(sync, 250);
+  sync();
+  return () => clearInterval(poll);
 }
 """
 _sweep_component = None

@@ -26,6 +26,7 @@ CHROMIUM = "/usr/bin/chromium"
 PAGES = {
     "explorer": "Explorer",
     "": "Hierarchical Selective Classification",
+    "story": "Guided story",
     "risk_coverage": "Risk–coverage",
     "calibration_coverage": "Calibration–coverage",
     "guaranteed_accuracy": "Guaranteed accuracy",
@@ -202,15 +203,93 @@ def test_explorer_choice_follows_theta(server, page):
     text = lambda: page.locator('[data-testid="stMarkdownContainer"]').filter(  # noqa: E731
         has_text=re.compile(r"Climbing →")).last.inner_text()
     before = text()
-    pick_before = trace(page, "Climbing picks")  # the marker at the row of the node Climbing picks
-    assert pick_before and "top-1" in pick_before["y"][0], pick_before
+    page.wait_for_function(f"() => ({_HEAD_JS})() && ({_HEAD_JS})().startsWith('θ = 0.50')", timeout=30_000)
     move_slider(page, theta_slider(page), "End")
-    page.wait_for_function("() => document.body.innerText.includes('θ = 1.00')", timeout=30_000)
+    page.wait_for_function("() => document.body.innerText.includes('reject (root)')", timeout=30_000)
     after = text()
     assert after != before
-    # At θ = 1 every rule backs off to the root, whose probability is exactly 1.
-    assert re.search(r"Climbing → entity \(p = 1\.000, coverage 0\.000\)", after), after
-    pick_after = trace(page, "Climbing picks", y_prefix="entity")  # fails after 30 s if it never moves
-    assert pick_after["y"][0] != pick_before["y"][0]
+    # At θ = 1 Selective abstains: a root prediction reads "reject (root)", never "correct".
+    assert re.search(r"Selective → reject \(root\): abstains", after), after
+    # The tree (built once per sample) shows the server's θ by animating to its frame.
+    page.wait_for_function(f"() => ({_HEAD_JS})().startsWith('θ = 1.00')", timeout=30_000)
     assert "theta=1" in page.url
     assert_no_exception(page)
+
+
+# The tree's headline (θ and each rule's pick), as Plotly shows it now (frames restyle it).
+_HEAD_JS = """() => {
+  const g = document.querySelector('.st-key-explorer_tree .js-plotly-plot');
+  const t = g && (g.data || []).find(d => d.name === 'headline');
+  return t ? String(t.text[0]).replace(/<[^>]+>/g, '') : null;
+}"""
+
+
+def test_theta_sweep_runs_in_the_browser(server, page):
+    """The Plotly frames exist; keys and ▶ Play move θ with no message to the server; once the
+    sweep rests, the Streamlit slider follows."""
+    sent = []
+    page.on("websocket", lambda ws: ws.on("framesent", lambda payload: sent.append(payload)))
+    page.goto(f"{server}/explorer?theta=0.3&pick=random&seed=0")
+    wait_idle(page)
+    chart = page.locator(".st-key-explorer_tree .js-plotly-plot")
+    page.wait_for_function(f"() => ({_HEAD_JS})() && ({_HEAD_JS})().startsWith('θ = 0.30')", timeout=30_000)
+    frames = page.evaluate("() => document.querySelector('.st-key-explorer_tree .js-plotly-plot')"
+                           "._transitionData._frames.map(f => f.name)")
+    assert len(frames) == 101 and frames[0] == "0.00" and frames[-1] == "1.00"
+    before = len(sent)
+    chart.focus()
+    for _ in range(5):
+        page.keyboard.press("ArrowRight")
+    page.wait_for_function(f"() => ({_HEAD_JS})().startsWith('θ = 0.35')", timeout=5_000)
+    assert len(sent) == before  # no Streamlit rerun while sweeping
+    # At rest, the server's θ follows (debounced) and the page is rerun once.
+    page.wait_for_function("() => window.location.search.includes('theta=0.35')", timeout=30_000)
+    wait_idle(page)
+    assert len(sent) > before
+    assert "0.35" in page.locator('[data-testid="stSlider"]').filter(has_text="Confidence threshold θ").inner_text()
+    # ▶ Play: θ climbs to 1 in the browser, still without a server message until it rests.
+    before = len(sent)
+    heads = set()
+    page.locator(".st-key-explorer_tree .updatemenu-button").first.click()
+    t0 = time.time()
+    while time.time() - t0 < 1.0:
+        heads.add(page.evaluate(_HEAD_JS)[:8])
+        time.sleep(0.05)
+    assert len(heads) >= 3, heads  # several θ values shown during the first second
+    assert len(sent) == before
+    page.wait_for_function(f"() => ({_HEAD_JS})().startsWith('θ = 1.00')", timeout=30_000)
+    page.wait_for_function("() => window.location.search.includes('theta=1')", timeout=30_000)
+    assert_no_exception(page)
+
+
+VIEWPORTS = [(1280, 720), (1440, 900), (1920, 1080)]
+SHOTS = {"explorer": "explorer?pick=rescue", "risk_coverage": "risk_coverage", "story": "story?step=3",
+         "explorer_presenter": "explorer?pick=rescue&presenter=1", "story_presenter": "story?step=4&presenter=1"}
+
+
+@pytest.mark.parametrize("width,height", VIEWPORTS)
+def test_screenshots(server, browser, tmp_path, width, height):
+    """Screenshots of the teaching views at projector and laptop sizes (kept in tmp_path, or in
+    $HSC_SCREENSHOT_DIR when set); in presenter mode the θ sweep and the tree share the screen."""
+    ctx = browser.new_context(viewport={"width": width, "height": height})
+    pg = ctx.new_page()
+    pg.set_default_timeout(60_000)
+    out = Path(os.environ.get("HSC_SCREENSHOT_DIR") or tmp_path)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        for name, path in SHOTS.items():
+            pg.goto(f"{server}/{path}")
+            wait_idle(pg)
+            pg.wait_for_selector('[data-testid="stPlotlyChart"] .js-plotly-plot .slider-group')
+            time.sleep(0.5)
+            assert_no_exception(pg)
+            file = out / f"{name}_{width}x{height}.png"
+            pg.screenshot(path=str(file))
+            assert file.stat().st_size > 20_000
+            if name == "explorer_presenter":
+                slider = pg.locator(".st-key-explorer_tree .slider-group").bounding_box()
+                root = pg.locator(".st-key-explorer_tree .scatterlayer .textpoint").first.bounding_box()
+                assert slider["y"] + slider["height"] <= height and root["y"] + root["height"] <= height, (slider, root)
+                assert pg.locator('[data-testid="stSidebar"][aria-expanded="true"]').count() == 0
+    finally:
+        ctx.close()
