@@ -11,13 +11,12 @@ from hsc_core.core.probabilities import node_probabilities, softmax
 from hsc_core.core.risk import hierarchical_correctness
 from hsc_core.core.rules import decision_paths
 from hsc_core.core.synthetic import synthetic_logits
+from hsc_core.core.repeated_splits import repeated_split_evaluation, summarize_repetitions
 from hsc_core.core.thresholds import (
     climbing_tight_thresholds,
-    repeated_split_evaluation,
     select_threshold,
     solve_theorem1,
     stratified_split_sampler,
-    summarize_repetitions,
     theorem1_epsilon,
 )
 
