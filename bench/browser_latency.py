@@ -141,7 +141,8 @@ def main() -> int:
             pg.wait_for_function("() => window._frames.length >= 100", timeout=60_000)
             t = np.asarray(pg.evaluate("() => window._frames"))
             during = len(sent) - before
-            print(f"{'Explorer tree: ▶ Play from θ = 0':<58} {(t.size - 1) / ((t[-1] - t[0]) / 1000):.1f} frames/s overall, "
+            fps = (t.size - 1) / ((t[-1] - t[0]) / 1000)
+            print(f"{'Explorer tree: ▶ Play from θ = 0':<58} {fps:.1f} frames/s overall, "
                   f"{1000 / np.median(np.diff(t)):.1f} at the median frame interval; websocket messages during play: "
                   f"{during}")
 

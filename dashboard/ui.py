@@ -365,8 +365,9 @@ def font_size() -> int:
 
 PRESENTER_CSS = """
 html { font-size: 19px; }
-[data-testid="stMainBlockContainer"] { padding-top: 3.2rem; padding-bottom: 1rem; }
-[data-testid="stMainBlockContainer"] h1 { font-size: 2rem; padding: 0 0 0.3rem 0; }
+[data-testid="stMainBlockContainer"] { padding-top: 3.1rem; padding-bottom: 1rem; }
+[data-testid="stMainBlockContainer"] h1 { font-size: 1.5rem; padding: 0 0 0.2rem 0; }
+[data-testid="stHeader"] { background: transparent; }
 """
 
 
@@ -425,7 +426,12 @@ export default function (component) {
     });
     return st;
   };
+  // Only the newest call of this function acts (an earlier call's timer may still be running).
+  const gens = (window.__hscSweepGen = window.__hscSweepGen || {});
+  const gen = (gens[data.chart] = (gens[data.chart] || 0) + 1);
+  let poll = null;
   const sync = () => {
+    if (gens[data.chart] !== gen) { clearInterval(poll); return false; }
     const gd = document.querySelector(selector);
     if (!gd || typeof gd.on !== "function" || !gd._fullLayout || !gd._fullLayout.sliders) return false;
     const st = gd.__hscSweep || attach(gd);
@@ -439,7 +445,7 @@ export default function (component) {
     }
     return true;
   };
-  const poll = setInterval(sync, 250);
+  poll = setInterval(sync, 250);
   sync();
   return () => clearInterval(poll);
 }

@@ -83,6 +83,10 @@ def _leaf_bars(i: int, k: int = 5) -> go.Figure:
     return fig
 
 
+def _stay(theta: float) -> None:
+    """The story's charts sweep θ in the browser only (keys and ▶ Play); its text stays at θ = 0.5."""
+
+
 @st.cache_resource(max_entries=16, show_spinner=False)
 def _tree(_es, key: tuple, i: int, rules: tuple, font: int):
     return tree_figure(_es.hierarchy, _es.node_row(i), record_rows(_es.paths, i), int(_es.labels[i]), THETA,
@@ -110,6 +114,7 @@ elif step == 2:
         f"θ = {THETA:.2f} this leaf ({es.leaf_conf[i]:.2f}) is below θ, so it **rejects** the image "
         "(in the tree: it predicts the root, which says nothing). Every rejected image is lost coverage.")
     ui.figure(_tree(es, key, i, ("selective",), font), "story_step2", key="story_tree_sel")
+    ui.sweep_sync("story_tree_sel", THETA, _stay)
 elif step == 3:
     climb = int(es.paths["climbing"].predict(THETA)[0][i])
     st.markdown(
@@ -118,13 +123,15 @@ elif step == 3:
         f"({es.node_probs[i, climb]:.2f}), which is {views.CORRECT_MD}: less specific, but right. "
         "Press ▶ Play to sweep θ from where it is to 1 and watch the answer climb to the root.")
     ui.figure(_tree(es, key, i, ("selective", "climbing"), font), "story_step3", key="story_tree_climb")
+    ui.sweep_sync("story_tree_climb", THETA, _stay)
 elif step == 4:
     cs = ui.curve_set_or_stop(es)
     rules = ("selective", "climbing")
 
     @st.cache_resource(max_entries=8, show_spinner=False)
     def _rc(_cs, key: tuple, font: int):
-        return rc_sweep_figure({r: _cs.display[r] for r in rules}, {r: operating_point_grid(_cs.exact[r]) for r in rules},
+        points = {r: operating_point_grid(_cs.exact[r]) for r in rules}
+        return rc_sweep_figure({r: _cs.display[r] for r in rules}, points,
                                {r: _cs.curves[r].haurc for r in rules}, THETA, font_size=font)
 
     sel, climb = cs.curves["selective"].haurc, cs.curves["climbing"].haurc
@@ -134,6 +141,7 @@ elif step == 4:
         f"is {1000 * sel:.1f} ×10⁻³ for {RULE_LABELS['selective']} and {1000 * climb:.1f} ×10⁻³ for "
         f"{RULE_LABELS['climbing']}, a gain of {100 * (sel - climb) / sel:.1f} %. Press ▶ Play to move θ.")
     ui.figure(_rc(cs, key, font), "story_step4", key="story_rc", context=ui.export_context(es))
+    ui.sweep_sync("story_rc", THETA, _stay)
 else:
     tight = data.tight_thresholds(es)
     n_cal = int(min(N_CAL, es.n // 2))
@@ -141,8 +149,8 @@ else:
     st.markdown(
         f"Which θ to use? Take **{n_cal:,}** labelled samples, ask for accuracy **{TARGET:.0%}** with confidence "
         f"**{1 - DELTA:.0%}**, and the threshold algorithm (Algorithm 1) returns θ̂ = **{split.theta_hat:.3f}**. "
-        f"Theorem 1: with probability ≥ {1 - DELTA:.0%}, Climbing at θ̂ is at least {TARGET:.0%} − ε accurate on new "
-        f"samples, with ε = **{split.epsilon:.4f}** here.")
+        f"Theorem 1: with probability ≥ {1 - DELTA:.0%}, Climbing at θ̂ is at least {TARGET:.0%} − ε accurate "
+        f"on new samples, with ε = **{split.epsilon:.4f}** here.")
     cols = st.columns(4)
     cols[0].metric("θ̂", f"{split.theta_hat:.3f}")
     cols[1].metric("ε (Theorem 1)", f"{split.epsilon:.4f}")

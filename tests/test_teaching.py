@@ -208,7 +208,6 @@ def open_page(monkeypatch, model_dir):
 
 def _reference(model_dir):
     from hsc_core.core.probabilities import softmax
-    from hsc_core.core.protocol import calibration_mask
     from hsc_core.datasets.imagenet import imagenet_hierarchy
     from hsc_core.datasets.logits_io import load_logits
 

@@ -50,10 +50,11 @@ def rc_sweep_figure(curves: dict[str, tuple[np.ndarray, np.ndarray]], points: di
             name=f"{RULE_LABELS[rule]} (hAURC×1000 = {1000 * haurc[rule]:.2f})",
             hovertemplate="coverage %{x:.4f}<br>risk %{y:.4f}<extra>" + RULE_LABELS[rule] + "</extra>",
         ))
-    marker_px = int(round(font_size * 1.1))
-    for rule in rules:
+    for k, rule in enumerate(rules):
         colour, _, symbol = style.RULE_STYLE[rule]
         cov, risk = points[rule][k0]
+        # Later rules draw smaller markers on top, so rules at the same point all stay visible.
+        marker_px = int(round(font_size * (1.45 - 0.2 * k)))
         traces.append(go.Scatter(mode="markers", legendgroup=rule, showlegend=False,
                                  marker=dict(color=colour, size=marker_px, symbol=symbol,
                                              line=dict(color="white", width=1.5)),
@@ -67,7 +68,8 @@ def rc_sweep_figure(curves: dict[str, tuple[np.ndarray, np.ndarray]], points: di
     fig.update_yaxes(title_text=LOSS_LABELS.get(loss, "risk"), rangemode="tozero", title_font=dict(size=font_size),
                      tickfont=dict(size=small))
     fig.update_layout(title=dict(text=title, font=dict(size=font_size), x=0.01, xanchor="left") if title else None,
-                      height=int(330 + 6 * font_size), margin=dict(l=10, r=10, t=50 if title else 10, b=10), template="plotly_white",
+                      height=int(330 + 6 * font_size), margin=dict(l=10, r=10, t=50 if title else 10, b=10),
+                      template="plotly_white",
                       font=dict(size=font_size),
                       # upper left is empty on an RC curve (risk grows with coverage); the top holds the slider
                       legend=dict(orientation="v", yanchor="top", y=0.99, xanchor="left", x=0.01,

@@ -244,7 +244,7 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
     pos = {v: (float(x[k]), float(y[k])) for k, v in enumerate(nodes)}
     correct = {v: (None if true_leaf is None else bool(h.is_ancestor(v, int(true_leaf)))) for v in nodes}
     node_p = probs[lay.nodes]
-    row_px = max(30, int(round(font_size * 1.55)))
+    row_px = max(30, int(round(font_size * 1.45)))
     head_rows = (HEAD_LINES * 1.3 * font_size + 8) / row_px  # the headline's height in rows
     side_of = {v: float(side[k]) for k, v in enumerate(nodes)}
     on_left = lay.x == 1
