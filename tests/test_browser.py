@@ -9,18 +9,12 @@ from __future__ import annotations
 
 import os
 import re
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from browser_support import ROOT, assert_no_exception, chromium, new_page, require_browser, streamlit_server, wait_idle
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
 # A deep link first: on a fresh server that request runs before app.py ever has (see
 # dashboard.ui.ensure_entrypoint), so it checks the page still gets app.py's sidebar and state.
 PAGES = {
@@ -34,94 +28,28 @@ PAGES = {
     "try_an_image": "Try an image",
 }
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-if not Path(CHROMIUM).exists():
-    pytest.skip(f"{CHROMIUM} not found", allow_module_level=True)
-if not any((ROOT / "cached_logits").glob("*.npz")) and not os.environ.get("HSC_CACHED_LOGITS_DIR"):
+sync_api = require_browser()
+if not any((ROOT / "cached_logits").glob("*.npz")):
     pytest.skip("no cached logits to serve", allow_module_level=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def server():
-    port = _free_port()
-    env = dict(os.environ)
-    env.pop("HSC_SYNTHETIC", None)
-    log = open(ROOT / ".pytest_cache" / "streamlit_browser_test.log", "w") if (ROOT / ".pytest_cache").is_dir() \
-        else subprocess.DEVNULL
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                pytest.fail("streamlit server did not start")
-            time.sleep(0.3)
+    log = ROOT / ".pytest_cache" / "streamlit_browser_test.log"
+    with streamlit_server(log_path=log if log.parent.is_dir() else None) as url:
         yield url
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=10)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(proc.pid, signal.SIGKILL)
-        if log is not subprocess.DEVNULL:
-            log.close()
 
 
 @pytest.fixture(scope="module")
 def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True)
+    with chromium(sync_api) as b:
         yield b
-        b.close()
 
 
 @pytest.fixture
 def page(browser):
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-    pg = ctx.new_page()
-    pg.set_default_timeout(60_000)
-    yield pg
-    ctx.close()
-
-
-def wait_idle(pg, settle: float = 0.4) -> None:
-    """Wait until the app has rendered and no script run is in progress."""
-    pg.wait_for_selector('[data-testid="stApp"]', state="attached")
-    pg.wait_for_selector('[data-testid="stMainBlockContainer"] h1', state="visible")
-    deadline = time.time() + 90
-    quiet_since = None
-    while time.time() < deadline:
-        running = pg.locator('[data-testid="stStatusWidget"]').filter(has_text=re.compile("Running|Stop")).count()
-        spinning = pg.locator('[data-testid="stSpinner"]').count()
-        if running or spinning:
-            quiet_since = None
-        elif quiet_since is None:
-            quiet_since = time.time()
-        elif time.time() - quiet_since >= settle:
-            return
-        time.sleep(0.1)
-    raise AssertionError("the app kept running for 90 s")
-
-
-def assert_no_exception(pg) -> None:
-    assert pg.locator('[data-testid="stException"]').count() == 0, pg.locator('[data-testid="stException"]').first.inner_text()
-    assert "Traceback" not in pg.locator('[data-testid="stApp"]').inner_text()
+    with new_page(browser) as pg:
+        yield pg
 
 
 def theta_slider(pg):

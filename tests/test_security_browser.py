@@ -6,36 +6,21 @@ values no widget can hold. Skipped when Chromium or Playwright is missing.
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
 
 import pytest
+from browser_support import ROOT, chromium, new_page, require_browser, streamlit_server
 from PIL import Image
 
 from test_security import model_arrays, npz_bytes, zip_bomb
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
 EVIL = "http://evil.example"
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-if not Path(CHROMIUM).exists():
-    pytest.skip(f"{CHROMIUM} not found", allow_module_level=True)
+sync_api = require_browser()
 if not any((ROOT / "cached_logits").glob("*.npz")):
     pytest.skip("no cached logits to serve", allow_module_level=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -55,52 +40,21 @@ def files(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(files):
-    port = _free_port()
-    env = dict(os.environ, HSC_IMAGE_DIR=str(files / "images"))
-    env.pop("HSC_SYNTHETIC", None)
-    env.pop("HSC_CACHED_LOGITS_DIR", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                pytest.fail("streamlit server did not start")
-            time.sleep(0.3)
+    with streamlit_server({"HSC_IMAGE_DIR": str(files / "images")}) as url:
         yield url
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=10)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(proc.pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="module")
 def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM)
+    with chromium(sync_api) as b:
         yield b
-        b.close()
 
 
 @pytest.fixture()
 def page(browser):
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-    pg = ctx.new_page()
-    pg.set_default_timeout(120_000)
-    yield pg
-    ctx.close()
+    with new_page(browser) as pg:
+        pg.set_default_timeout(120_000)
+        yield pg
 
 
 def settle(pg) -> None:
@@ -135,7 +89,7 @@ def test_uploaded_sample_ids_never_show_server_files(page, server, files):
     seen = set()
     for _ in range(6):
         no_traceback(page)
-        caption = page.get_by_text("(no image file").first.inner_text()
+        caption = page.get_by_text("(no image with this name").first.inner_text()
         seen.add(caption)
         assert page.locator("[data-testid=stMain] [data-testid=stImage] img").count() == 0
         assert page.locator("img[src*='/media/']").count() == 0

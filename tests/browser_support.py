@@ -1,0 +1,127 @@
+"""What every real-browser test needs: a Streamlit server on a free loopback port, Debian's
+Chromium through Playwright (never ``playwright install``), and "wait until the app is idle".
+
+Test modules call ``require_browser()`` at import time so they skip cleanly without Chromium or
+Playwright, then build their fixtures from ``streamlit_server`` and ``chromium``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+# Settings of the developer's shell that would change what the served app shows.
+APP_ENV = ("HSC_SYNTHETIC", "HSC_SYNTHETIC_TAXONOMY", "HSC_CACHED_LOGITS_DIR", "HSC_DATASETS_DIR", "HSC_IMAGE_DIR")
+
+
+def require_browser():
+    """Playwright's sync API, or skip the calling module (no Playwright, or no Debian chromium)."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} not found", allow_module_level=True)
+    return sync_api
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def streamlit_server(env: Mapping[str, str] | None = None, log_path: Path | None = None) -> Iterator[str]:
+    """Run ``streamlit run app.py`` on a free port until the block ends; yields its URL.
+
+    ``env`` is applied on top of the current environment with the app's own settings removed.
+    """
+    port = free_port()
+    full_env = {k: v for k, v in os.environ.items() if k not in APP_ENV}
+    full_env.update(env or {})
+    log = open(log_path, "w") if log_path is not None else subprocess.DEVNULL
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                pytest.fail("streamlit server did not start")
+            time.sleep(0.3)
+        yield url
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=10)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(proc.pid, signal.SIGKILL)
+        if log is not subprocess.DEVNULL:
+            log.close()
+
+
+@contextlib.contextmanager
+def chromium(sync_api) -> Iterator:
+    """A headless Debian Chromium browser."""
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@contextlib.contextmanager
+def new_page(browser, width: int = 1400, height: int = 1000) -> Iterator:
+    ctx = browser.new_context(viewport={"width": width, "height": height})
+    pg = ctx.new_page()
+    pg.set_default_timeout(60_000)
+    try:
+        yield pg
+    finally:
+        ctx.close()
+
+
+def wait_idle(pg, settle: float = 0.4) -> None:
+    """Wait until the app has rendered and no script run is in progress."""
+    pg.wait_for_selector('[data-testid="stApp"]', state="attached")
+    pg.wait_for_selector('[data-testid="stMainBlockContainer"] h1', state="visible")
+    deadline = time.time() + 90
+    quiet_since = None
+    while time.time() < deadline:
+        running = pg.locator('[data-testid="stStatusWidget"]').filter(has_text=re.compile("Running|Stop")).count()
+        spinning = pg.locator('[data-testid="stSpinner"]').count()
+        if running or spinning:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.time()
+        elif time.time() - quiet_since >= settle:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the app kept running for 90 s")
+
+
+def assert_no_exception(pg) -> None:
+    exc = pg.locator('[data-testid="stException"]')
+    assert exc.count() == 0, exc.first.inner_text()
+    assert "Traceback" not in pg.locator('[data-testid="stApp"]').inner_text()
