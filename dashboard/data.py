@@ -30,7 +30,7 @@ import functools
 import os
 import uuid
 import re
-import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -54,7 +54,7 @@ from hsc_core.core.protocol import calibration_mask
 from hsc_core.core.probabilities import fit_temperature
 from hsc_core.core.risk import hierarchical_correctness
 from hsc_core.core.rules import RULE_LABELS, RULES, DecisionPaths, argmax_leaf, concat_decision_paths, decision_paths
-from hsc_core.datasets.formats import HIERARCHY_SUFFIXES
+from hsc_core.datasets.formats import HIERARCHY_SUFFIXES, load_hierarchy
 from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy
 from hsc_core.datasets.logits_io import (
     LogitsBundle,
@@ -85,7 +85,9 @@ DISPLAY_POINTS = 1500  # points per curve sent to the browser; metrics always us
 CHUNK_BYTES = 64 * 2**20  # working memory of one chunk of samples (``evaluation.auto_chunk_size``)
 PROGRESS_MIN_CHUNKS = 4  # show a progress bar only for jobs of at least this many chunks
 DATASET_CHOICES = "_dataset_choices"  # session state: model location → data set picked in the sidebar
-SESSION_DATASETS = "_session_datasets"  # session state: data set name → folder of an uploaded data set
+SESSION_DATASETS = "_session_datasets"  # session state: data set name → "session:<token>" of an uploaded one
+SESSION_DATASET_OBJECTS = "_session_dataset_objects"  # session state: "session:<token>" → its parsed Dataset
+SESSION_PREFIX = "session:"  # catalog "folder" of an uploaded data set: it lives in session state only
 
 # The two sources of the shipped ImageNet sample, by their tags in the ``sources`` array.
 KNOWN_SUBSETS = {
@@ -204,7 +206,7 @@ def dataset_catalog() -> dict[str, str]:
 
 def _folder_stamp(folder: str, name: str) -> tuple:
     """(file, mtime, size) of every file of one data-set folder, so edits reach the caches."""
-    if not folder:
+    if not folder or folder.startswith(SESSION_PREFIX):
         return ()
     root = Path(folder) / name
     if not root.is_dir():
@@ -222,12 +224,23 @@ def _dataset(name: str, folder: str, folder_stamp: tuple) -> Dataset:
     return load_dataset(name, user_dir=Path(folder) if folder else None)
 
 
+def _load_dataset(name: str, folder: str, folder_stamp: tuple) -> Dataset:
+    """A data set by its catalog entry: an uploaded one from this session's state (never cached
+    across sessions), any other through the shared cache."""
+    if folder.startswith(SESSION_PREFIX):
+        ds = _session_value(SESSION_DATASET_OBJECTS).get(folder)
+        if ds is None:
+            raise DataError(f"data set {name!r} was uploaded in another browser session; add it again")
+        return ds
+    return _dataset(name, folder, folder_stamp)
+
+
 def get_dataset(name: str) -> Dataset:
     """The data set called ``name`` (DataError when there is none; the loader's error when broken)."""
     cat = dataset_catalog()
     if name not in cat:
         raise DataError(f"unknown data set {name!r}; known: {', '.join(cat)}")
-    return _dataset(name, cat[name], _folder_stamp(cat[name], name))
+    return _load_dataset(name, cat[name], _folder_stamp(cat[name], name))
 
 
 def dataset_image_dir(ds: Dataset) -> Path | None:
@@ -299,15 +312,14 @@ DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 @dataclass(frozen=True)
 class AddedDataset:
     name: str
-    folder: str
-    n_classes: int
-    n_nodes: int
+    location: str  # "session:<token>": the catalog entry of a data set kept in session state
+    dataset: Dataset
 
 
-def add_session_dataset(folder: str, name: str, filename: str, hierarchy: bytes,
-                        classes: bytes | None = None) -> AddedDataset:
-    """Write an uploaded hierarchy (+ class list) as ``<folder>/<name>/`` and load it with the
-    library; a file the library rejects is removed again and its error raised (DataError)."""
+def add_session_dataset(name: str, filename: str, hierarchy: bytes, classes: bytes | None = None) -> AddedDataset:
+    """Parse an uploaded hierarchy (+ class list) with the library. The bytes go to a temporary
+    folder that is deleted as soon as they are parsed; only the parsed data set is returned, for
+    the caller to keep in session state. A file the library rejects raises DataError."""
     name = name.strip()
     if not DATASET_NAME.fullmatch(name):
         raise DataError("a data set name is 1–64 letters, digits, '_', '.' or '-', starting with a letter or digit")
@@ -315,18 +327,20 @@ def add_session_dataset(folder: str, name: str, filename: str, hierarchy: bytes,
         raise DataError(f"there is already a data set called {name!r}")
     suffix = Path(filename).suffix.lower()
     if suffix not in HIERARCHY_SUFFIXES:
-        raise DataError(f"{filename}: a hierarchy file ends in {', '.join(HIERARCHY_SUFFIXES)}")
-    target = Path(folder) / name
-    target.mkdir(parents=True, exist_ok=False)
-    try:
-        (target / f"hierarchy{suffix}").write_bytes(hierarchy)
+        raise DataError(f"{Path(filename).name}: a hierarchy file ends in {', '.join(HIERARCHY_SUFFIXES)}")
+    # The readers take paths, so the upload spends a moment on disk; the folder never outlives this call.
+    with tempfile.TemporaryDirectory(prefix="hsc_upload_") as tmp:
+        tree_file, class_file = Path(tmp) / f"hierarchy{suffix}", Path(tmp) / "classes.txt"
+        tree_file.write_bytes(hierarchy)
         if classes is not None:
-            (target / "classes.txt").write_bytes(classes)
-        ds = load_dataset(name, user_dir=Path(folder))
-    except Exception as exc:  # any reader error on untrusted input: report it, keep nothing
-        shutil.rmtree(target, ignore_errors=True)
-        raise DataError(str(exc).replace(str(target) + os.sep, "")) from exc
-    return AddedDataset(name, str(folder), ds.hierarchy.n_leaves, ds.hierarchy.n_nodes)
+            class_file.write_bytes(classes)
+        try:
+            tree = load_hierarchy(tree_file, class_file if classes is not None else None)
+        except Exception as exc:  # any reader error on untrusted input: report it without the temp path
+            raise DataError(str(exc).replace(str(tmp) + os.sep, "").replace(str(tmp), "")) from None
+    ds = Dataset(name, tree, tuple(tree.names[: tree.n_leaves]),
+                 f"{tree.n_leaves} classes uploaded in this session", None)
+    return AddedDataset(name, f"{SESSION_PREFIX}{uuid.uuid4().hex}", ds)
 
 
 # ---------------------------------------------------------------------------- loading
@@ -680,7 +694,7 @@ def temperature(location: str, subset: str) -> tuple[float, int]:
 def _eval_set(model: str, location: str, file_stamp: tuple, dataset_key: tuple, subset: str, ts: bool,
               heldout: bool) -> EvalSet:
     bundle = _bundle(location, file_stamp)
-    ds = _dataset(*dataset_key)
+    ds = _load_dataset(*dataset_key)
     h = ds.hierarchy
     mask = subset_mask(bundle, subset) & ~calibration_split(bundle)  # the protocol's evaluation split
     index = np.flatnonzero(mask)

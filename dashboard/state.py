@@ -10,6 +10,7 @@ whenever a run or a fragment rerun starts (callbacks have already updated the ca
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -82,6 +83,16 @@ def _text(s: str) -> str:
     return s
 
 
+_DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # as data.DATASET_NAME / registry names
+
+
+def _dataset_name(s: str) -> str:
+    # Only the name's form here; whether it exists and fits the model's logits is checked in the sidebar.
+    if not _DATASET_NAME.fullmatch(s):
+        raise Invalid("a data set name: 1 to 64 letters, digits, '_', '.' or '-'")
+    return s
+
+
 def _fmt_float(v: float) -> str:
     return f"{float(v):.4f}".rstrip("0").rstrip(".") if v else "0"
 
@@ -120,6 +131,8 @@ SETTINGS: dict[str, Setting] = {
     "subset": Setting("all", _text),
     "ts": Setting(False, _bool, lambda v: "1" if v else "0"),
     "fmt": Setting("png", _choice("png", "svg")),
+    # the data set picked for a model whose file names none (manifest without `dataset_id`)
+    "dataset": Setting(None, _dataset_name),
     # θ is shared by Explorer, Risk–Coverage and Try an image
     "theta": _float_setting(0.5, 0.0, 1.0),
     # Risk–Coverage / Calibration–Coverage / Compare

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import tempfile
 from pathlib import Path
 
 import streamlit as st
@@ -303,8 +302,10 @@ def dataset_picker(name: str, location: str, bundle) -> None:
         return
     if known is not None:
         st.caption(f"Data set: **{plain(known)}** (named by the file)")
+        state.set("dataset", None)  # the file says it: a link needs no `dataset`
         return
     choices = st.session_state.setdefault(data.DATASET_CHOICES, {})
+    _apply_link_dataset(choices, location, bundle.n_classes)
     labels = {ds: _dataset_label(ds) for ds in data.dataset_catalog()}
     options = list(labels)
     current = choices.get(location)
@@ -316,6 +317,35 @@ def dataset_picker(name: str, location: str, bundle) -> None:
              "Add your own below, or as a folder in the data-set folder.")
     if picked is not None:
         choices[location] = picked
+    state.set("dataset", choices.get(location))  # mirrored in the URL, so a shared link carries it
+    ignored = st.session_state.get("_url_dataset_msg")
+    if ignored is not None and ignored[0] == location and picked is None:  # until the user picks one
+        st.warning(ignored[1])
+
+
+def _apply_link_dataset(choices: dict, location: str, n_classes: int) -> None:
+    """Once per session: the link's ``dataset`` becomes the pick for the current model if that data
+    set exists and has as many classes as the logits; otherwise say why it was ignored."""
+    ss = st.session_state
+    wanted = state.from_url("dataset")
+    if wanted is None or ss.get("_url_dataset_done"):
+        return
+    ss["_url_dataset_done"] = True
+    if state.get("dataset") != wanted:  # refused by the setting's own check (reported with the link's notices)
+        return
+    if wanted not in data.dataset_catalog():
+        reason = "there is no data set with this name"
+    else:
+        try:
+            n = data.get_dataset(wanted).hierarchy.n_leaves
+        except data.LOAD_ERRORS as exc:
+            n, reason = None, public_message(exc)
+        else:
+            reason = None if n == n_classes else f"it has {n:,} classes, the logits have {n_classes:,}"
+    if reason is None:
+        choices[location] = wanted
+    else:
+        ss["_url_dataset_msg"] = (location, f"The link's data set **{plain(wanted)}** was ignored: {plain(reason)}.")
 
 
 def _add_dataset() -> None:
@@ -326,21 +356,22 @@ def _add_dataset() -> None:
     if tree is None or not name:
         return
     try:
-        folder = ss.setdefault("_ds_dir", tempfile.mkdtemp(prefix="hsc_datasets_"))
-        added = data.add_session_dataset(folder, name, tree.name, tree.getvalue(),
+        added = data.add_session_dataset(name, tree.name, tree.getvalue(),
                                          None if classes is None else classes.getvalue())
     except data.LOAD_ERRORS as exc:
-        ss["_ds_msg"] = ("error", f"Cannot add data set {plain(name)}: {plain(exc)}")
-    else:
-        ss.setdefault(data.SESSION_DATASETS, {})[added.name] = added.folder
+        ss["_ds_msg"] = ("error", f"Cannot add data set {plain(name)}: {plain(public_message(exc))}")
+    else:  # kept in this session only: the parsed tree, never a file
+        ss.setdefault(data.SESSION_DATASET_OBJECTS, {})[added.location] = added.dataset
+        ss.setdefault(data.SESSION_DATASETS, {})[added.name] = added.location
+        h = added.dataset.hierarchy
         ss["_ds_msg"] = ("success", f"Added data set **{plain(added.name)}** "
-                                    f"({added.n_classes:,} classes, {added.n_nodes:,} nodes).")
+                                    f"({h.n_leaves:,} classes, {h.n_nodes:,} nodes) for this browser session.")
 
 
 def dataset_upload_widget() -> None:
     """Upload a hierarchy (+ class list): validated with the library, kept for this session."""
-    st.caption(f"Or drop a folder `<name>/` with `hierarchy.*` (+ `classes.txt`, `images/`) into "
-               f"`{data.datasets_dir()}`.")
+    st.caption("Or drop a folder `<name>/` with `hierarchy.*` (+ `classes.txt`, `images/`) into the "
+               "`datasets/` folder next to `cached_logits/` (or the folder `HSC_DATASETS_DIR` names).")
     name = st.text_input("Name", key="_ds_name", max_chars=64, placeholder="e.g. my_tree")
     tree = st.file_uploader("Hierarchy file", key="_ds_tree", type=list(data.HIERARCHY_SUFFIXES),
                             help="Edge list (CSV/TSV parent,child), levels CSV (coarse … class), JSON or Newick.")

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from hsc_core.core.hierarchy import Hierarchy
-from hsc_core.core.rules import RULE_LABELS, RULES, DecisionPaths, decision_paths
+from hsc_core.core.rules import RULE_LABELS, RULES, DecisionPaths, decision_paths, theta_in_precision
 from hsc_core.core.thresholds import QuantileMethod, select_threshold, theorem1_epsilon
 from hsc_core.core.validation import check_theta
 
@@ -46,9 +46,9 @@ def operating_point_text(points: pd.DataFrame) -> str:
 # ---------------------------------------------------------------------------- one sample
 def chosen_record(paths: DecisionPaths, i: int, theta: float) -> tuple[int, float]:
     """Node and confidence that ``paths`` picks for row ``i`` at θ (as DecisionPaths.predict)."""
-    theta = check_theta(theta)
     vals = paths.values[i]
-    k = int((vals < theta).sum())
+    # θ in the records' precision, exactly as predict compares it (float32(0.7) ≥ 0.7 must hold).
+    k = int((vals < vals.dtype.type(theta_in_precision(theta, vals.dtype))).sum())
     return int(paths.nodes[i, k]), float(vals[k])
 
 

@@ -65,6 +65,11 @@ def _show_figure1() -> None:
 
 def _show_image(sample: str) -> None:
     """The one place that reads a sample's image (inside the data set's image folder only)."""
+    if es.image_dir is None:
+        st.caption(f"Sample {ui.plain(sample)} (no image folder for this data set: set `HSC_IMAGE_DIR`, or add "
+                   "`images/` to the data set's folder)")
+        return
+    # None also for an id that is not a plain file name inside the folder (e.g. "../x.png").
     image_path = safe_image_path(es.image_dir, sample)
     try:
         image = display_image(open_image_safely(image_path)) if image_path is not None else None
@@ -72,8 +77,10 @@ def _show_image(sample: str) -> None:
         image = None
     if image is not None:
         st.image(image, caption=ui.plain(sample), width="stretch")
+    elif image_path is None:
+        st.caption(f"Sample {ui.plain(sample)} (no image with this name in the image folder)")
     else:
-        st.caption(f"Sample {ui.plain(sample)} (no image file: set `HSC_IMAGE_DIR` to the image folder)")
+        st.caption(f"Sample {ui.plain(sample)} (its image file cannot be read)")
 
 
 with ui.controls("Pick a sample"):
@@ -84,9 +91,8 @@ with cols[0]:
 mode = state.get("pick")
 sample = state.get("sample")
 if sample is not None and sample not in es.id_index and sample == state.from_url("sample"):
-    st.warning(f"Sample {ui.plain(sample)} from the link is not among these {es.n:,} samples"
-               + (" (with temperature scaling only the held-out half is shown)" if es.heldout else "")
-               + "; showing another one.")
+    st.warning(f"Sample {ui.plain(sample)} from the link is not among these {es.n:,} samples of the 90 % "
+               "evaluation split (the 10 % calibration split only fits T and is never shown); showing another one.")
 dirty = st.session_state.pop(DIRTY, False)
 if mode == "random":
     with cols[1]:
@@ -192,7 +198,7 @@ def _details(theta: float) -> None:
     with st.expander("Table of the picks"):
         table = views.choice_table(h, view)
         st.dataframe(table, hide_index=True, key="explorer_table", column_config=ui.CHOICE_COLUMNS)
-        ui.csv_download(table, f"explorer_{sample}_theta{theta:.2f}", key="dl_explorer",
+        ui.csv_download(table, f"explorer_{sample}", key="dl_explorer",
                         context=ui.export_context(es, theta))
 
 

@@ -103,8 +103,9 @@ def threshold_view() -> None:
                 "and compare the test accuracy of θ̂ with the baselines.")
         return
     df = stored[1]
-    ui.figure(plots.accuracy_histogram(df, target, eps), f"guaranteed_accuracy_{es.model}_a{target:.3f}_n{int(n)}",
-              key="ga_hist")
+    ui.figure(plots.accuracy_histogram(df, target, eps), f"guaranteed_accuracy_a{target:.3f}_n{int(n)}",
+              key="ga_hist", context=ui.export_context(es),
+              title=f"Test accuracy over {len(df):,} repetitions (target {target:.3f}, n = {int(n):,})")
     d = df.assign(target=target, abs_err=(df["accuracy"] - target).abs(),
                   inside=(df["accuracy"] - target).abs() <= eps)
     summary = d.groupby("method", sort=False).agg(
@@ -122,9 +123,11 @@ def threshold_view() -> None:
                f"ε = {eps:.4f}), so fewer repetitions than that may land inside the green band.")
     c1, c2 = st.columns(2)
     with c1:
-        ui.csv_download(summary, f"repetitions_summary_{es.model}", key="dl_ga_summary")
+        ui.csv_download(summary, "repetitions_summary", key="dl_ga_summary",
+                        context=ui.export_context(es))
     with c2:
-        ui.csv_download(df, f"repetitions_{es.model}", key="dl_ga_raw", label="All repetitions (CSV)")
+        ui.csv_download(df, "repetitions", key="dl_ga_raw", label="All repetitions (CSV)",
+                        context=ui.export_context(es))
 
 
 threshold_view()

@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state, ui, views
+from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.rules import RULE_LABELS, RULES
 from hsc_core.report.sweep import operating_point_grid, rc_sweep_figure
 
@@ -22,7 +23,7 @@ with controls[2]:
                format_func={"exact": "exact (every breakpoint)", "2": "authors' grid (θ to 2 decimals)"}.get)
 with controls[3]:
     state.bind(st.toggle, "Temp. scaling", "ts", scope="rc",
-               help="Same switch as in the sidebar: T fitted on one half, curves on the other half.")
+               help="Same switch as in the sidebar. " + PROTOCOL_TEXT)
 
 es = ui.require_eval_set()
 if not ui.presenter():
@@ -67,8 +68,8 @@ def theta_view() -> None:
         st.markdown(f"**Operating points** (θ = {theta:.2f}; ▶ Play on the chart sweeps θ)")
         st.markdown(views.operating_point_text(points))
         shown = points.drop(columns="key")
-        ui.csv_download(shown, f"rc_operating_points_{es.model}_theta{theta:.2f}", key="dl_rc_points",
-                        label="Operating points (CSV)")
+        ui.csv_download(shown, "rc_operating_points", key="dl_rc_points",
+                        label="Operating points (CSV)", context=ui.export_context(es, theta))
 
 
 theta_view()
@@ -81,15 +82,16 @@ st.dataframe(table, hide_index=True, key="rc_table",
                             "hierarchical gain vs Selective (%)": st.column_config.NumberColumn(format="%.2f")})
 c1, c2 = st.columns(2)
 with c1:
-    ui.csv_download(table, f"haurc_{es.model}_{loss}_{state.get('dec')}", key="dl_rc_table")
+    ui.csv_download(table, f"haurc_{loss}_{state.get('dec')}", key="dl_rc_table",
+                    context=ui.export_context(es))
 with c2:
     def _curve_points() -> pd.DataFrame:
         frames = [pd.DataFrame({"rule": RULE_LABELS[r], "theta_upper": cs.curves[r].thresholds,
                                 "coverage": cs.curves[r].coverage, "risk": cs.curves[r].risk}) for r in rules]
         return pd.concat(frames, ignore_index=True)
 
-    ui.csv_download(_curve_points, f"rc_curves_{es.model}_{loss}_{state.get('dec')}", key="dl_rc_curves",
-                    label="Full curves (CSV)")
+    ui.csv_download(_curve_points, f"rc_curves_{loss}_{state.get('dec')}", key="dl_rc_curves",
+                    label="Full curves (CSV)", context=ui.export_context(es))
 st.caption(
     "Point k of a curve holds for every θ in (θ_{k−1}, θ_k]. The exact curve has every breakpoint; the authors' "
     "variant evaluates θ only at node probabilities rounded to 2 decimals. The plot shows at most "

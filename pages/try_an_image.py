@@ -1,5 +1,6 @@
 """Try an image: classify an upload on the CPU and climb its path with a θ slider."""
 
+import dataclasses
 import io
 
 import numpy as np
@@ -11,6 +12,7 @@ from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy
 from hsc_core.datasets.images import display_image, max_image_pixels
 from hsc_core.pipeline.inference import ImageReadError, read_image
 from hsc_core.pipeline.models import list_registered_models
+from hsc_core.report.figures import ExportContext
 from hsc_core.core.probabilities import node_probabilities, softmax
 
 ui.ensure_entrypoint()
@@ -92,7 +94,7 @@ if state.get("ts"):
     else:
         try:
             t, n_fit = data.temperature(location, data.ALL)
-            t_note = f"T = {t:.3f} fitted on half of {model}'s cached logits ({n_fit:,} samples)"
+            t_note = f"T = {t:.3f} fitted on the 10 % calibration split of {model}'s cached logits ({n_fit:,} samples)"
         except data.LOAD_ERRORS as exc:
             t_note = f"T = 1 ({ui.plain(ui.public_message(exc))})"
 leaf_probs = softmax(np.asarray(logits, dtype=np.float64)[None, :], t)
@@ -110,8 +112,11 @@ with left:
     st.markdown(f"**Top-5** ({t_note})")
     st.dataframe(top5, hide_index=True, key="img_top5",
                  column_config={"probability": st.column_config.NumberColumn(format="%.4f")})
-    ui.csv_download(top5, f"top5_{model}_{image_name}", key="dl_top5")
-    ui.figure(plots.top5_figure(list(top5["class"]), list(top5["probability"])), f"top5_{model}", key="img_top5_fig")
+    context = ExportContext(model=model, dataset=data.IMAGENET, ts=bool(state.get("ts")),
+                            temperature=t if state.get("ts") else None, n_samples=1)
+    ui.csv_download(top5, f"top5_{model}_{image_name}", key="dl_top5", context=context)
+    ui.figure(plots.top5_figure(list(top5["class"]), list(top5["probability"])), f"top5_{model}_{image_name}",
+              key="img_top5_fig", context=context)
 
 
 @st.fragment
@@ -121,10 +126,12 @@ def theta_view() -> None:
                        step=0.01, format="%.2f")
     view = views.sample_view(h, row, paths, 0, theta)
     st.markdown(views.choice_text(h, view))
-    ui.figure(plots.path_figure(h, view), f"path_{model}_{image_name}_theta{theta:.2f}", key="img_path")
+    at_theta = dataclasses.replace(context, theta=float(theta))
+    ui.figure(plots.path_figure(h, view), f"path_{model}_{image_name}", key="img_path", context=at_theta)
     table = views.choice_table(h, view)
     st.dataframe(table.drop(columns="correct"), hide_index=True, key="img_choices", column_config=ui.CHOICE_COLUMNS)
-    ui.csv_download(table.drop(columns="correct"), f"choices_{model}_{image_name}", key="dl_img_choices")
+    ui.csv_download(table.drop(columns="correct"), f"choices_{model}_{image_name}", key="dl_img_choices",
+                    context=at_theta)
 
 
 with right:

@@ -419,3 +419,28 @@ def test_node_probabilities_are_computed_by_row(use_dir, cifar_dir, monkeypatch)
     with pytest.raises(data.DataError, match="450 samples × 121 nodes is too large"):
         np.asarray(es.node_probs)
     np.testing.assert_array_equal(es.node_probs[2, 3], probs[2, 3])  # single rows still work
+
+
+# ---------------------------------------------------------------------------- data set in the link
+def test_link_carries_the_picked_data_set(use_dir, mixed_dir):
+    use_dir(mixed_dir)
+    pick_key = f"_dataset_pick.{mixed_dir / 'unlabelled_net.npz'}"
+    at = open_page("pages/risk_coverage.py", {"model": "unlabelled_net"})
+    at.selectbox(key=pick_key).set_value("cifar100").run()
+    assert not at.exception and at.query_params["dataset"] == "cifar100"  # the picked data set joins the link
+    # That link, opened afresh: the data set is used without picking it again.
+    at = open_page("pages/risk_coverage.py", {"model": "unlabelled_net", "dataset": "cifar100"})
+    assert at.selectbox(key=pick_key).value == "cifar100" and not at.warning, errors(at)
+    assert_haurc_equals_library(at, cifar_hierarchy(), mixed_dir / "unlabelled_net.npz")
+
+
+@pytest.mark.parametrize(("value", "reason"), [
+    ("toy", "it has 5 classes, the logits have 100"),
+    ("nope", "there is no data set with this name"),
+])
+def test_link_data_set_that_does_not_fit_is_ignored(use_dir, mixed_dir, value, reason):
+    use_dir(mixed_dir)
+    at = open_page("pages/risk_coverage.py", {"model": "unlabelled_net", "dataset": value})
+    warnings = unescape(" ".join(w.value for w in at.sidebar.warning))
+    assert f"The link's data set **{value}** was ignored: {reason}." in warnings
+    assert at.selectbox(key=f"_dataset_pick.{mixed_dir / 'unlabelled_net.npz'}").value is None

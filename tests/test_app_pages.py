@@ -304,7 +304,7 @@ def test_explorer_sample_pickers(pick, use_dir, model_dir):
     assert not at.exception
 
 
-def test_temperature_scaling_uses_the_other_half(use_dir, model_dir):
+def test_temperature_scaling_fits_t_on_the_calibration_split(use_dir, model_dir):
     use_dir(model_dir)
     at = open_page("pages/risk_coverage.py")
     at.toggle(key="_w.sb.ts").set_value(True).run()

@@ -454,7 +454,8 @@ def test_uploaded_sample_ids_never_read_files_outside_the_image_folder(app_env):
         if sample == "ok.png":
             assert len(at.get("image")) == 1
         else:  # … but never the file its id names
-            assert not at.get("image") and f"Sample {plain(sample)} (no image file" in captions
+            assert not at.get("image")
+            assert f"Sample {plain(sample)} (no image with this name in the image folder)" in captions
 
 
 def test_zip_bomb_upload_is_refused_with_a_message(app_env, monkeypatch):
@@ -539,3 +540,49 @@ def test_try_an_image_shows_16_bit_png_and_refuses_huge_ones(app_env):
     assert not at.exception
     assert any("big.png: image is 12,000 × 12,000 = 144 megapixels" in e.value for e in at.error)
     assert time.perf_counter() - t0 < 30
+
+
+def test_added_data_set_leaves_no_files_and_no_server_paths(app_env):
+    """A hierarchy added in the sidebar is parsed and kept in the session only: no temp folder
+    stays behind, the caption names no server folder and the user's name is shown literally."""
+    import tempfile
+
+    def leftovers() -> set[str]:
+        return {p.name for p in Path(tempfile.gettempdir()).iterdir()
+                if p.name.startswith(("hsc_datasets_", "hsc_upload_"))}
+
+    before = leftovers()
+    at = open_app()
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert "`datasets/` folder next to `cached_logits/`" in captions
+    assert not re.search(r"(?<![\w.~`])/(?:[^\s/:'\"`]+/)+", captions), captions  # no absolute path
+    assert str(ROOT) not in captions and str(app_env) not in captions
+    at.text_input(key="_ds_name").input("toy.v1")
+    at.file_uploader(key="_ds_tree").upload("t.nwk", b"((a,b)x,(c,d)y)r;", "text/plain").run()
+    next(b for b in at.button if b.label == "Add data set").click().run()
+    assert not at.exception
+    assert f"Added data set **{plain('toy.v1')}** (4 classes, 7 nodes)" in " ".join(s.value for s in at.sidebar.success)
+    assert leftovers() == before
+    ds = at.session_state["_session_dataset_objects"][at.session_state["_session_datasets"]["toy.v1"]]
+    assert ds.class_names == ("a", "b", "c", "d") and ds.image_dir is None
+    # A rejected file: its error names the file, never the temp folder it was parsed from.
+    at.text_input(key="_ds_name").input("loop")
+    at.file_uploader(key="_ds_tree").upload("loop.csv", b"parent,child\na,b\nb,a\nb,c\n", "text/csv").run()
+    next(b for b in at.button if b.label == "Add data set").click().run()
+    msg = " ".join(e.value for e in at.sidebar.error)
+    assert msg.startswith("Cannot add data set loop") and tempfile.gettempdir() not in msg
+    assert leftovers() == before
+
+
+def test_explorer_says_when_the_data_set_has_no_image_folder(app_env, monkeypatch):
+    # A CIFAR-100 file (picked in the sidebar): that data set has no image folder, unlike a refused id.
+    arrays = model_arrays([f"{i}.png" for i in range(40)], logits=np.zeros((40, 100), np.float16))
+    arrays["labels"] = np.arange(40, dtype=np.int16)
+    at = upload(open_app("pages/explorer.py"), "plain.npz", npz_bytes(arrays))
+    next(sb for sb in at.sidebar.selectbox if sb.key.startswith("_dataset_pick.")).set_value("cifar100").run()
+    at.session_state["pick"] = "random"
+    at.run()
+    captions = " ".join(c.value for c in at.caption)
+    assert not at.exception and not at.get("image")
+    assert "(no image folder for this data set: set `HSC_IMAGE_DIR`" in captions
+    assert "no image with this name" not in captions

@@ -283,3 +283,18 @@ def test_story_steps_are_deep_linkable(open_page, step):
     if step < 5:
         [b for b in at.button if b.label == "Next →"][0].click().run()
         assert at.session_state["step"] == step + 1
+
+
+def test_chosen_record_compares_theta_in_the_records_precision():
+    """float32(0.7) < 0.7 in float64, yet θ = 0.7 accepts it: chosen_record agrees with predict."""
+    from dashboard.views import chosen_record
+
+    h = Hierarchy.from_parents([2, 2, -1], n_leaves=2, node_ids=["a", "b", "R"])
+    probs = np.array([[0.7, 0.3, 1.0]], dtype=np.float32)  # leaf a holds float32(0.7) = 0.69999999
+    for rule in RULES:
+        paths = decision_paths(h, probs, rule)
+        assert paths.values.dtype == np.float32
+        for theta in (0.7, np.float64(0.7)):  # a NumPy float64 θ too (no promotion to float64 records)
+            want_node, want_conf = paths.predict(theta)
+            assert chosen_record(paths, 0, theta) == (int(want_node[0]), float(want_conf[0]))
+    assert chosen_record(decision_paths(h, probs, "selective"), 0, 0.7)[0] == 0  # the leaf, not the root
