@@ -1,11 +1,12 @@
 """Benchmark of the paired bootstrap (``hsc_core.core.uncertainty``): hAURC and gain intervals of
 all four rules, on the shipped logits (1,894 images) and on synthetic ImageNet-scale logits.
 
-    .venv/bin/python bench/uncertainty_bench.py [--n 50000] [--resamples 1000]
+    .venv/bin/python bench/uncertainty_bench.py [--n 50000] [--resamples 1000] [--fit-n 10000]
 
 Prints, per data set, the seconds for the per-sample event tables plus ``n_resamples`` paired
 resamples (decision paths are computed beforehand, as the dashboard caches them), the events per
-rule, and the resulting intervals.
+rule, and the resulting intervals. Then the temperature fit (``fit_temperature``, the dashboard's
+first step on a model) on ``--fit-n`` × ``--fit-n`` float16 logits, with its peak traced memory.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hsc_core.core.probabilities import node_probabilities, softmax  # noqa: E402
+from hsc_core.core.probabilities import fit_temperature, node_probabilities, softmax  # noqa: E402
 from hsc_core.core.rules import RULE_LABELS, RULES, decision_paths  # noqa: E402
 from hsc_core.core.synthetic import synthetic_logits  # noqa: E402
 from hsc_core.core.uncertainty import bootstrap_haurc, rule_events  # noqa: E402
@@ -53,10 +54,28 @@ def run(name: str, h, logits: np.ndarray, labels: np.ndarray, n_resamples: int) 
         print(line)
 
 
+def run_fit(n: int) -> None:
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    logits = (rng.standard_normal((n, n), dtype=np.float32) * 3).astype(np.float16)
+    labels = rng.integers(0, n, n)
+    logits[np.arange(n), labels] += 6  # a model that is right about half the time
+    tracemalloc.start()
+    t = time.perf_counter()
+    temperature = fit_temperature(logits, labels)
+    seconds = time.perf_counter() - t
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    print(f"\nfit_temperature on {n:,} × {n:,} float16 logits: T = {temperature:.6f}, {seconds:.2f} s wall, "
+          f"peak traced memory {peak / 2**20:,.0f} MB (the logits as float64 would be {n * n * 8 / 2**20:,.0f} MB)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=50_000, help="synthetic samples (0 skips)")
     ap.add_argument("--resamples", type=int, default=1000)
+    ap.add_argument("--fit-n", type=int, default=10_000, help="samples = classes of the temperature fit (0 skips)")
     args = ap.parse_args()
     h = imagenet_hierarchy()
     _ = h.leaf_paths, h.leaf_matrix, h.coverage
@@ -67,6 +86,8 @@ def main() -> None:
     if args.n > 0:
         logits, labels = synthetic_logits(h, args.n, top1=0.8, seed=0)
         run(f"synthetic (seed 0)", h, logits, labels, args.resamples)
+    if args.fit_n > 0:
+        run_fit(args.fit_n)
     print(f"\npeak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2:.2f} GB")
 
 

@@ -1,6 +1,7 @@
 """Overview: the message in one sentence, what HSC is, how the numbers are measured, and every
 cached model's hAURC and gain with 95 % bootstrap intervals."""
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -8,7 +9,7 @@ from dashboard import data, plots, report, state, ui
 from hsc_core.core.curves import hierarchical_gain
 from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.rules import RULE_LABELS, RULES
-from hsc_core.core.uncertainty import CONFIDENCE, N_RESAMPLES
+from hsc_core.core.uncertainty import CONFIDENCE, N_RESAMPLES, ON_DEMAND_SAMPLES
 from hsc_core.report.figures import RISK_NOTE, ExportContext
 from hsc_core.report.html_report import HEADLINE_RULE, headline_sentence
 
@@ -17,6 +18,26 @@ ui.ensure_entrypoint()
 st.title("Hierarchical Selective Classification")
 subset = state.get("subset")
 name, location = ui.current_model()
+CI_REQUESTED = "_overview_ci_requested"  # session state: models whose large-set intervals were asked for
+
+
+def intervals_ready(model: str, es: data.EvalSet) -> bool:
+    """Bootstrap this evaluation set now? Small sets always; large ones (minutes of resampling)
+    only once asked for, so the page first shows its point estimates quickly."""
+    return es.n <= ON_DEMAND_SAMPLES or model in st.session_state.get(CI_REQUESTED, set())
+
+
+def point_sentence(es: data.EvalSet, ts: bool) -> str:
+    """The headline without its interval (plain text): the point estimate, labelled as such."""
+    curves = data.curve_set(es).curves
+    g = hierarchical_gain(curves["selective"].haurc, curves[HEADLINE_RULE].haurc)
+    where = f"On {es.dataset.name} ({es.n:,} evaluation images, {name}), " + (
+        "with temperature scaling" if ts else "without temperature scaling")
+    if not np.isfinite(g):
+        return f"{where}, plain selective classification makes no errors."
+    return (f"{where}, {RULE_LABELS[HEADLINE_RULE]} "
+            f"{'lowers' if g >= 0 else 'raises'} the risk–coverage area by {abs(g):.1f} % vs plain selective "
+            "classification (point estimate; its 95 % interval is not computed yet).")
 
 
 # ---------------------------------------------------------------------------- the headline
@@ -26,6 +47,16 @@ def headline() -> None:
         return
     try:
         sets = {ts: data.eval_set(name, location, subset, ts) for ts in (True, False)}
+        if not intervals_ready(name, sets[True]):
+            st.info(ui.plain(point_sentence(sets[True], True)), icon=":material/campaign:")
+            st.caption(ui.plain(point_sentence(sets[False], False)))
+            if st.button(f"Compute 95 % intervals ({N_RESAMPLES:,} bootstrap resamples)", key="overview_compute_ci",
+                         icon=":material/bar_chart:",
+                         help=f"{sets[True].n:,} evaluation samples: above {ON_DEMAND_SAMPLES:,} the intervals are "
+                              "computed on request (tens of seconds per TS setting), then kept."):
+                st.session_state.setdefault(CI_REQUESTED, set()).add(name)
+                st.rerun()
+            return
         boots = {ts: data.haurc_intervals(es) for ts, es in sets.items()}
     except data.LOAD_ERRORS as exc:
         ui.show_load_error(name, exc)
@@ -48,7 +79,9 @@ with st.expander("How these numbers are measured (one protocol for every page)")
         "better).\n\n"
         f"**Uncertainty.** Intervals are {CONFIDENCE:.0%} paired percentile bootstrap intervals over the evaluation "
         f"samples ({N_RESAMPLES:,} resamples, seed 0): every rule is scored on the same resample. An interval "
-        "that contains 0 means no clear difference on this many images."
+        "that contains 0 means no clear difference on this many images. Above "
+        f"{ON_DEMAND_SAMPLES:,} evaluation samples they are computed only on request (the button under the "
+        "headline, or the switch below), so the page first shows the point estimates."
     )
 
 left, right = st.columns([1, 1.1], gap="large")
@@ -93,7 +126,7 @@ with st.spinner("Summarising models…"):
             for ts in (False, True):
                 es = data.eval_set(model, loc, subset, ts)
                 curves = data.curve_set(es).curves
-                boot = data.haurc_intervals(es) if want_ci else None
+                boot = data.haurc_intervals(es) if want_ci and (all_ci or intervals_ready(model, es)) else None
                 summary["dataset"] = es.dataset.name
                 for rule in RULES:
                     h = boot.haurc[rule] if boot else None
@@ -152,5 +185,5 @@ st.caption(
     "Every number is on the evaluation split of the selected subset (see *How these numbers are measured* above); "
     "T is each model's temperature, fitted on its calibration split. Gain is the % hAURC reduction relative to "
     "Selective (0 for Selective itself); positive is better. CI columns are empty for models without intervals "
-    "(switch them on above)."
+    f"(switch them on above; above {ON_DEMAND_SAMPLES:,} evaluation samples they wait for a request)."
 )

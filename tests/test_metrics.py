@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import TOY_LABELS, TOY_LEAF_PROBS, random_tree
+from conftest import REPO, TOY_LABELS, TOY_LEAF_PROBS, random_tree
+from scipy.optimize import minimize_scalar
+from scipy.special import log_softmax
 
 from hsc_core.core.curves import (
     area_under_rc,
@@ -14,7 +16,7 @@ from hsc_core.core.curves import (
     hierarchical_gain,
     hierarchical_rc_curve,
 )
-from hsc_core.core.probabilities import fit_temperature, node_probabilities, softmax
+from hsc_core.core.probabilities import fit_temperature, negative_log_likelihood, node_probabilities, softmax
 from hsc_core.core.risk import hierarchical_correctness
 from hsc_core.core.rules import decision_paths, predict
 
@@ -39,6 +41,57 @@ def test_temperature_fit_recovers_the_generating_temperature():
     p = softmax(base, temperature=true_t)
     labels = (p.cumsum(axis=1) > rng.random((n, 1))).argmax(axis=1)
     assert fit_temperature(base, labels) == pytest.approx(true_t, rel=0.05)
+
+
+def _reference_temperature(logits: np.ndarray, labels: np.ndarray) -> float:
+    """The textbook fit: float64 log_softmax of all logits at once, same search as ``fit_temperature``."""
+    z = np.asarray(logits, dtype=np.float64)
+    rows = np.arange(len(labels))
+
+    def nll(log_t: float) -> float:
+        return float(-log_softmax(z / np.exp(log_t), axis=1)[rows, labels].mean())
+
+    res = minimize_scalar(nll, bounds=(np.log(0.05), np.log(20.0)), method="bounded", options={"xatol": 1e-6})
+    return float(np.exp(res.x))
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "cached_logits").glob("*.npz")), ids=lambda p: p.stem)
+def test_chunked_temperature_fit_equals_full_float64_fit_on_shipped_logits(path):
+    data = np.load(path)
+    logits, labels = data["logits"][:600], data["labels"][:600].astype(np.int64)
+    assert fit_temperature(logits, labels) == pytest.approx(_reference_temperature(logits, labels), rel=1e-6)
+
+
+def test_chunked_nll_equals_log_softmax_across_chunk_boundaries(monkeypatch):
+    import hsc_core.core.probabilities as probabilities
+
+    rng = np.random.default_rng(1)
+    logits = (rng.normal(size=(37, 11)) * 4).astype(np.float32)
+    labels = rng.integers(0, 11, 37)
+    # 3 rows a chunk: 13 chunks, the last one short.
+    monkeypatch.setattr(probabilities, "_NLL_CHUNK_BYTES", 3 * 11 * 8)
+    expected = -log_softmax(logits.astype(np.float64) / 0.7, axis=1)[np.arange(37), labels].mean()
+    assert negative_log_likelihood(logits, labels, 0.7) == pytest.approx(expected, rel=1e-12)
+    assert fit_temperature(logits, labels) == pytest.approx(_reference_temperature(logits, labels), rel=1e-6)
+
+
+def test_temperature_fit_never_holds_an_n_by_c_float64_array(monkeypatch):
+    import tracemalloc
+
+    import hsc_core.core.probabilities as probabilities
+
+    monkeypatch.setattr(probabilities, "_NLL_CHUNK_BYTES", 4 * 2**20)
+    rng = np.random.default_rng(2)
+    n, c = 2000, 4000  # 64 MB as float64; the float32 logits themselves are 32 MB
+    logits = rng.normal(size=(n, c)).astype(np.float32)
+    labels = rng.integers(0, c, n)
+    tracemalloc.start()
+    try:
+        fit_temperature(logits, labels)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < n * c * 8 / 4  # one 4 MB chunk plus check_logits' finiteness mask
 
 
 def test_ece_by_hand():

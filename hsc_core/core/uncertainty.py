@@ -30,6 +30,9 @@ from .rules import RULES, DecisionPaths
 from .validation import check_labels
 
 N_RESAMPLES = 1000
+# Above this many evaluation samples 1,000 resamples take tens of seconds (~40 s at 50,000 on one
+# core), so interactive front ends compute them on request rather than on first render.
+ON_DEMAND_SAMPLES = 20_000
 CONFIDENCE = 0.95
 BOOTSTRAP_SEED = 0
 # Elements of one (events × batch) work matrix (~8 MB of float64), and the batch's bounds:
@@ -96,8 +99,9 @@ def weighted_haurc(events: RuleEvents, weights: np.ndarray) -> np.ndarray:
     # resamples (a running sum along a row cannot use SIMD and is ~5× slower).
     # (E, B), reused for coverage and risk; np.take copies rows several times faster than w.T[idx].
     steps = np.take(np.ascontiguousarray(w.T), events.event_sample, axis=0)
-    cov = _points(w @ events.base_cov, steps, events.d_cov, events.group_end)
-    risk = _points(w @ events.base_loss, steps, events.d_loss, events.group_end)
+    work = np.empty_like(steps)  # one (E, B) scratch for both running sums: no second allocation
+    cov = _points(w @ events.base_cov, steps, events.d_cov, events.group_end, work)
+    risk = _points(w @ events.base_loss, steps, events.d_loss, events.group_end, work)
     if events.monotone:
         # Coverage never rises with θ: θ order is coverage order reversed, and points of equal
         # coverage add no width, so their order (the tie rule) cannot change the area.
@@ -114,9 +118,13 @@ def weighted_haurc(events: RuleEvents, weights: np.ndarray) -> np.ndarray:
     return float(area[0]) if one else area
 
 
-def _points(base: np.ndarray, steps: np.ndarray, delta: np.ndarray, group_end: np.ndarray) -> np.ndarray:
-    """(G + 1, B) weighted sums at each curve point: the θ = 0 value, then after each θ group."""
-    run = steps * delta[:, None]
+def _points(base: np.ndarray, steps: np.ndarray, delta: np.ndarray, group_end: np.ndarray,
+            work: np.ndarray) -> np.ndarray:
+    """(G + 1, B) weighted sums at each curve point: the θ = 0 value, then after each θ group.
+
+    ``work`` : (E, B) float64 scratch, overwritten.
+    """
+    run = np.multiply(steps, delta[:, None], out=work)
     np.cumsum(run, axis=0, out=run)
     out = np.empty((group_end.size + 1, steps.shape[1]))
     out[0] = base
