@@ -276,16 +276,9 @@ def _is_plain_jpeg(data: bytes) -> bool:
         return False
 
 
-class EncodedImageDataset(Dataset):
+class EncodedImageDataset(ImageDataset):
     """Item = (encoded JPEG bytes as a 1-D uint8 tensor, index) for plain JPEGs; for any other file the
     decoded and transformed (3, H, W) uint8 tensor, as ``ImageDataset`` gives (or its error text)."""
-
-    def __init__(self, paths: Sequence[Path], transform) -> None:
-        self.paths = list(paths)
-        self.transform = transform
-
-    def __len__(self) -> int:
-        return len(self.paths)
 
     def __getitem__(self, i: int) -> tuple[torch.Tensor | str, int]:
         path = self.paths[i]

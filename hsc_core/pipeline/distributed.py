@@ -9,6 +9,7 @@ Ray is imported only when asked for (``ray_address``), so plain runs never load 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from collections.abc import Callable, Iterator, Sequence
@@ -81,17 +82,10 @@ def _ray_init_kwargs(address: str, workers: int | None) -> dict:
     return dict(common, address=address, runtime_env={"py_modules": [str(_PACKAGE_DIR)]})
 
 
-def map_ray(fn: Callable[..., Any], jobs: Sequence[tuple], address: str, workers: int | None = None,
-            on_task_error: Callable[[str], Any] | None = None) -> Iterator[tuple[int, Any]]:
-    """Like ``map_local`` but each job is a Ray task (one CPU each) on the cluster at ``address``
-    (``"local"`` for a private local Ray with ``workers`` CPUs). Large shared arguments (the same
-    object in every job, e.g. a hierarchy) are put in Ray's object store once.
-
-    File paths in ``jobs`` must be readable at the same path on every node (a shared file system).
-    A Ray that this call started is shut down at the end; an already running one is left alone.
-    A task that dies (its worker crashed or ran out of memory) yields ``on_task_error(one line)``
-    when that is given, and the other tasks go on; without it the error is raised.
-    """
+@contextlib.contextmanager
+def ray_session(address: str, workers: int | None) -> Iterator[Any]:
+    """The ``ray`` module, connected to ``address`` for the block. A Ray that this call started
+    is shut down at the end; an already running one is left alone."""
     try:
         import ray
     except ImportError as exc:  # pragma: no cover - ray is in requirements.txt
@@ -103,6 +97,30 @@ def map_ray(fn: Callable[..., Any], jobs: Sequence[tuple], address: str, workers
         except (ConnectionError, RuntimeError) as exc:
             raise ValueError(f"cannot start or reach Ray at {address!r}: {exc}".splitlines()[0]) from exc
     try:
+        yield ray
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _task_error_line(exc: Exception) -> str:
+    """One line for a Ray task that died: the last line of Ray's report."""
+    lines = [ln for ln in str(exc).splitlines() if ln.strip()]
+    return f"Ray task failed: {lines[-1] if lines else type(exc).__name__}"
+
+
+def map_ray(fn: Callable[..., Any], jobs: Sequence[tuple], address: str, workers: int | None = None,
+            on_task_error: Callable[[str], Any] | None = None) -> Iterator[tuple[int, Any]]:
+    """Like ``map_local`` but each job is a Ray task (one CPU each) on the cluster at ``address``
+    (``"local"`` for a private local Ray with ``workers`` CPUs). Large shared arguments (the same
+    object in every job, e.g. a hierarchy) are put in Ray's object store once.
+
+    File paths in ``jobs`` must be readable at the same path on every node (a shared file system).
+    A Ray that this call started is shut down at the end; an already running one is left alone.
+    A task that dies (its worker crashed or ran out of memory) yields ``on_task_error(one line)``
+    when that is given, and the other tasks go on; without it the error is raised.
+    """
+    with ray_session(address, workers) as ray:
         shared: dict[int, Any] = {}  # id(arg) → object ref, for arguments repeated across jobs
         counts: dict[int, int] = {}
         for job in jobs:
@@ -127,12 +145,8 @@ def map_ray(fn: Callable[..., Any], jobs: Sequence[tuple], address: str, workers
                 except ray.exceptions.RayError as exc:
                     if on_task_error is None:
                         raise
-                    lines = [ln for ln in str(exc).splitlines() if ln.strip()]
-                    result = on_task_error(f"Ray task failed: {lines[-1] if lines else type(exc).__name__}")
+                    result = on_task_error(_task_error_line(exc))
                 yield refs[r], result
-    finally:
-        if started:
-            ray.shutdown()
 
 
 def map_jobs(fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int | None = None,
@@ -161,17 +175,7 @@ def map_ray_per_gpu(fn: Callable[..., dict], jobs: Sequence[tuple], address: str
     """
     if not jobs:
         return
-    try:
-        import ray
-    except ImportError as exc:  # pragma: no cover - ray is in requirements.txt
-        raise ValueError("--ray needs the 'ray' package (pip install ray==2.60.0)") from exc
-    started = not ray.is_initialized()
-    if started:
-        try:
-            ray.init(**_ray_init_kwargs(address, None))  # local: every CPU and GPU of this machine
-        except (ConnectionError, RuntimeError) as exc:
-            raise ValueError(f"cannot start or reach Ray at {address!r}: {exc}".splitlines()[0]) from exc
-    try:
+    with ray_session(address, None) as ray:  # local: every CPU and GPU of this machine
         gpu = use_gpu and ray.cluster_resources().get("GPU", 0) >= 1
         task = ray.remote(num_gpus=1 if gpu else 0, num_cpus=1, max_retries=0)(fn)
         refs = {task.remote(*job, gpu): i for i, job in enumerate(jobs)}
@@ -183,9 +187,5 @@ def map_ray_per_gpu(fn: Callable[..., dict], jobs: Sequence[tuple], address: str
                 try:
                     yield i, ray.get(r)
                 except ray.exceptions.RayError as exc:
-                    lines = [ln for ln in str(exc).splitlines() if ln.strip()]
                     yield i, {"model": jobs[i][0], "out": None, "code": 1, "summary": None,
-                              "error": f"Ray task failed: {lines[-1] if lines else type(exc).__name__}"}
-    finally:
-        if started:
-            ray.shutdown()
+                              "error": _task_error_line(exc)}
