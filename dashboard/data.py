@@ -55,7 +55,7 @@ from hsc_core.core.probabilities import fit_temperature
 from hsc_core.core.risk import hierarchical_correctness
 from hsc_core.core.rules import RULE_LABELS, RULES, DecisionPaths, argmax_leaf, concat_decision_paths, decision_paths
 from hsc_core.datasets.formats import HIERARCHY_SUFFIXES, load_hierarchy
-from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy
+from hsc_core.datasets.imagenet import imagenet_hierarchy
 from hsc_core.datasets.logits_io import (
     LogitsBundle,
     LogitsFileError,
@@ -241,13 +241,6 @@ def get_dataset(name: str) -> Dataset:
     if name not in cat:
         raise DataError(f"unknown data set {name!r}; known: {', '.join(cat)}")
     return _load_dataset(name, cat[name], _folder_stamp(cat[name], name))
-
-
-def dataset_image_dir(ds: Dataset) -> Path | None:
-    """Where a data set's images are (ImageNet's shipped validation images by default)."""
-    if ds.image_dir is not None:
-        return Path(ds.image_dir)
-    return default_image_dir() if ds.name == IMAGENET else None
 
 
 def manifest_dataset(location: str) -> str | None:
@@ -582,7 +575,7 @@ class EvalSet:
 
     @property
     def image_dir(self) -> Path | None:
-        return dataset_image_dir(self.dataset)
+        return self.dataset.find_image_dir()
 
     @property
     def n(self) -> int:

@@ -91,7 +91,7 @@ def test_imagenet1k():
     d = load_dataset("imagenet1k")
     assert d.hierarchy is imagenet.imagenet_hierarchy() and d.n_classes == 1000
     assert d.class_names == imagenet.imagenet_class_names() and d.class_names[0] == "tench"
-    assert d.image_dir == imagenet.default_image_dir()
+    assert d.find_image_dir() == imagenet.default_image_dir()
 
 
 # ---------------------------------------------------------------------------------------- manifests
@@ -217,3 +217,15 @@ def test_default_folder_and_environment(tmp_path, monkeypatch):
     assert discover_datasets() == {"envset": tmp_path / "envset"}
     assert load_dataset("envset").n_classes == 5
     assert discover_datasets(tmp_path / "missing") == {}
+
+
+def test_imagenet_image_folder_is_looked_up_when_used(monkeypatch, tmp_path):
+    # The tree is cached, but $HSC_IMAGE_DIR set later must still be honoured.
+    from hsc_core.datasets.registry import load_dataset
+
+    ds = load_dataset("imagenet1k")
+    monkeypatch.setenv("HSC_IMAGE_DIR", str(tmp_path))
+    assert load_dataset("imagenet1k").find_image_dir() == tmp_path
+    monkeypatch.setenv("HSC_IMAGE_DIR", str(tmp_path / "missing"))
+    assert ds.find_image_dir() is None
+    assert load_dataset("cifar100").find_image_dir() is None

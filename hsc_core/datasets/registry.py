@@ -51,7 +51,8 @@ class Dataset:
     hierarchy : the validated tree; its first ``n_leaves`` nodes are the classes.
     class_names : human-readable class names, one per logit column.
     description : one line for people.
-    image_dir : folder of sample images, or None.
+    image_dir : folder of sample images, or None. ImageNet-1k's is None here and looked up at
+        use time (``find_image_dir``), since ``$HSC_IMAGE_DIR`` may change after the tree is cached.
     """
 
     name: str
@@ -64,11 +65,17 @@ class Dataset:
     def n_classes(self) -> int:
         return self.hierarchy.n_leaves
 
+    def find_image_dir(self) -> Path | None:
+        """The folder of this data set's sample images now, or None."""
+        if self.image_dir is not None:
+            return Path(self.image_dir)
+        return imagenet.default_image_dir() if self.name == "imagenet1k" else None
+
 
 def _imagenet1k() -> Dataset:
     return Dataset(
         "imagenet1k", imagenet.imagenet_hierarchy(), imagenet.imagenet_class_names(),
-        "ImageNet-1k (ILSVRC2012), 1,000 classes in the WordNet 3.0 tree", imagenet.default_image_dir())
+        "ImageNet-1k (ILSVRC2012), 1,000 classes in the WordNet 3.0 tree", None)
 
 
 def _cifar100() -> Dataset:
