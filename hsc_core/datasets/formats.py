@@ -283,7 +283,7 @@ def _check_tree_links(path: Path, graph: nx.DiGraph, nodes: Iterable[str], first
                                         key=lambda x: x[1])[:2]
             raise HierarchyError(
                 f"{path}: node {node!r} has two parents, {p1!r} (line {l1}) and {p2!r} (line {l2}); "
-                f"a hierarchy must be a tree (first_parent=True keeps the first listed parent)")
+                f"a hierarchy must be a tree (to keep the first listed parent: --first-parent, or first_parent=True)")
     if nx.is_directed_acyclic_graph(sub):  # a topological sort; cheaper than find_cycle's search
         return
     try:
