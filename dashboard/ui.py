@@ -437,7 +437,8 @@ export default function (component) {
     // Every frame shown (play, drag, key) restarts the timer: θ is sent once the sweep rests.
     gd.on("plotly_animatingframe", (e) => {
       clearTimeout(st.timer);
-      if (e.name === st.server) return;  // the server's own θ, shown by follow()
+      if (e.name === st.server) return;  // the server's own θ, shown by sync()
+      st.userMoved = true;  // a sweep in the browser: sync() leaves the chart alone until it rests
       st.timer = setTimeout(() => {
         const v = parseFloat(e.name);
         if (Number.isFinite(v) && e.name !== st.server) st.send(v);
@@ -468,12 +469,15 @@ export default function (component) {
     const st = gd.__hscSweep || attach(gd);
     st.delay = data.delay;
     st.send = (v) => setTriggerValue("theta", v);
-    if (st.server !== data.theta) {  // the server's θ changed: show its frame
+    if (st.server !== data.theta) {  // the server's θ changed
       st.server = data.theta;
-      const sl = gd._fullLayout.sliders[0];
-      const k = sl.steps.findIndex((s) => s.value === data.theta);
-      if (k >= 0 && k !== sl.active) show(gd, k);
+      st.userMoved = false;
     }
+    // Show the server's frame whenever the chart is not at it and the user is not sweeping: also
+    // after Streamlit redraws the (cached) figure at its first θ, or before Plotly was ready.
+    const sl = gd._fullLayout.sliders[0];
+    const k = sl.steps.findIndex((s) => s.value === data.theta);
+    if (!st.userMoved && k >= 0 && k !== sl.active) show(gd, k);
     return true;
   };
   poll = setInterval(sync, 250);
