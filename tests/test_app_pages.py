@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from app_support import open_page
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -114,17 +115,6 @@ def use_dir(monkeypatch):
         else:
             monkeypatch.setenv("HSC_CACHED_LOGITS_DIR", str(directory))
     return use
-
-
-def open_page(page: str, query: dict | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    at.switch_page(page).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 def texts(at: AppTest) -> str:
