@@ -73,9 +73,14 @@ def upload(pg, server: str, path: Path, start: str = "calibration_coverage") -> 
     """Open ``start``, upload ``path`` in the sidebar; the sidebar's success or error text."""
     open_url(pg, f"{server}/{start}")
     pg.get_by_text("Add a logits file (.npz)").click()
-    pg.locator("[data-testid=stSidebar] input[type=file]").first.set_input_files(str(path))
+    file_input = pg.locator("[data-testid=stSidebar] input[type=file]").first
+    file_input.set_input_files(str(path))
     alert = pg.locator("[data-testid=stSidebar] [data-testid=stAlert]").filter(has_text="dd")
-    alert.first.wait_for()
+    try:
+        alert.first.wait_for(timeout=45_000)
+    except sync_api.TimeoutError:  # on a cold, loaded server the first selection can be lost: select again
+        file_input.set_input_files(str(path))
+        alert.first.wait_for()
     settle(pg)
     return alert.first.inner_text()
 
