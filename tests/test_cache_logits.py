@@ -403,6 +403,62 @@ def test_device_decode_run_matches_cpu_run_with_every_kind_of_file(synthetic, tm
                                                                                     "chunk_000001.npz"]
 
 
+def test_device_decode_check_passes_a_sound_decoder_and_names_a_broken_one(synthetic, monkeypatch):
+    import torch
+
+    from hsc_core.pipeline.models import load_model, make_tensor_transform, make_transform
+
+    _, _, info = load_model("efficientnet_lite0", pretrained=False)
+    transform, tensor_transform = make_transform(info.data_config, uint8=True), make_tensor_transform(info)
+    paths = list(cl.read_samples(synthetic).paths)
+    cpu = torch.device("cpu")
+    assert cl.check_device_decode(paths, cpu, transform, tensor_transform) is None
+    sound = cl.decode_batch
+
+    # A decoder that writes black: off by PIL's mean grey level.
+    monkeypatch.setattr(cl, "decode_batch", lambda *a: torch.zeros_like(sound(*a)))
+    pil_mean = float(torch.stack([transform(cl.read_image(p)) for p in paths]).float().mean())
+    assert pil_mean > 50
+    assert cl.check_device_decode(paths, cpu, transform, tensor_transform) == (
+        "differs", f"6 JPEGs decoded on cpu differ from PIL's by {pil_mean:.1f} grey levels on average (tolerance 3)")
+
+    def broken(*a):
+        raise RuntimeError("nvjpegDecodeBatched failed: 7")
+
+    monkeypatch.setattr(cl, "decode_batch", broken)
+    assert cl.check_device_decode(paths, cpu, transform, tensor_transform) == (
+        "failed", "decoding 6 JPEGs on cpu failed (RuntimeError: nvjpegDecodeBatched failed: 7)")
+    # No JPEG among the files (PIL decodes them either way): nothing to check.
+    assert cl.check_device_decode([synthetic], cpu, transform, tensor_transform) is None
+
+
+def test_auto_decode_falls_back_to_pil_when_the_device_decoder_is_broken(synthetic, tmp_path, monkeypatch, capsys):
+    cpu_out, auto_out = tmp_path / "cpu.npz", tmp_path / "auto.npz"
+    assert cl.main([*FAST, "--data", str(synthetic), "--out", str(cpu_out)]) == 0
+    # As on a GPU whose nvJPEG fails: "auto" picks the device decoder, its check fails.
+    monkeypatch.setattr(cl, "_use_device_decode", lambda decode, device, supported: supported)
+
+    def broken(*a):
+        raise RuntimeError("nvjpegDecodeBatched failed: 7")
+
+    monkeypatch.setattr(cl, "decode_batch", broken)
+    capsys.readouterr()
+    assert cl.main([*FAST, "--data", str(synthetic), "--out", str(auto_out)]) == 0
+    printed = capsys.readouterr()
+    assert "decode=cpu" in printed.out
+    assert ("[rank 0] GPU decoding is off for this run: decoding 6 JPEGs on cpu failed (RuntimeError: "
+            "nvjpegDecodeBatched failed: 7); PIL decodes in the CPU workers instead") in printed.err
+    a, b = load_logits(cpu_out), load_logits(auto_out, require_manifest=True)
+    assert b.manifest["decode"] == "PIL in CPU workers"
+    np.testing.assert_array_equal(a.logits, b.logits)
+    # Asked for by name, a failing device decoder stops the run with one line and writes nothing.
+    gpu_out = tmp_path / "gpu.npz"
+    assert cl.main([*FAST, "--decode", "gpu", "--data", str(synthetic), "--out", str(gpu_out)]) == 1
+    err = capsys.readouterr().err
+    assert "--decode gpu: decoding 6 JPEGs on cpu failed" in err and "Traceback" not in err
+    assert not gpu_out.exists() and not cl.partial_dir(gpu_out).exists()
+
+
 # ---------------------------------------------------------------------------- several models on Ray
 def test_models_on_local_ray_one_task_each_resumable(synthetic, tmp_path, capsys):
     pytest.importorskip("ray")

@@ -24,7 +24,9 @@ task per model holding one GPU each (``distributed.map_ray_per_gpu``). Models al
 
 Decoding: ``--decode cpu`` decodes and resizes with PIL in the DataLoader workers; ``--decode gpu``
 (the default on CUDA) has the workers read the bytes and decodes with nvJPEG on the GPU, then
-resizes with ``models.make_tensor_transform`` (``decode_batch``).
+resizes with ``models.make_tensor_transform`` (``decode_batch``). Before such a run a few JPEGs are
+decoded both ways (``check_device_decode``); with ``auto``, a failure or a mismatch puts the run
+back on the CPU path with one line on stderr.
 
 Benchmark: ``--synthetic-jpegs N`` runs on N random JPEGs in a temporary folder (top-1 is
 meaningless there; the images/s figure is the point).
@@ -353,6 +355,43 @@ def decode_batch(items: Sequence[torch.Tensor], paths: Sequence[Path], device: t
     return torch.stack(out)
 
 
+# Mean |device − PIL| in grey levels above which the device decoder is not trusted. torchvision's
+# own test allows a mean of 2 between nvJPEG and libjpeg-turbo; a broken decode is off by tens.
+DECODE_CHECK_TOLERANCE = 3.0
+
+
+def check_device_decode(paths: Sequence[Path], device: torch.device, transform, tensor_transform,
+                        n: int = 8, scan: int = 64) -> tuple[str, str] | None:
+    """Decode up to ``n`` plain JPEGs among the first ``scan`` of ``paths`` with ``decode_batch`` on
+    ``device`` and with PIL; return None when they agree (mean |difference| at most
+    ``DECODE_CHECK_TOLERANCE`` grey levels), else ("failed" or "differs", the reason in one line).
+
+    Run once before a device-decoded run: nvJPEG's behaviour depends on the GPU, driver and CUDA
+    build, none of which CI sees, so the run checks its own decoder instead of trusting it."""
+    probe, pil = [], []
+    for path in list(paths)[:scan]:
+        try:
+            data = Path(path).read_bytes()
+            if _is_plain_jpeg(data):
+                pil.append(transform(read_image(data, name=str(path))))
+                probe.append((torch.frombuffer(bytearray(data), dtype=torch.uint8), Path(path)))
+        except (OSError, ImageReadError):
+            continue  # the run itself reports unreadable files, by name
+        if len(probe) == n:
+            break
+    if not probe:
+        return None  # no JPEG among them: PIL decodes these files either way
+    try:
+        dev = decode_batch([x for x, _ in probe], [q for _, q in probe], device, transform, tensor_transform)
+        diff = float((dev.cpu().float() - torch.stack(pil).float()).abs().mean())
+    except Exception as exc:  # noqa: BLE001 - any failure of the device path means "do not use it"
+        return "failed", f"decoding {len(probe)} JPEGs on {device} failed ({type(exc).__name__}: {exc})"
+    if not diff <= DECODE_CHECK_TOLERANCE:
+        return "differs", (f"{len(probe)} JPEGs decoded on {device} differ from PIL's by {diff:.1f} grey levels "
+                           f"on average (tolerance {DECODE_CHECK_TOLERANCE:g})")
+    return None
+
+
 def _use_device_decode(decode: str, device: torch.device, supported: bool) -> bool:
     """``auto`` decodes on the device when it is CUDA and the model's preprocessing has a tensor
     twin (``supported``); ``gpu`` insists on both; ``cpu`` never decodes on the device."""
@@ -636,6 +675,18 @@ def _cache_logits(dist_state: _Dist, model_name: str, samples: SampleList, out: 
     transform = make_transform(info.data_config, uint8=True)
     tensor_transform = make_tensor_transform(info)
     on_device = _use_device_decode(decode, dev, tensor_transform is not None)
+    if on_device:
+        problem = check_device_decode(samples.paths, dev, transform, tensor_transform)
+        kind, reason = problem or (None, None)
+        if problem and decode == "auto":
+            print(f"[rank {dist_state.rank}] GPU decoding is off for this run: {reason}; PIL decodes in the "
+                  f"CPU workers instead (--decode gpu forces it)", file=sys.stderr)
+            on_device = False
+        elif kind == "failed":
+            raise CacheRunError(f"--decode gpu: {reason}; use --decode cpu or auto")
+        elif kind == "differs":
+            print(f"[rank {dist_state.rank}] warning: {reason}; going on because --decode gpu was asked for",
+                  file=sys.stderr)
     decode_name = "gpu" if on_device else "cpu"
     if dev.type == "cuda":
         # Every batch has the same shape, so cuDNN's one-off algorithm search pays for itself.
