@@ -236,12 +236,13 @@ def export_context(es: data.EvalSet, theta: float | None = None, ts: bool | None
 
 
 def figure(fig, name: str, key: str | None = None, context: ExportContext | None = None,
-           title: str | None = None) -> None:
+           title: str | None = None, width: str = "stretch") -> None:
     """st.plotly_chart with the PNG/SVG download button configured. With ``context`` the file name
-    (and, with ``title``, the figure's title line) say which model, data set, subset, TS and θ."""
+    (and, with ``title``, the figure's title line) say which model, data set, subset, TS and θ.
+    ``width="content"`` keeps a figure that sets its own width (the tree) at that width or less."""
     if title is not None:
         titled(fig, title, context)
-    st.plotly_chart(fig, config=plot_config(export_name(name, context), state.get("fmt")), key=key)
+    st.plotly_chart(fig, config=plot_config(export_name(name, context), state.get("fmt")), key=key, width=width)
 
 
 def csv_download(df, name: str, key: str, label: str = "Download table (CSV)",

@@ -183,7 +183,7 @@ def theta_view() -> None:
 
 def _chart(theta: float) -> None:
     fig = _tree(es, _es_key(), i, ui.font_size(), round(float(theta), 2))
-    ui.figure(fig, f"explorer_{sample}", key=CHART, context=ui.export_context(es))
+    ui.figure(fig, f"explorer_{sample}", key=CHART, context=ui.export_context(es), width="content")
     ui.sweep_sync(CHART, theta, _follow)
 
 

@@ -20,6 +20,8 @@ STEPS = {
     4: "Across all samples: risk against coverage",
     5: "The guarantee",
 }
+# The step bar's labels: short, so all five fit on one line at 1280 px (the heading has the title).
+STEP_TABS = {1: "Unsure", 2: "Reject", 3: "Climb", 4: "All samples", 5: "Guarantee"}
 THETA = views.FIGURE1_THETA
 TARGET, DELTA, N_CAL = 0.95, 0.1, 1000
 
@@ -34,12 +36,12 @@ def _go(k: int) -> None:
 
 
 st.title("Guided story")
-nav = st.columns([1, 6, 1])
+nav = st.columns([1, 6, 1], vertical_alignment="center")
 with nav[0]:
     st.button("← Back", on_click=_go, args=(step - 1,), disabled=step == 1, key="story_back")
 with nav[1]:
     state.bind(st.segmented_control, "Step", "step", scope="story", options=list(STEPS),
-               format_func=lambda k: f"{k}. {STEPS[k]}", label_visibility="collapsed")
+               format_func=lambda k: f"{k}. {STEP_TABS[k]}", label_visibility="collapsed")
     if state.get("step") is None:  # clicking the selected segment again clears it
         state.set("step", step)
 with nav[2]:
@@ -113,7 +115,7 @@ elif step == 2:
         f"A **selective** classifier accepts its top leaf only when the probability reaches a threshold θ. At "
         f"θ = {THETA:.2f} this leaf ({es.leaf_conf[i]:.2f}) is below θ, so it **rejects** the image "
         "(in the tree: it predicts the root, which says nothing). Every rejected image is lost coverage.")
-    ui.figure(_tree(es, key, i, ("selective",), font), "story_step2", key="story_tree_sel")
+    ui.figure(_tree(es, key, i, ("selective",), font), "story_step2", key="story_tree_sel", width="content")
     ui.sweep_sync("story_tree_sel", THETA, _stay)
 elif step == 3:
     climb = int(es.paths["climbing"].predict(THETA)[0][i])
@@ -122,7 +124,7 @@ elif step == 3:
         f"under a node share its probability. At θ = {THETA:.2f} it answers **{_name(climb)}** "
         f"({es.node_probs[i, climb]:.2f}), which is {views.CORRECT_MD}: less specific, but right. "
         "Press ▶ Play to sweep θ from where it is to 1 and watch the answer climb to the root.")
-    ui.figure(_tree(es, key, i, ("selective", "climbing"), font), "story_step3", key="story_tree_climb")
+    ui.figure(_tree(es, key, i, ("selective", "climbing"), font), "story_step3", key="story_tree_climb", width="content")
     ui.sweep_sync("story_tree_climb", THETA, _stay)
 elif step == 4:
     cs = ui.curve_set_or_stop(es)

@@ -214,6 +214,17 @@ def test_screenshots(server, browser, tmp_path, width, height):
             file = out / f"{name}_{width}x{height}.png"
             pg.screenshot(path=str(file))
             assert file.stat().st_size > 20_000
+            if name == "story":  # the five steps on one line, none cut off or scrolled away
+                group = pg.locator('[data-testid="stButtonGroup"]').first.bounding_box()
+                steps = pg.locator('[data-testid="stButtonGroup"] button')
+                boxes = [steps.nth(k).bounding_box() for k in range(steps.count())]
+                assert len(boxes) == 5 and len({round(b["y"]) for b in boxes}) == 1, boxes
+                assert all(b["x"] + b["width"] <= group["x"] + group["width"] + 1 for b in boxes), (group, boxes)
+            if name == "explorer":  # the tree keeps its natural width: full names, no stretched gaps
+                texts = pg.locator(".st-key-explorer_tree .scatterlayer .textpoint").all_text_contents()
+                assert any("American Staffordshire terrier" in t for t in texts), texts
+                tree = pg.locator(".st-key-explorer_tree .js-plotly-plot").bounding_box()
+                assert tree["width"] <= 1000, tree
             if name == "explorer_presenter":
                 slider = pg.locator(".st-key-explorer_tree .slider-group").bounding_box()
                 labels = pg.locator(".st-key-explorer_tree .scatterlayer .textpoint")

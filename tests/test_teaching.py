@@ -91,6 +91,31 @@ def test_tree_marks_correctness_by_colour_and_shape(toy_setup):
     assert len(set(picks.marker.symbol)) == len(RULES)
 
 
+def test_tree_has_its_natural_width_and_full_names():
+    """x is in pixels: the figure is as wide as its plot range (plus margins), so no page width
+    stretches the columns apart; names up to 32 characters are shown whole."""
+    h = Hierarchy.from_parent_map({"American Staffordshire terrier": "terrier", "Staffordshire bullterrier": "terrier",
+                                   "terrier": "dog", "a much longer name than any shown in full": "dog"},
+                                  ["American Staffordshire terrier", "Staffordshire bullterrier",
+                                   "a much longer name than any shown in full"])
+    probs = node_probabilities(h, np.array([[0.45, 0.16, 0.39]]))
+    paths = {r: decision_paths(h, probs, r) for r in RULES}
+    for font in (14, 22):
+        fig = tree_figure(h, probs[0], record_rows(paths, 0), 1, 0.5, font_size=font, animate=False)
+        lo, hi = fig.layout.xaxis.range
+        assert fig.layout.width == int(hi - lo + fig.layout.margin.l + fig.layout.margin.r)
+        texts = " ".join(fig.data[2].text)
+        assert "American Staffordshire terrier 0.45" in texts and "Staffordshire bullterrier 0.16" in texts
+        node_x = np.asarray(fig.data[2].x, dtype=float)
+        assert lo < node_x.min() and node_x.max() < hi
+    # A bigger font (presenter mode) makes a wider figure, not a cramped one.
+    small, big = (tree_figure(h, probs[0], record_rows(paths, 0), 1, 0.5, font_size=f, animate=False).layout.width
+                  for f in (14, 22))
+    assert big > 1.4 * small
+    cut = tree_figure(h, probs[0], record_rows(paths, 0), 2, 0.5, animate=False)
+    assert "a much longer name than any sho… 0.39" in " ".join(cut.data[2].text)
+
+
 def test_layout_leaves_out_only_never_picked_ancestors():
     # r → a → b → c → d → {l0, l1}; c, b, a also hold a leaf with probability 0 (z1, z2, z3), and
     # r → x → {y0, y1}. a, b and c have d's probability (0.9), so no rule can ever pick them

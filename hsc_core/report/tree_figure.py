@@ -20,6 +20,7 @@ Pure function of the sample's node probabilities and its rules' decision records
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,7 +35,8 @@ THETA_GRID = np.round(np.linspace(0.0, 1.0, 101), 2)
 HEAD_LINES = 3           # headline above the root: θ + key, then two rules per line
 SYMBOL_GLYPH = {"square": "■", "circle": "●", "triangle-up": "▲", "diamond": "◆", "x": "✖"}
 REJECT = "reject (root)"
-NAME_CHARS = 22          # longer node names are cut with "…"
+NAME_CHARS = 32          # longer node names are cut with "…" (ImageNet: 11 of 1,000 leaves)
+CHAR_EM = 0.6            # mean glyph width / font size, to size labels before the browser draws them
 # Figure trace order (frames address traces by index): only the last three change with θ.
 T_EDGES, T_LINKS, T_NODES, T_BELOW, T_THETA, T_PICKS, T_HEAD = range(7)
 
@@ -184,6 +186,12 @@ def _label_parts(h: Hierarchy, lay: TreeLayout, probs: np.ndarray, correct: dict
     return out
 
 
+def _text_px(html: str, font_size: int) -> float:
+    """Estimated drawn width of one line of Plotly text at ``font_size`` (tags removed; smaller
+    spans are counted at full size, which errs on the wide side)."""
+    return len(re.sub(r"</?[a-z][^>]*>", "", html)) * CHAR_EM * font_size
+
+
 def _label_html(main: str, note: str, small: int, note_first: bool) -> str:
     bold = f"<b>{main}</b>"
     if not note:
@@ -198,7 +206,7 @@ def _geometry(lay: TreeLayout, parts: list[tuple[str, str]], font_size: int, sma
     plus the left and right edges. Column 0 (the predicted path) has its rule slots on the left and
     labels on the right; column 1 (the true label's branch) sits left of it with labels on the
     left and slots on the right, facing the path; further columns follow right of the path."""
-    char, small_char = 0.6 * font_size, 0.6 * small
+    char, small_char = CHAR_EM * font_size, CHAR_EM * small
     width = np.array([len(m) * char + (len(n) * small_char + 2 * char if n else 0) for m, n in parts])
     col = lay.x.astype(int)
     slots_w = (n_rules + 0.8) * slot
@@ -335,10 +343,16 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
 
     fig = go.Figure(traces)
     n_rows = int(lay.row.max()) + 1
-    fig.update_xaxes(visible=False, range=[left_edge - 4, right + 4], fixedrange=True)
+    # x is in pixels, so the figure gets its natural width: wide enough for the tree, the widest
+    # headline over the θ grid and the sweep controls, and no wider (a stretched axis would only
+    # pull the columns apart). Shown with width="content", a narrower page shrinks it.
+    head_px = max(_text_px(line, font_size) for th in grid for line in headline(float(th))["text"][0].split("<br>"))
+    plot_w = max(right - left_edge + 8, head_px + 8, 34 * font_size)
+    fig.update_xaxes(visible=False, range=[left_edge - 4, left_edge - 4 + plot_w], fixedrange=True)
     fig.update_yaxes(visible=False, range=[-(n_rows - 0.4), head_rows + 0.2], fixedrange=True)
     top = 10
     fig.update_layout(
+        width=int(plot_w + 20),
         height=int(top + 10 + (n_rows + head_rows) * row_px),
         margin=dict(l=10, r=10, t=top, b=10),
         font=dict(size=font_size),
