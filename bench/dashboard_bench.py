@@ -148,22 +148,17 @@ def main() -> None:
         from streamlit.testing.v1 import AppTest
 
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600).run()
-        at.switch_page("pages/risk_coverage.py").run()
-        ms = []
-        for theta in thetas[:10]:
-            a = time.perf_counter()
-            at.slider(key="_w.rc.theta").set_value(float(theta)).run()
-            ms.append(1000 * (time.perf_counter() - a))
-            assert not at.exception, at.exception
-        print(f"\nwhole Risk–Coverage page rerun via AppTest (upper bound, 10 moves): {stats(ms)}")
-        at.switch_page("pages/explorer.py").run()
-        ms = []
-        for theta in thetas[:10]:
-            a = time.perf_counter()
-            at.slider(key="_w.ex.theta").set_value(float(theta)).run()
-            ms.append(1000 * (time.perf_counter() - a))
-            assert not at.exception, at.exception
-        print(f"whole Explorer page rerun via AppTest (upper bound, 10 moves): {stats(ms)}")
+        print()
+        for page, slider, title in [("risk_coverage", "_w.rc.theta", "Risk–Coverage"),
+                                    ("explorer", "_w.ex.theta", "Explorer")]:
+            at.switch_page(f"pages/{page}.py").run()
+            ms = []
+            for theta in thetas[:10]:
+                a = time.perf_counter()
+                at.slider(key=slider).set_value(float(theta)).run()
+                ms.append(1000 * (time.perf_counter() - a))
+                assert not at.exception, at.exception
+            print(f"whole {title} page rerun via AppTest (upper bound, 10 moves): {stats(ms)}")
 
 
 if __name__ == "__main__":

@@ -346,7 +346,8 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
     # x is in pixels, so the figure gets its natural width: wide enough for the tree, the widest
     # headline over the θ grid and the sweep controls, and no wider (a stretched axis would only
     # pull the columns apart). Shown with width="content", a narrower page shrinks it.
-    head_px = max(_text_px(line, font_size) for th in grid for line in headline(float(th))["text"][0].split("<br>"))
+    heads = [headline(float(th)) for th in grid]  # reused by the frames below
+    head_px = max(_text_px(line, font_size) for head in heads for line in head["text"][0].split("<br>"))
     plot_w = max(right - left_edge + 8, head_px + 8, 34 * font_size)
     fig.update_xaxes(visible=False, range=[left_edge - 4, left_edge - 4 + plot_w], fixedrange=True)
     fig.update_yaxes(visible=False, range=[-(n_rows - 0.4), head_rows + 0.2], fixedrange=True)
@@ -362,8 +363,8 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
     )
     if animate:
         frames = [go.Frame(name=f"{th:.2f}", traces=[T_BELOW, T_THETA, T_PICKS, T_HEAD],
-                           data=[below(float(th)), theta_line(float(th)), picks(float(th)), headline(float(th))])
-                  for th in grid]
+                           data=[below(float(th)), theta_line(float(th)), picks(float(th)), head])
+                  for th, head in zip(grid, heads)]
         add_theta_sweep(fig, grid, theta, font_size, frames)
     return fig
 
