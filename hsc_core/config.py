@@ -1,0 +1,124 @@
+"""Every ``HSC_*`` environment variable the toolkit reads, read here and nowhere else, and the one
+working-memory budget that sizes every chunked loop.
+
+Each variable is read when its function is called (not at import), so a test or a launcher can
+set it late. A value that does not parse falls back to the default: a bad environment never stops
+the dashboard.
+
+================================  =======================================================  ==========================
+variable                          meaning                                                  default
+================================  =======================================================  ==========================
+``HSC_CACHED_LOGITS_DIR``         the folder of cached-logits ``.npz`` files               ``<repo>/cached_logits``
+``HSC_DATASETS_DIR``              the folder of user data sets (one sub-folder each)       ``datasets/`` beside the
+                                                                                           cached-logits folder
+``HSC_IMAGE_DIR``                 ImageNet-1k's image folder (files named by sample id)    ``../shared/imagenet-val-
+                                                                                           sample/images`` if present
+``HSC_MEMORY_BUDGET_MB``          working memory of one chunk of any chunked loop          256
+``HSC_MAX_UPLOAD_MB``             the cap on an uploaded logits file's inflated arrays     200
+``HSC_MAX_IMAGE_MEGAPIXELS``      the cap on an image's pixels, checked before decoding    40
+``HSC_SYNTHETIC``                 dashboard demo/benchmark: one synthetic model of n       unset
+                                  samples instead of the catalog
+``HSC_SYNTHETIC_TAXONOMY``        with ``HSC_SYNTHETIC``: the 10,000-leaf synthetic tree   unset
+``HSC_DEBUG``                     the ``hsc`` command shows tracebacks                     unset
+================================  =======================================================  ==========================
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+#: The repository root in a checkout (in an installed wheel: the site-packages folder).
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+CACHED_LOGITS_DIR = "HSC_CACHED_LOGITS_DIR"
+DATASETS_DIR = "HSC_DATASETS_DIR"
+IMAGE_DIR = "HSC_IMAGE_DIR"
+MEMORY_BUDGET_MB = "HSC_MEMORY_BUDGET_MB"
+MAX_UPLOAD_MB = "HSC_MAX_UPLOAD_MB"
+MAX_IMAGE_MEGAPIXELS = "HSC_MAX_IMAGE_MEGAPIXELS"
+SYNTHETIC = "HSC_SYNTHETIC"
+SYNTHETIC_TAXONOMY = "HSC_SYNTHETIC_TAXONOMY"
+DEBUG = "HSC_DEBUG"
+
+DEFAULT_MEMORY_BUDGET_MB = 256.0
+DEFAULT_MAX_UPLOAD_MB = 200.0
+DEFAULT_MAX_IMAGE_MEGAPIXELS = 40.0
+
+
+def _text(name: str) -> str:
+    return os.environ.get(name, "").strip()
+
+
+def _positive(name: str, default: float) -> float:
+    """A positive number from the environment, else ``default``."""
+    try:
+        value = float(_text(name) or default)
+    except ValueError:
+        return default
+    return value if value > 0 and value == value and value != float("inf") else default
+
+
+def cached_logits_dir() -> Path:
+    """``$HSC_CACHED_LOGITS_DIR``, else ``<repo>/cached_logits``."""
+    raw = _text(CACHED_LOGITS_DIR)
+    return Path(raw).expanduser() if raw else REPO_ROOT / "cached_logits"
+
+
+def datasets_dir() -> Path:
+    """``$HSC_DATASETS_DIR``, else ``datasets/`` beside the cached-logits folder (the library, the
+    ``hsc`` command and the dashboard all use this one default)."""
+    raw = _text(DATASETS_DIR)
+    return Path(raw).expanduser() if raw else cached_logits_dir().parent / "datasets"
+
+
+def image_dir() -> Path | None:
+    """``$HSC_IMAGE_DIR`` when set, else None (callers then look in their own default places)."""
+    raw = _text(IMAGE_DIR)
+    return Path(raw).expanduser() if raw else None
+
+
+def memory_budget_bytes() -> int:
+    """Working memory of one chunk of any chunked loop: ``$HSC_MEMORY_BUDGET_MB`` MB, else 256 MB."""
+    return int(_positive(MEMORY_BUDGET_MB, DEFAULT_MEMORY_BUDGET_MB) * 2**20)
+
+
+def rows_per_chunk(bytes_per_row: float, budget_bytes: int | None = None) -> int:
+    """How many rows of ``bytes_per_row`` bytes fit in the memory budget (at least 1).
+
+    >>> rows_per_chunk(1024, budget_bytes=4096)
+    4
+    >>> rows_per_chunk(10**12, budget_bytes=4096)
+    1
+    """
+    budget = memory_budget_bytes() if budget_bytes is None else int(budget_bytes)
+    return max(1, int(budget // max(1.0, float(bytes_per_row))))
+
+
+def max_upload_bytes() -> int:
+    """The cap on an upload's inflated arrays: ``$HSC_MAX_UPLOAD_MB`` MB when positive, else 200 MB."""
+    return int(_positive(MAX_UPLOAD_MB, DEFAULT_MAX_UPLOAD_MB) * 1_000_000)
+
+
+def max_image_pixels() -> int:
+    """The pixel cap: ``$HSC_MAX_IMAGE_MEGAPIXELS`` million when positive, else 40 MP."""
+    return int(_positive(MAX_IMAGE_MEGAPIXELS, DEFAULT_MAX_IMAGE_MEGAPIXELS) * 1_000_000)
+
+
+def synthetic_samples() -> int | None:
+    """Samples of the dashboard's synthetic model when ``HSC_SYNTHETIC`` is a positive integer."""
+    try:
+        n = int(_text(SYNTHETIC))
+    except ValueError:
+        return None
+    return n if n > 0 else None
+
+
+def synthetic_taxonomy() -> bool:
+    """``HSC_SYNTHETIC_TAXONOMY`` is ``1``, ``true``, ``yes`` or ``on``."""
+    return _text(SYNTHETIC_TAXONOMY).lower() in ("1", "true", "yes", "on")
+
+
+def debug() -> bool:
+    """``HSC_DEBUG`` is set: the command line shows tracebacks."""
+    return bool(_text(DEBUG))
