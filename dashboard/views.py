@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from hsc_core.core.hierarchy import Hierarchy
-from hsc_core.core.rules import RULE_LABELS, RULES, DecisionPaths, decision_paths, theta_in_precision
+from hsc_core.core.rules import RULE_LABELS, RULES, DecisionPaths, decision_paths, record_index
 from hsc_core.core.thresholds import QuantileMethod, select_threshold, theorem1_epsilon
 from hsc_core.core.validation import check_theta
 
@@ -46,10 +46,8 @@ def operating_point_text(points: pd.DataFrame) -> str:
 # ---------------------------------------------------------------------------- one sample
 def chosen_record(paths: DecisionPaths, i: int, theta: float) -> tuple[int, float]:
     """Node and confidence that ``paths`` picks for row ``i`` at θ (as DecisionPaths.predict)."""
-    vals = paths.values[i]
-    # θ in the records' precision, exactly as predict compares it (float32(0.7) ≥ 0.7 must hold).
-    k = int((vals < vals.dtype.type(theta_in_precision(theta, vals.dtype))).sum())
-    return int(paths.nodes[i, k]), float(vals[k])
+    k = int(record_index(paths.values[i], theta))
+    return int(paths.nodes[i, k]), float(paths.values[i, k])
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .hierarchy import Hierarchy
-from .risk import Loss, hierarchical_correctness, sample_loss
+from .events import rule_events
+from .risk import Loss, hierarchical_correctness
 from .rules import DecisionPaths, Rule, decision_paths, theta_in_precision
 from .validation import check_labels
 
@@ -106,22 +107,6 @@ def rounded_threshold_grid(node_probs: np.ndarray, dec: int = 2, chunk: int = 81
     return np.flatnonzero(present) / 10**dec
 
 
-def _record_losses(hierarchy: Hierarchy, paths: DecisionPaths, labels: np.ndarray, loss: Loss,
-                   max_cells: int = 1 << 21) -> tuple[np.ndarray, np.ndarray]:
-    """Coverage and loss of every record, (n_samples, n_records) float64 each.
-
-    Computed in row blocks of ≤ ``max_cells`` records: the severity loss's LCA lookup holds
-    (records × depth) int64 temporaries, which at 100,000 samples × 30 records would be GBs.
-    """
-    cov = hierarchy.coverage[paths.nodes]
-    los = np.empty(paths.nodes.shape, dtype=np.float64)
-    rows = max(1, max_cells // max(1, paths.nodes.shape[1]))
-    for s in range(0, paths.n_samples, rows):
-        nodes = paths.nodes[s: s + rows]
-        los[s: s + rows] = sample_loss(hierarchy, nodes, np.broadcast_to(labels[s: s + rows, None], nodes.shape), loss)
-    return cov, los
-
-
 def rc_curve_from_paths(
     hierarchy: Hierarchy,
     paths: DecisionPaths,
@@ -138,22 +123,11 @@ def rc_curve_from_paths(
         ascending) for their grid curve, compared in the records' precision.
     """
     n = paths.n_samples
-    labels = check_labels(labels, n, hierarchy.n_leaves)
-    cov, los = _record_losses(hierarchy, paths, labels, loss)
-
-    # Leaving record j for record j+1 happens when θ passes values[:, j].
-    live = np.arange(paths.nodes.shape[1] - 1)[None, :] < (paths.lengths[:, None] - 1)
-    t = paths.values[:, :-1][live]
-    d_cov = np.diff(cov, axis=1)[live]
-    d_loss = np.diff(los, axis=1)[live]
-    start_cov, start_loss = cov[:, 0].sum(), los[:, 0].sum()
-    del cov, los
-    order = np.argsort(t, kind="stable")
-    t, d_cov, d_loss = t[order], d_cov[order], d_loss[order]
-    last_of_group = np.flatnonzero(np.r_[t[1:] != t[:-1], True]) if t.size else np.zeros(0, int)
-    events = t[last_of_group]  # in the records' precision
-    coverage = (start_cov + np.r_[0.0, np.cumsum(d_cov)[last_of_group]]) / n
-    risk = (start_loss + np.r_[0.0, np.cumsum(d_loss)[last_of_group]]) / n
+    ev = rule_events(hierarchy, paths, labels, loss)  # the one event sweep, in row blocks
+    last_of_group = ev.group_end
+    events = ev.theta[last_of_group]  # in the records' precision
+    coverage = (ev.base_cov.sum() + np.r_[0.0, np.cumsum(ev.d_cov)[last_of_group]]) / n
+    risk = (ev.base_loss.sum() + np.r_[0.0, np.cumsum(ev.d_loss)[last_of_group]]) / n
     thresholds = np.r_[events.astype(np.float64), 1.0]
     # Running sums of ± differences leave ~1e-13 residues (−0.0 coverage at the root): clamp.
     coverage, risk = np.clip(coverage, 0.0, 1.0), np.clip(risk, 0.0, 1.0)

@@ -20,6 +20,7 @@ from typing import Literal
 
 import numpy as np
 
+from ..config import rows_per_chunk
 from .curves import RCCurve, rc_curve_from_paths, threshold_grid_keys
 from .hierarchy import Hierarchy
 from .probabilities import node_probabilities, softmax
@@ -30,20 +31,16 @@ from .validation import check_labels, check_logits
 Precision = Literal["float32", "float64"]
 Progress = Callable[[int, int], None]
 
-#: Working memory per chunk that ``chunk_size=None`` aims for (temporaries of one chunk).
-CHUNK_BYTES = 256 * 2**20
-
-
-def auto_chunk_size(hierarchy: Hierarchy, precision: Precision = "float32", budget_bytes: int = CHUNK_BYTES) -> int:
-    """Samples per chunk so one chunk's temporaries stay near ``budget_bytes``.
+def auto_chunk_size(hierarchy: Hierarchy, precision: Precision = "float32", budget_bytes: int | None = None) -> int:
+    """Samples per chunk so one chunk's temporaries stay near ``budget_bytes`` (default: the one
+    memory budget, ``config.memory_budget_bytes``, 256 MB unless ``HSC_MEMORY_BUDGET_MB`` says).
 
     Per sample a chunk holds about four arrays of n_nodes + n_leaves values (cast logits, softmax
     temporaries, the node probabilities and the matmul's copies, the rules' gathered columns).
     At iNat21 size in float32 that is ~360 kB per sample, so ~730 samples per 256 MB chunk.
     """
     itemsize = np.dtype(_check_precision(precision)).itemsize
-    per_sample = 4 * itemsize * (hierarchy.n_nodes + hierarchy.n_leaves)
-    return max(1, int(budget_bytes // per_sample))
+    return rows_per_chunk(4 * itemsize * (hierarchy.n_nodes + hierarchy.n_leaves), budget_bytes)
 
 
 def decision_paths_from_logits(
@@ -54,6 +51,7 @@ def decision_paths_from_logits(
     chunk_size: int | None = None,
     progress: Progress | None = None,
     precision: Precision | None = None,
+    rows: np.ndarray | None = None,
 ) -> dict[str, DecisionPaths]:
     """Each rule's decision paths (records) for all samples, computed chunk by chunk.
 
@@ -64,7 +62,9 @@ def decision_paths_from_logits(
         memory; each chunk is cast on the fly). Not copied as a whole.
     temperature : softmax temperature (1.0 = none).
     rules : which rules to build, a subset of ``rules.RULES``.
-    chunk_size : samples per chunk; None picks one from ``CHUNK_BYTES`` (``auto_chunk_size``).
+    chunk_size : samples per chunk; None picks one from the memory budget (``auto_chunk_size``).
+    rows : evaluate only these rows of ``logits`` (1-D indices, in the order given), without
+        copying them; None for all rows.
     progress : called as ``progress(done_samples, total)``, first with 0 and after every chunk.
     precision : ``"float32"`` or ``"float64"`` for the node probabilities; None follows the
         logits (float32 for float16/32, else float64).
@@ -76,7 +76,7 @@ def decision_paths_from_logits(
     ``paths.predict(θ)`` gives every sample's (node, confidence) at θ; pass the paths to
     ``curves.rc_curve_from_paths`` for the RC curve.
     """
-    paths, _ = _scan(hierarchy, logits, temperature, tuple(rules), None, chunk_size, progress, precision)
+    paths, _ = _scan(hierarchy, logits, temperature, tuple(rules), None, chunk_size, progress, precision, rows)
     return paths
 
 
@@ -88,6 +88,7 @@ def threshold_grid_from_logits(
     chunk_size: int | None = None,
     progress: Progress | None = None,
     precision: Precision | None = None,
+    rows: np.ndarray | None = None,
 ) -> np.ndarray:
     """The authors' θ grid (``curves.rounded_threshold_grid``) of all node probabilities, by chunk.
 
@@ -95,7 +96,7 @@ def threshold_grid_from_logits(
     [0, 1], rounded to ``dec`` decimals), as float64. Same arguments as
     ``decision_paths_from_logits``; pass the grid to ``curves.rc_curve_from_paths(grid=...)``.
     """
-    _, grid = _scan(hierarchy, logits, temperature, (), dec, chunk_size, progress, precision)
+    _, grid = _scan(hierarchy, logits, temperature, (), dec, chunk_size, progress, precision, rows)
     return grid
 
 
@@ -183,11 +184,38 @@ def _check_logits_shape(hierarchy: Hierarchy, logits: np.ndarray) -> np.ndarray:
     return arr
 
 
-def _chunks(hierarchy: Hierarchy, logits: np.ndarray, temperature: float, chunk_size: int | None,
-            progress: Progress | None, precision: Precision | None) -> Iterator[np.ndarray]:
-    """Node probabilities of consecutive sample chunks, (chunk, n_nodes) each."""
-    dtype = _dtype(logits, precision)
-    n = logits.shape[0]
+def _check_rows(rows: np.ndarray | None, n: int) -> np.ndarray | None:
+    if rows is None:
+        return None
+    idx = np.asarray(rows)
+    if idx.ndim != 1 or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
+        raise ValueError(f"rows must be a 1-D array of sample indices, got shape {idx.shape} and dtype {idx.dtype}")
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise ValueError(f"rows must lie in [0, {n})")
+    return idx.astype(np.int64, copy=False)
+
+
+def node_probability_chunks(
+    hierarchy: Hierarchy,
+    logits: np.ndarray,
+    *,
+    temperature: float = 1.0,
+    rows: np.ndarray | None = None,
+    chunk_size: int | None = None,
+    progress: Progress | None = None,
+    precision: Precision | None = None,
+) -> Iterator[tuple[int, np.ndarray]]:
+    """(start, node probabilities) of consecutive chunks of samples: the one chunk loop.
+
+    Yields ``start`` (the chunk's first position among the evaluated rows) and a
+    (chunk, n_nodes) array, each chunk bounded by the memory budget. ``rows`` selects (and
+    orders) the rows of ``logits`` to evaluate without copying them; the other arguments are as in
+    ``decision_paths_from_logits``. ``progress(done, total)`` counts evaluated rows.
+    """
+    arr = _check_logits_shape(hierarchy, logits)
+    index = _check_rows(rows, arr.shape[0])
+    dtype = _dtype(arr, precision)
+    n = arr.shape[0] if index is None else index.size
     if chunk_size is None:
         chunk_size = auto_chunk_size(hierarchy, np.dtype(dtype).name)
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
@@ -197,18 +225,20 @@ def _chunks(hierarchy: Hierarchy, logits: np.ndarray, temperature: float, chunk_
     if progress is not None:
         progress(0, n)
     for start in range(0, n, int(chunk_size)):
-        block = logits[start: start + chunk_size].astype(dtype, copy=False)
+        take = slice(start, start + chunk_size)
+        block = (arr[take] if index is None else arr[index[take]]).astype(dtype, copy=False)
         finite = np.isfinite(block).all(axis=1)
         if not finite.all():
-            raise ValueError(f"logits contain NaN or inf (first: row {start + int(np.flatnonzero(~finite)[0])})")
-        yield node_probabilities(hierarchy, softmax(block, temperature))
+            bad = start + int(np.flatnonzero(~finite)[0])
+            raise ValueError(f"logits contain NaN or inf (first: row {bad if index is None else int(index[bad])})")
+        yield start, node_probabilities(hierarchy, softmax(block, temperature))
         if progress is not None:
             progress(min(start + chunk_size, n), n)
 
 
 def _scan(hierarchy: Hierarchy, logits: np.ndarray, temperature: float, rules: tuple[str, ...], dec: int | None,
           chunk_size: int | None, progress: Progress | None, precision: Precision | None,
-          ) -> tuple[dict[str, DecisionPaths], np.ndarray | None]:
+          rows: np.ndarray | None = None) -> tuple[dict[str, DecisionPaths], np.ndarray | None]:
     """One pass over the logits: every rule's records and (if ``dec``) the θ grid."""
     arr = _check_logits_shape(hierarchy, logits)
     for rule in rules:
@@ -220,7 +250,8 @@ def _scan(hierarchy: Hierarchy, logits: np.ndarray, temperature: float, rules: t
             raise ValueError(f"dec must be an integer between 0 and 6, got {dec!r}")
         present = np.zeros(10**dec + 1, dtype=bool)
     parts: dict[str, list[DecisionPaths]] = {rule: [] for rule in rules}
-    for probs in _chunks(hierarchy, arr, temperature, chunk_size, progress, precision):
+    for _, probs in node_probability_chunks(hierarchy, arr, temperature=temperature, rows=rows, chunk_size=chunk_size,
+                                            progress=progress, precision=precision):
         leaf = argmax_leaf(hierarchy, probs)
         for rule in rules:
             parts[rule].append(decision_paths(hierarchy, probs, rule, leaf=leaf))

@@ -37,3 +37,40 @@ def calibration_mask(labels: np.ndarray, fraction: float = CALIBRATION_FRACTION,
     mask = np.zeros(n, dtype=bool)
     mask[stratified_split_sampler(labels, n_cal, seed)()] = True
     return mask
+
+PROTOCOLS = ("project", "paper")
+
+PAPER_PROTOCOL_TEXT = (
+    "As in the paper's code: T is fitted on a seeded, class-stratified 10 % calibration split; metrics "
+    "without temperature scaling use all samples, metrics with it the other 90 %."
+)
+
+
+def check_protocol(protocol: str) -> str:
+    """``protocol`` if it is one of ``PROTOCOLS``, else a one-line ValueError."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+    return protocol
+
+
+def protocol_text(protocol: str = "project") -> str:
+    """One sentence that says how the numbers of ``protocol`` are measured."""
+    return PROTOCOL_TEXT if check_protocol(protocol) == "project" else PAPER_PROTOCOL_TEXT
+
+
+def evaluation_mask(calibration: np.ndarray, *, ts: bool, protocol: str = "project") -> np.ndarray:
+    """Boolean (n_samples,) mask of the samples whose metrics a setting reports.
+
+    ``"project"`` (default): the evaluation split (``~calibration``) with and without temperature
+    scaling, so the two settings are compared on the same samples. ``"paper"`` (the authors'
+    ``arch_comparison.py``): every sample without temperature scaling, the held-out split with it,
+    so numbers can be put beside the authors' published table.
+
+    >>> cal = np.array([True, False, False])
+    >>> evaluation_mask(cal, ts=False).tolist(), evaluation_mask(cal, ts=False, protocol="paper").tolist()
+    ([False, True, True], [True, True, True])
+    """
+    cal = np.asarray(calibration, dtype=bool)
+    if check_protocol(protocol) == "paper" and not ts:
+        return np.ones_like(cal)
+    return ~cal

@@ -66,8 +66,7 @@ class DecisionPaths:
 
     def record_index(self, theta: float) -> np.ndarray:
         """Index of the chosen record at θ: the first with value ≥ θ. Shape (n_samples,)."""
-        theta = self.values.dtype.type(theta_in_precision(theta, self.values.dtype))
-        return (self.values < theta).sum(axis=1)
+        return record_index(self.values, theta)
 
     def predict(self, theta: float) -> tuple[np.ndarray, np.ndarray]:
         """(nodes, confidences) chosen at θ, each of shape (n_samples,)."""
@@ -88,6 +87,59 @@ def theta_in_precision(theta: float, dtype: np.dtype | type | str = np.float64) 
     exact curve and the ``dec`` grid curve agree for every θ.
     """
     return float(np.dtype(dtype).type(check_theta(theta)))
+
+
+def below_theta(values: np.ndarray, theta: float | np.ndarray) -> np.ndarray:
+    """Which values are below θ, compared in the values' own precision (θ rounded to it, as a
+    torch tensor comparison casts a Python float): the library's one θ comparison.
+
+    ``record_index``, ``DecisionPaths.predict``, the Explorer tree's picks and its "below θ"
+    marks all go through it, so none of them can disagree at a θ equal to a probability.
+
+    Parameters
+    ----------
+    values : float32 or float64 array of any shape (other dtypes are compared in float64).
+    theta : a θ in [0, 1], or an array of them.
+
+    Returns
+    -------
+    Boolean array of shape ``np.shape(theta) + values.shape``.
+
+    Examples
+    --------
+    >>> v = np.array([0.7, 0.9], dtype=np.float32)   # float32(0.7) < 0.7 in float64
+    >>> below_theta(v, 0.7).tolist(), below_theta(v, [0.8, 1.0]).tolist()
+    ([False, False], [[True, False], [True, True]])
+    """
+    vals = np.asarray(values)
+    dtype = vals.dtype if vals.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    th = np.asarray(theta, dtype=np.float64)
+    inside = (th >= 0.0) & (th <= 1.0)  # also refuses NaN
+    if not np.all(inside):
+        raise ValueError(f"theta must lie in [0, 1], got {th[~inside].ravel()[0]}")
+    th = th.astype(dtype)  # nearest value in the values' precision
+    return vals.astype(dtype, copy=False) < th.reshape(th.shape + (1,) * vals.ndim)
+
+
+def record_index(values: np.ndarray, theta: float | np.ndarray) -> np.ndarray:
+    """Index of the record a rule picks at θ: the first whose value is ≥ θ (``below_theta``).
+
+    Parameters
+    ----------
+    values : (..., n_records) record values, increasing along the last axis.
+    theta : a θ in [0, 1], or an array of them.
+
+    Returns
+    -------
+    Integer indices of shape ``np.shape(theta) + values.shape[:-1]``.
+
+    Examples
+    --------
+    >>> v = np.array([0.7, 0.9, 1.0], dtype=np.float32)
+    >>> int(record_index(v, 0.7)), int(record_index(v, 0.71)), record_index(v, [0.0, 0.95]).tolist()
+    (0, 1, [0, 2])
+    """
+    return below_theta(values, theta).sum(axis=-1)
 
 
 def concat_decision_paths(parts: list[DecisionPaths]) -> DecisionPaths:

@@ -25,9 +25,9 @@ from scipy import stats
 
 from .curves import hierarchical_gain
 from .hierarchy import Hierarchy
-from .risk import Loss, sample_loss
+from .events import RuleEvents, rule_events
+from .risk import Loss
 from .rules import RULES, DecisionPaths
-from .validation import check_labels
 
 N_RESAMPLES = 1000
 # Above this many evaluation samples 1,000 resamples take tens of seconds (~40 s at 50,000 on one
@@ -40,48 +40,6 @@ BOOTSTRAP_SEED = 0
 # batches run slower again, out of cache.
 _BATCH_ELEMENTS = 1_000_000
 _BATCH_MIN, _BATCH_MAX = 8, 64
-
-
-@dataclass(frozen=True)
-class RuleEvents:
-    """One rule's exact RC curve, taken apart per sample so that it can be re-weighted.
-
-    base_cov, base_loss : (n_samples,) coverage and loss of each sample's first record (θ = 0).
-    event_sample : (E,) the sample whose prediction changes at each event, in increasing θ.
-    d_cov, d_loss : (E,) the change of that sample's coverage and loss at the event.
-    group_end : (G,) index of the last event of each group of equal θ (a curve point per group).
-    monotone : every Δcoverage ≤ 0, so coverage falls with θ for *any* weights and no resample
-        needs a sort (Selective and Climbing; Jumping and Max-Coverage can climb back down).
-    """
-
-    rule: str
-    base_cov: np.ndarray
-    base_loss: np.ndarray
-    event_sample: np.ndarray
-    d_cov: np.ndarray
-    d_loss: np.ndarray
-    group_end: np.ndarray
-    monotone: bool
-
-
-def rule_events(hierarchy: Hierarchy, paths: DecisionPaths, labels: np.ndarray, loss: Loss = "01") -> RuleEvents:
-    """The events of ``paths`` (as ``curves.hierarchical_rc_curve`` sweeps them), kept per sample."""
-    labels = check_labels(labels, paths.n_samples, hierarchy.n_leaves)
-    cov = hierarchy.coverage[paths.nodes]
-    los = sample_loss(hierarchy, paths.nodes, np.broadcast_to(labels[:, None], paths.nodes.shape), loss)
-    live = np.arange(paths.nodes.shape[1] - 1)[None, :] < (paths.lengths[:, None] - 1)
-    sample = np.broadcast_to(np.arange(paths.n_samples)[:, None], live.shape)[live]
-    t = paths.values[:, :-1][live]
-    d_cov = np.diff(cov, axis=1)[live]
-    d_loss = np.diff(los, axis=1)[live]
-    order = np.argsort(t, kind="stable")
-    t = t[order]
-    group_end = np.flatnonzero(np.r_[t[1:] != t[:-1], True]) if t.size else np.zeros(0, np.int64)
-    return RuleEvents(
-        rule=paths.rule, base_cov=cov[:, 0].astype(float), base_loss=np.asarray(los[:, 0], float),
-        event_sample=sample[order], d_cov=d_cov[order], d_loss=d_loss[order], group_end=group_end,
-        monotone=bool(np.all(d_cov <= 0)),
-    )
 
 
 def weighted_haurc(events: RuleEvents, weights: np.ndarray) -> np.ndarray:

@@ -27,7 +27,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from hsc_core.core.hierarchy import Hierarchy
-from hsc_core.core.rules import RULE_LABELS, RULES
+from hsc_core.core.rules import RULE_LABELS, RULES, below_theta, record_index
 
 from . import style
 
@@ -43,20 +43,18 @@ T_EDGES, T_LINKS, T_NODES, T_BELOW, T_THETA, T_PICKS, T_HEAD = range(7)
 
 # ---------------------------------------------------------------------------- picks
 def pick_index(values: np.ndarray, theta: float | np.ndarray) -> np.ndarray:
-    """Index of the record a rule picks at θ: the first with value ≥ θ (as ``DecisionPaths``).
-
-    values: (n_records,) strictly increasing, last = 1.0. Broadcasts over θ.
-    """
-    theta = np.asarray(theta, dtype=float)
-    return (np.asarray(values, dtype=float)[None, :] < theta.reshape(-1, 1)).sum(axis=1).reshape(theta.shape)
+    """Index of the record a rule picks at θ: ``rules.record_index`` (the library's one θ
+    comparison, in the records' precision). values: (n_records,); broadcasts over θ."""
+    return record_index(values, theta)
 
 
 def record_rows(paths: dict, i: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """rule → (nodes, values) of row ``i`` of each rule's ``DecisionPaths``, padding dropped."""
+    """rule → (nodes, values) of row ``i`` of each rule's ``DecisionPaths``, padding dropped.
+    Values keep their precision (float32 records compare θ in float32, as ``predict`` does)."""
     out = {}
     for rule, p in paths.items():
         k = int(p.lengths[i])
-        out[rule] = (np.asarray(p.nodes[i, :k], dtype=np.int64), np.asarray(p.values[i, :k], dtype=float))
+        out[rule] = (np.asarray(p.nodes[i, :k], dtype=np.int64), np.array(p.values[i, :k]))
     return out
 
 
@@ -235,7 +233,8 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
     A node whose probability is below θ is drawn hollow; the picks of all rules are one trace
     (one marker per rule, each in its own slot) so a frame restyles only three traces.
     """
-    probs = np.asarray(probs, dtype=float)
+    raw_probs = np.asarray(probs)  # θ is compared in the probabilities' own precision (below_theta)
+    probs = raw_probs.astype(float)
     rules = [r for r in rules if r in records]
     records = {r: records[r] for r in rules}
     lay = tree_layout(h, probs, records, true_leaf, grid)
@@ -251,7 +250,7 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
     y = -lay.row.astype(float)
     pos = {v: (float(x[k]), float(y[k])) for k, v in enumerate(nodes)}
     correct = {v: (None if true_leaf is None else bool(h.is_ancestor(v, int(true_leaf)))) for v in nodes}
-    node_p = probs[lay.nodes]
+    raw_node_p = raw_probs[lay.nodes]
     row_px = max(30, int(round(font_size * 1.45)))
     head_rows = (HEAD_LINES * 1.3 * font_size + 8) / row_px  # the headline's height in rows
     side_of = {v: float(side[k]) for k, v in enumerate(nodes)}
@@ -277,7 +276,7 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
         return xs, ys
 
     def below(th: float) -> dict:  # hollow centres of the nodes whose probability is below θ
-        return dict(y=np.where((node_p < th) & ~is_root, y, np.nan))
+        return dict(y=np.where(below_theta(raw_node_p, th) & ~is_root, y, np.nan))
 
     climbing = records.get("climbing", next(iter(records.values())))
     theta_left = -(len(rules) + 0.8) * slot

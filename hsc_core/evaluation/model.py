@@ -1,0 +1,382 @@
+"""One model's logits under the evaluation protocol: every number the toolkit shows, computed once.
+
+``ModelEvaluation`` holds one model's logits, labels and hierarchy, the protocol's calibration
+split and the temperature T fitted on it. ``ModelEvaluation.setting(ts)`` gives an
+``EvaluationSet``: the samples that setting is evaluated on, reduced to each rule's decision paths
+(chunk by chunk: no samples × nodes matrix is ever held), with curves, hAURC, gain,
+calibration–coverage curves, bootstrap intervals, tight thresholds and tidy result rows as cached
+methods. ``hsc evaluate``, ``hsc report`` and every dashboard page call these methods and only lay
+out what they return, so a number means the same thing wherever it is shown.
+
+Both objects are safe to share between threads (the dashboard's sessions): each cached value is
+computed once, under a lock, and then treated as read-only.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from functools import cached_property
+from typing import Any, TypeVar
+
+import numpy as np
+
+from ..core.curves import CCCurve, RCCurve, calibration_coverage_curve, hierarchical_gain, rc_curve_from_paths
+from ..core.evaluation import Precision, decision_paths_from_logits, node_probabilities_rows, node_probability_chunks
+from ..core.evaluation import threshold_grid_from_logits
+from ..core.hierarchy import Hierarchy
+from ..core.probabilities import fit_temperature
+from ..core.protocol import CALIBRATION_FRACTION, SPLIT_SEED, calibration_mask, check_protocol, evaluation_mask
+from ..core.risk import LOSSES, Loss, hierarchical_correctness
+from ..core.rules import RULES, DecisionPaths, Rule
+from ..core.thresholds import climbing_tight_thresholds
+from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, BootstrapResult, bootstrap_haurc
+from ..core.validation import check_labels, check_logits
+from .results import ResultRow, hierarchy_hash, result_row
+
+Progress = Callable[[int, int], None]
+T = TypeVar("T")
+
+
+class _Memo:
+    """Values computed once per key, under one re-entrant lock (sessions share these objects)."""
+
+    def __init__(self) -> None:
+        self._values: dict[Hashable, Any] = {}
+        self._lock = threading.RLock()
+
+    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
+        with self._lock:
+            if key not in self._values:
+                self._values[key] = compute()
+            return self._values[key]
+
+
+class EvaluationSet:
+    """The samples one temperature setting is evaluated on, and each rule's decision paths.
+
+    Made by ``ModelEvaluation.setting``; not built directly. ``rows`` are the evaluated rows of
+    the model's logits (the protocol's choice ∩ the subset), shared with it, never copied.
+
+    Attributes
+    ----------
+    evaluation : the ``ModelEvaluation`` it belongs to.
+    ts : whether the temperature is applied.
+    temperature : the T applied (1.0 without temperature scaling).
+    rows : (n,) int64 rows of the model's logits, ascending.
+    labels : (n,) true leaves of those rows.
+    paths : rule → ``DecisionPaths`` of shape (n, n_records).
+    """
+
+    def __init__(self, evaluation: ModelEvaluation, ts: bool, rows: np.ndarray, progress: Progress | None) -> None:
+        self.evaluation = evaluation
+        self.ts = bool(ts)
+        self.temperature = evaluation.temperature if ts else 1.0
+        self.rows = rows
+        self.labels = evaluation.labels[rows]
+        if rows.size == 0:
+            raise ValueError(f"{evaluation.name}: no samples to evaluate in subset {evaluation.subset_name!r}")
+        self.paths: dict[str, DecisionPaths] = decision_paths_from_logits(
+            evaluation.hierarchy, evaluation.logits, self.temperature, RULES, progress=progress,
+            precision=evaluation.precision, rows=rows)
+        self._memo = _Memo()
+
+    # ------------------------------------------------------------------ samples
+    @property
+    def hierarchy(self) -> Hierarchy:
+        return self.evaluation.hierarchy
+
+    @property
+    def n(self) -> int:
+        """Number of evaluated samples."""
+        return int(self.rows.size)
+
+    @cached_property
+    def sample_ids(self) -> np.ndarray:
+        """(n,) sample ids of the evaluated rows ("row <i>" when the model has none)."""
+        ids = self.evaluation.sample_ids
+        return np.array([f"row {i}" for i in self.rows]) if ids is None else ids[self.rows]
+
+    @cached_property
+    def sources(self) -> np.ndarray | None:
+        src = self.evaluation.sources
+        return None if src is None else src[self.rows]
+
+    @cached_property
+    def leaf_pred(self) -> np.ndarray:
+        """(n,) the arg-max leaf of each sample (every rule's first record)."""
+        return self.paths[RULES[0]].nodes[:, 0]
+
+    @cached_property
+    def leaf_conf(self) -> np.ndarray:
+        """(n,) the arg-max leaf's probability (clipped to 1, as the rules read it)."""
+        return self.paths[RULES[0]].values[:, 0]
+
+    @cached_property
+    def top1(self) -> float:
+        """Top-1 accuracy of the evaluated samples."""
+        return float((self.leaf_pred == self.labels).mean())
+
+    @cached_property
+    def id_index(self) -> dict[str, int]:
+        """Sample id → position among the evaluated samples."""
+        return {str(s): i for i, s in enumerate(self.sample_ids.tolist())}
+
+    @cached_property
+    def most_confident_wrong(self) -> np.ndarray:
+        """Positions whose arg-max leaf is wrong, most confident first."""
+        wrong = np.flatnonzero(self.leaf_pred != self.labels)
+        return wrong[np.argsort(-self.leaf_conf[wrong], kind="stable")]
+
+    @cached_property
+    def rows_by_class(self) -> dict[int, np.ndarray]:
+        """True leaf → positions of its evaluated samples."""
+        order = np.argsort(self.labels, kind="stable")
+        classes, starts = np.unique(self.labels[order], return_index=True)
+        return dict(zip(classes.tolist(), np.split(order, starts[1:])))
+
+    def node_probabilities(self, positions: int | Sequence[int] | np.ndarray) -> np.ndarray:
+        """Node probabilities of a few evaluated samples, (len(positions), n_nodes), on demand.
+
+        Bit-identical to the rows the decision paths were built from.
+        """
+        pos = np.atleast_1d(np.asarray(positions, dtype=np.int64))
+        return node_probabilities_rows(self.hierarchy, self.evaluation.logits, self.rows[pos], self.temperature,
+                                       self.evaluation.precision)
+
+    def node_row(self, position: int) -> np.ndarray:
+        """(n_nodes,) node probabilities of one sample as the rules read them (≤ 1, root = 1)."""
+        row = np.minimum(self.node_probabilities([position])[0], 1.0)
+        row[self.hierarchy.root] = 1.0
+        return row
+
+    def predict(self, rule: Rule, theta: float) -> tuple[np.ndarray, np.ndarray]:
+        """(nodes, confidences) of ``rule`` at θ for every evaluated sample, each (n,)."""
+        return self.paths[rule].predict(theta)
+
+    def correctness(self, nodes: np.ndarray, positions: np.ndarray | None = None) -> np.ndarray:
+        """Hierarchical correctness of predicted ``nodes`` for the samples at ``positions`` (all)."""
+        labels = self.labels if positions is None else self.labels[positions]
+        return hierarchical_correctness(self.hierarchy, nodes, labels)
+
+    # ------------------------------------------------------------------ curves and numbers
+    def theta_grid(self, dec: int = 2, *, progress: Progress | None = None) -> np.ndarray:
+        """The authors' θ grid: node probabilities rounded to ``dec`` decimals, ascending."""
+        return self._memo.get(("grid", dec), lambda: threshold_grid_from_logits(
+            self.hierarchy, self.evaluation.logits, self.temperature, dec, progress=progress,
+            precision=self.evaluation.precision, rows=self.rows))
+
+    def curves(self, loss: Loss = "01", dec: int | None = None, *,
+               progress: Progress | None = None) -> dict[str, RCCurve]:
+        """rule → hierarchical RC curve (exact, or on the authors' ``dec`` grid)."""
+        if loss not in LOSSES:
+            raise ValueError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
+
+        def compute() -> dict[str, RCCurve]:
+            grid = None if dec is None else self.theta_grid(dec, progress=progress)
+            return {rule: rc_curve_from_paths(self.hierarchy, p, self.labels, loss, grid)
+                    for rule, p in self.paths.items()}
+        return self._memo.get(("curves", loss, dec), compute)
+
+    def curve(self, rule: Rule, loss: Loss = "01", dec: int | None = None) -> RCCurve:
+        return self.curves(loss, dec)[rule]
+
+    def haurc(self, rule: Rule, loss: Loss = "01", dec: int | None = None) -> float:
+        """Area under ``rule``'s hierarchical RC curve (raw; the paper prints ×1000)."""
+        return self.curve(rule, loss, dec).haurc
+
+    def gain(self, rule: Rule, loss: Loss = "01", dec: int | None = None) -> float:
+        """hAURC reduction of ``rule`` vs Selective, in percent (Selective's own is 0)."""
+        if rule == "selective":
+            return 0.0
+        return hierarchical_gain(self.haurc("selective", loss, dec), self.haurc(rule, loss, dec))
+
+    def cc_curves(self, n_bins: int = 15, *, progress: Progress | None = None) -> dict[str, CCCurve]:
+        """rule → calibration–coverage curve on the authors' 2-decimal θ grid."""
+        def compute() -> dict[str, CCCurve]:
+            grid = self.theta_grid(2, progress=progress)
+            return {rule: calibration_coverage_curve(self.hierarchy, None, self.labels, rule, thresholds=grid,
+                                                     n_bins=n_bins, paths=p) for rule, p in self.paths.items()}
+        return self._memo.get(("cc", n_bins), compute)
+
+    def bootstrap(self, loss: Loss = "01", *, n_resamples: int = N_RESAMPLES,
+                  seed: int = BOOTSTRAP_SEED) -> BootstrapResult:
+        """95 % paired percentile-bootstrap intervals of every rule's hAURC and gain."""
+        return self._memo.get(("boot", loss, n_resamples, seed), lambda: bootstrap_haurc(
+            self.hierarchy, self.labels, self.paths, loss=loss, n_resamples=n_resamples, seed=seed))
+
+    def tight_thresholds(self, *, progress: Progress | None = None) -> np.ndarray:
+        """(n,) each sample's minimal θ at which Climbing is correct (``climbing_tight_thresholds``)."""
+        def compute() -> np.ndarray:
+            out = np.empty(self.n)
+            ev = self.evaluation
+            for start, probs in node_probability_chunks(self.hierarchy, ev.logits, temperature=self.temperature,
+                                                        rows=self.rows, progress=progress, precision=ev.precision):
+                out[start: start + probs.shape[0]] = climbing_tight_thresholds(
+                    self.hierarchy, probs, self.labels[start: start + probs.shape[0]])
+            return out
+        return self._memo.get("tight", compute)
+
+    def results(self, losses: Sequence[Loss] = ("01",), dec: int | None = None, *, intervals: bool = False,
+                n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> list[ResultRow]:
+        """Tidy rows of this setting: top-1 (and T with TS), then hAURC and gain of every rule per
+        loss, with bootstrap intervals when ``intervals`` (exact curves only: ``dec`` is None)."""
+        if intervals and dec is not None:
+            raise ValueError("bootstrap intervals are computed on the exact curves; use dec=None")
+        ev = self.evaluation
+        rows = [ev.row(self, "", "", "top1", self.top1)]
+        if self.ts:
+            rows.append(ev.row(self, "", "", "temperature", self.temperature))
+        for loss in losses:
+            boot = self.bootstrap(loss, n_resamples=n_resamples, seed=seed) if intervals else None
+            for rule in self.paths:
+                h = boot.haurc[rule] if boot else None
+                rows.append(ev.row(self, rule, loss, "haurc", self.haurc(rule, loss, dec), h and (h.low, h.high),
+                                   dec, boot and n_resamples))
+                g = boot.gain.get(rule) if boot else None
+                rows.append(ev.row(self, rule, loss, "gain_percent", self.gain(rule, loss, dec), g and (g.low, g.high),
+                                   dec, boot and n_resamples))
+        return rows
+
+
+class ModelEvaluation:
+    """One model's logits under the evaluation protocol.
+
+    Parameters
+    ----------
+    hierarchy : the class tree; the logits' columns are its leaves, in order.
+    logits : (n_samples, n_leaves) model outputs, any float dtype; kept, never copied.
+    labels : (n_samples,) true leaf indices.
+    name, dataset : what the results are labelled with.
+    sample_ids, sources : optional (n_samples,) arrays (sources: the data subset of each sample).
+    subset : optional (n_samples,) boolean mask: only these samples are *evaluated* (T is always
+        fitted on the whole file's calibration split, so every subset shares one T).
+    subset_name : what the results call the subset ("all" without one).
+    protocol : ``"project"`` (default: every metric on the evaluation split) or ``"paper"`` (the
+        authors': metrics without TS on all samples, with TS on the held-out split).
+    cal_fraction, seed : the calibration split (``core.protocol.calibration_mask``).
+    precision : ``"float32"`` / ``"float64"`` node probabilities; None follows the logits.
+    file, manifest : provenance, shown in reports.
+
+    Examples
+    --------
+    >>> from hsc_core.core.synthetic import synthetic_logits
+    >>> from hsc_core.core.hierarchy import Hierarchy
+    >>> h = Hierarchy.flat(4)
+    >>> logits, labels = synthetic_logits(h, 400, seed=0)
+    >>> ev = ModelEvaluation(h, logits, labels, name="toy")
+    >>> ev.setting(ts=False).n                       # the 90 % evaluation split
+    360
+    >>> round(ev.setting(ts=False).gain("climbing"), 6)   # a flat tree: climbing = selective
+    0.0
+    """
+
+    def __init__(
+        self,
+        hierarchy: Hierarchy,
+        logits: np.ndarray,
+        labels: np.ndarray,
+        *,
+        name: str = "model",
+        dataset: str = "",
+        sample_ids: np.ndarray | None = None,
+        sources: np.ndarray | None = None,
+        subset: np.ndarray | None = None,
+        subset_name: str = "all",
+        protocol: str = "project",
+        cal_fraction: float = CALIBRATION_FRACTION,
+        seed: int = SPLIT_SEED,
+        precision: Precision | None = None,
+        file: str = "",
+        manifest: Mapping | None = None,
+    ) -> None:
+        arr = np.asarray(logits)
+        check_logits(arr[:1], hierarchy.n_leaves)  # shape, class count, dtype; finiteness per chunk
+        n = arr.shape[0]
+        self.hierarchy = hierarchy
+        self.logits = arr
+        self.labels = check_labels(labels, n, hierarchy.n_leaves)
+        self.name, self.dataset, self.file = str(name), str(dataset), str(file)
+        self.manifest = dict(manifest or {})
+        self.sample_ids = None if sample_ids is None else _per_sample(sample_ids, n, "sample_ids")
+        self.sources = None if sources is None else _per_sample(sources, n, "sources")
+        self.subset = None if subset is None else _per_sample(subset, n, "subset").astype(bool)
+        self.subset_name = subset_name
+        self.protocol = check_protocol(protocol)
+        self.cal_fraction, self.seed = float(cal_fraction), int(seed)
+        self.precision = precision
+        self._memo = _Memo()
+
+    @classmethod
+    def from_bundle(cls, bundle: Any, hierarchy: Hierarchy, **options: Any) -> ModelEvaluation:
+        """From a ``datasets.logits_io.LogitsBundle`` (name, ids, sources and manifest taken from it)."""
+        options.setdefault("name", bundle.name)
+        options.setdefault("manifest", bundle.manifest)
+        if bundle.n_classes != hierarchy.n_leaves:
+            raise ValueError(f"{options.get('file') or bundle.name}: logits have {bundle.n_classes} classes but the "
+                             f"hierarchy has {hierarchy.n_leaves} leaves")
+        return cls(hierarchy, bundle.logits, bundle.labels, sample_ids=bundle.sample_ids, sources=bundle.sources,
+                   **options)
+
+    # ------------------------------------------------------------------ the protocol
+    @property
+    def n_samples(self) -> int:
+        return int(self.labels.size)
+
+    @cached_property
+    def calibration(self) -> np.ndarray:
+        """(n_samples,) boolean mask of the calibration split, on which T is fitted."""
+        return calibration_mask(self.labels, self.cal_fraction, self.seed)
+
+    @property
+    def n_cal(self) -> int:
+        return int(self.calibration.sum())
+
+    @cached_property
+    def temperature(self) -> float:
+        """T fitted by NLL on the calibration split."""
+        return self._memo.get("T", lambda: float(fit_temperature(self.logits[self.calibration],
+                                                                 self.labels[self.calibration])))
+
+    @cached_property
+    def hierarchy_hash(self) -> str:
+        return hierarchy_hash(self.hierarchy)
+
+    def rows_for(self, ts: bool) -> np.ndarray:
+        """(n,) ascending rows evaluated with or without TS: the protocol's choice ∩ the subset."""
+        mask = evaluation_mask(self.calibration, ts=ts, protocol=self.protocol)
+        if self.subset is not None:
+            mask = mask & self.subset
+        return np.flatnonzero(mask)
+
+    def setting(self, ts: bool, *, progress: Progress | None = None) -> EvaluationSet:
+        """The ``EvaluationSet`` with (``ts=True``) or without temperature scaling, built once.
+
+        ``progress(done, total)`` is called while its decision paths are built (first call only).
+        """
+        return self._memo.get(("set", bool(ts)), lambda: EvaluationSet(self, bool(ts), self.rows_for(ts), progress))
+
+    # ------------------------------------------------------------------ results
+    def results(self, losses: Sequence[Loss] = LOSSES, dec: int | None = None, *, settings: Sequence[bool] = (False, True),
+                intervals: bool = False, n_resamples: int = N_RESAMPLES,
+                seed: int = BOOTSTRAP_SEED) -> list[ResultRow]:
+        """Tidy result rows (``results.RESULT_COLUMNS``) of every setting, rule and loss."""
+        out: list[ResultRow] = []
+        for ts in settings:
+            out += self.setting(ts).results(losses, dec, intervals=intervals, n_resamples=n_resamples, seed=seed)
+        return out
+
+    def row(self, es: EvaluationSet, rule: str, loss: str, metric: str, value: float,
+            ci: tuple[float, float] | None = None, dec: int | None = None, n_resamples: int | None = None) -> ResultRow:
+        """One tidy row of ``es`` (used by ``EvaluationSet.results``)."""
+        return result_row(model=self.name, dataset=self.dataset, hierarchy_hash=self.hierarchy_hash,
+                          subset=self.subset_name, protocol=self.protocol, rule=rule, loss=loss, ts=es.ts,
+                          temperature=es.temperature, dec=dec, metric=metric, value=value, ci=ci,
+                          n_resamples=n_resamples, n_eval=es.n, n_cal=self.n_cal, seed=self.seed)
+
+
+def _per_sample(values: Any, n: int, what: str) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.shape != (n,):
+        raise ValueError(f"{what} must have shape ({n},), got {arr.shape}")
+    return arr
