@@ -1,3 +1,137 @@
-"""HSC toolkit: Hierarchical Selective Classification (Goren, Galil & El-Yaniv, NeurIPS 2024)."""
+"""HSC toolkit: Hierarchical Selective Classification (Goren, Galil & El-Yaniv, NeurIPS 2024).
 
-__version__ = "0.2.0"
+The few names a researcher needs, importable from the package itself::
+
+    from hsc_core import ModelEvaluation, imagenet_hierarchy, load_logits
+
+    h = imagenet_hierarchy()
+    data = load_logits("cached_logits/efficientnet_lite0.npz")
+    ev = ModelEvaluation.from_bundle(data, h)
+    print(ev.setting(ts=True).haurc("climbing"))
+
+Names are loaded lazily on first use (as MAPIE and SciPy do), so ``import hsc_core`` is quick and
+never imports torch or Streamlit; the logits pipeline (``hsc_core.pipeline``) needs the
+``[pipeline]`` extra. Modules that moved in 0.2 (``hsc_core.hierarchy`` → ``hsc_core.core.hierarchy``
+…) still import from their old path, with a ``DeprecationWarning`` naming the new one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+import warnings
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.3.0"
+
+# name → module that defines it (relative to this package)
+_EXPORTS: dict[str, str] = {
+    # the hierarchy and data
+    "Hierarchy": "core.hierarchy",
+    "load_hierarchy": "datasets.formats",
+    "imagenet_hierarchy": "datasets.imagenet",
+    "load_dataset": "datasets.registry",
+    "load_logits": "datasets.logits_io",
+    "save_logits": "datasets.logits_io",
+    # probabilities
+    "softmax": "core.probabilities",
+    "node_probabilities": "core.probabilities",
+    "fit_temperature": "core.probabilities",
+    # the four rules
+    "RULES": "core.rules",
+    "decision_paths": "core.rules",
+    "selective_predict": "core.rules",
+    "climbing_predict": "core.rules",
+    "jumping_predict": "core.rules",
+    "max_coverage_predict": "core.rules",
+    # curves and metrics
+    "RCCurve": "core.curves",
+    "hierarchical_rc_curve": "core.curves",
+    "hierarchical_aurc": "core.curves",
+    "hierarchical_gain": "core.curves",
+    "bootstrap_haurc": "core.uncertainty",
+    # thresholds with a guarantee
+    "optimal_threshold": "core.thresholds",
+    "theorem1_epsilon": "core.thresholds",
+    "solve_theorem1": "core.thresholds",
+    # the evaluation layer
+    "ModelEvaluation": "evaluation.model",
+    "EvaluationSet": "evaluation.model",
+    "RESULT_COLUMNS": "evaluation.results",
+    "wide_table": "evaluation.results",
+    "to_csv": "evaluation.results",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+# Modules that moved when the package was split into core/, datasets/ and pipeline/ (0.2).
+_MOVED: dict[str, str] = {
+    "baselines": "core.baselines", "curves": "core.curves", "hierarchy": "core.hierarchy",
+    "probabilities": "core.probabilities", "risk": "core.risk", "rules": "core.rules",
+    "synthetic": "core.synthetic", "thresholds": "core.thresholds", "validation": "core.validation",
+    "build_imagenet_hierarchy": "datasets.build_imagenet_hierarchy", "imagenet": "datasets.imagenet",
+    "logits_io": "datasets.logits_io", "cache_logits": "pipeline.cache_logits",
+    "inference": "pipeline.inference", "models": "pipeline.models",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    if name in _MOVED:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports ``hsc_core.<old>`` as the module at its new path (the same module object, so
+    classes and caches are shared), with a DeprecationWarning that names the new path."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        package, _, leaf = fullname.rpartition(".")
+        if package != __name__ or leaf not in _MOVED:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: Any) -> Any:
+        new = f"{__name__}.{_MOVED[spec.name.rpartition('.')[2]]}"
+        warnings.warn(f"{spec.name} moved to {new}: import it from there (the old path goes in 0.4)",
+                      DeprecationWarning, stacklevel=2)
+        module = importlib.import_module(new)
+        self._real_spec = module.__spec__  # the import system overwrites __spec__ after this
+        return module
+
+    def exec_module(self, module: Any) -> None:
+        module.__spec__ = self._real_spec  # keep the module's own identity
+
+
+sys.meta_path.append(_MovedModules())
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the lazy names, statically
+    from .core.curves import RCCurve, hierarchical_aurc, hierarchical_gain, hierarchical_rc_curve
+    from .core.hierarchy import Hierarchy
+    from .core.probabilities import fit_temperature, node_probabilities, softmax
+    from .core.rules import (
+        RULES,
+        climbing_predict,
+        decision_paths,
+        jumping_predict,
+        max_coverage_predict,
+        selective_predict,
+    )
+    from .core.thresholds import optimal_threshold, solve_theorem1, theorem1_epsilon
+    from .core.uncertainty import bootstrap_haurc
+    from .datasets.formats import load_hierarchy
+    from .datasets.imagenet import imagenet_hierarchy
+    from .datasets.logits_io import load_logits, save_logits
+    from .datasets.registry import load_dataset
+    from .evaluation.model import EvaluationSet, ModelEvaluation
+    from .evaluation.results import RESULT_COLUMNS, to_csv, wide_table
