@@ -7,6 +7,8 @@ Prints, per data set, the seconds for the per-sample event tables plus ``n_resam
 resamples (decision paths are computed beforehand, as the dashboard caches them), the events per
 rule, and the resulting intervals. Then the temperature fit (``fit_temperature``, the dashboard's
 first step on a model) on ``--fit-n`` × ``--fit-n`` float16 logits, with its peak traced memory.
+With ``--inat21 N``: the severity-loss event tables and a short bootstrap on the 10,000-leaf synthetic
+taxonomy with N samples, with the peak traced memory of the events (row-blocked by the memory budget).
 """
 
 from __future__ import annotations
@@ -71,12 +73,43 @@ def run_fit(n: int) -> None:
           f"peak traced memory {peak / 2**20:,.0f} MB (the logits as float64 would be {n * n * 8 / 2**20:,.0f} MB)")
 
 
+def run_inat21(n: int, n_resamples: int) -> None:
+    import tracemalloc
+
+    from hsc_core.core.evaluation import decision_paths_from_logits
+    from hsc_core.core.synthetic import synthetic_taxonomy
+
+    h = synthetic_taxonomy()
+    logits, labels = synthetic_logits(h, n, top1=0.7, seed=0, dtype=np.float16)
+    paths = decision_paths_from_logits(h, logits)
+    del logits
+    tracemalloc.start()
+    t = time.perf_counter()
+    sizes = {rule: rule_events(h, paths[rule], labels, "severity").event_sample.size for rule in RULES}
+    ev_seconds, ev_peak = time.perf_counter() - t, tracemalloc.get_traced_memory()[1]
+    tracemalloc.reset_peak()
+    t = time.perf_counter()
+    res = bootstrap_haurc(h, labels, paths, loss="severity", n_resamples=n_resamples)
+    boot_seconds, boot_peak = time.perf_counter() - t, tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    records = sum(p.nodes.size for p in paths.values())
+    print(f"\niNat21-size synthetic ({h.n_leaves:,} leaves, {h.n_nodes:,} nodes, depth {h.max_depth}), {n:,} samples, "
+          f"severity loss: event tables of 4 rules ({sum(sizes.values()):,} events from {records:,} records) "
+          f"{ev_seconds:.1f} s, peak traced {ev_peak / 2**20:,.0f} MB; bootstrap ({n_resamples} resamples) "
+          f"{boot_seconds:.1f} s, peak traced {boot_peak / 2**20:,.0f} MB; climbing gain "
+          f"{res.gain['climbing'].estimate:.2f} % [{res.gain['climbing'].low:.2f}, {res.gain['climbing'].high:.2f}]")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=50_000, help="synthetic samples (0 skips)")
     ap.add_argument("--resamples", type=int, default=1000)
     ap.add_argument("--fit-n", type=int, default=10_000, help="samples = classes of the temperature fit (0 skips)")
+    ap.add_argument("--inat21", type=int, default=0, metavar="N",
+                    help="severity events + bootstrap on the 10,000-leaf synthetic taxonomy with N samples (0 skips)")
     args = ap.parse_args()
+    if args.inat21 > 0:
+        run_inat21(args.inat21, min(args.resamples, 200))
     h = imagenet_hierarchy()
     _ = h.leaf_paths, h.leaf_matrix, h.coverage
     print(f"machine: {platform.processor() or platform.machine()}, python {platform.python_version()}")

@@ -68,8 +68,9 @@ def test_chunked_nll_equals_log_softmax_across_chunk_boundaries(monkeypatch):
     rng = np.random.default_rng(1)
     logits = (rng.normal(size=(37, 11)) * 4).astype(np.float32)
     labels = rng.integers(0, 11, 37)
-    # 3 rows a chunk: 13 chunks, the last one short.
-    monkeypatch.setattr(probabilities, "_NLL_CHUNK_BYTES", 3 * 11 * 8)
+    # A budget of ~300 bytes: 3 rows of 11 float64 a chunk, 13 chunks, the last one short.
+    monkeypatch.setenv("HSC_MEMORY_BUDGET_MB", str(300 / 2**20))
+    assert probabilities.rows_per_chunk(11 * 8) == 3
     expected = -log_softmax(logits.astype(np.float64) / 0.7, axis=1)[np.arange(37), labels].mean()
     assert negative_log_likelihood(logits, labels, 0.7) == pytest.approx(expected, rel=1e-12)
     assert fit_temperature(logits, labels) == pytest.approx(_reference_temperature(logits, labels), rel=1e-6)
@@ -80,7 +81,7 @@ def test_temperature_fit_never_holds_an_n_by_c_float64_array(monkeypatch):
 
     import hsc_core.core.probabilities as probabilities
 
-    monkeypatch.setattr(probabilities, "_NLL_CHUNK_BYTES", 4 * 2**20)
+    monkeypatch.setenv("HSC_MEMORY_BUDGET_MB", "4")
     rng = np.random.default_rng(2)
     n, c = 2000, 4000  # 64 MB as float64; the float32 logits themselves are 32 MB
     logits = rng.normal(size=(n, c)).astype(np.float32)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
+from ..config import rows_per_chunk
 from .hierarchy import Hierarchy
 from .risk import hierarchical_correctness
 from .rules import decision_paths
@@ -18,9 +19,10 @@ def darts_rewards(hierarchy: Hierarchy) -> np.ndarray:
     return hierarchy.coverage * np.log2(hierarchy.n_leaves)
 
 
-def darts_predict(hierarchy: Hierarchy, node_probs: np.ndarray, lam: float, chunk: int = 4096) -> np.ndarray:
+def darts_predict(hierarchy: Hierarchy, node_probs: np.ndarray, lam: float) -> np.ndarray:
     """argmax_v (r(v) + λ)·f_v(x) per sample (first index on ties). Shape (n_samples,)."""
     probs = check_node_probs(node_probs, hierarchy.n_nodes)
+    chunk = rows_per_chunk(probs.shape[1] * probs.itemsize)  # the product's temporary stays in the budget
     weight = (darts_rewards(hierarchy) + lam).astype(probs.dtype)
     out = np.empty(probs.shape[0], dtype=np.int64)
     for s in range(0, probs.shape[0], chunk):  # chunks keep the product's temporary small

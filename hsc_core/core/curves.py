@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .hierarchy import Hierarchy
+from ..config import rows_per_chunk
 from .events import rule_events
 from .risk import Loss, hierarchical_correctness
 from .rules import DecisionPaths, Rule, decision_paths, theta_in_precision
@@ -86,7 +87,7 @@ def threshold_grid_keys(node_probs: np.ndarray, dec: int = 2, present: np.ndarra
     # Rounded in the probabilities' own precision, as the authors' torch.round; in place, in
     # row blocks, so the float temporaries stay small.
     probs = np.asarray(node_probs)
-    rows = max(1, (1 << 20) // max(1, probs.shape[1] if probs.ndim == 2 else 1))
+    rows = rows_per_chunk(8 * (probs.shape[1] if probs.ndim == 2 else 1))
     for start in range(0, probs.shape[0], rows):
         keys = np.clip(probs[start: start + rows], 0.0, 1.0)
         keys *= scale
@@ -97,14 +98,11 @@ def threshold_grid_keys(node_probs: np.ndarray, dec: int = 2, present: np.ndarra
     return present
 
 
-def rounded_threshold_grid(node_probs: np.ndarray, dec: int = 2, chunk: int = 8192) -> np.ndarray:
+def rounded_threshold_grid(node_probs: np.ndarray, dec: int = 2) -> np.ndarray:
     """The authors' θ set: unique node probabilities, clipped to ≤ 1, rounded to ``dec`` decimals."""
     if not 0 <= dec <= 6:
         raise ValueError(f"dec must be between 0 and 6, got {dec}")
-    present = np.zeros(10**dec + 1, dtype=bool)
-    for start in range(0, node_probs.shape[0], chunk):  # chunks keep the temporaries small
-        threshold_grid_keys(node_probs[start: start + chunk], dec, present)
-    return np.flatnonzero(present) / 10**dec
+    return np.flatnonzero(threshold_grid_keys(node_probs, dec)) / 10**dec  # row blocks inside
 
 
 def rc_curve_from_paths(

@@ -6,6 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize_scalar
 
+from ..config import rows_per_chunk
 from .hierarchy import Hierarchy
 from .validation import check_labels, check_logits
 
@@ -71,10 +72,6 @@ def _internal_leaf_matrix_t(hierarchy: Hierarchy, dtype: type) -> sp.csr_matrix:
     return cache[key]
 
 
-# Working memory of one row chunk of the NLL (float64 logits / T): bounded at any n × C.
-_NLL_CHUNK_BYTES = 32 * 2**20
-
-
 def negative_log_likelihood(logits: np.ndarray, labels: np.ndarray, temperature: float = 1.0) -> float:
     """Mean cross-entropy of softmax(logits / T) against integer labels."""
     logits = check_logits(logits)
@@ -93,7 +90,7 @@ def _nll(logits: np.ndarray, true_logit_sum: float, temperature: float) -> float
     T by up to ~4e-4 (relative) on the shipped logits, float64 keeps it exact to ~1e-12.
     """
     n, c = logits.shape
-    rows = max(1, _NLL_CHUNK_BYTES // (c * 8))
+    rows = rows_per_chunk(c * 8)  # one float64 buffer of the memory budget: bounded at any n × C
     buf = np.empty((min(rows, n), c))
     inv_t = 1.0 / temperature
     lse_sum = 0.0
