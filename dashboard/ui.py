@@ -7,6 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from hsc_core import config
 from hsc_core.core.protocol import PROTOCOL_TEXT
 
 from . import data, state
@@ -85,7 +86,7 @@ def notices() -> None:
 def no_models_message() -> None:
     st.warning(
         "No cached logits found in the cached-logits folder. Add `.npz` files there "
-        f"(set `{data.CACHED_LOGITS_ENV}` to use another folder) or upload one in the sidebar."
+        f"(set `{config.CACHED_LOGITS_DIR}` to use another folder) or upload one in the sidebar."
     )
 
 
@@ -157,8 +158,9 @@ def sidebar() -> None:
             dataset_picker(name, location, bundle)
         with st.expander("Add a data set (hierarchy + class list)"):
             dataset_upload_widget()
-        if data.synthetic_samples() is not None:
-            st.warning(f"Synthetic data (HSC_SYNTHETIC={data.synthetic_samples()}): for benchmarks and demos only.")
+        synthetic = config.synthetic_samples()
+        if synthetic is not None:
+            st.warning(f"Synthetic data ({config.SYNTHETIC}={synthetic}): for benchmarks and demos only.")
         if bundle is not None:
             options = data.subset_options(bundle)
             if state.get("subset") not in options:
