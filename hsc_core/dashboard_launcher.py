@@ -1,7 +1,7 @@
 """``hsc dashboard``: start the Streamlit dashboard, from a source checkout or from an installed wheel.
 
 In a checkout this is ``streamlit run app.py`` in the repository. An installed wheel carries
-``app.py``, ``pages/`` and the Streamlit config as the package ``hsc_dashboard_app`` (see
+``app.py``, ``app_pages/`` and the Streamlit config as the package ``hsc_dashboard_app`` (see
 pyproject.toml), with the shipped example logits; this runs that copy. Streamlit runs with the
 app's folder as its working directory, so its ``.streamlit/config.toml`` applies.
 
