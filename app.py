@@ -1,7 +1,8 @@
 """Hierarchical Selective Classification dashboard.
 
 Run with ``streamlit run app.py``. The model picker, data subset and temperature-scaling toggle
-live in the sidebar and apply to every page; all settings are mirrored in the URL.
+live in the sidebar and apply to every page; all settings are mirrored in the URL (written here at the
+end of each full run, and by ``state.fragment`` after each fragment rerun).
 """
 
 import streamlit as st
@@ -13,18 +14,22 @@ state.init_state()
 if state.get("presenter"):
     st.set_page_config(initial_sidebar_state="collapsed")
 
+# The page files live in app_pages/, not pages/: Streamlit treats a folder named pages/ beside the
+# entry point as its legacy multipage app and, on a fresh server, would run a deep link such as
+# /explorer as that file alone, without this script. The url_path values are the deep links.
 PAGES = [
-    st.Page("pages/overview.py", title="Overview", icon=":material/home:", url_path="overview", default=True),
-    st.Page("pages/story.py", title="Guided story", icon=":material/school:", url_path="story"),
-    st.Page("pages/explorer.py", title="Explorer", icon=":material/account_tree:", url_path="explorer"),
-    st.Page("pages/risk_coverage.py", title="Risk–Coverage", icon=":material/show_chart:", url_path="risk_coverage"),
-    st.Page("pages/calibration_coverage.py", title="Calibration–Coverage", icon=":material/tune:",
+    st.Page("app_pages/overview.py", title="Overview", icon=":material/home:", url_path="overview", default=True),
+    st.Page("app_pages/story.py", title="Guided story", icon=":material/school:", url_path="story"),
+    st.Page("app_pages/explorer.py", title="Explorer", icon=":material/account_tree:", url_path="explorer"),
+    st.Page("app_pages/risk_coverage.py", title="Risk–Coverage", icon=":material/show_chart:",
+            url_path="risk_coverage"),
+    st.Page("app_pages/calibration_coverage.py", title="Calibration–Coverage", icon=":material/tune:",
             url_path="calibration_coverage"),
-    st.Page("pages/guaranteed_accuracy.py", title="Guaranteed accuracy", icon=":material/verified:",
+    st.Page("app_pages/guaranteed_accuracy.py", title="Guaranteed accuracy", icon=":material/verified:",
             url_path="guaranteed_accuracy"),
-    st.Page("pages/compare_models.py", title="Compare models", icon=":material/compare_arrows:",
+    st.Page("app_pages/compare_models.py", title="Compare models", icon=":material/compare_arrows:",
             url_path="compare_models"),
-    st.Page("pages/try_an_image.py", title="Try an image", icon=":material/image:", url_path="try_an_image"),
+    st.Page("app_pages/try_an_image.py", title="Try an image", icon=":material/image:", url_path="try_an_image"),
 ]
 
 page = st.navigation(PAGES)
@@ -34,7 +39,12 @@ with st.sidebar:
                help="Bigger type for a projector, page controls folded away; the link keeps it (presenter=1).")
 ui.presenter_style()
 report.sidebar_button()
-state.write_query_params()
 ui.notices()
 ui.mark_entry()
-page.run()
+try:
+    page.run()
+finally:
+    # The full run's one URL write, after the page so that what the page itself settles (Explorer's
+    # sample, the story's step) is in the link too; also when the page stops early (st.stop).
+    # Fragment-only reruns write through state.fragment.
+    state.write_query_params()

@@ -151,7 +151,7 @@ def main() -> None:
         print()
         for page, slider, title in [("risk_coverage", "_w.rc.theta", "Risk–Coverage"),
                                     ("explorer", "_w.ex.theta", "Explorer")]:
-            at.switch_page(f"pages/{page}.py").run()
+            at.switch_page(f"app_pages/{page}.py").run()
             ms = []
             for theta in thetas[:10]:
                 a = time.perf_counter()

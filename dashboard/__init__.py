@@ -1,4 +1,4 @@
-"""Helpers for the Streamlit dashboard (``app.py`` + ``pages/``).
+"""Helpers for the Streamlit dashboard (``app.py`` + ``app_pages/``).
 
 * ``data``  — where models come from, loading, the temperature-scaling split and every cached
   computation (node probabilities, decision paths, curves, summaries).

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from hsc_core import config
 from hsc_core.core.curves import (
     CCCurve,
     RCCurve,
@@ -72,10 +73,11 @@ from hsc_core.datasets.registry import (
 )
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-CACHED_LOGITS_ENV = "HSC_CACHED_LOGITS_DIR"
-DATASETS_ENV = "HSC_DATASETS_DIR"
-SYNTHETIC_ENV = "HSC_SYNTHETIC"
-SYNTHETIC_TAXONOMY_ENV = "HSC_SYNTHETIC_TAXONOMY"
+# Every HSC_* variable is read by hsc_core.config; these names stay for the pages and tests.
+CACHED_LOGITS_ENV = config.CACHED_LOGITS_DIR
+DATASETS_ENV = config.DATASETS_DIR
+SYNTHETIC_ENV = config.SYNTHETIC
+SYNTHETIC_TAXONOMY_ENV = config.SYNTHETIC_TAXONOMY
 SYNTHETIC_PREFIX = "synthetic:"
 IMAGENET = "imagenet1k"
 SYNTHETIC_TAXONOMY = "synthetic-taxonomy-10k"  # only in synthetic mode, never offered to users
@@ -119,26 +121,18 @@ def _session_value(key: str) -> dict:
 
 # ---------------------------------------------------------------------------- catalog
 def cached_logits_dir() -> Path:
-    env = os.environ.get(CACHED_LOGITS_ENV)
-    return Path(env) if env else REPO_ROOT / "cached_logits"
+    """``$HSC_CACHED_LOGITS_DIR``, else ``<repo>/cached_logits`` (:func:`hsc_core.config.cached_logits_dir`)."""
+    return config.cached_logits_dir()
 
 
 def synthetic_samples() -> int | None:
     """Samples of the synthetic model when ``HSC_SYNTHETIC`` is set (benchmark/demo only)."""
-    raw = os.environ.get(SYNTHETIC_ENV, "").strip()
-    if not raw:
-        return None
-    try:
-        n = int(raw)
-    except ValueError:
-        return None
-    return n if n > 0 else None
+    return config.synthetic_samples()
 
 
 def synthetic_dataset() -> str:
     """The synthetic model's data set: the ImageNet tree, or the 10,000-leaf synthetic taxonomy."""
-    flag = os.environ.get(SYNTHETIC_TAXONOMY_ENV, "").strip().lower()
-    return SYNTHETIC_TAXONOMY if flag in ("1", "true", "yes", "on") else IMAGENET
+    return SYNTHETIC_TAXONOMY if config.synthetic_taxonomy() else IMAGENET
 
 
 def model_catalog(uploaded: dict[str, str] | None = None) -> dict[str, str]:
@@ -184,9 +178,9 @@ def stamp(location: str) -> tuple[int, int, int]:
 
 # ---------------------------------------------------------------------------- data sets
 def datasets_dir() -> Path:
-    """The user's data-set folders: ``$HSC_DATASETS_DIR``, else ``datasets/`` beside the logits folder."""
-    env = os.environ.get(DATASETS_ENV)
-    return Path(env) if env else cached_logits_dir().parent / "datasets"
+    """The user's data-set folders: ``$HSC_DATASETS_DIR``, else ``datasets/`` beside the logits folder
+    (:func:`hsc_core.config.datasets_dir`, the default the library and the ``hsc`` command use too)."""
+    return config.datasets_dir()
 
 
 def dataset_catalog() -> dict[str, str]:
@@ -339,17 +333,14 @@ def add_session_dataset(name: str, filename: str, hierarchy: bytes, classes: byt
 # ---------------------------------------------------------------------------- loading
 UPLOAD_PREFIX = "upload:"  # location of a file uploaded in this session: upload:<random token>/<name>
 UPLOADED_BUNDLES = "_uploaded_bundles"  # session state: upload location → its validated LogitsBundle
-MAX_UPLOAD_ENV = "HSC_MAX_UPLOAD_MB"
-MAX_UPLOAD_MB = 200  # default cap on an uploaded file's arrays, inflated (the shipped files hold 11 MB)
+MAX_UPLOAD_ENV = config.MAX_UPLOAD_MB
+MAX_UPLOAD_MB = int(config.DEFAULT_MAX_UPLOAD_MB)  # default cap on an uploaded file's arrays, inflated
 
 
 def max_upload_bytes() -> int:
-    """The cap on an upload's inflated arrays: ``$HSC_MAX_UPLOAD_MB`` MB when set, else 200 MB."""
-    try:
-        mb = float(os.environ.get(MAX_UPLOAD_ENV, "") or MAX_UPLOAD_MB)
-    except ValueError:
-        mb = MAX_UPLOAD_MB
-    return int((mb if mb > 0 else MAX_UPLOAD_MB) * 1_000_000)
+    """The cap on an upload's inflated arrays: ``$HSC_MAX_UPLOAD_MB`` MB when set, else 200 MB
+    (:func:`hsc_core.config.max_upload_bytes`; the shipped files hold 11 MB)."""
+    return config.max_upload_bytes()
 
 
 def _cache_resource(**kwargs):

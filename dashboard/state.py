@@ -4,12 +4,15 @@ Each setting has one *canonical* key in ``st.session_state`` (``theta``, ``model
 their own keys and copy their value back in an ``on_change`` callback (``bind``), so a setting
 survives switching pages (Streamlit drops a widget's state when its page is not shown).
 
-The URL query string mirrors the canonical keys: read once when a session starts, written
-whenever a run or a fragment rerun starts (callbacks have already updated the canonical values).
+The URL query string mirrors the canonical keys: read once when a session starts, and written
+from two places only: app.py at the end of every full run, and ``fragment`` (this module's
+wrapper of ``st.fragment``, which every page uses) at the end of every fragment run, since a
+fragment-only rerun (a slider move) does not run app.py. Pages never write the URL themselves.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -198,6 +201,25 @@ def write_query_params() -> None:
         enc = setting.encode(value)
         if qp.get(key) != enc:
             qp[key] = enc
+
+
+def fragment(func: Callable | None = None, **kwargs) -> Callable:
+    """``st.fragment`` (same arguments) that mirrors the settings in the URL when the fragment ends.
+
+    A fragment-only rerun runs neither app.py nor the rest of the page, so this is where such a
+    rerun's changes (θ from a slider, a solver's choice) reach the link; the write is in a
+    ``finally`` so an early ``return`` or ``st.stop()`` inside the fragment still writes. In a full
+    run the write is repeated by app.py at the end; only changed keys are ever sent.
+    """
+    def decorate(body: Callable) -> Callable:
+        @functools.wraps(body)  # st.fragment tells fragments apart by the wrapped function's name
+        def body_then_write(*args, **kw):
+            try:
+                return body(*args, **kw)
+            finally:
+                write_query_params()
+        return st.fragment(body_then_write, **kwargs)
+    return decorate if func is None else decorate(func)
 
 
 def _copy_back(widget_key: str, key: str, then: Callable[[], None] | None = None) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from hsc_core import config
 from hsc_core.core.protocol import PROTOCOL_TEXT
 
 from . import data, state
@@ -25,25 +26,21 @@ def mark_entry() -> None:
 
 
 def ensure_entrypoint() -> None:
-    """First line of every page: make sure the page runs inside app.py's navigation.
+    """First line of every page: inside app.py's navigation (which marks the run right before it
+    runs the page) do nothing; when the page file is the main script itself (``streamlit run
+    app_pages/explorer.py``, or ``AppTest.from_file`` on a page in the tests) do app.py's setup
+    here, without the navigation, so the page still has its sidebar, state and URL.
 
-    Streamlit still honours its legacy "pages/ folder" mode until some run calls st.navigation:
-    the first request of a fresh server for e.g. ``/explorer`` executes ``pages/explorer.py``
-    alone, without app.py (no sidebar, no state). Switch the process to st.navigation and rerun;
-    the URL paths of app.py's pages equal the file names, so the same page is shown.
+    The pages live in ``app_pages/``, not ``pages/``, so Streamlit never runs a page file alone
+    through its legacy "pages/ folder" mode: a deep link such as ``/explorer`` always runs app.py.
     """
     if st.session_state.pop(ENTRY_FLAG, False):
         return
-    from streamlit.runtime.pages_manager import PagesManager
-
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
-    # The page file is the main script itself (``streamlit run pages/explorer.py`` or
-    # ``AppTest.from_file`` on a page): do app.py's setup here, without the navigation.
     st.set_page_config(page_title="Hierarchical Selective Classification", layout="wide")
     state.init_state()
     sidebar()
+    # Standing in for app.py's write, which this run does not reach: there is no end-of-run hook,
+    # so what the page settles later reaches the URL when its fragment ends (state.fragment).
     state.write_query_params()
     notices()
 
@@ -85,7 +82,7 @@ def notices() -> None:
 def no_models_message() -> None:
     st.warning(
         "No cached logits found in the cached-logits folder. Add `.npz` files there "
-        f"(set `{data.CACHED_LOGITS_ENV}` to use another folder) or upload one in the sidebar."
+        f"(set `{config.CACHED_LOGITS_DIR}` to use another folder) or upload one in the sidebar."
     )
 
 
@@ -157,8 +154,9 @@ def sidebar() -> None:
             dataset_picker(name, location, bundle)
         with st.expander("Add a data set (hierarchy + class list)"):
             dataset_upload_widget()
-        if data.synthetic_samples() is not None:
-            st.warning(f"Synthetic data (HSC_SYNTHETIC={data.synthetic_samples()}): for benchmarks and demos only.")
+        synthetic = config.synthetic_samples()
+        if synthetic is not None:
+            st.warning(f"Synthetic data ({config.SYNTHETIC}={synthetic}): for benchmarks and demos only.")
         if bundle is not None:
             options = data.subset_options(bundle)
             if state.get("subset") not in options:

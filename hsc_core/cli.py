@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 from collections.abc import Sequence
+
+from . import config
 
 # name → (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -51,7 +52,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "hsc") -> int:
         print(f"{prog} {name}: interrupted", file=sys.stderr)
         return 130
     except (ValueError, OSError) as exc:  # HierarchyError, LogitsFileError … are ValueErrors
-        if os.environ.get("HSC_DEBUG"):
+        if config.debug():
             raise
         print(f"{prog} {name}: error: {exc}", file=sys.stderr)
         return 2

@@ -50,6 +50,12 @@ def _text(name: str) -> str:
     return os.environ.get(name, "").strip()
 
 
+def is_set(name: str) -> bool:
+    """Whether the variable ``name`` holds a non-blank value (e.g. a launcher passes a set one on,
+    and supplies its own default only when it is not)."""
+    return bool(_text(name))
+
+
 def _positive(name: str, default: float) -> float:
     """A positive number from the environment, else ``default``."""
     try:

@@ -1,7 +1,7 @@
 """``hsc dashboard``: start the Streamlit dashboard, from a source checkout or from an installed wheel.
 
 In a checkout this is ``streamlit run app.py`` in the repository. An installed wheel carries
-``app.py``, ``pages/`` and the Streamlit config as the package ``hsc_dashboard_app`` (see
+``app.py``, ``app_pages/`` and the Streamlit config as the package ``hsc_dashboard_app`` (see
 pyproject.toml), with the shipped example logits; this runs that copy. Streamlit runs with the
 app's folder as its working directory, so its ``.streamlit/config.toml`` applies.
 
@@ -18,10 +18,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from . import config
+
 # A checkout: hsc_core/ sits beside app.py and dashboard/.
 _CHECKOUT = Path(__file__).resolve().parents[1]
 INSTALLED_APP_PACKAGE = "hsc_dashboard_app"
-CACHED_LOGITS_ENV = "HSC_CACHED_LOGITS_DIR"  # read by dashboard.data.cached_logits_dir
+CACHED_LOGITS_ENV = config.CACHED_LOGITS_DIR  # read by hsc_core.config.cached_logits_dir
 
 
 def app_path() -> Path:
@@ -65,8 +67,8 @@ def streamlit_command(args: argparse.Namespace) -> tuple[list[str], Path, dict[s
         if not folder.is_dir():
             raise FileNotFoundError(f"--logits-dir {args.logits_dir}: no such folder")
         env[CACHED_LOGITS_ENV] = str(folder)
-    elif env.get(CACHED_LOGITS_ENV):
-        env[CACHED_LOGITS_ENV] = str(Path(env[CACHED_LOGITS_ENV]).expanduser().resolve())
+    elif config.is_set(CACHED_LOGITS_ENV):  # made absolute: Streamlit runs in another folder
+        env[CACHED_LOGITS_ENV] = str(config.cached_logits_dir().resolve())
     elif app.parent != _CHECKOUT and (app.parent / "cached_logits").is_dir():
         env[CACHED_LOGITS_ENV] = str(app.parent / "cached_logits")  # the wheel's example logits
     return cmd, app.parent, env

@@ -36,14 +36,14 @@ APP = str(ROOT / "app.py")
 DATA = ROOT / "hsc_core" / "datasets" / "data"
 TIMEOUT = 180
 PAGES = {
-    "pages/overview.py": "Hierarchical Selective Classification",
-    "pages/story.py": "Guided story",
-    "pages/explorer.py": "Explorer",
-    "pages/risk_coverage.py": "Risk–coverage",
-    "pages/calibration_coverage.py": "Calibration–coverage",
-    "pages/guaranteed_accuracy.py": "Guaranteed accuracy",
-    "pages/compare_models.py": "Compare models",
-    "pages/try_an_image.py": "Try an image",
+    "app_pages/overview.py": "Hierarchical Selective Classification",
+    "app_pages/story.py": "Guided story",
+    "app_pages/explorer.py": "Explorer",
+    "app_pages/risk_coverage.py": "Risk–coverage",
+    "app_pages/calibration_coverage.py": "Calibration–coverage",
+    "app_pages/guaranteed_accuracy.py": "Guaranteed accuracy",
+    "app_pages/compare_models.py": "Compare models",
+    "app_pages/try_an_image.py": "Try an image",
 }
 TOY_EDGES = [("animal", "cat"), ("animal", "dog"), ("vehicle", "car"), ("vehicle", "truck"), ("vehicle", "bus"),
              ("root", "animal"), ("root", "vehicle")]
@@ -90,20 +90,6 @@ def mixed_dir(tmp_path_factory) -> Path:
     _save(d / "unlabelled_net.npz", cifar_hierarchy(), 200, seed=5, manifest={"model": "unlabelled_net"})
     _save(d / "wrong_net.npz", cifar_hierarchy(), 150, seed=6, manifest={"model": "wrong_net", "dataset_id": "toy"})
     return d
-
-
-@pytest.fixture(autouse=True)
-def navigation_mode(monkeypatch):
-    """As in test_app_pages: a real server leaves Streamlit's legacy pages/ mode after the first run."""
-    from streamlit.runtime.pages_manager import PagesManager
-
-    original = PagesManager.__init__
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init)
 
 
 @pytest.fixture
@@ -161,13 +147,13 @@ def test_every_page_renders_on_cifar100(page, use_dir, cifar_dir):
     assert not at.error, errors(at)
     assert at.selectbox(key="_w.sb.model").value == "cifar_net"
     assert any("Data set: **cifar100**" in unescape(c.value) for c in at.sidebar.caption)  # named by the manifest
-    if page == "pages/try_an_image.py":  # ImageNet models only: the page says so
+    if page == "app_pages/try_an_image.py":  # ImageNet models only: the page says so
         assert any("ImageNet-1k models only" in i.value and "cifar100" in i.value for i in at.info)
 
 
 def test_cifar100_haurc_equals_library(use_dir, cifar_dir):
     use_dir(cifar_dir)
-    at = open_page("pages/risk_coverage.py")
+    at = open_page("app_pages/risk_coverage.py")
     assert_haurc_equals_library(at, cifar_hierarchy(), cifar_dir / "cifar_net.npz")
     # The authors' grid variant runs through the chunked θ grid.
     at.radio(key="_w.rc.dec").set_value("2").run()
@@ -176,7 +162,7 @@ def test_cifar100_haurc_equals_library(use_dir, cifar_dir):
     for rule in RULES:
         assert rc_haurc_table(at)[RULE_LABELS[rule]] == pytest.approx(1000 * want[(rule, "01")].haurc, rel=1e-12)
     # The Overview: the model's data set, its top-1 and every rule's exact hAURC without TS.
-    at.switch_page("pages/overview.py").run()
+    at.switch_page("app_pages/overview.py").run()
     assert not at.exception and not at.error, errors(at)
     table = frame(at, "top-1 (evaluation split)")
     assert list(table["model"]) == ["cifar_net"] and list(table["dataset"]) == ["cifar100"]
@@ -202,7 +188,7 @@ def test_explorer_shows_cifar100_superclasses(use_dir, cifar_dir):
         & (probs[:, trees] >= 0.99)
     assert climbs.any(), "the fixture should hold such a sample"
     i = int(np.flatnonzero(climbs)[0])
-    at = open_page("pages/explorer.py", {"sample": str(ids[i]), "theta": "0.99"})
+    at = open_page("app_pages/explorer.py", {"sample": str(ids[i]), "theta": "0.99"})
     assert not at.error, errors(at)
     info = "\n".join(m.value for m in at.markdown)
     assert "**True class:** maple tree" in info
@@ -224,10 +210,10 @@ def test_explorer_shows_cifar100_superclasses(use_dir, cifar_dir):
 # ---------------------------------------------------------------------------- user data set folder
 def test_user_dataset_folder_next_to_cached_logits(use_dir, mixed_dir):
     use_dir(mixed_dir)
-    at = open_page("pages/risk_coverage.py", {"model": "toy_net"})
+    at = open_page("app_pages/risk_coverage.py", {"model": "toy_net"})
     assert not at.error, errors(at)
     assert_haurc_equals_library(at, toy_hierarchy(), mixed_dir / "toy_net.npz")
-    at.switch_page("pages/explorer.py").run()
+    at.switch_page("app_pages/explorer.py").run()
     assert not at.exception and not at.error, errors(at)
     fig = at.get("plotly_chart")[0].proto.spec
     assert "animal" in fig or "vehicle" in fig
@@ -239,7 +225,7 @@ def test_user_dataset_folder_next_to_cached_logits(use_dir, mixed_dir):
 def test_unknown_dataset_shows_picker(use_dir, mixed_dir):
     use_dir(mixed_dir)
     location = str(mixed_dir / "unlabelled_net.npz")
-    at = open_page("pages/risk_coverage.py", {"model": "unlabelled_net"})
+    at = open_page("app_pages/risk_coverage.py", {"model": "unlabelled_net"})
     msg = unescape(errors(at))
     assert "unlabelled_net" in msg and "100 classes" in msg and "pick its data set in the sidebar" in msg
     picker = at.selectbox(key=f"_dataset_pick.{location}")
@@ -257,10 +243,10 @@ def test_unknown_dataset_shows_picker(use_dir, mixed_dir):
 
 def test_manifest_with_wrong_class_count(use_dir, mixed_dir):
     use_dir(mixed_dir)
-    at = open_page("pages/explorer.py", {"model": "wrong_net"})
+    at = open_page("app_pages/explorer.py", {"model": "wrong_net"})
     msg = unescape(errors(at))
     assert "wrong_net" in msg and "the logits have 100 classes but data set 'toy' has 5 classes" in msg
-    at.switch_page("pages/overview.py").run()  # listed as unusable; the toy model still summarised
+    at.switch_page("app_pages/overview.py").run()  # listed as unusable; the toy model still summarised
     assert not at.exception
     assert "wrong_net" in errors(at)
     assert "toy_net" in list(frame(at, "top-1 (evaluation split)")["model"])
@@ -269,7 +255,7 @@ def test_manifest_with_wrong_class_count(use_dir, mixed_dir):
 # ---------------------------------------------------------------------------- data set upload
 def test_add_a_dataset_in_the_sidebar(use_dir, mixed_dir):
     use_dir(mixed_dir)
-    at = open_page("pages/risk_coverage.py", {"model": "unlabelled_net"})
+    at = open_page("app_pages/risk_coverage.py", {"model": "unlabelled_net"})
     # A broken hierarchy (a cycle): a one-line error, nothing added.
     at.text_input(key="_ds_name").input("loop")
     at.file_uploader(key="_ds_tree").upload("loop.csv", b"parent,child\na,b\nb,a\nb,c\n", "text/csv").run()
@@ -296,12 +282,12 @@ def test_synthetic_taxonomy_is_opt_in(monkeypatch, use_dir, cifar_dir):
     use_dir(cifar_dir)
     monkeypatch.setenv("HSC_SYNTHETIC", "300")
     monkeypatch.setenv("HSC_SYNTHETIC_TAXONOMY", "1")
-    at = open_page("pages/explorer.py")
+    at = open_page("app_pages/explorer.py")
     assert at.selectbox(key="_w.sb.model").options == ["synthetic-300-taxonomy"]
     assert any("Synthetic data" in w.value for w in at.sidebar.warning)
     assert not at.error, errors(at)
     assert "Data set: **synthetic-taxonomy-10k**" in unescape(" ".join(c.value for c in at.sidebar.caption))
-    at.switch_page("pages/risk_coverage.py").run()
+    at.switch_page("app_pages/risk_coverage.py").run()
     assert not at.exception and not at.error
     from hsc_core.core.synthetic import synthetic_taxonomy
 
@@ -350,7 +336,7 @@ def test_pages_compute_in_chunks(monkeypatch, use_dir, tmp_path):
     d.mkdir()
     path = _save(d / "chunky_net.npz", h, 450, seed=11, manifest={"model": "chunky_net", "dataset_id": "cifar100"})
     use_dir(d)
-    at = open_page("pages/risk_coverage.py")
+    at = open_page("app_pages/risk_coverage.py")
     assert not at.error, errors(at)
     assert_haurc_equals_library(at, h, path)
     at.radio(key="_w.rc.dec").set_value("2").run()
@@ -358,9 +344,9 @@ def test_pages_compute_in_chunks(monkeypatch, use_dir, tmp_path):
     want = rc_curves_from_logits(h, logits, labels, losses=("01",), dec=2)
     for rule in RULES:
         assert rc_haurc_table(at)[RULE_LABELS[rule]] == pytest.approx(1000 * want[(rule, "01")].haurc, rel=1e-12)
-    at.switch_page("pages/calibration_coverage.py").run()
+    at.switch_page("app_pages/calibration_coverage.py").run()
     assert not at.exception and len(frame(at, "max ECE")) == len(RULES)
-    at.switch_page("pages/guaranteed_accuracy.py").run()
+    at.switch_page("app_pages/guaranteed_accuracy.py").run()
     assert not at.exception and not at.error, errors(at)
     probs = node_probabilities(h, softmax(logits))
     n = int(len(labels) * 0.9)  # the default n = 1,000 is capped at 90 % of the samples
@@ -380,7 +366,7 @@ def test_repetitions_refuse_a_too_large_dense_matrix(monkeypatch, use_dir, tmp_p
     _save(d / "big_net.npz", cifar_hierarchy(), 500, seed=8, manifest={"model": "big_net", "dataset_id": "cifar100"})
     use_dir(d)
     monkeypatch.setattr(data, "DENSE_LIMIT_BYTES", 1000)
-    at = open_page("pages/guaranteed_accuracy.py")
+    at = open_page("app_pages/guaranteed_accuracy.py")
     at.slider(key="_w.ga.reps").set_value(10)
     at.multiselect(key="ga_baselines").set_value(["crc"])
     next(b for b in at.button if b.label == "Run repetitions").click().run()
@@ -415,11 +401,11 @@ def test_node_probabilities_are_computed_by_row(use_dir, cifar_dir, monkeypatch)
 def test_link_carries_the_picked_data_set(use_dir, mixed_dir):
     use_dir(mixed_dir)
     pick_key = f"_dataset_pick.{mixed_dir / 'unlabelled_net.npz'}"
-    at = open_page("pages/risk_coverage.py", {"model": "unlabelled_net"})
+    at = open_page("app_pages/risk_coverage.py", {"model": "unlabelled_net"})
     at.selectbox(key=pick_key).set_value("cifar100").run()
     assert not at.exception and at.query_params["dataset"] == "cifar100"  # the picked data set joins the link
     # That link, opened afresh: the data set is used without picking it again.
-    at = open_page("pages/risk_coverage.py", {"model": "unlabelled_net", "dataset": "cifar100"})
+    at = open_page("app_pages/risk_coverage.py", {"model": "unlabelled_net", "dataset": "cifar100"})
     assert at.selectbox(key=pick_key).value == "cifar100" and not at.warning, errors(at)
     assert_haurc_equals_library(at, cifar_hierarchy(), mixed_dir / "unlabelled_net.npz")
 
@@ -430,7 +416,7 @@ def test_link_carries_the_picked_data_set(use_dir, mixed_dir):
 ])
 def test_link_data_set_that_does_not_fit_is_ignored(use_dir, mixed_dir, value, reason):
     use_dir(mixed_dir)
-    at = open_page("pages/risk_coverage.py", {"model": "unlabelled_net", "dataset": value})
+    at = open_page("app_pages/risk_coverage.py", {"model": "unlabelled_net", "dataset": value})
     warnings = unescape(" ".join(w.value for w in at.sidebar.warning))
     assert f"The link's data set **{value}** was ignored: {reason}." in warnings
     assert at.selectbox(key=f"_dataset_pick.{mixed_dir / 'unlabelled_net.npz'}").value is None

@@ -19,7 +19,7 @@ from hsc_core.datasets.imagenet import imagenet_hierarchy  # noqa: E402
 from hsc_core.datasets.logits_io import load_logits, save_logits  # noqa: E402
 from hsc_core.report.html_report import evaluate_for_report, headline_sentence  # noqa: E402
 
-PAGE = str(ROOT / "pages" / "overview.py")
+PAGE = str(ROOT / "app_pages" / "overview.py")
 SHIPPED = ROOT / "cached_logits"
 TIMEOUT = 300
 

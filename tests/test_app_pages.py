@@ -37,13 +37,13 @@ from hsc_core.core.thresholds import (  # noqa: E402
 APP = str(ROOT / "app.py")
 SHIPPED = ROOT / "cached_logits"
 PAGES = {
-    "pages/overview.py": "Hierarchical Selective Classification",
-    "pages/explorer.py": "Explorer",
-    "pages/risk_coverage.py": "Risk–coverage",
-    "pages/calibration_coverage.py": "Calibration–coverage",
-    "pages/guaranteed_accuracy.py": "Guaranteed accuracy",
-    "pages/compare_models.py": "Compare models",
-    "pages/try_an_image.py": "Try an image",
+    "app_pages/overview.py": "Hierarchical Selective Classification",
+    "app_pages/explorer.py": "Explorer",
+    "app_pages/risk_coverage.py": "Risk–coverage",
+    "app_pages/calibration_coverage.py": "Calibration–coverage",
+    "app_pages/guaranteed_accuracy.py": "Guaranteed accuracy",
+    "app_pages/compare_models.py": "Compare models",
+    "app_pages/try_an_image.py": "Try an image",
 }
 TYPICAL = "RomanPlaud/hierarchical_decision_rules (224x224)"
 EASIER = "VeriSilicon/acuity-dataset (227x227)"
@@ -79,31 +79,6 @@ def broken_dir(tmp_path_factory, model_dir) -> Path:
     save_logits(d / "tenclass_net.npz", rng.normal(size=(20, 10)), rng.integers(0, 10, 20),
                 [f"s{i}" for i in range(20)], dtype="float32")
     return d
-
-
-@pytest.fixture
-def legacy_first_run():
-    """Request this to keep Streamlit's legacy pages/ detection on (see ``navigation_mode``)."""
-
-
-@pytest.fixture(autouse=True)
-def navigation_mode(request, monkeypatch):
-    """AppTest re-detects the legacy "pages/ folder" mode before *every* run, so each run first
-    executes the page file alone and the page's ensure_entrypoint() reruns it through app.py;
-    that rerun drops one-shot button clicks. A real server detects it once per process and
-    st.navigation turns it off for good, so do the same here. Tests that request
-    ``legacy_first_run`` keep the detection and exercise that first-request path."""
-    if "legacy_first_run" in request.fixturenames:
-        return
-    from streamlit.runtime.pages_manager import PagesManager
-
-    original = PagesManager.__init__
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init)
 
 
 @pytest.fixture
@@ -160,7 +135,7 @@ def operating_points(at: AppTest) -> dict[str, tuple[str, str, str]]:
 
 # ---------------------------------------------------------------------------- tests
 @pytest.mark.parametrize("page", list(PAGES))
-def test_every_page_renders_without_errors(page, use_dir, model_dir, legacy_first_run):
+def test_every_page_renders_without_errors(page, use_dir, model_dir):
     use_dir(model_dir)
     at = open_page(page)
     assert [t.value for t in at.title] == [PAGES[page]]
@@ -171,7 +146,7 @@ def test_every_page_renders_without_errors(page, use_dir, model_dir, legacy_firs
 
 def test_risk_coverage_operating_points_equal_curve_at_theta(use_dir, model_dir):
     use_dir(model_dir)
-    at = open_page("pages/risk_coverage.py")
+    at = open_page("app_pages/risk_coverage.py")
     h, probs, labels, _, _ = reference(model_dir / "alpha_net.npz")
     for theta, loss, dec in [(0.73, "01", "exact"), (0.41, "severity", "exact"), (0.9, "01", "2")]:
         at.radio(key="_w.rc.loss").set_value(loss)
@@ -199,7 +174,7 @@ def test_risk_coverage_operating_points_equal_curve_at_theta(use_dir, model_dir)
 
 def test_rule_selection_hides_curves(use_dir, model_dir):
     use_dir(model_dir)
-    at = open_page("pages/risk_coverage.py")
+    at = open_page("app_pages/risk_coverage.py")
     at.multiselect(key="_w.rc.rules").set_value(["climbing"]).run()
     assert set(operating_points(at)) == {"Climbing"}
     assert at.query_params["rules"] in (["climbing"], "climbing")
@@ -207,7 +182,7 @@ def test_rule_selection_hides_curves(use_dir, model_dir):
 
 def test_url_state_is_read_on_load(use_dir, model_dir):
     use_dir(model_dir)
-    at = open_page("pages/risk_coverage.py",
+    at = open_page("app_pages/risk_coverage.py",
                    {"model": "beta_net", "theta": "0.35", "loss": "severity", "rules": "selective,climbing"})
     assert at.selectbox(key="_w.sb.model").value == "beta_net"
     assert at.slider(key="_w.rc.theta").value == pytest.approx(0.35)
@@ -221,7 +196,7 @@ def test_url_state_is_read_on_load(use_dir, model_dir):
 
 def test_bad_url_values_fall_back_to_defaults(use_dir, model_dir):
     use_dir(model_dir)
-    at = open_page("pages/risk_coverage.py", {"model": "nope", "theta": "7", "loss": "x", "rules": "zzz"})
+    at = open_page("app_pages/risk_coverage.py", {"model": "nope", "theta": "7", "loss": "x", "rules": "zzz"})
     assert not at.exception
     assert at.selectbox(key="_w.sb.model").value == "alpha_net"
     assert at.slider(key="_w.rc.theta").value == pytest.approx(0.5)
@@ -243,7 +218,7 @@ def test_explorer_shows_each_rules_choice(use_dir, model_dir):
     h, probs, labels, ids, _ = reference(model_dir / "alpha_net.npz")
     wrong = np.flatnonzero(probs[:, : h.n_leaves].argmax(1) != labels)
     i = int(wrong[0])
-    at = open_page("pages/explorer.py", {"sample": str(ids[i]), "theta": "0.2"})
+    at = open_page("app_pages/explorer.py", {"sample": str(ids[i]), "theta": "0.2"})
     assert at.query_params["sample"] in ([str(ids[i])], str(ids[i]))
     before = texts(at)
     for theta in (0.2, 0.95):
@@ -263,7 +238,7 @@ def test_explorer_shows_each_rules_choice(use_dir, model_dir):
 
 def test_explorer_unknown_sample_in_link_is_reported(use_dir, model_dir):
     use_dir(model_dir)
-    at = open_page("pages/explorer.py", {"sample": "no_such_image.JPEG"})
+    at = open_page("app_pages/explorer.py", {"sample": "no_such_image.JPEG"})
     assert not at.exception
     _, _, _, ids, _ = reference(model_dir / "alpha_net.npz")  # the evaluation split: 540 of 600
     assert any("no_such_image.JPEG" in w.value and f"not among these {len(ids):,} samples" in w.value
@@ -274,7 +249,7 @@ def test_explorer_unknown_sample_in_link_is_reported(use_dir, model_dir):
 @pytest.mark.parametrize("pick", ["random", "worst", "class"])
 def test_explorer_sample_pickers(pick, use_dir, model_dir):
     use_dir(model_dir)
-    at = open_page("pages/explorer.py", {"pick": pick})
+    at = open_page("app_pages/explorer.py", {"pick": pick})
     assert not at.error
     sample = at.session_state["sample"]
     h, probs, labels, ids, _ = reference(model_dir / "alpha_net.npz")
@@ -296,7 +271,7 @@ def test_explorer_sample_pickers(pick, use_dir, model_dir):
 
 def test_temperature_scaling_fits_t_on_the_calibration_split(use_dir, model_dir):
     use_dir(model_dir)
-    at = open_page("pages/risk_coverage.py")
+    at = open_page("app_pages/risk_coverage.py")
     at.toggle(key="_w.sb.ts").set_value(True).run()
     assert not at.exception
     h, probs, labels, _, t = reference(model_dir / "alpha_net.npz", ts=True)
@@ -310,7 +285,7 @@ def test_temperature_scaling_fits_t_on_the_calibration_split(use_dir, model_dir)
 
 def test_subset_picker(use_dir, model_dir):
     use_dir(model_dir)
-    at = open_page("pages/risk_coverage.py")
+    at = open_page("app_pages/risk_coverage.py")
     assert set(at.selectbox(key="_w.sb.subset").options) >= {"All samples (600)"}
     at.selectbox(key="_w.sb.subset").set_value("typical").run()
     h, probs, labels, _, _ = reference(model_dir / "alpha_net.npz", subset_tag=TYPICAL)
@@ -321,7 +296,7 @@ def test_subset_picker(use_dir, model_dir):
 
 def test_guaranteed_accuracy_values(use_dir, model_dir):
     use_dir(model_dir)
-    at = open_page("pages/guaranteed_accuracy.py")
+    at = open_page("app_pages/guaranteed_accuracy.py")
     at.slider(key="_w.ga.acc").set_value(0.9)
     at.slider(key="_w.ga.conf").set_value(0.8)
     at.slider(key="_w.ga.n").set_value(300)
@@ -359,11 +334,51 @@ def test_guaranteed_accuracy_values(use_dir, model_dir):
     assert at.query_params["eps"] in (["0.02"], "0.02")
 
 
+def _theta_fragment_app():
+    """A one-fragment app: the link's settings, and the θ slider in a ``state.fragment`` whose
+    callback reruns only that fragment (``st.rerun`` with the fragment's key), as a browser does
+    for a widget inside a fragment. Nothing outside the fragment writes the URL."""
+    import streamlit as st
+
+    from dashboard import state
+
+    state.init_state()
+    st.session_state["full_runs"] = st.session_state.get("full_runs", 0) + 1
+
+    @state.fragment(key="theta_view")
+    def theta_view():
+        st.session_state["fragment_runs"] = st.session_state.get("fragment_runs", 0) + 1
+        state.bind(st.slider, "θ", "theta", scope="t", step=0.01, on_change=lambda: st.rerun("theta_view"))
+
+    theta_view()
+
+
+def test_fragment_only_theta_change_updates_the_url():
+    at = AppTest.from_function(_theta_fragment_app, default_timeout=TIMEOUT)
+    at.query_params["theta"] = "0.7"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.query_params["theta"] in (["0.7"], "0.7")
+    at.slider(key="_w.t.theta").set_value(0.3).run()
+    assert not at.exception, [e.value for e in at.exception]
+    # Only the fragment ran (app.py's end-of-run write did not happen), and the link has the new θ.
+    assert (at.session_state["full_runs"], at.session_state["fragment_runs"]) == (1, 2)
+    assert at.query_params["theta"] in (["0.3"], "0.3")
+
+
+def test_pages_leave_the_url_to_app_and_state_fragment():
+    """One owner of the URL: app.py (full runs) and state.fragment (fragment reruns); a page that
+    used st.fragment directly would lose the link's update after a slider move."""
+    for page in sorted((ROOT / "app_pages").glob("*.py")):
+        text = page.read_text(encoding="utf-8")
+        assert "write_query_params" not in text and "st.fragment" not in text, page.name
+
+
 def test_calibration_and_compare_pages(use_dir, model_dir):
     use_dir(model_dir)
-    at = open_page("pages/calibration_coverage.py")
+    at = open_page("app_pages/calibration_coverage.py")
     assert len(frame(at, "max ECE")) == 4
-    at.switch_page("pages/compare_models.py").run()
+    at.switch_page("app_pages/compare_models.py").run()
     assert not at.exception
     table = frame(at, "hAURC×1000 Climbing")
     assert list(table["model"]) == ["alpha_net", "beta_net"]
@@ -376,7 +391,7 @@ def test_calibration_and_compare_pages(use_dir, model_dir):
 
 def test_overview_table(use_dir, model_dir):
     use_dir(model_dir)
-    at = open_page("pages/overview.py")
+    at = open_page("app_pages/overview.py")
     table = frame(at, "top-1 (evaluation split)")
     assert list(table["model"]) == ["alpha_net", "beta_net"]
     b = load_logits(model_dir / "alpha_net.npz")
@@ -406,7 +421,7 @@ def test_overview_table(use_dir, model_dir):
 
 def test_broken_files_show_errors_and_others_keep_working(use_dir, broken_dir):
     use_dir(broken_dir)
-    at = open_page("pages/risk_coverage.py")
+    at = open_page("app_pages/risk_coverage.py")
     models = at.selectbox(key="_w.sb.model").options
     assert {"alpha_net", "beta_net", "corrupt_net", "tenclass_net"} <= set(models)
     assert not at.error
@@ -420,13 +435,13 @@ def test_broken_files_show_errors_and_others_keep_working(use_dir, broken_dir):
     assert not at.exception and not at.error
     assert "Climbing" in operating_points(at)
     # The overview and the comparison list the broken files and still show the good ones.
-    at.switch_page("pages/overview.py").run()
+    at.switch_page("app_pages/overview.py").run()
     assert not at.exception
     errors = " ".join(e.value for e in at.error)
     assert "corrupt_net" in errors and "tenclass_net" in errors
     assert list(frame(at, "top-1 (evaluation split)")["model"]) == ["alpha_net", "beta_net"]
     assert set(frame(at, "hAURC×1000 95 % CI")["model"]) == {"alpha_net", "beta_net"}
-    at.switch_page("pages/compare_models.py").run()
+    at.switch_page("app_pages/compare_models.py").run()
     assert not at.exception
     assert list(frame(at, "hAURC×1000 Climbing")["model"]) == ["alpha_net", "beta_net"]
 
@@ -434,7 +449,7 @@ def test_broken_files_show_errors_and_others_keep_working(use_dir, broken_dir):
 def test_upload_npz_adds_a_model(use_dir, model_dir, tmp_path):
     use_dir(model_dir)
     path = _write_model(tmp_path / "gamma_net.npz", 300, seed=5)
-    at = open_page("pages/risk_coverage.py")
+    at = open_page("app_pages/risk_coverage.py")
     at.file_uploader(key="_npz_upload").upload("gamma_net.npz", path.read_bytes()).run()
     assert not at.exception
     assert at.selectbox(key="_w.sb.model").value == "gamma_net"
@@ -443,7 +458,7 @@ def test_upload_npz_adds_a_model(use_dir, model_dir, tmp_path):
     cov, risk = hierarchical_rc_curve(h, probs, labels, "climbing").at(0.5)
     assert operating_points(at)["Climbing"] == ("0.50", f"{cov:.4f}", f"{risk:.4f}")
     # A bad upload: an error in the sidebar, the model list is unchanged, the page still works.
-    at2 = open_page("pages/risk_coverage.py")
+    at2 = open_page("app_pages/risk_coverage.py")
     at2.file_uploader(key="_npz_upload").upload("junk.npz", b"definitely not numpy").run()
     assert not at2.exception
     msg = " ".join(e.value for e in at2.sidebar.error)
@@ -453,9 +468,27 @@ def test_upload_npz_adds_a_model(use_dir, model_dir, tmp_path):
     assert "Climbing" in operating_points(at2)
 
 
-def test_try_an_image_rejects_unreadable_upload(use_dir, model_dir):
+def test_try_an_image_without_torch_says_how_to_install_it(use_dir, model_dir, monkeypatch):
+    """`pip install 'hsc-toolkit[dashboard]'` has no torch: the page says how to add it, no traceback."""
+    for name in ("torch", "timm", "torchvision"):
+        monkeypatch.setitem(sys.modules, name, None)  # `import torch` now fails as if it were not installed
+    for name in [m for m in sys.modules if m.startswith("hsc_core.pipeline.")]:
+        monkeypatch.delitem(sys.modules, name)  # imported by earlier tests: the page must not reuse them
     use_dir(model_dir)
-    at = open_page("pages/try_an_image.py")
+    at = open_page("app_pages/try_an_image.py")
+    assert not at.exception and not at.error, [e.value for e in at.exception]
+    assert [t.value for t in at.title] == ["Try an image"]
+    info = [i.value for i in at.info]
+    assert len(info) == 1 and "pip install 'hsc-toolkit[pipeline]'" in info[0], info
+    assert "pip install -r requirements.txt" in info[0]
+    assert "img_upload" not in [u.key for u in at.file_uploader]  # the page stopped right there
+
+
+def test_try_an_image_rejects_unreadable_upload(use_dir, model_dir):
+    pytest.importorskip("torch")
+    pytest.importorskip("timm")
+    use_dir(model_dir)
+    at = open_page("app_pages/try_an_image.py")
     at.file_uploader(key="img_upload").upload("cat.png", b"\x89PNG\r\n\x1a\n broken", "image/png").run()
     assert not at.exception
     assert any(e.value.startswith("cat.png: cannot read image") for e in at.error)
@@ -479,7 +512,7 @@ def test_try_an_image_classifies(use_dir, model_dir):
         f = sorted(image_dir.iterdir())[0]
         name, payload = f.name, f.read_bytes()
     use_dir(model_dir)
-    at = open_page("pages/try_an_image.py")
+    at = open_page("app_pages/try_an_image.py")
     at.file_uploader(key="img_upload").upload(name, payload, "image/jpeg").run(timeout=300)
     assert not at.exception, [e.value for e in at.exception]
     if at.error:
@@ -494,7 +527,7 @@ def test_try_an_image_classifies(use_dir, model_dir):
 @pytest.mark.skipif(not (SHIPPED / "efficientnet_lite0.npz").exists(), reason="shipped cached logits not present")
 def test_shipped_data_is_the_default(use_dir):
     use_dir(None)
-    at = open_page("pages/risk_coverage.py")
+    at = open_page("app_pages/risk_coverage.py")
     assert at.selectbox(key="_w.sb.model").value == "efficientnet_lite0"
     subsets = at.selectbox(key="_w.sb.subset")
     assert any("594" in x for x in subsets.options) and any("1,300" in x for x in subsets.options)
@@ -517,10 +550,10 @@ def test_shipped_data_is_the_default(use_dir):
 def test_synthetic_mode_is_opt_in(monkeypatch, use_dir, model_dir):
     use_dir(model_dir)
     monkeypatch.setenv("HSC_SYNTHETIC", "1500")
-    at = open_page("pages/explorer.py")
+    at = open_page("app_pages/explorer.py")
     assert at.selectbox(key="_w.sb.model").options == ["synthetic-1500"]
     assert any("Synthetic data" in w.value for w in at.sidebar.warning)
-    for page in ("pages/risk_coverage.py", "pages/overview.py"):
+    for page in ("app_pages/risk_coverage.py", "app_pages/overview.py"):
         at.switch_page(page).run()
         assert not at.exception and not at.error
 
@@ -528,7 +561,7 @@ def test_synthetic_mode_is_opt_in(monkeypatch, use_dir, model_dir):
 def test_page_file_runs_standalone(use_dir, model_dir):
     """AppTest.from_file on a page file (no app.py) still gets the sidebar and state."""
     use_dir(model_dir)
-    at = AppTest.from_file(str(ROOT / "pages" / "risk_coverage.py"), default_timeout=TIMEOUT).run()
+    at = AppTest.from_file(str(ROOT / "app_pages" / "risk_coverage.py"), default_timeout=TIMEOUT).run()
     assert not at.exception and [t.value for t in at.title] == ["Risk–coverage"]
     at.slider(key="_w.rc.theta").set_value(0.6).run()
     h, probs, labels, _, _ = reference(model_dir / "alpha_net.npz")

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from browser_support import ROOT, assert_no_exception, chromium, new_page, require_browser, streamlit_server, wait_idle
 
-# A deep link first: on a fresh server that request runs before app.py ever has (see
-# dashboard.ui.ensure_entrypoint), so it checks the page still gets app.py's sidebar and state.
+# A deep link first: the fresh server's first request is /explorer, which must run through app.py
+# (the pages live in app_pages/, so Streamlit has no legacy pages/ mode to run the file alone) and
+# so get app.py's sidebar and state.
 PAGES = {
     "explorer": "Explorer",
     "": "Hierarchical Selective Classification",

@@ -211,7 +211,10 @@ def test_unknown_and_ambiguous_datasets(tmp_path):
 
 def test_default_folder_and_environment(tmp_path, monkeypatch):
     monkeypatch.delenv(registry.DATASETS_DIR_ENV, raising=False)
-    assert registry.default_datasets_dir() == REPO / "datasets"
+    monkeypatch.delenv("HSC_CACHED_LOGITS_DIR", raising=False)
+    assert registry.default_datasets_dir() == REPO / "datasets"  # beside <repo>/cached_logits
+    monkeypatch.setenv("HSC_CACHED_LOGITS_DIR", str(tmp_path / "logits"))
+    assert registry.default_datasets_dir() == tmp_path / "datasets"  # follows the logits folder, as the dashboard
     make_dataset(tmp_path, "envset", {"hierarchy.csv": TOY_EDGES})
     monkeypatch.setenv(registry.DATASETS_DIR_ENV, str(tmp_path))
     assert discover_datasets() == {"envset": tmp_path / "envset"}

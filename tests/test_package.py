@@ -28,6 +28,16 @@ def _run(cmd: list[str], cwd: Path, env: dict, timeout: int = 120) -> subprocess
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+def test_library_and_dashboard_data_import_without_torch():
+    """torch is the `pipeline` extra: the library, its settings and the dashboard's data layer must
+    not pull it in (a fresh interpreter, so no other test's imports count)."""
+    code = ("import sys, hsc_core, hsc_core.config, dashboard.data; "
+            "loaded = [m for m in ('torch', 'timm', 'torchvision') if m in sys.modules]; "
+            "assert not loaded, loaded; print('ok')")
+    res = _run([sys.executable, "-c", code], REPO, {**os.environ, "PYTHONPATH": str(REPO)})
+    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr[-3000:]
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     pytest.importorskip("setuptools")
@@ -59,7 +69,7 @@ def test_wheel_holds_the_library_data_and_dashboard_and_nothing_else(wheel):
     expected = {p.relative_to(REPO).as_posix() for d in ("hsc_core", "dashboard") for p in (REPO / d).rglob("*.py")
                 if "__pycache__" not in p.parts}
     expected |= {f"hsc_dashboard_app/{p.relative_to(REPO).as_posix()}" for p in [REPO / "app.py",
-                                                                              *(REPO / "pages").glob("*.py")]}
+                                                                              *(REPO / "app_pages").glob("*.py")]}
     expected |= {"hsc_dashboard_app/.streamlit/config.toml", "hsc_core/datasets/data/README.md"}
     expected |= {f"hsc_core/datasets/data/{p.name}" for p in (REPO / "hsc_core/datasets/data").iterdir()
                  if p.suffix in (".json", ".csv", ".txt")}
@@ -129,7 +139,7 @@ assert dashboard.__file__.startswith({str(target)!r}) and hsc_core.__file__.star
 at = AppTest.from_file({str(app)!r}, default_timeout=120)
 at.run()
 assert not at.exception, [e.value for e in at.exception]
-for page in ("pages/risk_coverage.py", "pages/explorer.py"):
+for page in ("app_pages/risk_coverage.py", "app_pages/explorer.py"):
     at.switch_page(page).run()
     assert not at.exception, (page, [e.value for e in at.exception])
 models = next(sb.options for sb in at.sidebar.selectbox if sb.label == "Model (cached logits)")

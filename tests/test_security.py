@@ -379,7 +379,7 @@ def app_env(monkeypatch, tmp_path):
 def open_app(page: str = "", query: dict | None = None) -> AppTest:
     """One page run as the main script (it does app.py's setup itself: sidebar, URL, notices), so a
     test only depends on the page it is about."""
-    at = AppTest.from_file(str(ROOT / (page or "pages/calibration_coverage.py")), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(ROOT / (page or "app_pages/calibration_coverage.py")), default_timeout=TIMEOUT)
     for k, v in (query or {}).items():
         at.query_params[k] = v
     return at.run()
@@ -391,14 +391,14 @@ def upload(at: AppTest, name: str, data: bytes) -> AppTest:
 
 
 ISSUE_LINKS = [
-    ("pages/calibration_coverage.py", {"bins": "0"}, "bins", "a whole number from 5 to 30"),
-    ("pages/calibration_coverage.py", {"bins": "100000"}, "bins", "a whole number from 5 to 30"),
-    ("pages/guaranteed_accuracy.py", {"acc": "0.1"}, "acc", "a number from 0.7 to 0.995"),
-    ("pages/guaranteed_accuracy.py", {"conf": "0.999"}, "conf", "a number from 0.5 to 0.99"),
-    ("pages/guaranteed_accuracy.py", {"reps": "1000000"}, "reps", "a whole number from 10 to 1,000"),
-    ("pages/guaranteed_accuracy.py", {"solve": "n", "eps": "0.0001", "acc": "0.9999", "conf": "0.99"}, "acc",
+    ("app_pages/calibration_coverage.py", {"bins": "0"}, "bins", "a whole number from 5 to 30"),
+    ("app_pages/calibration_coverage.py", {"bins": "100000"}, "bins", "a whole number from 5 to 30"),
+    ("app_pages/guaranteed_accuracy.py", {"acc": "0.1"}, "acc", "a number from 0.7 to 0.995"),
+    ("app_pages/guaranteed_accuracy.py", {"conf": "0.999"}, "conf", "a number from 0.5 to 0.99"),
+    ("app_pages/guaranteed_accuracy.py", {"reps": "1000000"}, "reps", "a whole number from 10 to 1,000"),
+    ("app_pages/guaranteed_accuracy.py", {"solve": "n", "eps": "0.0001", "acc": "0.9999", "conf": "0.99"}, "acc",
      "a number from 0.7 to 0.995"),
-    ("pages/explorer.py", {"seed": "9" * 25}, "seed", "a whole number from 0 to"),
+    ("app_pages/explorer.py", {"seed": "9" * 25}, "seed", "a whole number from 0 to"),
 ]
 
 
@@ -415,10 +415,10 @@ def test_issue_links_show_the_page_and_say_what_was_ignored(app_env, page, query
 
 
 def test_every_widget_range_holds_at_both_ends_of_each_setting(app_env):
-    pages = {"bins": "pages/calibration_coverage.py", "acc": "pages/guaranteed_accuracy.py",
-             "conf": "pages/guaranteed_accuracy.py", "reps": "pages/guaranteed_accuracy.py",
-             "eps": "pages/guaranteed_accuracy.py", "split_seed": "pages/guaranteed_accuracy.py",
-             "theta": "pages/risk_coverage.py", "seed": "pages/explorer.py"}
+    pages = {"bins": "app_pages/calibration_coverage.py", "acc": "app_pages/guaranteed_accuracy.py",
+             "conf": "app_pages/guaranteed_accuracy.py", "reps": "app_pages/guaranteed_accuracy.py",
+             "eps": "app_pages/guaranteed_accuracy.py", "split_seed": "app_pages/guaranteed_accuracy.py",
+             "theta": "app_pages/risk_coverage.py", "seed": "app_pages/explorer.py"}
     for key, page in pages.items():
         s = state.SETTINGS[key]
         for value in (s.min_value, s.max_value):
@@ -434,7 +434,7 @@ def test_markdown_in_a_model_link_is_shown_as_text(app_env):
     assert f"Unknown model **{plain(HOSTILE[0])}**" in error
     shown = error.split("Unknown model **", 1)[1].split("**: no such file", 1)[0]
     assert not re.search(r"(?<!\\)[\[\]`*<>]", shown)  # every bracket, backtick and star escaped
-    at = open_app("pages/calibration_coverage.py", {"bins": "`x` [a](http://evil.example/) `"})
+    at = open_app("app_pages/calibration_coverage.py", {"bins": "`x` [a](http://evil.example/) `"})
     warning = " ".join(w.value for w in at.warning)
     assert "\\`x\\` \\[a\\](http:\u2060//evil.example/) \\`" in warning
 
@@ -442,7 +442,7 @@ def test_markdown_in_a_model_link_is_shown_as_text(app_env):
 def test_uploaded_sample_ids_never_read_files_outside_the_image_folder(app_env):
     hostile = ["../secret.png", str(app_env / "imgs" / "secret.png"), "/etc/passwd", "images/../../secret.png"]
     ids = hostile + ["ok.png"] + [f"filler{i}.png" for i in range(35)]  # 90 % of them are evaluated
-    at = upload(open_app("pages/explorer.py"), "paths.npz", npz_bytes(model_arrays(ids)))
+    at = upload(open_app("app_pages/explorer.py"), "paths.npz", npz_bytes(model_arrays(ids)))
     assert "Added **paths**" in " ".join(s.value for s in at.sidebar.success)
     for sample in hostile + ["ok.png"]:
         at.session_state["pick"] = "random"
@@ -520,7 +520,7 @@ def test_sources_tags_and_file_names_are_plain(app_env):
     bad = upload(open_app(), name, b"junk")
     assert f"Cannot add **{plain(name)}**: not a valid .npz file" in " ".join(e.value for e in bad.sidebar.error)
     assert plain(name) == "\\[evil\\](http:\u2060evil.example).npz"
-    at = AppTest.from_file(str(ROOT / "pages/explorer.py"), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(ROOT / "app_pages/explorer.py"), default_timeout=TIMEOUT)
     ids = [f"{i}.png" for i in range(20)]
     at = upload(at.run(), name, npz_bytes(model_arrays(ids, sources=np.array([tag] * 20))))
     at.run()
@@ -530,7 +530,7 @@ def test_sources_tags_and_file_names_are_plain(app_env):
 
 def test_try_an_image_shows_16_bit_png_and_refuses_huge_ones(app_env):
     pytest.importorskip("timm")
-    at = open_app("pages/try_an_image.py")
+    at = open_app("app_pages/try_an_image.py")
     at.file_uploader(key="img_upload").upload("grey16.png", grey16_png(), "image/png").run()
     assert not at.exception, [e.value for e in at.exception]
     assert len(at.get("image")) == 1 and not at.error
@@ -578,7 +578,7 @@ def test_explorer_says_when_the_data_set_has_no_image_folder(app_env, monkeypatc
     # A CIFAR-100 file (picked in the sidebar): that data set has no image folder, unlike a refused id.
     arrays = model_arrays([f"{i}.png" for i in range(40)], logits=np.zeros((40, 100), np.float16))
     arrays["labels"] = np.arange(40, dtype=np.int16)
-    at = upload(open_app("pages/explorer.py"), "plain.npz", npz_bytes(arrays))
+    at = upload(open_app("app_pages/explorer.py"), "plain.npz", npz_bytes(arrays))
     next(sb for sb in at.sidebar.selectbox if sb.key.startswith("_dataset_pick.")).set_value("cifar100").run()
     at.session_state["pick"] = "random"
     at.run()

@@ -208,18 +208,10 @@ def model_dir(tmp_path_factory):
 
 @pytest.fixture
 def open_page(monkeypatch, model_dir):
-    from streamlit.runtime.pages_manager import PagesManager
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.delenv("HSC_SYNTHETIC", raising=False)
     monkeypatch.setenv("HSC_CACHED_LOGITS_DIR", str(model_dir))
-    original = PagesManager.__init__
-
-    def init(self, *args, **kwargs):  # as a real server: st.navigation ends the pages/ folder mode
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init)
 
     def open_(page: str, query: dict | None = None) -> AppTest:
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=240)
@@ -243,7 +235,7 @@ def _reference(model_dir):
 
 
 def test_explorer_default_shows_climbing_rescuing_a_wrong_leaf(open_page, model_dir):
-    at = open_page("pages/explorer.py")
+    at = open_page("app_pages/explorer.py")
     assert at.selectbox(key="_w.ex.pick").value == "rescue"
     h, probs, labels, ids = _reference(model_dir)
     i = ids.index(at.session_state["sample"])
@@ -260,7 +252,7 @@ def test_explorer_default_shows_climbing_rescuing_a_wrong_leaf(open_page, model_
 
 
 def test_root_prediction_reads_reject(open_page):
-    at = open_page("pages/explorer.py", {"theta": "1"})
+    at = open_page("app_pages/explorer.py", {"theta": "1"})
     text = "\n".join(m.value for m in at.markdown)
     # Selective's only candidates are the leaf and the root: at θ = 1 it abstains.
     assert "**Selective** → **reject (root)**: abstains" in text
@@ -271,7 +263,7 @@ def test_root_prediction_reads_reject(open_page):
 
 @pytest.mark.parametrize("pick", ["disagree", "worst", "easy"])
 def test_curated_pickers_pick_matching_samples(open_page, model_dir, pick):
-    at = open_page("pages/explorer.py", {"pick": pick, "theta": "0.6"})
+    at = open_page("app_pages/explorer.py", {"pick": pick, "theta": "0.6"})
     h, probs, labels, ids = _reference(model_dir)
     i = ids.index(at.session_state["sample"])
     leaf = int(probs[i, : h.n_leaves].argmax())
@@ -287,17 +279,17 @@ def test_curated_pickers_pick_matching_samples(open_page, model_dir, pick):
 
 
 def test_presenter_mode_tucks_controls_away(open_page):
-    at = open_page("pages/explorer.py", {"presenter": "1"})
+    at = open_page("app_pages/explorer.py", {"presenter": "1"})
     assert at.session_state["presenter"] is True
     assert "Pick a sample" in [e.label for e in at.expander]
     assert at.query_params["presenter"] in ("1", ["1"])
-    plain = open_page("pages/explorer.py")
+    plain = open_page("app_pages/explorer.py")
     assert "Pick a sample" not in [e.label for e in plain.expander]
 
 
 @pytest.mark.parametrize("step", [1, 2, 3, 4, 5])
 def test_story_steps_are_deep_linkable(open_page, step):
-    at = open_page("pages/story.py", {"step": str(step)})
+    at = open_page("app_pages/story.py", {"step": str(step)})
     titles = [s.value for s in at.subheader]
     assert titles and titles[0].startswith(f"{step}. ")
     assert at.query_params["step"] in (str(step), [str(step)])

@@ -17,6 +17,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from .. import config
 from ..core.hierarchy import Hierarchy, HierarchyError
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -26,7 +27,7 @@ NAMES_JSON = DATA_DIR / "imagenet_wordnet_names.json"
 N_CLASSES = 1000
 # The shared sample sits beside the repository checkout (…/work/shared next to …/work/main).
 _REPO_ROOT = Path(__file__).resolve().parents[2]
-IMAGE_DIR_ENV = "HSC_IMAGE_DIR"
+IMAGE_DIR_ENV = config.IMAGE_DIR
 
 
 @lru_cache(maxsize=1)
@@ -93,11 +94,11 @@ def _name_map() -> dict[str, str]:
 def default_image_dir() -> Path | None:
     """Directory of the shared ImageNet validation sample images, or None if there is none.
 
-    Looks at the ``HSC_IMAGE_DIR`` environment variable first, then at
+    Looks at the ``HSC_IMAGE_DIR`` environment variable first (:func:`hsc_core.config.image_dir`), then at
     ``<repo>/../shared/imagenet-val-sample/images``.
     """
-    env = os.environ.get(IMAGE_DIR_ENV)
-    if env:
-        return Path(env) if Path(env).is_dir() else None
+    chosen = config.image_dir()
+    if chosen is not None:
+        return chosen if chosen.is_dir() else None
     candidate = _REPO_ROOT.parent / "shared" / "imagenet-val-sample" / "images"
     return candidate if candidate.is_dir() else None

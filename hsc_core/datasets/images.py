@@ -22,11 +22,13 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from .. import config
+
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff"})
 # 40 MP: every phone or camera photo up to 8K (7680 × 4320 = 33 MP) fits; decoded as RGB that is
 # 120 MB, and classification only needs ~260 × 260 pixels of it.
-MAX_IMAGE_PIXELS = 40_000_000
-MAX_PIXELS_ENV = "HSC_MAX_IMAGE_MEGAPIXELS"
+MAX_IMAGE_PIXELS = int(config.DEFAULT_MAX_IMAGE_MEGAPIXELS * 1_000_000)
+MAX_PIXELS_ENV = config.MAX_IMAGE_MEGAPIXELS
 
 
 class ImageReadError(ValueError):
@@ -37,13 +39,9 @@ ImageInput = bytes | bytearray | memoryview | Image.Image | str | os.PathLike
 
 
 def max_image_pixels() -> int:
-    """The pixel cap: ``$HSC_MAX_IMAGE_MEGAPIXELS`` million when set to a positive number, else 40 MP."""
-    raw = os.environ.get(MAX_PIXELS_ENV, "").strip()
-    try:
-        value = float(raw) if raw else 0.0
-    except ValueError:
-        value = 0.0
-    return int(value * 1_000_000) if value > 0 else MAX_IMAGE_PIXELS
+    """The pixel cap: ``$HSC_MAX_IMAGE_MEGAPIXELS`` million when set to a positive number, else 40 MP
+    (read by :func:`hsc_core.config.max_image_pixels`)."""
+    return config.max_image_pixels()
 
 
 def safe_image_path(image_dir: str | os.PathLike | None, sample_id: object) -> Path | None:

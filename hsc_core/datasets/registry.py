@@ -13,7 +13,8 @@ A user data set is a folder ``<datasets dir>/<name>/`` holding
 * optionally ``dataset.json`` — ``{"description": …, "format": …, "first_parent": …,
   "collapse_single_child": …}``, passed on to ``load_hierarchy``.
 
-The datasets dir is ``$HSC_DATASETS_DIR`` or ``<repo>/datasets``. A logits manifest names its data set
+The datasets dir is ``$HSC_DATASETS_DIR``, else ``datasets/`` beside the cached-logits folder
+(:func:`hsc_core.config.datasets_dir`, the one default the ``hsc`` command and the dashboard share). A logits manifest names its data set
 with the key ``"dataset_id"`` (see :func:`dataset_for_manifest`).
 """
 
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from .. import config
 from ..core.hierarchy import Hierarchy, HierarchyError
 from . import imagenet
 from .formats import FORMATS, HIERARCHY_SUFFIXES, load_hierarchy
@@ -34,8 +36,7 @@ from .formats import FORMATS, HIERARCHY_SUFFIXES, load_hierarchy
 DATA_DIR = Path(__file__).resolve().parent / "data"
 CIFAR100_HIERARCHY = DATA_DIR / "cifar100_hierarchy.csv"
 CIFAR100_CLASSES = DATA_DIR / "cifar100_classes.txt"
-DATASETS_DIR_ENV = "HSC_DATASETS_DIR"
-_REPO_ROOT = Path(__file__).resolve().parents[2]
+DATASETS_DIR_ENV = config.DATASETS_DIR
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _OPTIONS = {"description": str, "format": str, "first_parent": bool, "collapse_single_child": bool}
 MANIFEST_KEY = "dataset_id"
@@ -93,9 +94,9 @@ def builtin_dataset_names() -> tuple[str, ...]:
 
 
 def default_datasets_dir() -> Path:
-    """``$HSC_DATASETS_DIR`` if set, else ``<repo>/datasets``."""
-    env = os.environ.get(DATASETS_DIR_ENV)
-    return Path(env) if env else _REPO_ROOT / "datasets"
+    """``$HSC_DATASETS_DIR`` if set, else ``datasets/`` beside the cached-logits folder
+    (:func:`hsc_core.config.datasets_dir`)."""
+    return config.datasets_dir()
 
 
 def validate_name(name: str) -> str:

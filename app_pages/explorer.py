@@ -143,7 +143,6 @@ else:  # by class
         state.bind(st.selectbox, "Sample", "sample", scope="ex", options=ids)
     sample = state.get("sample")
 state.set("sample", sample)
-state.write_query_params()
 
 i = es.id_index[sample]
 true_leaf = int(es.labels[i])
@@ -165,9 +164,8 @@ def _follow(theta: float) -> None:
     state.set("theta", round(min(max(theta, 0.0), 1.0), 2))
 
 
-@st.fragment
+@state.fragment
 def theta_view() -> None:
-    state.write_query_params()
     # In presenter mode the chart's own slider leads and this one follows below it.
     first, second = st.container(), st.container()
     slider_box, chart_box = (second, first) if ui.presenter() else (first, second)

@@ -1,6 +1,12 @@
-"""Try an image: classify an upload on the CPU and climb its path with a θ slider."""
+"""Try an image: classify an upload on the CPU and climb its path with a θ slider.
+
+The classifier (``hsc_core.pipeline``: PyTorch and timm) is imported only once the page knows they
+are installed: ``pip install 'hsc-toolkit[dashboard]'`` has neither, and there the page says how to
+add them instead of failing.
+"""
 
 import dataclasses
+import importlib.util
 import io
 
 import numpy as np
@@ -9,16 +15,31 @@ import streamlit as st
 
 from dashboard import data, plots, state, ui, views
 from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy
-from hsc_core.datasets.images import display_image, max_image_pixels
-from hsc_core.pipeline.inference import ImageReadError, read_image
-from hsc_core.pipeline.models import list_registered_models
+from hsc_core.datasets.images import ImageReadError, display_image, max_image_pixels, open_image_safely
 from hsc_core.report.figures import ExportContext
 from hsc_core.core.probabilities import node_probabilities, softmax
 
 ui.ensure_entrypoint()
 MAX_IMAGE_MB = 50  # per upload; the pixel cap (HSC_MAX_IMAGE_MEGAPIXELS) is checked before decoding
+PIPELINE_PACKAGES = ("torch", "timm")  # what classifying needs beyond the dashboard's own requirements
+PIPELINE_MISSING = ("Classifying an image needs PyTorch and timm, which are not installed: "
+                    "`pip install 'hsc-toolkit[pipeline]'` (or `pip install -r requirements.txt` in a checkout).")
+
+
+def pipeline_installed() -> bool:
+    """Whether torch and timm can be imported, found without importing them (timm takes seconds)."""
+    try:
+        return all(importlib.util.find_spec(name) is not None for name in PIPELINE_PACKAGES)
+    except (ImportError, ValueError):  # a half-installed package: treat it as missing
+        return False
+
 
 st.title("Try an image")
+if not pipeline_installed():
+    st.info(PIPELINE_MISSING)
+    st.stop()
+from hsc_core.pipeline.models import list_registered_models  # noqa: E402 - imports torch: only now
+
 h = imagenet_hierarchy()
 current, current_location = ui.current_model()
 if current is not None:
@@ -44,12 +65,12 @@ if state.get("tmodel") not in models:
 def classify(image: bytes, model: str, name: str) -> tuple[np.ndarray, bytes]:
     """(logits, a ≤ 1024 px PNG preview) of an image, decoded once per image and model.
 
-    read_image refuses images above the pixel cap before decoding them and turns 16-bit, palette,
-    CMYK and alpha images into 8-bit RGB, so the preview always displays; an unreadable file's
-    error names it as the user did."""
+    open_image_safely (what the pipeline's read_image calls) refuses images above the pixel cap
+    before decoding them and turns 16-bit, palette, CMYK and alpha images into 8-bit RGB, so the
+    preview always displays; an unreadable file's error names it as the user did."""
     from hsc_core.pipeline.inference import classify_image
 
-    rgb = read_image(image, name=name)
+    rgb = open_image_safely(image, name=name)
     preview = io.BytesIO()
     display_image(rgb).save(preview, format="PNG")
     return classify_image(rgb, model), preview.getvalue()
@@ -119,9 +140,8 @@ with left:
               key="img_top5_fig", context=context)
 
 
-@st.fragment
+@state.fragment
 def theta_view() -> None:
-    state.write_query_params()
     theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="img", min_value=0.0, max_value=1.0,
                        step=0.01, format="%.2f")
     view = views.sample_view(h, row, paths, 0, theta)

@@ -36,9 +36,8 @@ RESULTS = "_ga_results"
 # vet the link's values, so a shared link can never hand a widget a value outside its range.
 
 
-@st.fragment
+@state.fragment
 def threshold_view() -> None:
-    state.write_query_params()
     state.set("n", int(min(max(10, int(state.get("n"))), N_MAX)))
     c = st.columns([1, 1, 1.3, 0.8])
     with c[0]:
@@ -133,9 +132,8 @@ def threshold_view() -> None:
 threshold_view()
 
 
-@st.fragment
+@state.fragment
 def solver_view() -> None:
-    state.write_query_params()
     st.subheader("Solve Theorem 1 for one parameter")
     st.caption("Fix three of α, n, ε, δ; the fourth follows.")
     labels = {"alpha": "target accuracy 1 − α", "n": "calibration size n", "epsilon": "margin ε",

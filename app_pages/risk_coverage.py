@@ -50,9 +50,8 @@ def _follow(theta: float) -> None:
     state.set("theta", round(min(max(theta, 0.0), 1.0), 2))
 
 
-@st.fragment
+@state.fragment
 def theta_view() -> None:
-    state.write_query_params()
     theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="rc", min_value=0.0, max_value=1.0,
                        step=0.01, format="%.2f",
                        help="Each marker is that rule's (coverage, risk) at θ; predictions accept a node when "

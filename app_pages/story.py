@@ -46,7 +46,6 @@ with nav[1]:
         state.set("step", step)
 with nav[2]:
     st.button("Next →", on_click=_go, args=(step + 1,), disabled=step == len(STEPS), key="story_next")
-state.write_query_params()
 st.subheader(f"{step}. {STEPS[step]}")
 
 
