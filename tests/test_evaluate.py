@@ -1,5 +1,6 @@
-"""``hsc evaluate``: rows against an independent computation, many models = single models, resume,
-local Ray, the Table-1 summary, and the one-line errors of bad input."""
+"""``hsc evaluate``: tidy rows against an independent computation and the evaluation layer, many
+models = single models, the paper protocol, resume (and damaged cache entries), local Ray, the
+Table-1 summary, formula-neutralised CSVs, and the one-line errors of bad input."""
 
 from __future__ import annotations
 
@@ -17,14 +18,17 @@ from hsc_core.core.evaluation import rc_curves_from_logits
 from hsc_core.core.probabilities import fit_temperature
 from hsc_core.core.protocol import calibration_mask
 from hsc_core.core.synthetic import synthetic_logits
-from hsc_core.datasets.imagenet import imagenet_hierarchy
 from hsc_core.datasets import logits_io
+from hsc_core.datasets.imagenet import imagenet_hierarchy
 from hsc_core.datasets.logits_io import load_logits, save_logits
+from hsc_core.evaluation import RESULT_COLUMNS, SUMMARY_COLUMNS, ModelEvaluation, column_label
 from hsc_core.pipeline import evaluate
 
 SHIPPED = sorted((REPO / "cached_logits").glob("*.npz"))
 RULES = ("selective", "climbing", "jumping", "max_coverage")
 LOSSES = ("01", "severity")
+# Per model: top-1 per setting, T with TS, and hAURC + gain per rule × loss × setting.
+ROWS_PER_MODEL = 2 + 1 + 2 * 2 * 4 * 2
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -60,8 +64,13 @@ def _read(path: Path) -> list[dict]:
         return list(csv.DictReader(fh))
 
 
-def _expected(hierarchy, path: Path, dec=None) -> dict[tuple[str, str, bool], float]:
-    """hAURC of every (rule, loss, TS) by the protocol, computed here from the file directly."""
+def _header(path: Path) -> list[str]:
+    with path.open(newline="", encoding="utf-8") as fh:
+        return next(csv.reader(fh))
+
+
+def _expected(hierarchy, path: Path, dec=None) -> dict:
+    """hAURC of every (rule, loss, TS) by the project protocol, computed here from the file directly."""
     b = load_logits(path)
     cal = calibration_mask(b.labels, 0.1, 0)
     t = fit_temperature(b.logits[cal], b.labels[cal])
@@ -76,7 +85,16 @@ def _expected(hierarchy, path: Path, dec=None) -> dict[tuple[str, str, bool], fl
 
 
 def _by_key(rows: list[dict]) -> dict[tuple, dict]:
-    return {(r["model"], r["rule"], r["loss"], r["temperature_scaled"]): r for r in rows}
+    """(model, metric, rule, loss, ts) → tidy row ("true"/"false" as in the CSV)."""
+    return {(r["model"], r["metric"], r["rule"], r["loss"], r["ts"]): r for r in rows}
+
+
+def _haurc(rows: list[dict]) -> list[dict]:
+    return [r for r in rows if r["metric"] == "haurc"]
+
+
+def _tf(flag: bool) -> str:
+    return "true" if flag else "false"
 
 
 # ---------------------------------------------------------------------------- values
@@ -85,37 +103,57 @@ def test_rows_equal_independent_computation(synth, tmp_path, capsys):
     out = tmp_path / "res.csv"
     code, stdout, err = _cli(capsys, "evaluate", *files, "--hierarchy", tree_file, "--out", out, "--workers", 2)
     assert code == 0, err
+    assert _header(out) == [*RESULT_COLUMNS, "file"]
     rows = _read(out)
-    assert len(rows) == 3 * 4 * 2 * 2
-    assert set(rows[0]) >= {"model", "rule", "loss", "temperature_scaled", "haurc", "gain_percent", "top1", "n_samples"}
+    assert len(rows) == 3 * ROWS_PER_MODEL
     keyed = _by_key(rows)
     assert len(keyed) == len(rows)
     for f in files:
         exp = _expected(tree, f)
         n = load_logits(f).n_samples
         for scaled in (False, True):
+            ts = _tf(scaled)
+            top1 = keyed[(f.stem, "top1", "", "", ts)]
+            assert float(top1["value"]) == pytest.approx(exp["top1"], rel=1e-12)
             for loss in LOSSES:
                 sel = exp[("selective", loss, scaled)]
                 for rule in RULES:
-                    r = keyed[(f.stem, rule, loss, "true" if scaled else "false")]
                     h = exp[(rule, loss, scaled)]
-                    assert float(r["haurc"]) == pytest.approx(h, rel=1e-12, abs=1e-15)
-                    assert float(r["haurc_x1000"]) == pytest.approx(1000 * h, rel=1e-12)
-                    assert float(r["gain_percent"]) == pytest.approx(100 * (sel - h) / sel, rel=1e-9, abs=1e-12)
-                    assert float(r["temperature"]) == pytest.approx(exp["T"] if scaled else 1.0, rel=1e-12)
-                    assert float(r["top1"]) == pytest.approx(exp["top1"], rel=1e-12)
-                    assert int(r["n_samples"]) == n
-                    assert int(r["n_cal"]) == round(0.1 * n) and int(r["n_eval"]) == n - round(0.1 * n)
-                    assert r["dec"] == "exact" and r["dataset"] == "custom"
-                assert float(keyed[(f.stem, "selective", loss, "true" if scaled else "false")]["gain_percent"]) == 0.0
+                    r = keyed[(f.stem, "haurc", rule, loss, ts)]
+                    g = keyed[(f.stem, "gain_percent", rule, loss, ts)]
+                    assert float(r["value"]) == pytest.approx(h, rel=1e-12, abs=1e-15)
+                    assert float(g["value"]) == pytest.approx(100 * (sel - h) / sel, rel=1e-9, abs=1e-12)
+                    for row in (r, g):
+                        assert float(row["temperature"]) == pytest.approx(exp["T"] if scaled else 1.0, rel=1e-12)
+                        assert int(row["n_cal"]) == round(0.1 * n) and int(row["n_eval"]) == n - round(0.1 * n)
+                        assert row["dec"] == "" and row["dataset"] == "custom" and row["protocol"] == "project"
+                        assert row["subset"] == "all" and row["file"] == str(f) and row["ci_low"] == ""
+                assert float(keyed[(f.stem, "gain_percent", "selective", loss, ts)]["value"]) == 0.0
+        assert float(keyed[(f.stem, "temperature", "", "", "true")]["value"]) == pytest.approx(exp["T"], rel=1e-12)
         # TS really changes the numbers (T was fitted, not 1).
         assert exp["T"] != pytest.approx(1.0, abs=1e-3)
         assert exp[("climbing", "01", True)] != exp[("climbing", "01", False)]
     assert "Climbing" in stdout and "±" in stdout and "mean ± SEM over 3 models" in stdout
+    assert "every metric (with or without temperature scaling) is computed on the other 90 %. Split seed: 0." in stdout
+
+
+def test_rows_are_the_layers_rows(synth, tmp_path, capsys):
+    """The CLI only lays out ``ModelEvaluation.results``: the same numbers, to the bit."""
+    tree, tree_file, files = synth
+    out = tmp_path / "res.csv"
+    assert _cli(capsys, "evaluate", files[0], "--hierarchy", tree_file, "--out", out, "--dec", 2)[0] == 0
+    b = load_logits(files[0])
+    want = ModelEvaluation(tree, b.logits, b.labels, name="m0", dataset="custom").results(dec=2)
+    got = _read(out)
+    assert len(got) == len(want) == ROWS_PER_MODEL
+    for g, w in zip(got, want):
+        assert (g["metric"], g["rule"], g["loss"], g["ts"]) == (w["metric"], w["rule"], w["loss"], _tf(w["ts"]))
+        assert float(g["value"]) == w["value"] and g["hierarchy_hash"] == w["hierarchy_hash"]
+        assert g["dec"] == ("2" if w["metric"] in ("haurc", "gain_percent") else "")  # top-1 and T need no grid
 
 
 def test_models_and_summary_tables(synth, tmp_path, capsys):
-    tree, tree_file, files = synth
+    _, tree_file, files = synth
     out = tmp_path / "res.csv"
     code, stdout, _ = _cli(capsys, "evaluate", files[0].parent, "--hierarchy", tree_file, "--out", out)
     assert code == 0
@@ -124,26 +162,49 @@ def test_models_and_summary_tables(synth, tmp_path, capsys):
     assert [m["model"] for m in models] == ["m0", "m1", "m2"]  # a folder is read in name order
     keyed = _by_key(rows)
     for m in models:
-        assert float(m["haurc_x1000_climbing"]) == float(keyed[(m["model"], "climbing", "01", "false")]["haurc_x1000"])
-        assert float(m["haurc_x1000_jumping_severity_ts"]) == float(
-            keyed[(m["model"], "jumping", "severity", "true")]["haurc_x1000"])
-        assert float(m["gain_percent_max_coverage_ts"]) == float(
-            keyed[(m["model"], "max_coverage", "01", "true")]["gain_percent"])
-        assert float(m["temperature"]) == float(keyed[(m["model"], "climbing", "01", "true")]["temperature"])
-        assert "gain_percent_selective" not in m
+        k = m["model"]
+        assert m["dataset"] == "custom" and m["file"].endswith(f"{k}.npz")
+        assert float(m[column_label("haurc", "climbing", ts=False)]) == pytest.approx(
+            1000 * float(keyed[(k, "haurc", "climbing", "01", "false")]["value"]), rel=1e-15)
+        assert float(m[column_label("haurc", "jumping", "severity", ts=True)]) == pytest.approx(
+            1000 * float(keyed[(k, "haurc", "jumping", "severity", "true")]["value"]), rel=1e-15)
+        assert float(m["gain % Max-Coverage (TS)"]) == float(
+            keyed[(k, "gain_percent", "max_coverage", "01", "true")]["value"])
+        assert float(m["T"]) == float(keyed[(k, "temperature", "", "", "true")]["value"])
+        assert float(m["top-1 accuracy"]) == float(keyed[(k, "top1", "", "", "false")]["value"])
+        assert column_label("gain_percent", "selective", ts=False) not in m
+    assert "hAURC×1000 Climbing (TS)" in models[0]
+    assert _header(tmp_path / "res_summary.csv") == list(SUMMARY_COLUMNS)
     assert len(summary) == 2 * 2 * 4
     for s in summary:
-        vals = np.array([float(keyed[(k, s["rule"], s["loss"], s["temperature_scaled"])]["haurc_x1000"])
+        vals = np.array([1000 * float(keyed[(k, "haurc", s["rule"], s["loss"], s["ts"])]["value"])
                          for k in ("m0", "m1", "m2")])
-        gains = np.array([float(keyed[(k, s["rule"], s["loss"], s["temperature_scaled"])]["gain_percent"])
+        gains = np.array([float(keyed[(k, "gain_percent", s["rule"], s["loss"], s["ts"])]["value"])
                           for k in ("m0", "m1", "m2")])
         assert int(s["n_models"]) == 3
         assert float(s["haurc_x1000_mean"]) == pytest.approx(vals.mean(), rel=1e-12)
         assert float(s["haurc_x1000_sem"]) == pytest.approx(vals.std(ddof=1) / math.sqrt(3), rel=1e-9)
         assert float(s["gain_percent_mean"]) == pytest.approx(gains.mean(), rel=1e-9, abs=1e-12)
     # The printed table carries the same numbers, 2 decimals.
-    clim = next(s for s in summary if (s["rule"], s["loss"], s["temperature_scaled"]) == ("climbing", "01", "true"))
+    clim = next(s for s in summary if (s["rule"], s["loss"], s["ts"]) == ("climbing", "01", "true"))
     assert f"{float(clim['haurc_x1000_mean']):.2f} ± {float(clim['haurc_x1000_sem']):.2f}" in stdout
+
+
+def test_format_summary_lays_out_table_1():
+    summary = [{"dataset": "toy", "loss": loss, "ts": ts, "rule": rule, "n_models": 2,
+                "haurc_x1000_mean": 40.0 + k, "haurc_x1000_sem": 0.5, "gain_percent_mean": 1.5 * k,
+                "gain_percent_sem": float("nan")}
+               for loss in LOSSES for ts in (False, True) for k, rule in enumerate(RULES)]
+    text = evaluate.format_summary(summary, protocol="paper", cal_fraction=0.2, seed=3)
+    lines = text.splitlines()
+    assert lines[0] == "toy — 0/1 loss, mean ± SEM over 2 models"
+    assert lines[1].split() == ["rule", "hAURC×1000", "gain", "%", "hAURC×1000", "(TS)", "gain", "%", "(TS)"]
+    assert lines[2].split() == ["Selective", "40.00", "±", "0.50", "–", "40.00", "±", "0.50", "–"]
+    assert lines[3].split() == ["Climbing", "41.00", "±", "0.50", "1.50", "41.00", "±", "0.50", "1.50"]
+    assert "toy — severity loss, mean ± SEM over 2 models" in lines
+    # The protocol sentence names this run's split, not the default 10 %.
+    assert lines[-1].startswith("As in the paper's code:") and "20 % calibration split" in lines[-1]
+    assert "the other 80 %" in lines[-1] and lines[-1].endswith("Split seed: 3.")
 
 
 def test_many_models_equal_single_model_runs(synth, tmp_path, capsys):
@@ -152,7 +213,7 @@ def test_many_models_equal_single_model_runs(synth, tmp_path, capsys):
                       "--out", tmp_path / "all.csv", "--dec", 2)
     assert code == 0
     together = _read(tmp_path / "all.csv")
-    assert len(together) == 48
+    assert len(together) == 3 * ROWS_PER_MODEL
     for f in files:
         code, _, _ = _cli(capsys, "evaluate", f, "--hierarchy", tree_file, "--out", tmp_path / f"{f.stem}.csv",
                           "--dec", 2)
@@ -161,10 +222,54 @@ def test_many_models_equal_single_model_runs(synth, tmp_path, capsys):
         assert alone == [r for r in together if r["model"] == f.stem]
         # ... and the library function gives the same numbers (authors' dec=2 grid).
         exp = _expected(tree, f, dec=2)
-        for r in alone:
-            assert float(r["haurc"]) == pytest.approx(exp[(r["rule"], r["loss"], r["temperature_scaled"] == "true")],
+        for r in _haurc(alone):
+            assert float(r["value"]) == pytest.approx(exp[(r["rule"], r["loss"], r["ts"] == "true")],
                                                       rel=1e-12, abs=1e-15)
             assert r["dec"] == "2"
+
+
+def test_paper_protocol(synth, tmp_path, capsys):
+    tree, tree_file, files = synth
+    out = tmp_path / "paper.csv"
+    code, stdout, err = _cli(capsys, "evaluate", files[1], "--hierarchy", tree_file, "--out", out,
+                             "--protocol", "paper")
+    assert code == 0, err
+    rows = _read(out)
+    b = load_logits(files[1])
+    n_held_out = b.n_samples - round(0.1 * b.n_samples)
+    assert {r["protocol"] for r in rows} == {"paper"}
+    assert {(r["ts"], int(r["n_eval"])) for r in rows} == {("false", b.n_samples), ("true", n_held_out)}
+    want = ModelEvaluation(tree, b.logits, b.labels, name="m1", dataset="custom", protocol="paper").results()
+    assert [float(r["value"]) for r in rows] == [w["value"] for w in want]
+    # The project protocol scores no-TS on the held-out split only: other numbers.
+    assert _cli(capsys, "evaluate", files[1], "--hierarchy", tree_file, "--out", tmp_path / "project.csv")[0] == 0
+    project = _by_key(_read(tmp_path / "project.csv"))
+    paper = _by_key(rows)
+    key = ("m1", "haurc", "climbing", "01", "false")
+    assert paper[key]["value"] != project[key]["value"]
+    ts_key = ("m1", "haurc", "climbing", "01", "true")
+    assert paper[ts_key]["value"] == project[ts_key]["value"]
+    assert "metrics without temperature scaling use all samples" in stdout
+    models = _read(tmp_path / "paper_models.csv")
+    assert int(models[0]["n_eval"]) == b.n_samples
+
+
+@pytest.mark.parametrize("protocol", ["project", "paper"])
+def test_progress_counts_the_samples_of_both_settings(synth, protocol):
+    tree, _, files = synth
+    calls = []
+    rows = evaluate.evaluate_model(files[0], tree, protocol=protocol, progress=lambda d, t: calls.append((d, t)))
+    n_eval = {r["ts"]: r["n_eval"] for r in rows}
+    total = n_eval[False] + n_eval[True]
+    assert {t for _, t in calls} == {total} and calls[-1] == (total, total)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls) and (n_eval[False], total) in calls
+
+
+def test_bad_protocol_is_one_line(synth, tmp_path, capsys):
+    _, tree_file, files = synth
+    code, _, err = _cli(capsys, "evaluate", files[0], "--hierarchy", tree_file, "--protocol", "authors",
+                        "--out", tmp_path / "r.csv")
+    _one_line_error(code, err, "unknown protocol 'authors'; choose one of project, paper")
 
 
 def test_rerun_skips_finished_models(synth, tmp_path, capsys, monkeypatch):
@@ -186,6 +291,7 @@ def test_rerun_skips_finished_models(synth, tmp_path, capsys, monkeypatch):
     first = out.read_bytes()
     cache = sorted((tmp_path / "res.csv.d").glob("*.json"))
     assert [p.name.split("-")[0] for p in cache] == ["m0", "m1"]
+    assert json.loads(cache[0].read_text())["format"] == evaluate.CACHE_FORMAT
     stamps = [p.stat().st_mtime_ns for p in cache]
 
     calls.clear()
@@ -201,7 +307,68 @@ def test_rerun_skips_finished_models(synth, tmp_path, capsys, monkeypatch):
     calls.clear()
     assert _cli(capsys, *argv, "--seed", 1)[0] == 0 and sorted(calls) == ["m0", "m1"]
     calls.clear()
-    assert _cli(capsys, *argv, "--seed", 1, "--recompute")[0] == 0 and sorted(calls) == ["m0", "m1"]
+    assert _cli(capsys, *argv, "--seed", 1, "--protocol", "paper")[0] == 0 and sorted(calls) == ["m0", "m1"]
+    calls.clear()
+    assert _cli(capsys, *argv, "--seed", 1, "--protocol", "paper", "--recompute")[0] == 0
+    assert sorted(calls) == ["m0", "m1"]
+
+
+@pytest.mark.parametrize("damage", [
+    lambda e: {**e, "rows": []},
+    lambda e: {**e, "rows": "x"},
+    lambda e: {**e, "rows": [{**e["rows"][0], "extra": 1}] + e["rows"][1:]},
+    lambda e: {**e, "rows": [{k: v for k, v in e["rows"][0].items() if k != "value"}] + e["rows"][1:]},
+    lambda e: {**e, "rows": [{**e["rows"][0], "value": "0.5"}] + e["rows"][1:]},
+    lambda e: {**e, "rows": e["rows"][:1] + [7]},
+    lambda e: [e],
+    None,  # not JSON at all
+], ids=["empty", "not-a-list", "extra-key", "missing-key", "text-value", "not-a-dict", "not-an-object", "garbage"])
+def test_malformed_cache_entry_is_recomputed(synth, tmp_path, capsys, monkeypatch, damage):
+    _, tree_file, files = synth
+    out = tmp_path / "res.csv"
+    argv = ("evaluate", files[0], files[1], "--hierarchy", tree_file, "--out", out, "--workers", 1)
+    assert _cli(capsys, *argv)[0] == 0
+    first = out.read_bytes()
+    entry = evaluate.cache_file(tmp_path / "res.csv.d", files[0])
+    data = json.loads(entry.read_text())
+    entry.write_text("{not json" if damage is None else json.dumps(damage(data)))
+    calls = []
+    real = evaluate.evaluate_model
+    monkeypatch.setattr(evaluate, "evaluate_model", lambda b, *a, **k: calls.append(b.name) or real(b, *a, **k))
+    code, stdout, err = _cli(capsys, *argv)
+    assert code == 0, err
+    assert calls == ["m0"] and "1 reused" in stdout  # the damaged one again, the good one from the cache
+    assert err.count("\n") == 1 and err.startswith(f"note: {entry}:") and "evaluating" in err
+    assert out.read_bytes() == first
+    assert json.loads(entry.read_text()) == data  # repaired
+
+
+def test_formula_names_are_neutralised(synth, tmp_path, capsys):
+    _, tree_file, files = synth
+    hostile = tmp_path / "=HYPERLINK(1).npz"
+    hostile.write_bytes(files[0].read_bytes())
+    out = tmp_path / "r.csv"
+    assert _cli(capsys, "evaluate", hostile, "--hierarchy", tree_file, "--out", out)[0] == 0
+    for name in ("r.csv", "r_models.csv"):
+        rows = _read(tmp_path / name)
+        assert {r["model"] for r in rows} == {"'=HYPERLINK(1)"}, name
+        assert not any(v.startswith("=") for r in rows for v in r.values())
+    assert _read(out)[0]["file"] == str(hostile)  # an absolute path: starts with "/", nothing to neutralise
+    assert "'=HYPERLINK(1)" in (tmp_path / "r.csv").read_text(encoding="utf-8")
+
+
+def test_files_sharing_a_stem_keep_their_own_rows(synth, tmp_path, capsys):
+    _, tree_file, files = synth
+    for folder, f in (("a", files[0]), ("b", files[1])):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "model.npz").write_bytes(f.read_bytes())
+    out = tmp_path / "r.csv"
+    code, _, err = _cli(capsys, "evaluate", tmp_path / "a" / "model.npz", tmp_path / "b" / "model.npz",
+                        "--hierarchy", tree_file, "--out", out)
+    assert code == 0, err
+    models = _read(tmp_path / "r_models.csv")
+    assert [m["model"] for m in models] == [str(tmp_path / "a" / "model"), str(tmp_path / "b" / "model")]
+    assert models[0]["T"] != models[1]["T"]
 
 
 def test_shipped_logits_without_hierarchy(tmp_path, capsys):
@@ -211,32 +378,43 @@ def test_shipped_logits_without_hierarchy(tmp_path, capsys):
     code, stdout, err = _cli(capsys, "evaluate", REPO / "cached_logits", "--out", out)
     assert code == 0, err
     rows = _read(out)
-    assert len(rows) == len(SHIPPED) * 16
+    assert len(rows) == len(SHIPPED) * ROWS_PER_MODEL
     assert {r["dataset"] for r in rows} == {"imagenet1k"}
-    assert {int(r["n_samples"]) for r in rows} == {1894}
+    assert {int(r["n_eval"]) + int(r["n_cal"]) for r in rows} == {1894}
     exp = _expected(imagenet_hierarchy(), SHIPPED[0])
-    for r in rows:
+    for r in _haurc(rows):
         if r["model"] == SHIPPED[0].stem:
-            assert float(r["haurc"]) == pytest.approx(exp[(r["rule"], r["loss"], r["temperature_scaled"] == "true")],
-                                                      rel=1e-12)
+            assert float(r["value"]) == pytest.approx(exp[(r["rule"], r["loss"], r["ts"] == "true")], rel=1e-12)
     # Known values of this data: T is fitted below 1 and TS makes Climbing beat Selective on every model.
     keyed = _by_key(rows)
     for f in SHIPPED:
-        assert float(keyed[(f.stem, "climbing", "01", "true")]["temperature"]) < 1
-        assert float(keyed[(f.stem, "climbing", "01", "true")]["gain_percent"]) > 5
+        assert float(keyed[(f.stem, "temperature", "", "", "true")]["value"]) < 1
+        assert float(keyed[(f.stem, "gain_percent", "climbing", "01", "true")]["value"]) > 5
     assert "imagenet1k — 0/1 loss, mean ± SEM over 3 models" in stdout
+    # The numbers the README quotes.
+    assert "Selective     49.13 ± 1.22              –     45.52 ± 0.54" in stdout
+    assert "Climbing      50.32 ± 2.83   -2.27 ± 3.44     39.28 ± 0.67  13.73 ± 0.56" in stdout
 
 
 def test_ray_local_gives_identical_numbers(synth, tmp_path, capsys):
     """Starts a private local Ray (about 10–20 s): the one Ray test."""
     pytest.importorskip("ray")
-    tree, tree_file, files = synth
+    _, tree_file, files = synth
     assert _cli(capsys, "evaluate", *files, "--hierarchy", tree_file, "--out", tmp_path / "local.csv")[0] == 0
     code, _, err = _cli(capsys, "evaluate", *files, "--hierarchy", tree_file, "--out", tmp_path / "ray.csv",
                         "--ray", "local", "--workers", 2)
     assert code == 0, err
     assert (tmp_path / "ray.csv").read_bytes() == (tmp_path / "local.csv").read_bytes()
     assert (tmp_path / "ray_models.csv").read_bytes() == (tmp_path / "local_models.csv").read_bytes()
+
+
+def test_processes_give_identical_numbers(synth, tmp_path, capsys):
+    _, tree_file, files = synth
+    for name, workers in (("one", 1), ("two", 2)):
+        assert _cli(capsys, "evaluate", *files, "--hierarchy", tree_file, "--out", tmp_path / f"{name}.csv",
+                    "--workers", workers)[0] == 0
+    for suffix in (".csv", "_models.csv", "_summary.csv"):
+        assert (tmp_path / f"one{suffix}").read_bytes() == (tmp_path / f"two{suffix}").read_bytes()
 
 
 # ---------------------------------------------------------------------------- bad input
@@ -261,7 +439,7 @@ def test_missing_file_and_empty_inputs(synth, tmp_path, capsys):
 
 
 def test_bad_files_fail_alone_and_keep_the_others(synth, tmp_path, capsys):
-    tree, tree_file, files = synth
+    _, tree_file, files = synth
     folder = tmp_path / "mixed"
     folder.mkdir()
     (folder / "a_good.npz").write_bytes(files[0].read_bytes())
@@ -271,7 +449,7 @@ def test_bad_files_fail_alone_and_keep_the_others(synth, tmp_path, capsys):
     code, _, err = _cli(capsys, "evaluate", folder, "--hierarchy", tree_file, "--out", out)
     _one_line_error(code, err, "b_truncated.npz", "truncated or corrupt", "the other 1 model is in")
     rows = _read(out)
-    assert len(rows) == 16 and {r["model"] for r in rows} == {"a_good"}
+    assert len(rows) == ROWS_PER_MODEL and {r["model"] for r in rows} == {"a_good"}
     assert len(list((tmp_path / "r.csv.d").glob("a_good-*.json"))) == 1
 
     # NaN logits (written by hand: the writer refuses them).
@@ -284,7 +462,7 @@ def test_bad_files_fail_alone_and_keep_the_others(synth, tmp_path, capsys):
 
 
 def test_hierarchy_mismatches(synth, tmp_path, capsys):
-    tree, tree_file, files = synth
+    *_, files = synth
     # 100-class logits and no --hierarchy: no built-in tree fits.
     rng = np.random.default_rng(0)
     c100 = tmp_path / "c100.npz"
@@ -308,6 +486,7 @@ def test_bad_options(synth, tmp_path, capsys):
         (("--workers", 0), "--workers"),
         (("--out", tmp_path / "r.txt"), "--out must name a .csv"),
         (("--classes", tree_file), "--classes"),
+        (("--protocol", "Paper"), "unknown protocol"),
     ]:
         code, _, err = _cli(capsys, "evaluate", files[0], *argv)
         _one_line_error(code, err, needle)
@@ -331,16 +510,16 @@ def test_csv_hierarchy_with_class_list_matches_json(synth, tmp_path, capsys):
     code, _, err = _cli(capsys, "evaluate", files[0], "--hierarchy", csv_tree, "--classes", classes,
                         "--out", tmp_path / "c.csv")
     assert code == 0, err
-    from_json, from_csv = _read(tmp_path / "j.csv"), _read(tmp_path / "c.csv")
+    from_json, from_csv = _haurc(_read(tmp_path / "j.csv")), _haurc(_read(tmp_path / "c.csv"))
     assert len(from_csv) == 16
     for a, b in zip(from_json, from_csv):
-        assert (a["rule"], a["loss"], a["temperature_scaled"]) == (b["rule"], b["loss"], b["temperature_scaled"])
-        assert float(b["haurc"]) == pytest.approx(float(a["haurc"]), rel=1e-9, abs=1e-15)
+        assert (a["rule"], a["loss"], a["ts"]) == (b["rule"], b["loss"], b["ts"])
+        assert float(b["value"]) == pytest.approx(float(a["value"]), rel=1e-9, abs=1e-15)
     # Without the class list the leaves come in the file's order, which is not the logits' order:
     # the numbers differ (the tree is the same, the columns are matched to other classes).
     assert _cli(capsys, "evaluate", files[0], "--hierarchy", csv_tree, "--out", tmp_path / "u.csv")[0] == 0
-    unordered = _read(tmp_path / "u.csv")
-    assert any(float(u["haurc"]) != pytest.approx(float(a["haurc"]), rel=1e-6)
+    unordered = _haurc(_read(tmp_path / "u.csv"))
+    assert any(float(u["value"]) != pytest.approx(float(a["value"]), rel=1e-6)
                for u, a in zip(unordered, from_json) if u["rule"] == "climbing")
 
 
@@ -355,11 +534,10 @@ def test_manifest_dataset_id_picks_the_builtin_tree(tmp_path, capsys):
     code, _, err = _cli(capsys, "evaluate", path, "--out", tmp_path / "r.csv")
     assert code == 0, err
     rows = _read(tmp_path / "r.csv")
-    assert {r["dataset"] for r in rows} == {"cifar100"} and len(rows) == 16
+    assert {r["dataset"] for r in rows} == {"cifar100"} and len(rows) == ROWS_PER_MODEL
     exp = _expected(cifar, path)
-    for r in rows:
-        assert float(r["haurc"]) == pytest.approx(exp[(r["rule"], r["loss"], r["temperature_scaled"] == "true")],
-                                                  rel=1e-12)
+    for r in _haurc(rows):
+        assert float(r["value"]) == pytest.approx(exp[(r["rule"], r["loss"], r["ts"] == "true")], rel=1e-12)
     # A dataset_id that names no data set: one line, pointing at --hierarchy.
     manifest["dataset_id"] = "no_such_set"
     path.with_suffix(".json").write_text(json.dumps(manifest))

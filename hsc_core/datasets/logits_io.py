@@ -177,7 +177,11 @@ def write_npz_atomic(path: str | os.PathLike, arrays: Mapping[str, np.ndarray], 
 
 def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
     """Pretty JSON to ``path``, atomically."""
-    text = json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """UTF-8 ``text`` to ``path``, atomically (a reader sees the old file or the whole new one)."""
     _atomic_write(Path(path), lambda fh: fh.write(text.encode("utf-8")))
 
 

@@ -3,64 +3,68 @@
 ::
 
     hsc evaluate cached_logits/ [more.npz 'runs/*.npz' ...] [--hierarchy FILE [--classes FILE]]
-                 [--dec N] [--out results.csv] [--workers K | --ray local|auto|ADDRESS]
+                 [--protocol project|paper] [--dec N] [--out results.csv]
+                 [--workers K | --ray local|auto|ADDRESS]
 
-For each model, T is fitted on the protocol's seeded, class-stratified calibration split
-(``core.protocol``) and every number, with or without temperature scaling, is computed on the other
-samples. Outputs, beside ``--out``:
+A thin front end of the evaluation layer (``hsc_core.evaluation``): each model is one
+``ModelEvaluation`` under the protocol of ``core.protocol`` (``project``, the default: T fitted on
+a seeded, class-stratified calibration split and every number, with or without temperature
+scaling, on the other samples; ``paper``: the authors' — numbers without TS on all samples, with
+TS on the held-out split). This module runs many models, caches each one and writes what the
+layer returns. Outputs, beside ``--out``:
 
-* ``results.csv`` — one row per model × rule × loss × temperature scaling;
-* ``results_models.csv`` — one row per model (top-1, T, hAURC×1000 and gain of every rule);
-* ``results_summary.csv`` and the printed table — the paper's Table 1: mean ± SEM over models;
+* ``results.csv`` — the layer's tidy rows (``RESULT_COLUMNS`` + ``file``), one number per row:
+  top-1, T, and hAURC and gain of every rule × loss × TS setting;
+* ``results_models.csv`` — one row per model (``wide_table``; columns named by ``column_label``,
+  e.g. ``hAURC×1000 Climbing (TS)``);
+* ``results_summary.csv`` and the printed table — the paper's Table 1 (``summary_rows``): mean ±
+  SEM over models;
 * ``results.csv.d/`` — one small JSON per finished model, keyed by the file's content and the
   settings, so a rerun skips finished models and an interrupted run loses at most the models
   in flight.
 
-Models run in parallel local processes (``--workers``) or as Ray tasks (``--ray``); both call
-``evaluate_model`` and give identical numbers.
+Every CSV is written by ``evaluation.results.to_csv`` (a name that a spreadsheet would run as a
+formula is neutralised). Models run in parallel local processes (``--workers``) or as Ray tasks
+(``--ray``); both call ``evaluate_model`` and give identical numbers.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import glob
 import hashlib
-import io
 import json
 import math
 import os
 import sys
-import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import numpy as np
-
-from ..core.curves import hierarchical_gain
-from ..core.evaluation import rc_curves_from_logits
 from ..core.hierarchy import Hierarchy
-from ..core.probabilities import fit_temperature
-from ..core.protocol import CALIBRATION_FRACTION, SPLIT_SEED, calibration_mask
+from ..core.protocol import CALIBRATION_FRACTION, PROTOCOLS, SPLIT_SEED, check_protocol, protocol_text
 from ..core.risk import LOSSES
 from ..core.rules import RULE_LABELS, RULES
-from ..datasets.formats import load_hierarchy
-from ..datasets.logits_io import LogitsBundle, list_cached_logits, load_logits, manifest_path, write_json_atomic
+from ..datasets.logits_io import LogitsBundle, load_logits, manifest_path, write_json_atomic, write_text_atomic
 from ..datasets.registry import dataset_for_manifest, load_dataset
+from ..evaluation.model import ModelEvaluation
+from ..evaluation.resolve import builtin_hierarchy, expand_inputs, load_user_hierarchy, resolve_hierarchy
+from ..evaluation.results import RESULT_COLUMNS, SUMMARY_COLUMNS, hierarchy_hash, summary_rows, to_csv, wide_table
 from .distributed import LOCAL_RAY, default_workers, map_jobs
 
-# Bump when the numbers a cached result holds would change, so old caches are recomputed.
-CACHE_FORMAT = "hsc-evaluate/1"
-MAX_DEC = 6
+# builtin_hierarchy, expand_inputs and load_user_hierarchy are re-exported for ``hsc report``
+# (report/html_report.py imports them from here) until it imports them from the layer.
+__all__ = [
+    "CACHE_FORMAT", "ROW_COLUMNS", "builtin_hierarchy", "evaluate_many", "evaluate_model", "expand_inputs",
+    "format_summary", "load_user_hierarchy", "model_table", "run",
+]
 
-RESULT_COLUMNS = (
-    "model", "dataset", "rule", "loss", "temperature_scaled", "temperature", "haurc", "haurc_x1000",
-    "gain_percent", "top1", "n_samples", "n_eval", "n_cal", "dec", "cal_fraction", "seed", "file",
-)
-SUMMARY_COLUMNS = (
-    "dataset", "loss", "temperature_scaled", "rule", "n_models",
-    "haurc_x1000_mean", "haurc_x1000_sem", "gain_percent_mean", "gain_percent_sem",
-)
+# Bump when the numbers or the schema a cached result holds would change, so old caches are recomputed.
+CACHE_FORMAT = "hsc-evaluate/2"
+MAX_DEC = 6
+#: Columns of results.csv (and of every cached row): the layer's tidy schema and the logits file.
+ROW_COLUMNS: tuple[str, ...] = (*RESULT_COLUMNS, "file")
+
+Progress = Callable[[int, int], None]
 
 
 # ---------------------------------------------------------------------------- one model
@@ -69,50 +73,47 @@ def evaluate_model(
     hierarchy: Hierarchy,
     *,
     dec: int | None = None,
+    protocol: str = "project",
     cal_fraction: float = CALIBRATION_FRACTION,
     seed: int = SPLIT_SEED,
     dataset: str = "",
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> list[dict]:
-    """Rows of one model: every rule × loss, without and with temperature scaling.
+    """Tidy result rows of one model: every rule × loss, without and with temperature scaling.
 
-    T is fitted on ``calibration_mask(labels, cal_fraction, seed)``; all metrics (both TS settings)
-    use the remaining evaluation split. ``haurc`` is raw (the paper reports ``haurc_x1000``);
-    ``gain_percent`` is relative to Selective with the same loss and TS setting (Selective's is 0);
-    ``top1`` is on the evaluation split; ``temperature`` is the T applied (1.0 without TS).
-    ``progress(done, total)`` counts evaluation samples over both passes (without, with TS).
+    Parameters
+    ----------
+    bundle_or_path : the model's logits, loaded or the path of its ``.npz``.
+    hierarchy : its class tree; the logits' columns are the leaves, in order.
+    dec : None for exact curves, else θ on the authors' grid rounded to ``dec`` decimals.
+    protocol, cal_fraction, seed : the evaluation protocol (``core.protocol``).
+    dataset : the rows' ``dataset``.
+    progress : ``progress(done, total)``, counting the samples of both settings (without TS first).
+
+    Returns
+    -------
+    list of dict
+        ``ModelEvaluation.results`` for every loss (keys ``ROW_COLUMNS``); ``file`` is the path
+        given ("" for a bundle).
     """
+    check_dec(dec)
     if isinstance(bundle_or_path, LogitsBundle):
         bundle, file = bundle_or_path, ""
     else:
         bundle, file = load_logits(bundle_or_path), str(bundle_or_path)
-    check_dec(dec)
-    if bundle.n_classes != hierarchy.n_leaves:
-        raise ValueError(f"{file or bundle.name}: logits have {bundle.n_classes} classes but the hierarchy has "
-                         f"{hierarchy.n_leaves} leaves")
-    cal = calibration_mask(bundle.labels, cal_fraction, seed)
-    logits, labels = bundle.logits[~cal], bundle.labels[~cal]
-    fitted_t = fit_temperature(bundle.logits[cal], bundle.labels[cal])
-    top1 = float((logits.argmax(axis=1) == labels).mean())
-    rows = []
-    for scaled in (False, True):
-        t = fitted_t if scaled else 1.0
-        step = None if progress is None else (lambda done, total, k=int(scaled): progress(k * total + done, 2 * total))
-        curves = rc_curves_from_logits(hierarchy, logits, labels, temperature=t, dec=dec, progress=step)
-        for loss in LOSSES:
-            sel = curves[("selective", loss)].haurc
-            for rule in RULES:
-                haurc = curves[(rule, loss)].haurc
-                rows.append({
-                    "model": bundle.name, "dataset": dataset, "rule": rule, "loss": loss,
-                    "temperature_scaled": scaled, "temperature": t, "haurc": haurc, "haurc_x1000": 1000.0 * haurc,
-                    # Selective's gain is 0 by definition (also when its hAURC is 0).
-                    "gain_percent": 0.0 if rule == "selective" else hierarchical_gain(sel, haurc),
-                    "top1": top1, "n_samples": bundle.n_samples, "n_eval": int(labels.size),
-                    "n_cal": int(cal.sum()), "dec": "exact" if dec is None else int(dec),
-                    "cal_fraction": cal_fraction, "seed": seed, "file": file,
-                })
-    return rows
+    ev = ModelEvaluation.from_bundle(bundle, hierarchy, dataset=dataset, protocol=protocol,
+                                     cal_fraction=cal_fraction, seed=seed, file=file)
+    if progress is not None:
+        _build_settings(ev, progress)
+    return [{**row, "file": file} for row in ev.results(losses=LOSSES, dec=dec)]
+
+
+def _build_settings(ev: ModelEvaluation, progress: Progress) -> None:
+    """Build both settings (the long part) with one sample count over both; under the paper
+    protocol the two differ in size (no TS: every sample), so the offsets are their real sizes."""
+    sizes = [int(ev.rows_for(ts).size) for ts in (False, True)]
+    for ts, offset in ((False, 0), (True, sizes[0])):
+        ev.setting(ts, progress=lambda done, _n, o=offset: progress(o + done, sum(sizes)))
 
 
 def check_dec(dec: int | None) -> None:
@@ -120,72 +121,7 @@ def check_dec(dec: int | None) -> None:
         raise ValueError(f"--dec must be between 0 and {MAX_DEC} (the authors used 2), got {dec}")
 
 
-# ---------------------------------------------------------------------------- hierarchies
-def builtin_hierarchy(bundle: LogitsBundle, where: str) -> tuple[str, Hierarchy]:
-    """(data set name, its tree) for a file evaluated without ``--hierarchy``: the data set its
-    manifest's ``dataset_id`` names (built-in or under ``$HSC_DATASETS_DIR``), else ImageNet-1k for
-    1000 classes."""
-    name = dataset_for_manifest(bundle.manifest, bundle.n_classes)
-    if name is None:
-        raise ValueError(f"{where}: no built-in hierarchy for {bundle.n_classes}-class logits (the manifest names "
-                         "no dataset_id); pass --hierarchy FILE")
-    try:
-        return name, load_dataset(name).hierarchy
-    except ValueError as exc:
-        raise ValueError(f"{where}: {exc}; or pass --hierarchy FILE") from exc
-
-
-def _dataset_name(bundle: LogitsBundle) -> str:
-    """The data set column when the user gave the tree: what the manifest says, else "custom"."""
-    try:
-        return dataset_for_manifest(bundle.manifest, bundle.n_classes) or "custom"
-    except ValueError:
-        return "custom"
-
-
-def load_user_hierarchy(path: str, classes: str | None = None, first_parent: bool = False) -> Hierarchy:
-    """``--hierarchy FILE`` in any format ``datasets.formats`` reads, leaves ordered by ``--classes``."""
-    return load_hierarchy(path, classes, first_parent=first_parent)
-
-
-def hierarchy_fingerprint(hierarchy: Hierarchy | None) -> str:
-    """Content hash of a tree (node ids, names, parents, leaf order); "builtin" for None."""
-    if hierarchy is None:
-        return "builtin"
-    text = json.dumps(hierarchy.to_dict(), sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-# ---------------------------------------------------------------------------- many models
-def expand_inputs(specs: Iterable[str]) -> list[Path]:
-    """Files, folders (every ``*.npz`` directly inside) and glob patterns → unique .npz paths, in
-    the order given (folders and globs sorted). A missing file, an empty folder or a pattern that
-    matches nothing raises ValueError before any work starts."""
-    out: list[Path] = []
-    seen: set[Path] = set()
-    for spec in specs:
-        path = Path(os.path.expanduser(spec))
-        if path.is_dir():
-            found = list_cached_logits(path)
-            if not found:
-                raise ValueError(f"folder {spec} holds no .npz files")
-        elif path.exists():
-            found = [path]
-        elif any(c in spec for c in "*?["):
-            found = sorted(Path(p) for p in glob.glob(os.path.expanduser(spec), recursive=True)
-                           if p.endswith(".npz") and Path(p).is_file())
-            if not found:
-                raise ValueError(f"pattern {spec!r} matches no .npz files")
-        else:
-            raise ValueError(f"logits file {spec} not found")
-        for p in found:
-            key = p.resolve()
-            if key not in seen:
-                seen.add(key)
-                out.append(p)
-    return out
-
-
+# ---------------------------------------------------------------------------- the result cache
 def _file_digest(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as fh:
@@ -198,7 +134,7 @@ def _file_digest(path: Path) -> str:
 
 
 def _builtin_tree_tag(path: Path, seen: dict[str, str]) -> str:
-    """Fingerprint of the tree a file without ``--hierarchy`` will use, judged from its manifest
+    """Hash of the tree a file without ``--hierarchy`` will use, judged from its manifest
     ("unknown" when the manifest cannot tell), so an edited data set tree invalidates results."""
     try:
         manifest = json.loads(manifest_path(path).read_text(encoding="utf-8"))
@@ -206,7 +142,7 @@ def _builtin_tree_tag(path: Path, seen: dict[str, str]) -> str:
         if name is None:
             return "unknown"
         if name not in seen:
-            seen[name] = f"{name}:{hierarchy_fingerprint(load_dataset(name).hierarchy)}"
+            seen[name] = f"{name}:{hierarchy_hash(load_dataset(name).hierarchy)}"
         return seen[name]
     except (OSError, ValueError, TypeError, AttributeError):
         return "unknown"  # the worker reports what is wrong with the file
@@ -228,18 +164,44 @@ def cache_file(cache_dir: Path, path: Path) -> Path:
     return cache_dir / f"{path.stem}-{tag}.json"
 
 
-def _read_cached(file: Path, key: str) -> list[dict] | None:
+def rows_problem(rows: object) -> str:
+    """Why ``rows`` are not one model's cached result rows; "" when they are.
+
+    Valid: a non-empty list of dicts, each with exactly the keys ``ROW_COLUMNS`` and a numeric ``value``.
+    """
+    if not isinstance(rows, list) or not rows:
+        return "its rows are not a non-empty list"
+    expected = set(ROW_COLUMNS)
+    for k, row in enumerate(rows):
+        if not isinstance(row, dict) or set(row) != expected:
+            return f"row {k} is not a dict with the {len(expected)} result columns"
+        # The one field every table computes with: a text here would fail only later, in the summary.
+        if isinstance(row["value"], bool) or not isinstance(row["value"], (int, float)):
+            return f"row {k} has a value that is not a number"
+    return ""
+
+
+def read_cached(file: Path, key: str) -> tuple[list[dict] | None, str]:
+    """A cache entry's rows for ``key``: ``(rows, "")``; ``(None, "")`` when there is none or it is
+    for another file version or other settings; ``(None, why)`` when it is damaged. Either way a
+    missing result is computed again, never dropped."""
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None  # absent or damaged: compute again
-    if not isinstance(data, dict) or data.get("key") != key or not isinstance(data.get("rows"), list):
-        return None
-    return data["rows"]
+    except FileNotFoundError:
+        return None, ""
+    except (OSError, ValueError) as exc:
+        return None, f"unreadable ({type(exc).__name__})"
+    if not isinstance(data, dict):
+        return None, "not a JSON object"
+    if data.get("key") != key:
+        return None, ""  # stale: another version of the file or other settings
+    problem = rows_problem(data.get("rows"))
+    return (None, problem) if problem else (data["rows"], "")
 
 
-def _evaluate_job(path: str, hierarchy: Hierarchy | None, dec: int | None, cal_fraction: float, seed: int,
-                  sample_bar: bool = False) -> dict:
+# ---------------------------------------------------------------------------- many models
+def _evaluate_job(path: str, hierarchy: Hierarchy | None, dec: int | None, protocol: str, cal_fraction: float,
+                  seed: int, sample_bar: bool = False) -> dict:
     """One model, in a worker process or Ray task: {"rows": [...]} or {"error": one line}.
 
     Errors come back as values, so one bad file never stops the others. ``sample_bar``: a progress
@@ -248,12 +210,9 @@ def _evaluate_job(path: str, hierarchy: Hierarchy | None, dec: int | None, cal_f
     bar = _SampleBar(Path(path).stem) if sample_bar else None
     try:
         bundle = load_logits(path)
-        if hierarchy is None:
-            dataset, tree = builtin_hierarchy(bundle, path)
-        else:
-            dataset, tree = _dataset_name(bundle), hierarchy
-        return {"rows": evaluate_model(bundle, tree, dec=dec, cal_fraction=cal_fraction, seed=seed, dataset=dataset,
-                                       progress=bar)}
+        dataset, tree = resolve_hierarchy(bundle, path, hierarchy)
+        return {"rows": evaluate_model(bundle, tree, dec=dec, protocol=protocol, cal_fraction=cal_fraction,
+                                       seed=seed, dataset=dataset, progress=bar)}
     except (ValueError, OSError) as exc:
         return {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
     finally:
@@ -282,11 +241,19 @@ class _SampleBar:
             self.bar.close()
 
 
+def model_names(paths: Sequence[Path]) -> list[str]:
+    """Each file's model name: its stem, or its path without ``.npz`` where files share a stem
+    (tables are keyed by model name, so two folders' ``model.npz`` must not merge into one row)."""
+    counts = Counter(p.stem for p in paths)
+    return [p.stem if counts[p.stem] == 1 else str(p.with_suffix("")) for p in paths]
+
+
 def evaluate_many(
     paths: Sequence[str | os.PathLike],
     hierarchy: Hierarchy | None = None,
     *,
     dec: int | None = None,
+    protocol: str = "project",
     cal_fraction: float = CALIBRATION_FRACTION,
     seed: int = SPLIT_SEED,
     workers: int | None = None,
@@ -299,11 +266,14 @@ def evaluate_many(
 
     ``hierarchy=None`` picks each file's built-in tree. With ``cache_dir``, each finished model is
     saved there at once and, with ``resume``, a model whose file and settings match a saved
-    result is not computed again. Rows come in the order of ``paths``.
+    result is not computed again (a damaged entry is noted on stderr and computed again). Rows
+    come in the order of ``paths``, each named by ``model_names`` and carrying its ``file``.
     """
     check_dec(dec)
+    check_protocol(protocol)
     paths = [Path(p) for p in paths]
-    settings = {"dec": dec, "cal_fraction": cal_fraction, "seed": seed, "hierarchy": hierarchy_fingerprint(hierarchy)}
+    settings = {"dec": dec, "protocol": protocol, "cal_fraction": cal_fraction, "seed": seed,
+                "hierarchy": hierarchy_hash(hierarchy) or "builtin"}
     cache = Path(cache_dir) if cache_dir is not None else None
     results: dict[int, list[dict]] = {}
     keys: dict[int, str] = {}
@@ -315,13 +285,17 @@ def evaluate_many(
                 keys[i] = result_key(p, {**settings, **tree_tag})
             except OSError:
                 continue  # unreadable: the worker reports why, and nothing is cached
-            if resume and (rows := _read_cached(cache_file(cache, p), keys[i])) is not None:
-                results[i] = rows
+            if resume:
+                rows, problem = read_cached(cache_file(cache, p), keys[i])
+                if problem:
+                    print(f"note: {cache_file(cache, p)}: {problem}; evaluating {p} again", file=sys.stderr)
+                if rows is not None:
+                    results[i] = rows
     n_cached = len(results)
     todo = [i for i in range(len(paths)) if i not in results]
     n_workers = default_workers(len(todo)) if workers is None else workers
     in_process = ray_address is None and (n_workers <= 1 or len(todo) <= 1)
-    jobs = [(str(paths[i]), hierarchy, dec, cal_fraction, seed, progress and in_process) for i in todo]
+    jobs = [(str(paths[i]), hierarchy, dec, protocol, cal_fraction, seed, progress and in_process) for i in todo]
     errors: dict[str, str] = {}
     bar = _progress_bar(len(paths), n_cached, progress, "ray" if ray_address else "local")
     try:
@@ -342,12 +316,10 @@ def evaluate_many(
     finally:
         if bar is not None:
             bar.close()
-    rows = []
-    for i in sorted(results):
-        for row in results[i]:
-            # The same file may be named differently from run to run; name it as given now.
-            rows.append({**row, "model": paths[i].stem, "file": str(paths[i])})
-    return rows, errors, n_cached
+    names = model_names(paths)
+    # The same file may be named differently from run to run; name it as given now.
+    return ([{**row, "model": names[i], "file": str(paths[i])} for i in sorted(results) for row in results[i]],
+            errors, n_cached)
 
 
 def _progress_bar(total: int, done: int, enabled: bool, where: str):
@@ -360,60 +332,28 @@ def _progress_bar(total: int, done: int, enabled: bool, where: str):
 
 
 # ---------------------------------------------------------------------------- tables
-def model_rows(rows: Sequence[dict]) -> list[dict]:
-    """One row per model: top-1, fitted T, sizes, then hAURC×1000 and gain per rule × loss × TS.
-
-    Column names: ``haurc_x1000_<rule>[_severity][_ts]``, ``gain_percent_<rule>[_severity][_ts]``.
-    """
-    by_model: dict[str, dict] = {}
-    for r in rows:
-        m = by_model.setdefault(r["file"], {
-            "model": r["model"], "dataset": r["dataset"], "top1": r["top1"], "temperature": None,
-            "n_samples": r["n_samples"], "n_eval": r["n_eval"], "n_cal": r["n_cal"], "dec": r["dec"],
-        })
-        if r["temperature_scaled"]:
-            m["temperature"] = r["temperature"]
-        suffix = ("" if r["loss"] == "01" else f"_{r['loss']}") + ("_ts" if r["temperature_scaled"] else "")
-        m[f"haurc_x1000_{r['rule']}{suffix}"] = r["haurc_x1000"]
-        if r["rule"] != "selective":
-            m[f"gain_percent_{r['rule']}{suffix}"] = r["gain_percent"]
+def model_table(rows: Sequence[dict]) -> list[dict]:
+    """results_models.csv: ``wide_table`` over every loss and setting (one row per model), with
+    each model's data set and file beside its name."""
+    where = {r["model"]: (r["dataset"], r["file"]) for r in rows}
     out = []
-    for file, m in by_model.items():
-        m["file"] = file
-        out.append(m)
+    for m in wide_table(rows, loss=None):
+        dataset, file = where[m["model"]]
+        out.append({"model": m["model"], "dataset": dataset, **m, "file": file})
     return out
 
 
-def _mean_sem(values: Sequence[float]) -> tuple[float, float]:
-    x = np.asarray(values, dtype=float)
-    x = x[np.isfinite(x)]
-    if x.size == 0:
-        return float("nan"), float("nan")
-    # Standard error of the mean over models (as in the paper's Table 1); undefined for one model.
-    sem = float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else float("nan")
-    return float(x.mean()), sem
+def _percent(fraction: float) -> str:
+    return f"{round(100 * fraction, 2):g} %"
 
 
-def summary_rows(rows: Sequence[dict]) -> list[dict]:
-    """Mean ± SEM over models of hAURC×1000 and gain, per dataset × loss × TS × rule."""
-    groups: dict[tuple, list[dict]] = {}
-    for r in rows:
-        groups.setdefault((r["dataset"], r["loss"], r["temperature_scaled"], r["rule"]), []).append(r)
-    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
-    out = []
-    for ds in datasets:
-        for loss in LOSSES:
-            for scaled in (False, True):
-                for rule in RULES:
-                    group = groups.get((ds, loss, scaled, rule))
-                    if not group:
-                        continue
-                    h_mean, h_sem = _mean_sem([g["haurc_x1000"] for g in group])
-                    g_mean, g_sem = _mean_sem([g["gain_percent"] for g in group])
-                    out.append({"dataset": ds, "loss": loss, "temperature_scaled": scaled, "rule": rule,
-                                "n_models": len(group), "haurc_x1000_mean": h_mean, "haurc_x1000_sem": h_sem,
-                                "gain_percent_mean": g_mean, "gain_percent_sem": g_sem})
-    return out
+def protocol_sentence(protocol: str, *, cal_fraction: float = CALIBRATION_FRACTION, seed: int = SPLIT_SEED) -> str:
+    """``protocol_text(protocol)`` for this run: its split sizes (the text states the default
+    10 % / 90 %) and its seed."""
+    text = protocol_text(protocol)
+    for default, mine in ((CALIBRATION_FRACTION, cal_fraction), (1 - CALIBRATION_FRACTION, 1 - cal_fraction)):
+        text = text.replace(_percent(default), _percent(mine))
+    return f"{text} Split seed: {seed}."
 
 
 def _pm(mean: float, sem: float) -> str:
@@ -422,14 +362,16 @@ def _pm(mean: float, sem: float) -> str:
     return f"{mean:.2f}" if not math.isfinite(sem) else f"{mean:.2f} ± {sem:.2f}"
 
 
-def format_summary(summary: Sequence[dict], cal_fraction: float = CALIBRATION_FRACTION, seed: int = SPLIT_SEED) -> str:
-    """The paper's Table 1 as text: per data set and loss, a row per rule with hAURC×1000 and gain
-    (mean ± SEM over models), without and with temperature scaling."""
+def format_summary(summary: Sequence[dict], *, protocol: str = "project", cal_fraction: float = CALIBRATION_FRACTION,
+                   seed: int = SPLIT_SEED) -> str:
+    """The paper's Table 1 as text, from ``summary_rows``: per data set and loss, a row per rule
+    with hAURC×1000 and gain (mean ± SEM over models), without and with temperature scaling, then
+    the protocol sentence."""
     lines: list[str] = []
-    index = {(s["dataset"], s["loss"], s["temperature_scaled"], s["rule"]): s for s in summary}
+    index = {(s["dataset"], s["loss"], s["ts"], s["rule"]): s for s in summary}
     for ds in dict.fromkeys(s["dataset"] for s in summary):
         for loss in LOSSES:
-            rules = [r for r in RULES if (ds, loss, False, r) in index]
+            rules = [r for r in RULES if (ds, loss, False, r) in index and (ds, loss, True, r) in index]
             if not rules:
                 continue
             n = index[(ds, loss, False, rules[0])]["n_models"]
@@ -439,8 +381,8 @@ def format_summary(summary: Sequence[dict], cal_fraction: float = CALIBRATION_FR
             table = [header]
             for rule in rules:
                 cells = [RULE_LABELS[rule]]
-                for scaled in (False, True):
-                    s = index[(ds, loss, scaled, rule)]
+                for ts in (False, True):
+                    s = index[(ds, loss, ts, rule)]
                     cells.append(_pm(s["haurc_x1000_mean"], s["haurc_x1000_sem"]))
                     cells.append("–" if rule == "selective" else _pm(s["gain_percent_mean"], s["gain_percent_sem"]))
                 table.append(tuple(cells))
@@ -449,45 +391,21 @@ def format_summary(summary: Sequence[dict], cal_fraction: float = CALIBRATION_FR
                 lines.append("  " + "  ".join(c.ljust(w) if k == 0 else c.rjust(w)
                                                for k, (c, w) in enumerate(zip(row, widths))))
             lines.append("")
-    lines.append(f"TS: T fitted on a class-stratified {cal_fraction:.0%} calibration split (seed {seed}); "
-                 f"every number is on the other {1 - cal_fraction:.0%}.")
+    lines.append(protocol_sentence(protocol, cal_fraction=cal_fraction, seed=seed))
     return "\n".join(lines)
-
-
-def _cell(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return "nan" if math.isnan(value) else repr(value)  # repr: shortest text that reads back exactly
-    return str(value)
-
-
-def write_csv(path: Path, rows: Sequence[dict], columns: Sequence[str] | None = None) -> None:
-    """CSV with a header, written atomically (a temporary file renamed over ``path``)."""
-    if columns is None:
-        columns = list(dict.fromkeys(k for r in rows for k in r))
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(columns)
-    for r in rows:
-        writer.writerow([_cell(r.get(c)) for c in columns])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(buf.getvalue())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def output_paths(out: Path) -> dict[str, Path]:
     """results.csv → its per-model and summary CSVs and the per-model result cache."""
     return {"rows": out, "models": out.with_name(f"{out.stem}_models.csv"),
             "summary": out.with_name(f"{out.stem}_summary.csv"), "cache": cache_dir_for(out)}
+
+
+def write_outputs(out: dict[str, Path], rows: Sequence[dict], summary: Sequence[dict]) -> None:
+    """The three CSVs, each written atomically through ``to_csv`` (formula-neutralised names)."""
+    write_text_atomic(out["rows"], to_csv(rows, ROW_COLUMNS))
+    write_text_atomic(out["models"], to_csv(model_table(rows)))
+    write_text_atomic(out["summary"], to_csv(summary, SUMMARY_COLUMNS))
 
 
 # ---------------------------------------------------------------------------- command line
@@ -501,11 +419,15 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="class list giving the logits' column order of the hierarchy's leaves")
     parser.add_argument("--first-parent", action="store_true",
                         help="in a DAG hierarchy, keep each node's first listed parent")
+    # Checked in run(), not by argparse choices, so a bad value is one line like every other error.
+    parser.add_argument("--protocol", default="project", metavar="{" + ",".join(PROTOCOLS) + "}",
+                        help="project (default): every number on the evaluation split; paper: the authors' "
+                             "protocol, numbers without TS on all samples, with TS on the held-out split")
     parser.add_argument("--dec", type=int, metavar="N",
                         help=f"θ on the authors' grid of node probabilities rounded to N decimals (0–{MAX_DEC}; "
                              "they used 2); default: exact curves")
     parser.add_argument("--out", default="results.csv", metavar="CSV",
-                        help="per-rule rows (default results.csv); <stem>_models.csv, <stem>_summary.csv and "
+                        help="tidy result rows (default results.csv); <stem>_models.csv, <stem>_summary.csv and "
                              "the resumable cache <out>.d/ go beside it")
     parser.add_argument("--cal-fraction", type=float, default=CALIBRATION_FRACTION, metavar="F",
                         help=f"calibration split that fits T (default {CALIBRATION_FRACTION})")
@@ -522,6 +444,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_dec(args.dec)
+    check_protocol(args.protocol)
     if not 0.0 < args.cal_fraction < 1.0:
         raise ValueError(f"--cal-fraction must lie in (0, 1), got {args.cal_fraction}")
     if args.workers is not None and args.workers < 1:
@@ -535,15 +458,14 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--out must name a .csv file, got {args.out}")
 
     rows, errors, n_cached = evaluate_many(
-        paths, hierarchy, dec=args.dec, cal_fraction=args.cal_fraction, seed=args.seed, workers=args.workers,
-        ray_address=args.ray, cache_dir=out["cache"], resume=not args.recompute, progress=not args.no_progress,
+        paths, hierarchy, dec=args.dec, protocol=args.protocol, cal_fraction=args.cal_fraction, seed=args.seed,
+        workers=args.workers, ray_address=args.ray, cache_dir=out["cache"], resume=not args.recompute,
+        progress=not args.no_progress,
     )
     if rows:
         summary = summary_rows(rows)
-        write_csv(out["rows"], rows, RESULT_COLUMNS)
-        write_csv(out["models"], model_rows(rows))
-        write_csv(out["summary"], summary, SUMMARY_COLUMNS)
-        print(format_summary(summary, args.cal_fraction, args.seed))
+        write_outputs(out, rows, summary)
+        print(format_summary(summary, protocol=args.protocol, cal_fraction=args.cal_fraction, seed=args.seed))
         n_models = len(paths) - len(errors)
         reused = f", {n_cached} reused from {out['cache']}" if n_cached else ""
         print(f"\n{n_models} model{'s' * (n_models != 1)}{reused} → {out['rows']} ({len(rows)} rows), "
