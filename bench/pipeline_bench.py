@@ -6,7 +6,7 @@
 It runs efficientnet_lite0 and timm's resnet50 at random init (no download needed) on
 synthetic 500×375 JPEGs, for every combination of AMP on/off and channels_last on/off
 (``--best-only``: AMP + channels_last only), on whatever device is present. "pipeline" is the
-real ``hsc_core.pipeline.cache_logits`` path: read, decode, resize and crop, transfer, forward.
+real ``hsc_core.pipeline.caching`` path: read, decode, resize and crop, transfer, forward.
 ``--decode cpu`` decodes with PIL in the DataLoader workers; ``--decode gpu`` (CUDA only) has the
 workers read the bytes and decodes them with nvJPEG on the GPU (``cache_logits --decode gpu``);
 ``both`` (the default on CUDA) measures the two side by side. "model only" feeds ready tensors, so
@@ -31,8 +31,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hsc_core.pipeline.cache_logits import amp_dtype, cache_logits, make_synthetic_jpegs, read_samples, resolve_device  # noqa: E402
-from hsc_core.pipeline.models import load_model  # noqa: E402
+from hsc_core.pipeline.caching.runner import amp_dtype, cache_logits, resolve_device
+from hsc_core.pipeline.caching.samples import make_synthetic_jpegs, read_samples
+from hsc_core.pipeline.models import load_model
 
 MODELS = ("efficientnet_lite0", "resnet50")
 
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                                      device=device.type, amp=amp, channels_last=cl, pretrained=False,
                                      progress=False, decode=dec)
                     amp_name = s["amp"] or "off"
-                    print(f"{name:<20} {amp_name:<9} {str(cl):<8} {s['decode']:<7} {s['images_per_s']:>15.1f}"
+                    print(f"{name:<20} {amp_name:<9} {cl!s:<8} {s['decode']:<7} {s['images_per_s']:>15.1f}"
                           f" {mo:>17.1f} {s['seconds_data']:>12.2f} {s['seconds_decode']:>9.2f}"
                           f" {s['seconds_compute']:>8.2f}", flush=True)
     return 0

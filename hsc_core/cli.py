@@ -17,7 +17,7 @@ from . import config
 # name → (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "dashboard": ("hsc_core.dashboard_launcher", "start the Streamlit dashboard"),
-    "cache-logits": ("hsc_core.pipeline.cache_logits", "run models over images and cache their logits"),
+    "cache-logits": ("hsc_core.pipeline.caching.cli", "run models over images and cache their logits"),
     "evaluate": ("hsc_core.pipeline.evaluate", "hAURC / gain of every rule for one or many logits files (CSV)"),
     "report": ("hsc_core.report.html_report", "one self-contained offline HTML report"),
 }

@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hsc_core.pipeline import cache_logits as cl
 from hsc_core.datasets.imagenet import imagenet_wnids
-from hsc_core.pipeline.inference import ImageReadError
 from hsc_core.datasets.logits_io import load_logits
+from hsc_core.pipeline import cache_logits as cl
+from hsc_core.pipeline.caching import decoding, store
+from hsc_core.pipeline.inference import ImageReadError
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO.parent / "shared" / "imagenet-val-sample"
@@ -39,7 +40,7 @@ def test_interrupt_and_resume_matches_uninterrupted_run(synthetic, tmp_path, mon
 
     out = tmp_path / "resumed.npz"
     partial = tmp_path / "resumed.npz.partial"
-    real_write = cl._write_chunk
+    real_write = store._write_chunk
     calls = []
 
     def write_then_die(*args, **kwargs):
@@ -47,7 +48,7 @@ def test_interrupt_and_resume_matches_uninterrupted_run(synthetic, tmp_path, mon
         calls.append(args[1])
         raise _Interrupted("killed after the first chunk")
 
-    monkeypatch.setattr(cl, "_write_chunk", write_then_die)
+    monkeypatch.setattr(store, "_write_chunk", write_then_die)
     with pytest.raises(_Interrupted):
         cl.main([*FAST, "--data", str(synthetic), "--out", str(out)])
     monkeypatch.undo()
@@ -86,13 +87,13 @@ def test_partial_from_another_run_is_refused(synthetic, tmp_path, capsys):
 
 def test_ctrl_c_keeps_finished_chunks_and_says_how_to_resume(synthetic, tmp_path, monkeypatch, capsys):
     out = tmp_path / "i.npz"
-    real_write = cl._write_chunk
+    real_write = store._write_chunk
 
     def write_then_ctrl_c(*args, **kwargs):
         real_write(*args, **kwargs)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cl, "_write_chunk", write_then_ctrl_c)
+    monkeypatch.setattr(store, "_write_chunk", write_then_ctrl_c)
     assert cl.main([*FAST, "--data", str(synthetic), "--out", str(out)]) == 130
     monkeypatch.undo()
     err = capsys.readouterr().err
@@ -262,7 +263,7 @@ def test_torchrun_two_ranks_matches_single_process(synthetic, tmp_path):
     # --standalone: a rendezvous on a free localhost port; gloo backend on the CPU.
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
            "-m", "hsc_core.pipeline.cache_logits", *common, "--out", str(dist_out)]
-    res = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=180)
+    res = subprocess.run(cmd, check=False, env=env, cwd=REPO, capture_output=True, text=True, timeout=180)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "2 of 6 images computed" in res.stdout and "4 of 6 images computed" in res.stdout
     assert not (tmp_path / "dist.npz.partial").exists()
@@ -331,8 +332,8 @@ def test_tensor_transform_declines_unsupported_preprocessing():
     import torch
 
     with pytest.raises(cl.CacheRunError, match="--decode gpu needs CUDA"):
-        cl._use_device_decode("gpu", torch.device("cpu"), True)
-    assert cl._use_device_decode("auto", torch.device("cpu"), True) is False
+        decoding._use_device_decode("gpu", torch.device("cpu"), True)
+    assert decoding._use_device_decode("auto", torch.device("cpu"), True) is False
 
 
 @pytest.mark.skipif(not (SAMPLE / "images").is_dir(), reason="shared image sample absent")
@@ -384,7 +385,7 @@ def test_device_decode_run_matches_cpu_run_with_every_kind_of_file(synthetic, tm
 
     cpu_out, dev_out = tmp_path / "cpu.npz", tmp_path / "dev.npz"
     assert cl.main([*FAST, "--data", str(data / "labels.csv"), "--out", str(cpu_out)]) == 0
-    monkeypatch.setattr(cl, "_use_device_decode", lambda decode, device, supported: supported)
+    monkeypatch.setattr(decoding, "_use_device_decode", lambda decode, device, supported: supported)
     assert cl.main([*FAST, "--data", str(data / "labels.csv"), "--out", str(dev_out)]) == 0
     assert "decode=gpu" in capsys.readouterr().out
     a, b = load_logits(cpu_out), load_logits(dev_out, require_manifest=True)
@@ -406,7 +407,11 @@ def test_device_decode_run_matches_cpu_run_with_every_kind_of_file(synthetic, tm
 def test_device_decode_check_passes_a_sound_decoder_and_names_a_broken_one(synthetic, monkeypatch):
     import torch
 
-    from hsc_core.pipeline.models import load_model, make_tensor_transform, make_transform
+    from hsc_core.pipeline.models import (
+        load_model,
+        make_tensor_transform,
+        make_transform,
+    )
 
     _, _, info = load_model("efficientnet_lite0", pretrained=False)
     transform, tensor_transform = make_transform(info.data_config, uint8=True), make_tensor_transform(info)
@@ -416,7 +421,7 @@ def test_device_decode_check_passes_a_sound_decoder_and_names_a_broken_one(synth
     sound = cl.decode_batch
 
     # A decoder that writes black: off by PIL's mean grey level.
-    monkeypatch.setattr(cl, "decode_batch", lambda *a: torch.zeros_like(sound(*a)))
+    monkeypatch.setattr(decoding, "decode_batch", lambda *a: torch.zeros_like(sound(*a)))
     pil_mean = float(torch.stack([transform(cl.read_image(p)) for p in paths]).float().mean())
     assert pil_mean > 50
     assert cl.check_device_decode(paths, cpu, transform, tensor_transform) == (
@@ -425,7 +430,7 @@ def test_device_decode_check_passes_a_sound_decoder_and_names_a_broken_one(synth
     def broken(*a):
         raise RuntimeError("nvjpegDecodeBatched failed: 7")
 
-    monkeypatch.setattr(cl, "decode_batch", broken)
+    monkeypatch.setattr(decoding, "decode_batch", broken)
     assert cl.check_device_decode(paths, cpu, transform, tensor_transform) == (
         "failed", "decoding 6 JPEGs on cpu failed (RuntimeError: nvjpegDecodeBatched failed: 7)")
     # No JPEG among the files (PIL decodes them either way): nothing to check.
@@ -436,12 +441,12 @@ def test_auto_decode_falls_back_to_pil_when_the_device_decoder_is_broken(synthet
     cpu_out, auto_out = tmp_path / "cpu.npz", tmp_path / "auto.npz"
     assert cl.main([*FAST, "--data", str(synthetic), "--out", str(cpu_out)]) == 0
     # As on a GPU whose nvJPEG fails: "auto" picks the device decoder, its check fails.
-    monkeypatch.setattr(cl, "_use_device_decode", lambda decode, device, supported: supported)
+    monkeypatch.setattr(decoding, "_use_device_decode", lambda decode, device, supported: supported)
 
     def broken(*a):
         raise RuntimeError("nvjpegDecodeBatched failed: 7")
 
-    monkeypatch.setattr(cl, "decode_batch", broken)
+    monkeypatch.setattr(decoding, "decode_batch", broken)
     capsys.readouterr()
     assert cl.main([*FAST, "--data", str(synthetic), "--out", str(auto_out)]) == 0
     printed = capsys.readouterr()

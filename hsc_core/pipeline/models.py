@@ -23,17 +23,17 @@ import torch
 
 __all__ = [
     "ModelInfo",
-    "ModelSpec",
     "ModelLoadError",
+    "ModelSpec",
     "UnknownModelError",
     "WeightsMismatchError",
     "list_registered_models",
     "load_model",
+    "make_tensor_transform",
+    "make_transform",
+    "normalize_batch",
     "register_model",
     "remap_state_dict_positional",
-    "make_transform",
-    "make_tensor_transform",
-    "normalize_batch",
 ]
 
 
@@ -118,7 +118,7 @@ class ModelInfo:
 
 # crop_pct 0.875 (resize 256/274/297) was chosen on the 1,894-image shared sample: it gives the
 # expected ≈78/79/79 % top-1 and beats 1.0 and 0.95 (see cached_logits/README.md).
-_REGISTRY: "OrderedDict[str, ModelSpec]" = OrderedDict()
+_REGISTRY: OrderedDict[str, ModelSpec] = OrderedDict()
 
 
 def register_model(spec: ModelSpec) -> ModelSpec:
@@ -169,7 +169,7 @@ def _package_version(package: str) -> str:
 
 def remap_state_dict_positional(
     source: Mapping[str, torch.Tensor], target: Mapping[str, torch.Tensor]
-) -> "OrderedDict[str, torch.Tensor]":
+) -> OrderedDict[str, torch.Tensor]:
     """Rename ``source``'s tensors to ``target``'s keys by position.
 
     The wheels' state dicts use another implementation's names (``_blocks.0._depthwise_conv``)
@@ -282,7 +282,8 @@ def load_model(name: str, device: str | torch.device = "cpu", pretrained: bool =
 
     Parameters
     ----------
-    name : a registered name (``list_registered_models()``) or any ``timm.list_models()`` name.
+    name : a registered name (``list_registered_models()``) or a timm model name, optionally with a
+        pretrained tag (``resnet50.a1_in1k``): anything ``timm.is_model`` accepts.
     device : torch device for the model.
     pretrained : False gives random weights (with the same preprocessing), for benchmarking.
     seed : seed of the random initialisation. It is fixed so that random-init runs, and resumed
@@ -312,7 +313,7 @@ def load_model(name: str, device: str | torch.device = "cpu", pretrained: bool =
             num_classes=int(model.num_classes),
         )
     else:
-        if name not in timm.list_models() and name.split(".")[0] not in timm.list_models():
+        if not timm.is_model(name):  # an architecture timm knows; a ".tag" (pretrained weights) is allowed
             raise UnknownModelError(
                 f"unknown model {name!r}: not one of the registered models "
                 f"{list_registered_models()} and not a timm model name (see timm.list_models())"

@@ -1,0 +1,240 @@
+"""``hsc cache-logits``: run models over an image set once and cache their logits
+(``hsc_core.datasets.logits_io`` format).
+
+Usage (``hsc cache-logits`` = ``python -m hsc_core cache-logits`` = ``python -m hsc_core.pipeline.cache_logits``)::
+
+    hsc cache-logits --model efficientnet_lite0 \\
+        --data ../shared/imagenet-val-sample/labels.csv --out cached_logits/efficientnet_lite0.npz
+    hsc cache-logits --models resnet50,convnext_tiny --data DATA --out-dir cached_logits/ [--ray local|auto|ADDRESS]
+
+``--data`` is either a ``labels.csv`` (columns ``file,wnid,label,source``; images in
+``--images-dir``, by default the ``images/`` folder beside the CSV) or an ImageFolder directory
+whose class folders are named by wnid.
+
+The run is resumable: finished chunks are kept in ``<out>.partial/`` and a rerun with the same
+arguments skips them (``store``). Multi-GPU: ``torchrun --nproc_per_node=K -m
+hsc_core.pipeline.cache_logits ...`` (``runner``).
+
+Several models (``--models a,b,c`` with ``--out-dir``) run one after another, or with ``--ray`` as one Ray
+task per model holding one GPU each (``distributed.map_ray_per_gpu``). Models already done in
+``--out-dir`` are skipped; a failing model gets one error line and the others go on.
+
+Decoding: ``--decode cpu`` decodes and resizes with PIL in the DataLoader workers; ``--decode gpu``
+(``auto`` on CUDA) has the workers read the bytes and decodes them on the GPU, after checking a
+few JPEGs against PIL (``decoding``).
+
+Benchmark: ``--synthetic-jpegs N`` runs on N random JPEGs in a temporary folder (top-1 is
+meaningless there; the images/s figure is the point).
+
+Torch is imported only once the samples are read, so ``--help`` and bad input answer at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from .errors import CacheRunError, DatasetError
+from .options import AMP_DTYPES, DECODE_MODES, DEVICES, CacheOptions
+from .samples import SampleList, describe_dataset, make_synthetic_jpegs, read_samples
+from .store import existing_output, output_name
+
+__all__ = ["build_parser", "configure_parser", "main", "run"]
+
+
+# ---------------------------------------------------------------------------- the options
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _npz_path(text: str) -> str:
+    if Path(text).suffix != ".npz":
+        raise argparse.ArgumentTypeError(f"must end in .npz, got {text}")
+    return text
+
+
+def _model_list(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("no model name given")
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"a model is listed twice in {text!r}")
+    return names
+
+
+def configure_parser(ap: argparse.ArgumentParser) -> None:
+    """The options of ``hsc cache-logits`` (and ``python -m hsc_core.pipeline.cache_logits``)."""
+    ap.add_argument("--model", "--models", dest="models", type=_model_list, required=True, metavar="NAME[,NAME…]",
+                    help="registered name (efficientnet_lite0/1/2) or timm model name; several, comma-separated, "
+                         "run one after another (or in parallel with --ray) into --out-dir")
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--data", help="labels.csv (file,wnid,label,source) or ImageFolder directory (wnid folders)")
+    src.add_argument("--synthetic-jpegs", type=_positive_int, metavar="N",
+                     help="benchmark on N random JPEGs in a temp dir")
+    ap.add_argument("--images-dir", help="image folder for a labels.csv (default: images/ beside it)")
+    out = ap.add_mutually_exclusive_group()
+    out.add_argument("--out", type=_npz_path, help="output .npz of one model (its manifest goes to the .json beside it)")
+    out.add_argument("--out-dir", help="output folder: <model>.npz per model; models already done there are skipped")
+    ap.add_argument("--batch-size", type=_positive_int, default=64)
+    ap.add_argument("--chunk-size", type=_positive_int, default=None,
+                    help="images per resumable chunk (default 8 batches)")
+    ap.add_argument("--workers", type=_non_negative_int, default=min(8, os.cpu_count() or 1),
+                    help="DataLoader worker processes")
+    ap.add_argument("--limit", type=_positive_int, default=None, help="only the first N images")
+    ap.add_argument("--device", choices=DEVICES, default="auto")
+    ap.add_argument("--decode", choices=DECODE_MODES, default="auto",
+                    help="where JPEGs are decoded and resized: gpu = nvJPEG on the CUDA device (workers only read "
+                         "files), cpu = PIL in the workers; auto = gpu when the model runs on CUDA")
+    ap.add_argument("--amp", action=argparse.BooleanOptionalAction, default=None,
+                    help="autocast mixed precision (default: on for CUDA, off for CPU)")
+    ap.add_argument("--amp-dtype", choices=AMP_DTYPES, default=None,
+                    help="autocast dtype (default: float16 on CUDA, bfloat16 on CPU)")
+    ap.add_argument("--channels-last", action=argparse.BooleanOptionalAction, default=None,
+                    help="channels_last memory format (default: on)")
+    ap.add_argument("--pretrained", dest="pretrained", action="store_true", default=True,
+                    help="load the pretrained weights (default)")
+    ap.add_argument("--random-init", dest="pretrained", action="store_false", help="random weights (benchmarking)")
+    ap.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                    help="one Ray task per model, one GPU each when the cluster has GPUs: 'local' (the default "
+                         "when the flag is given bare) starts Ray on this machine, 'auto' or host:port joins a "
+                         "cluster (paths must be the same on every node)")
+    ap.add_argument("--dataset-name", help="dataset name for the manifest (default: the data folder's name)")
+    ap.add_argument("--dataset-description", help="free-text description for the manifest")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The stand-alone parser of ``python -m hsc_core.pipeline.cache_logits``."""
+    ap = argparse.ArgumentParser(prog="python -m hsc_core.pipeline.cache_logits",
+                                 description="Cache models' ImageNet logits (resumable).")
+    configure_parser(ap)
+    return ap
+
+
+def _options(args: argparse.Namespace, samples: SampleList) -> CacheOptions:
+    """The parsed flags as ``CacheOptions``, with the manifest's dataset entry."""
+    dataset_info = describe_dataset(samples)
+    if args.dataset_name:
+        dataset_info["name"] = args.dataset_name
+    if args.dataset_description:
+        dataset_info["description"] = args.dataset_description
+    if args.synthetic_jpegs is not None:
+        dataset_info["name"] = "synthetic"
+    return CacheOptions(batch_size=args.batch_size, workers=args.workers, device=args.device, amp=args.amp,
+                        amp_dtype_name=args.amp_dtype, channels_last=args.channels_last,
+                        pretrained=args.pretrained, chunk_size=args.chunk_size, decode=args.decode,
+                        progress=not args.no_progress, dataset_info=dataset_info)
+
+
+# ---------------------------------------------------------------------------- the command
+def _error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the parsed command; returns the exit status (0 all done, 1 a run failed, 2 usage, 130 Ctrl-C)."""
+    if len(args.models) > 1 and args.out:
+        return _error("--out names one file; with several models use --out-dir")
+    if args.data is not None and not (args.out or args.out_dir):
+        return _error("--out or --out-dir is required with --data")
+    with contextlib.ExitStack() as stack:
+        if args.synthetic_jpegs is not None:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="hsc_synthetic_"))
+            data, out_dir = make_synthetic_jpegs(args.synthetic_jpegs, tmp), Path(args.out_dir or tmp)
+        else:
+            data, out_dir = Path(args.data), Path(args.out_dir) if args.out_dir else None
+        try:
+            samples = read_samples(data, args.images_dir)
+        except (DatasetError, OSError) as exc:
+            return _error(str(exc))
+        if args.limit is not None:
+            samples = samples.head(args.limit)
+        return _run_models(args, samples, _options(args, samples), out_dir)
+
+
+def _run_models(args: argparse.Namespace, samples: SampleList, options: CacheOptions, out_dir: Path | None) -> int:
+    """Run every model not done yet, in turn or on Ray; print each outcome; return the worst exit code."""
+    several = len(args.models) > 1
+    codes = [0]
+    jobs: list[tuple[str, Path]] = []
+    for model in args.models:
+        out = Path(args.out) if args.out else out_dir / output_name(model)
+        try:
+            if args.out_dir and existing_output(out, model, samples) == "done":
+                print(f"{model}: already done ({out}), skipped")
+                continue
+        except CacheRunError as exc:
+            codes.append(_report({"model": model, "code": 2, "error": str(exc)}, several))
+            continue
+        jobs.append((model, out))
+    if args.ray and args.device == "cuda" and args.ray == "local" and not _cuda_available():
+        return _error("--device cuda requested but CUDA is not available")
+    for result in _results(args, samples, options, jobs):
+        codes.append(_report(result, several))
+        if result["code"] == 130:
+            break
+    return max(codes)
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _results(args: argparse.Namespace, samples: SampleList, options: CacheOptions,
+             jobs: list[tuple[str, Path]]) -> Iterable[dict]:
+    """``runner.run_one``'s result per job, as they finish (on Ray: one task per model)."""
+    from .runner import ray_cache_one, run_one
+
+    if not args.ray:
+        return (run_one(m, samples, o, options) for m, o in jobs)
+    from ..distributed import map_ray_per_gpu
+
+    return (r for _, r in map_ray_per_gpu(ray_cache_one, [(m, samples, o, options) for m, o in jobs],
+                                          args.ray, use_gpu=args.device != "cpu"))
+
+
+def _report(result: dict, several: bool) -> int:
+    """Print one model's outcome: its summary, or one ``error:`` line (named by model when there are several)."""
+    if result["error"] is not None:
+        prefix = f"{result['model']}: " if several else ""
+        print(f"{'' if result['code'] == 130 else 'error: '}{prefix}{result['error']}", file=sys.stderr)
+    else:
+        _print_summary(result["summary"])
+    return result["code"]
+
+
+def _print_summary(s: dict) -> None:
+    print(f"{s['model']}: {s['n_computed']} of {s['n_samples']} images computed in {s['seconds']:.1f} s "
+          f"({s['images_per_s']:.1f} images/s) on {s['device']}, amp={s['amp']}, channels_last={s['channels_last']}, "
+          f"decode={s['decode']}")
+    if s["n_computed"]:
+        decode = f"{s['seconds_decode']:.1f} s decoding on the device, " if s["decode"] == "gpu" else ""
+        print(f"  time: {s['seconds_data']:.1f} s waiting for images, {decode}{s['seconds_compute']:.1f} s in the "
+              f"model, {s['seconds_write']:.1f} s writing chunks")
+    if "top1" in s:
+        print(f"top-1 {100 * s['top1']:.2f}% over {s['n_samples']} images; wrote {s['out']}")
+        for src, acc in s.get("top1_per_source", {}).items():
+            print(f"  {src}: {100 * acc:.2f}%")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m hsc_core.pipeline.cache_logits`` (also under torchrun); returns the exit status."""
+    return run(build_parser().parse_args(argv))
