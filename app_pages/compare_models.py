@@ -1,9 +1,8 @@
 """Compare models: one rule's RC curves overlaid, and a sortable table of every model."""
 
-import pandas as pd
 import streamlit as st
 
-from dashboard import data, plots, state, ui
+from dashboard import data, plots, state, ui, views
 from hsc_core.core.rules import RULE_LABELS, RULES
 from hsc_core.report.figures import ExportContext
 
@@ -33,27 +32,21 @@ if not catalog:
 show_ci = st.toggle("95 % bootstrap intervals", key="cmp_ci",
                     help="Paired bootstrap over each model's evaluation samples (a few seconds per model the first "
                          "time). Intervals are for the exact curves.")
-sets, rows, errors, gains, datasets = {}, [], [], [], []
+sets, rows, ci_rows, errors, datasets = {}, [], [], [], []  # rows: the layer's tidy result rows
 with st.spinner("Computing every model's curves…"):
     for name, location in catalog.items():
         try:
             es = data.eval_set(name, location, subset, ts)
-            sets[name] = data.curve_set(es, loss, dec)
-            row = data.compare_row(es, loss, dec)
-            datasets.append(es.dataset.name)
-            if show_ci:
-                boot = data.haurc_intervals(es, loss)
-                for r in RULES:
-                    iv = boot.haurc[r]
-                    row[f"hAURC×1000 {RULE_LABELS[r]} 95 % CI"] = f"[{1000 * iv.low:.2f}, {1000 * iv.high:.2f}]"
-                for r in RULES[1:]:
-                    g = boot.gain[r]
-                    row[f"gain % {RULE_LABELS[r]} 95 % CI"] = f"[{g.low:+.1f}, {g.high:+.1f}]"
-                    gains.append({"label": f"{name} · {RULE_LABELS[r]}", "rule": r, "estimate": g.estimate,
-                                  "low": g.low, "high": g.high})
-            rows.append(row)
+            cs = data.curve_set(es, loss, dec)
+            got = es.view.results((loss,), dec)
+            got_ci = es.view.results((loss,), intervals=True) if show_ci else []  # on the exact curves
         except data.LOAD_ERRORS as exc:
             errors.append((name, exc))
+            continue
+        sets[name] = cs
+        rows += got
+        ci_rows += got_ci
+        datasets.append(es.dataset.name)
 for name, exc in errors:
     st.error(f"**{ui.plain(name)}** is left out: {ui.plain(ui.public_message(exc))}")
 if not sets:
@@ -65,15 +58,18 @@ st.caption(f"{len(sets)} model(s) · subset *{ui.plain(subset)}* · "
            + " · every model on its protocol evaluation split")
 ui.figure(plots.compare_figure(sets, rule, loss), f"compare_{rule}_{loss}_{state.get('dec')}", key="compare_chart",
           context=context, title=f"{RULE_LABELS[rule]} risk–coverage curves")
-df = pd.DataFrame(rows)
-if not ts:
-    df = df.drop(columns="T")
+# One row per model, the layer's column names (loss=None: a severity column says so).
+table = views.model_rows(rows, loss=None, limits=ci_rows)
+df = views.with_interval_text(table)
 cfg = {c: st.column_config.NumberColumn(format="%.2f") for c in df.columns
-       if c.startswith(("hAURC", "gain")) and not c.endswith("CI")}
+       if c.startswith(("hAURC", "gain")) and not c.endswith(views.CI)}
 cfg["top-1 accuracy"] = st.column_config.NumberColumn(format="%.4f")
 cfg["T"] = st.column_config.NumberColumn(format="%.3f")
+cfg["n_eval"] = st.column_config.NumberColumn("evaluation samples")
+cfg["n_cal"] = st.column_config.NumberColumn("calibration samples")
 st.dataframe(df, hide_index=True, column_config=cfg, key="compare_table")
-ui.csv_download(df, f"compare_models_{loss}_{state.get('dec')}", key="dl_compare", context=context)
+ui.csv_download(table, f"compare_models_{loss}_{state.get('dec')}", key="dl_compare", context=context)
+gains = views.gain_intervals(ci_rows, with_ts=False)
 if gains:
     ui.figure(plots.gain_figure(gains), f"compare_gain_{loss}", key="compare_gains", context=context,
               title="Hierarchical gain vs Selective, 95 % bootstrap intervals")

@@ -24,7 +24,7 @@ CHART = "explorer_tree"
 
 
 def _es_key() -> tuple:
-    return (es.model, es.location, es.subset, es.ts, es.heldout, id(es))
+    return es.key
 
 
 @st.cache_resource(max_entries=24, show_spinner=False)

@@ -5,10 +5,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, plots, report, state, ui
-from hsc_core.core.curves import hierarchical_gain
+from dashboard import data, plots, report, state, ui, views
 from hsc_core.core.protocol import PROTOCOL_TEXT
-from hsc_core.core.rules import RULE_LABELS, RULES
+from hsc_core.core.rules import RULE_LABELS
 from hsc_core.core.uncertainty import CONFIDENCE, N_RESAMPLES, ON_DEMAND_SAMPLES
 from hsc_core.report.figures import RISK_NOTE, ExportContext
 from hsc_core.report.html_report import HEADLINE_RULE, headline_sentence
@@ -29,8 +28,7 @@ def intervals_ready(model: str, es: data.EvalSet) -> bool:
 
 def point_sentence(es: data.EvalSet, ts: bool) -> str:
     """The headline without its interval (plain text): the point estimate, labelled as such."""
-    curves = data.curve_set(es).curves
-    g = hierarchical_gain(curves["selective"].haurc, curves[HEADLINE_RULE].haurc)
+    g = es.view.gain(HEADLINE_RULE)
     where = f"On {es.dataset.name} ({es.n:,} evaluation images, {name}), " + (
         "with temperature scaling" if ts else "without temperature scaling")
     if not np.isfinite(g):
@@ -117,34 +115,13 @@ st.subheader("Cached models")
 all_ci = st.toggle("95 % intervals for every model", key="overview_all_ci",
                    help="Bootstrap intervals for each model (a few seconds per model the first time, then cached). "
                         "The model picked in the sidebar always has them.")
-rows, per_rule, gains, errors = [], [], [], []
+rows, errors = [], []  # the layer's tidy result rows of every model
 with st.spinner("Summarising models…"):
     for model, loc in ui.catalog().items():
         try:
-            summary = data.model_summary(model, loc, subset)
-            want_ci = all_ci or model == name
-            for ts in (False, True):
-                es = data.eval_set(model, loc, subset, ts)
-                curves = data.curve_set(es).curves
-                boot = data.haurc_intervals(es) if want_ci and (all_ci or intervals_ready(model, es)) else None
-                summary["dataset"] = es.dataset.name
-                for rule in RULES:
-                    h = boot.haurc[rule] if boot else None
-                    g = boot.gain.get(rule) if boot else None
-                    sel = curves["selective"].haurc
-                    per_rule.append({
-                        "model": model, "dataset": es.dataset.name, "rule": RULE_LABELS[rule],
-                        "TS": "on" if ts else "off", "hAURC×1000": 1000 * curves[rule].haurc,
-                        "hAURC×1000 95 % CI": f"[{1000 * h.low:.2f}, {1000 * h.high:.2f}]" if h else "",
-                        "gain %": 0.0 if rule == "selective" else hierarchical_gain(sel, curves[rule].haurc),
-                        "gain 95 % CI": f"[{g.low:+.1f}, {g.high:+.1f}]" if g else "",
-                        "hAURC×1000 low": 1000 * h.low if h else None, "hAURC×1000 high": 1000 * h.high if h else None,
-                        "gain % low": g.low if g else None, "gain % high": g.high if g else None,
-                    })
-                    if g is not None:
-                        gains.append({"label": f"{model} · {RULE_LABELS[rule]} · {'TS' if ts else 'no TS'}",
-                                      "rule": rule, "estimate": g.estimate, "low": g.low, "high": g.high})
-            rows.append(summary)
+            sets = {ts: data.eval_set(model, loc, subset, ts) for ts in (False, True)}
+            want_ci = all_ci or (model == name and intervals_ready(model, sets[True]))
+            rows += [r for es in sets.values() for r in es.view.results(intervals=want_ci)]
         except data.LOAD_ERRORS as exc:
             errors.append((model, exc))
 for model, exc in errors:
@@ -154,31 +131,32 @@ if not rows:
         ui.no_models_message()
     st.stop()
 
-df = pd.DataFrame(rows)
-models = df[["model", "dataset", "samples", "calibration samples", "top-1 accuracy", "T"]].rename(
-    columns={"samples": "evaluation samples", "top-1 accuracy": "top-1 (evaluation split)"})
-st.dataframe(models, hide_index=True, key="overview_table",
-             column_config={"top-1 (evaluation split)": st.column_config.NumberColumn(format="%.4f"),
+models = views.model_rows(rows, metrics=("top1", "temperature"))
+st.dataframe(pd.DataFrame(models), hide_index=True, key="overview_table",
+             column_config={"n_eval": st.column_config.NumberColumn("evaluation samples"),
+                            "n_cal": st.column_config.NumberColumn("calibration samples"),
+                            "top-1 accuracy": st.column_config.NumberColumn(format="%.4f"),
                             "T": st.column_config.NumberColumn(format="%.3f")})
-table = pd.DataFrame(per_rule)
-shown = table.drop(columns=[c for c in table.columns if c.endswith((" low", " high"))])
+per_rule = views.rule_rows(rows)
+shown = views.with_interval_text(per_rule)
 st.dataframe(shown, hide_index=True, key="overview_rules", height=min(35 * (len(shown) + 1) + 3, 700),
              column_config={"hAURC×1000": st.column_config.NumberColumn(format="%.2f"),
                             "gain %": st.column_config.NumberColumn(format="%.2f")})
-datasets = "_".join(dict.fromkeys(df["dataset"]))
+dataset_of = {m["model"]: m["dataset"] for m in models}
+datasets = "_".join(dict.fromkeys(dataset_of.values()))
+gains = views.gain_intervals(rows)
 if gains:
     shown_for = "all_models" if all_ci else name
     ui.figure(plots.gain_figure(gains), "hsc_gain_intervals", key="overview_gains",
-              context=ExportContext(shown_for, datasets if all_ci else str(df.loc[df["model"] == name, "dataset"].iloc[0]),
-                                    subset, None),
+              context=ExportContext(shown_for, datasets if all_ci else dataset_of[name], subset, None),
               title="Hierarchical gain vs Selective, 95 % bootstrap intervals")
 everything = ExportContext("all_models", datasets, subset, None)
 c1, c2, c3 = st.columns(3)
 with c1:
-    ui.csv_download(table, "hsc_haurc_by_rule", key="dl_overview_rules", context=everything)
+    ui.csv_download(per_rule, "hsc_haurc_by_rule", key="dl_overview_rules", context=everything)
 with c2:
-    ui.csv_download(df, "hsc_models", key="dl_overview", label="Everything, one row per model (CSV)",
-                    context=everything)
+    ui.csv_download(views.model_rows(rows, intervals=True), "hsc_models", key="dl_overview",
+                    label="Everything, one row per model (CSV)", context=everything)
 with c3:
     report.download_button(ui.catalog(), subset, key="dl_overview_report", label="Report of every model (HTML)")
 st.caption(

@@ -59,8 +59,8 @@ def theta_view() -> None:
     points = views.operating_points(cs, theta, rules)
     chart, text = st.columns([3, 1.2])
     with chart:
-        fig = _sweep_figure(cs, (es.model, es.location, es.subset, es.ts, es.heldout, loss, state.get("dec"), id(cs)),
-                            tuple(rules), loss, ui.font_size(), round(float(theta), 2))
+        fig = _sweep_figure(cs, (*es.key, loss, state.get("dec")), tuple(rules), loss, ui.font_size(),
+                            round(float(theta), 2))
         ui.figure(fig, f"rc_{es.model}_{loss}_{state.get('dec')}", key="rc_chart", context=ui.export_context(es))
         ui.sweep_sync("rc_chart", theta, _follow)
     with text:
@@ -77,8 +77,8 @@ st.subheader("Area under the curves")
 table = cs.haurc_table()
 table = table[table["rule"].isin([RULE_LABELS[r] for r in rules])]
 st.dataframe(table, hide_index=True, key="rc_table",
-             column_config={"hAURC ×1000": st.column_config.NumberColumn(format="%.3f"),
-                            "hierarchical gain vs Selective (%)": st.column_config.NumberColumn(format="%.2f")})
+             column_config={"hAURC×1000": st.column_config.NumberColumn(format="%.3f"),
+                            "gain %": st.column_config.NumberColumn(format="%.2f", help="hierarchical gain vs Selective")})
 c1, c2 = st.columns(2)
 with c1:
     ui.csv_download(table, f"haurc_{loss}_{state.get('dec')}", key="dl_rc_table",

@@ -54,7 +54,7 @@ def _example(_es, key: tuple) -> int | None:
     return views.figure1_example(_es.hierarchy, _es.node_probs, _es.paths, _es.labels, _es.leaf_pred, _es.leaf_conf)
 
 
-key = (es.model, es.location, es.subset, es.ts, es.heldout, id(es))
+key = es.key
 i = _example(es, key)
 font = ui.font_size()
 

@@ -1,9 +1,9 @@
 """How long does one θ-slider move take on the server at 50,000 samples?
 
 Builds 50,000 × 1,000 synthetic logits on the ImageNet tree (``HSC_SYNTHETIC``, the same path the
-app uses with that variable set), warms the caches exactly as the app does (node probabilities,
-the four rules' decision paths, the exact RC curves), then times the work a θ change triggers in
-the slider fragments:
+app uses with that variable set), warms the model's ``ModelEvaluation`` exactly as the app does
+(``data.eval_set``: the four rules' decision paths; ``data.curve_set``: the exact RC curves), then
+times the work a θ change triggers in the slider fragments:
 
 * Risk–Coverage fragment: the four operating points (``RCCurve.at``), the RC figure with moving
   markers, and its serialisation as ``st.plotly_chart`` does it (validate + to_json).
@@ -82,7 +82,7 @@ def main() -> None:
     t2 = time.perf_counter()
     cs = data.curve_set(es, "01", None)
     t3 = time.perf_counter()
-    print(f"warm-up (once per model/setting, cached): logits {t1 - t0:.1f} s, node probabilities + decision "
+    print(f"warm-up (once per model/setting, kept by its ModelEvaluation): logits {t1 - t0:.1f} s, decision "
           f"paths {t2 - t1:.1f} s, exact RC curves {t3 - t2:.1f} s "
           f"({sum(c.coverage.size for c in cs.curves.values()):,} curve points)")
     h = es.hierarchy

@@ -1,4 +1,4 @@
-"""Where the dashboard's models and data sets come from, and every heavy computation, cached.
+"""Where the dashboard's models and data sets come from, and the one cached evaluation of each.
 
 A *model* is a cached-logits ``.npz`` file (``hsc_core.datasets.logits_io``), named by its file stem.
 The catalog is every ``.npz`` in ``$HSC_CACHED_LOGITS_DIR`` (default ``<repo>/cached_logits``)
@@ -12,49 +12,41 @@ to the cached-logits folder), and the ones uploaded in this session. A model's d
 one its manifest names (``dataset_id``; 1,000 classes without it means ImageNet-1k), else the
 one the user picked for it in the sidebar (``DATASET_CHOICES`` in the session state).
 
-Heavy results (decision paths, curves) are kept with ``st.cache_resource``: they are large numpy
-arrays that must not be copied (``st.cache_data`` would pickle and copy them on every rerun).
-Callers treat them as read-only. Nothing holds a samples × nodes matrix: node probabilities are
-computed a chunk of rows at a time (``CHUNK_BYTES``) and reduced to each rule's decision paths,
-the authors' θ grid or tight thresholds on the way; a page that needs one sample's probabilities
-computes that row (``EvalSet.node_probs``). Only the repeated-split baselines build the whole
-matrix, up to ``DENSE_LIMIT_BYTES``.
+Every number comes from the evaluation layer (``hsc_core.evaluation``): one ``ModelEvaluation``
+per (file, file stamp, data set, subset) is kept with ``st.cache_resource`` (``evaluation``), and
+its ``setting(ts)`` computes and keeps the decision paths, curves, intervals and thresholds, once,
+under its own lock. This module adds only what a page needs around them: progress bars for the long
+jobs, the ``EvalSet`` view (the layer's ``EvaluationSet`` plus the model's name, location, subset
+and ``Dataset``), decimated curves for plotting, and the node probabilities as a lazy matrix for
+the repeated-split baselines (dense up to ``DENSE_LIMIT_BYTES``). Chunk sizes follow the one memory
+budget, ``HSC_MEMORY_BUDGET_MB`` (``hsc_core.config``).
 
 Evaluation protocol (``hsc_core.core.protocol``): T is fitted on a fixed, seeded, class-stratified
 10 % calibration split of each file, and every metric, with or without TS, on the other 90 %.
+Whatever is computed from this session's uploads (files or data sets) is cached for this session
+only and released with it (``_cache_resource``).
 """
 
 from __future__ import annotations
 
 import functools
 import os
-import uuid
 import re
 import tempfile
-from collections.abc import Callable, Iterator
+import uuid
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Self
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from hsc_core import config
-from hsc_core.core.curves import (
-    CCCurve,
-    RCCurve,
-    calibration_coverage_curve,
-    hierarchical_gain,
-    rc_curve_from_paths,
-    threshold_grid_keys,
-)
-from hsc_core.core.evaluation import auto_chunk_size, node_probabilities_rows
+from hsc_core.core.curves import RCCurve
 from hsc_core.core.hierarchy import Hierarchy
-from hsc_core.core.protocol import calibration_mask
-from hsc_core.core.probabilities import fit_temperature
-from hsc_core.core.risk import hierarchical_correctness
-from hsc_core.core.rules import RULE_LABELS, RULES, DecisionPaths, argmax_leaf, concat_decision_paths, decision_paths
+from hsc_core.core.rules import RULE_LABELS
 from hsc_core.datasets.formats import HIERARCHY_SUFFIXES, load_hierarchy
 from hsc_core.datasets.imagenet import imagenet_hierarchy
 from hsc_core.datasets.logits_io import (
@@ -71,21 +63,17 @@ from hsc_core.datasets.registry import (
     discover_datasets,
     load_dataset,
 )
+from hsc_core.evaluation import EvaluationSet, ModelEvaluation, column_label
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 # Every HSC_* variable is read by hsc_core.config; these names stay for the pages and tests.
 CACHED_LOGITS_ENV = config.CACHED_LOGITS_DIR
-DATASETS_ENV = config.DATASETS_DIR
-SYNTHETIC_ENV = config.SYNTHETIC
-SYNTHETIC_TAXONOMY_ENV = config.SYNTHETIC_TAXONOMY
 SYNTHETIC_PREFIX = "synthetic:"
 IMAGENET = "imagenet1k"
 SYNTHETIC_TAXONOMY = "synthetic-taxonomy-10k"  # only in synthetic mode, never offered to users
-SPLIT_SEED = 0
 DEFAULT_MODEL = "efficientnet_lite0"
 DISPLAY_POINTS = 1500  # points per curve sent to the browser; metrics always use the full curve
-CHUNK_BYTES = 64 * 2**20  # working memory of one chunk of samples (``evaluation.auto_chunk_size``)
 PROGRESS_MIN_CHUNKS = 4  # show a progress bar only for jobs of at least this many chunks
+DENSE_LIMIT_BYTES = 1_000_000_000  # the most memory `EvalSet.node_probs` may take (50,000 × 1,372 float32: 0.27 GB)
 DATASET_CHOICES = "_dataset_choices"  # session state: model location → data set picked in the sidebar
 SESSION_DATASETS = "_session_datasets"  # session state: data set name → "session:<token>" of an uploaded one
 SESSION_DATASET_OBJECTS = "_session_dataset_objects"  # session state: "session:<token>" → its parsed Dataset
@@ -120,14 +108,9 @@ def _session_value(key: str) -> dict:
 
 
 # ---------------------------------------------------------------------------- catalog
-def cached_logits_dir() -> Path:
-    """``$HSC_CACHED_LOGITS_DIR``, else ``<repo>/cached_logits`` (:func:`hsc_core.config.cached_logits_dir`)."""
-    return config.cached_logits_dir()
-
-
-def synthetic_samples() -> int | None:
-    """Samples of the synthetic model when ``HSC_SYNTHETIC`` is set (benchmark/demo only)."""
-    return config.synthetic_samples()
+cached_logits_dir = config.cached_logits_dir
+synthetic_samples = config.synthetic_samples  # samples of the synthetic model (benchmark/demo only)
+max_upload_bytes = config.max_upload_bytes  # the cap on an upload's inflated arrays
 
 
 def synthetic_dataset() -> str:
@@ -177,10 +160,7 @@ def stamp(location: str) -> tuple[int, int, int]:
 
 
 # ---------------------------------------------------------------------------- data sets
-def datasets_dir() -> Path:
-    """The user's data-set folders: ``$HSC_DATASETS_DIR``, else ``datasets/`` beside the logits folder
-    (:func:`hsc_core.config.datasets_dir`, the default the library and the ``hsc`` command use too)."""
-    return config.datasets_dir()
+datasets_dir = config.datasets_dir  # the user's data-set folders
 
 
 def dataset_catalog() -> dict[str, str]:
@@ -334,27 +314,27 @@ def add_session_dataset(name: str, filename: str, hierarchy: bytes, classes: byt
 UPLOAD_PREFIX = "upload:"  # location of a file uploaded in this session: upload:<random token>/<name>
 UPLOADED_BUNDLES = "_uploaded_bundles"  # session state: upload location → its validated LogitsBundle
 MAX_UPLOAD_ENV = config.MAX_UPLOAD_MB
-MAX_UPLOAD_MB = int(config.DEFAULT_MAX_UPLOAD_MB)  # default cap on an uploaded file's arrays, inflated
 
 
-def max_upload_bytes() -> int:
-    """The cap on an upload's inflated arrays: ``$HSC_MAX_UPLOAD_MB`` MB when set, else 200 MB
-    (:func:`hsc_core.config.max_upload_bytes`; the shipped files hold 11 MB)."""
-    return config.max_upload_bytes()
+def _private(value) -> bool:
+    """Whether a cache argument names something of this session only: an uploaded file
+    (``upload:…``) or an uploaded data set (``session:…``, also inside a data-set key)."""
+    if isinstance(value, str):
+        return value.startswith((UPLOAD_PREFIX, SESSION_PREFIX))
+    return isinstance(value, tuple) and any(_private(v) for v in value)
 
 
 def _cache_resource(**kwargs):
-    """``st.cache_resource`` that keeps whatever is computed from this session's uploads in a
-    session-scoped cache: Streamlit drops it when the session disconnects, and no other session
-    can reach it. Results for shared files stay in the global cache."""
+    """``st.cache_resource`` that keeps whatever is computed from this session's uploads (files or
+    data sets) in a session-scoped cache: Streamlit drops it when the session disconnects, and no
+    other session can reach it. Results for shared files stay in the global cache."""
     def wrap(func):
         shared = st.cache_resource(**kwargs)(func)
         private = st.cache_resource(scope="session", **kwargs)(func)
 
         @functools.wraps(func)
         def call(*args, **kw):
-            uploaded = any(isinstance(a, str) and a.startswith(UPLOAD_PREFIX) for a in (*args, *kw.values()))
-            return (private if uploaded else shared)(*args, **kw)
+            return (private if _private((*args, *kw.values())) else shared)(*args, **kw)
         call.clear = shared.clear
         return call
     return wrap
@@ -439,7 +419,7 @@ def load_bundle(location: str) -> LogitsBundle:
     return _bundle(location, stamp(location))
 
 
-# ---------------------------------------------------------------------------- subsets & split
+# ---------------------------------------------------------------------------- subsets
 def subset_options(bundle: LogitsBundle) -> dict[str, str]:
     """Subset key → label with its sample count. ``all`` always; one entry per source tag."""
     out = {ALL: f"All samples ({bundle.n_samples:,})"}
@@ -463,149 +443,121 @@ def subset_mask(bundle: LogitsBundle, subset: str) -> np.ndarray:
     return mask
 
 
-def calibration_split(bundle: LogitsBundle) -> np.ndarray:
-    """The protocol's calibration split of the whole file (``core.protocol.calibration_mask``): T is
-    fitted on it, and no page evaluates it, with or without temperature scaling."""
-    return calibration_mask(bundle.labels)
-
-
-# ---------------------------------------------------------------------------- chunked node probabilities
-# The library's ``decision_paths_from_logits`` scans consecutive rows of a logits array; a view
-# evaluates a row subset (the protocol's evaluation split, a data subset), and copying those rows
-# would double the logits' memory (3.6 GB more at iNat21 size). So the chunk loop lives here, over
-# row indices, built from the same library pieces (``node_probabilities_rows``, ``decision_paths``,
-# ``concat_decision_paths``, ``threshold_grid_keys``): the results are the unchunked ones exactly.
-def chunk_rows(h: Hierarchy) -> int:
-    """Samples per chunk: one chunk's temporaries stay near ``CHUNK_BYTES`` whatever the tree size."""
-    return auto_chunk_size(h, budget_bytes=CHUNK_BYTES)
-
-
-def _n_chunks(h: Hierarchy, n: int) -> int:
-    return -(-n // chunk_rows(h))
-
-
-def node_probability_chunks(h: Hierarchy, logits: np.ndarray, index: np.ndarray, temperature: float,
-                            progress: Callable[[float], None] | None = None) -> Iterator[tuple[int, np.ndarray]]:
-    """(start, node probabilities of rows ``index[start:start + size]``), a chunk at a time."""
-    n = index.size
-    size = chunk_rows(h)
-    for s in range(0, n, size):
-        yield s, node_probabilities_rows(h, logits, index[s: s + size], temperature)
-        if progress is not None:
-            progress(min(s + size, n) / n)
-
-
+# ---------------------------------------------------------------------------- progress
 class _ProgressBar:
-    """A throttled st.progress for a long job (about 20 updates), removed when done. Small jobs
-    show nothing. It runs inside cached functions, so its few messages are replayed on cache hits,
-    ending with the removal: nothing stays on the page."""
+    """The layer's ``progress(done, total)`` callback as a throttled st.progress (about 20
+    updates), removed when the job ends (use it as a context manager). Small jobs show nothing:
+    the bar appears once the first chunk says the job has at least ``PROGRESS_MIN_CHUNKS`` chunks.
+    A value the layer already holds calls nothing, so no bar flashes on a rerun."""
 
-    def __init__(self, text: str, n_chunks: int):
+    def __init__(self, text: str):
         self.text = text
-        self.bar = st.progress(0.0, text=f"{text} 0%") if n_chunks >= PROGRESS_MIN_CHUNKS else None
+        self.bar = None
+        self.chunks: int | None = None
         self.shown = 0
 
-    def __call__(self, frac: float) -> None:
+    def __call__(self, done: int, total: int) -> None:
+        if done <= 0 or total <= 0:
+            return
+        if self.chunks is None:  # the first chunk's size gives the number of chunks
+            self.chunks = -(-total // done)
+            if self.chunks >= PROGRESS_MIN_CHUNKS:
+                self.bar = st.progress(0.0, text=f"{self.text} 0%")
+        frac = min(done / total, 1.0)
         step = int(frac * 20)
         if self.bar is not None and step > self.shown:
             self.shown = step
-            self.bar.progress(min(frac, 1.0), text=f"{self.text} {frac:.0%}")
+            self.bar.progress(frac, text=f"{self.text} {frac:.0%}")
 
-    def done(self) -> None:
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
         if self.bar is not None:
             self.bar.empty()
 
 
-def chunked_decision_paths(h: Hierarchy, logits: np.ndarray, index: np.ndarray, temperature: float,
-                           progress: Callable[[float], None] | None = None
-                           ) -> tuple[dict[str, DecisionPaths], np.ndarray]:
-    """Every rule's decision paths for rows ``index`` of ``logits``, and each row's top-1 leaf
-    probability, one chunk of rows at a time."""
-    parts: dict[str, list[DecisionPaths]] = {rule: [] for rule in RULES}
-    leaf_conf = np.empty(index.size)
-    for s, probs in node_probability_chunks(h, logits, index, temperature, progress):
-        leaf = argmax_leaf(h, probs)
-        leaf_conf[s: s + leaf.size] = probs[np.arange(leaf.size), leaf]
-        for rule in RULES:
-            parts[rule].append(decision_paths(h, probs, rule, leaf=leaf))
-    return {rule: concat_decision_paths(parts[rule]) for rule in RULES}, leaf_conf
+# ---------------------------------------------------------------------------- the evaluation
+@_cache_resource(max_entries=12, show_spinner=False)
+def _evaluation(location: str, file_stamp: tuple, dataset_key: tuple, subset: str, _model: str) -> ModelEvaluation:
+    # Cheap to build: T, decision paths and curves are computed (once) when first asked for.
+    bundle = _bundle(location, file_stamp)
+    ds = _load_dataset(*dataset_key)
+    mask = subset_mask(bundle, subset)
+    return ModelEvaluation.from_bundle(bundle, ds.hierarchy, name=_model, dataset=ds.name,
+                                       subset=None if mask.all() else mask, subset_name=subset)
 
 
-# ---------------------------------------------------------------------------- evaluation sets
-DENSE_LIMIT_BYTES = 1_000_000_000  # the most memory `EvalSet.node_probs` may take (50,000 × 1,372 float32: 0.27 GB)
+def _evaluation_key(model: str, location: str, subset: str) -> tuple:
+    """(location, file stamp, data-set key, subset): what one ``ModelEvaluation`` is cached by."""
+    file_stamp = stamp(location)
+    _bundle(location, file_stamp)  # a broken file's own error first
+    return (location, file_stamp, _dataset_key(model, location), subset)
+
+
+def evaluation(model: str, location: str, subset: str = ALL) -> ModelEvaluation:
+    """The model's one ``ModelEvaluation`` on ``subset`` (cached per file, file stamp, data set and
+    subset; a session's uploads in that session's cache only)."""
+    return _evaluation(*_evaluation_key(model, location, subset), model)
+
+
+def temperature(location: str, subset: str = ALL, model: str | None = None) -> tuple[float, int]:
+    """(T, samples it was fitted on) of the model at ``location`` (the same for every ``subset``)."""
+    ev = evaluation(model or load_bundle(location).name, location, subset)
+    return ev.temperature, ev.n_cal
+
+
+def _forward(name: str) -> property:
+    """A read-only attribute of an ``EvalSet`` that is its view's (the layer's) attribute ``name``."""
+    return property(lambda self: getattr(self.view, name), doc=f"``EvaluationSet.{name}`` of the view.")
 
 
 @dataclass(frozen=True, eq=False)
 class EvalSet:
-    """The samples one view evaluates and each rule's decision paths (never their node probabilities).
-
-    ``index`` selects rows of the bundle's ``source_logits`` (shared, not copied). With TS
-    (``temperature`` fitted on ``n_fit`` other samples) or without, these are the protocol's evaluation
-    split only (``heldout`` is always True).
-    """
+    """What a page shows of one model, subset and TS setting: the layer's ``EvaluationSet``
+    (``view``, which computes and keeps every number) plus the dashboard's context: the model's
+    name and location, the subset key and its ``Dataset`` (for the image folder). Cheap: made on
+    every call of ``eval_set``; ``key`` identifies it for the pages' own caches."""
 
     model: str
     location: str
     subset: str
-    ts: bool
-    heldout: bool
     dataset: Dataset = field(repr=False)
-    index: np.ndarray
-    labels: np.ndarray
-    sample_ids: np.ndarray
-    sources: np.ndarray | None
-    source_logits: np.ndarray = field(repr=False)
-    temperature: float
-    n_fit: int
-    paths: dict[str, DecisionPaths] = field(repr=False)
-    leaf_conf: np.ndarray = field(repr=False)
+    view: EvaluationSet = field(repr=False)
+    key: tuple  # (location, file stamp, data-set key, subset, ts): for the pages' own caches
+
+    # The layer's samples and numbers that pages read, by the layer's names.
+    ts = _forward("ts")
+    temperature = _forward("temperature")
+    hierarchy = _forward("hierarchy")
+    n = _forward("n")
+    labels = _forward("labels")
+    sample_ids = _forward("sample_ids")
+    sources = _forward("sources")
+    paths = _forward("paths")
+    leaf_pred = _forward("leaf_pred")
+    leaf_conf = _forward("leaf_conf")
+    top1 = _forward("top1")
+    id_index = _forward("id_index")
+    most_confident_wrong = _forward("most_confident_wrong")
+    rows_by_class = _forward("rows_by_class")
 
     @property
-    def hierarchy(self) -> Hierarchy:
-        return self.dataset.hierarchy
+    def n_cal(self) -> int:
+        """Samples T was fitted on (the calibration split)."""
+        return self.view.evaluation.n_cal
 
     @property
     def image_dir(self) -> Path | None:
         return self.dataset.find_image_dir()
 
-    @property
-    def n(self) -> int:
-        return int(self.labels.shape[0])
-
-    @cached_property
-    def leaf_pred(self) -> np.ndarray:
-        return self.paths["selective"].nodes[:, 0]  # every rule starts at the arg-max leaf
-
-    @cached_property
-    def top1(self) -> float:
-        return float((self.leaf_pred == self.labels).mean())
-
-    @cached_property
-    def id_index(self) -> dict[str, int]:
-        return {s: i for i, s in enumerate(self.sample_ids.tolist())}
-
-    @cached_property
-    def most_confident_wrong(self) -> np.ndarray:
-        """Rows whose top-1 leaf is wrong, most confident first."""
-        wrong = np.flatnonzero(self.leaf_pred != self.labels)
-        return wrong[np.argsort(-self.leaf_conf[wrong], kind="stable")]
-
-    @cached_property
-    def rows_by_class(self) -> dict[int, np.ndarray]:
-        order = np.argsort(self.labels, kind="stable")
-        classes, starts = np.unique(self.labels[order], return_index=True)
-        return dict(zip(classes.tolist(), np.split(order, starts[1:])))
-
-    def node_probs_rows(self, rows: np.ndarray) -> np.ndarray:
-        """Node probabilities of some rows, shape (len(rows), n_nodes), computed on demand."""
-        rows = np.asarray(rows, dtype=np.int64)
-        return node_probabilities_rows(self.hierarchy, self.source_logits, self.index[rows], self.temperature)
-
     def node_row(self, i: int) -> np.ndarray:
-        """Node probabilities of row ``i`` as the rules see them (clipped to 1, root = 1)."""
-        row = np.minimum(self.node_probs_rows(np.array([i]))[0], 1.0)
-        row[self.hierarchy.root] = 1.0
-        return row
+        """Node probabilities of sample ``i`` as the rules see them (clipped to 1, root = 1)."""
+        return self.view.node_row(i)
+
+    def correctness(self, nodes: np.ndarray, positions: np.ndarray | None = None) -> np.ndarray:
+        """Hierarchical correctness of ``nodes`` for the samples at ``positions`` (all)."""
+        return self.view.correctness(nodes, positions)
 
     @cached_property
     def node_probs(self) -> NodeProbabilities:
@@ -613,8 +565,20 @@ class EvalSet:
         return NodeProbabilities(self)
 
 
+def eval_set(model: str, location: str, subset: str = ALL, ts: bool = False) -> EvalSet:
+    """The model's evaluation samples of one TS setting, their decision paths built (with a
+    progress bar) the first time any session asks."""
+    key = _evaluation_key(model, location, subset)
+    ev = _evaluation(*key, model)
+    n = ev.rows_for(ts).size
+    with _ProgressBar(f"Decision paths of {n:,} samples × {ev.hierarchy.n_nodes:,} nodes:") as bar:
+        view = ev.setting(bool(ts), progress=bar)
+    return EvalSet(model, location, subset, _load_dataset(*key[2]), view, (*key, bool(ts)))
+
+
 class NodeProbabilities:
-    """An EvalSet's node probabilities, shape (n, n_nodes), computed on demand.
+    """An EvalSet's node probabilities, shape (n, n_nodes), computed on demand
+    (``EvaluationSet.node_probabilities``).
 
     Indexing rows (``p[i]``, ``p[i, :n_leaves]``, ``p[rows, v]``) computes only those rows;
     ``np.asarray(p)`` (the few library calls that need every row, e.g. the repeated-split baselines)
@@ -631,9 +595,9 @@ class NodeProbabilities:
     def shape(self) -> tuple[int, int]:
         return (self._es.n, self._es.hierarchy.n_nodes)
 
-    @property
+    @cached_property
     def dtype(self) -> np.dtype:
-        return np.dtype(np.float32 if self._es.source_logits.dtype in (np.float16, np.float32) else np.float64)
+        return self._es.view.node_probabilities([0]).dtype  # the layer's precision
 
     def __len__(self) -> int:
         return self._es.n
@@ -649,88 +613,29 @@ class NodeProbabilities:
         if self._dense is not None:
             return self._dense[key]
         if isinstance(rows, (int, np.integer)):
-            return self._es.node_probs_rows(np.array([int(rows)]))[0][rest]
+            return self._es.view.node_probabilities([int(rows)])[0][rest]
         idx = np.arange(self._es.n)[rows]
         self._check_size(idx.size)
-        return self._es.node_probs_rows(idx)[(slice(None), *rest)]
+        return self._es.view.node_probabilities(idx)[(slice(None), *rest)]
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         if self._dense is None:
             self._check_size(self._es.n)
-            self._dense = self._es.node_probs_rows(np.arange(self._es.n))
+            self._dense = self._es.view.node_probabilities(np.arange(self._es.n))
         return self._dense if dtype is None else self._dense.astype(dtype)
 
 
-@_cache_resource(max_entries=16, show_spinner=False)
-def _temperature(location: str, file_stamp: tuple, subset: str) -> tuple[float, int]:
-    # One T per model, as `hsc evaluate` fits it (``subset`` only picks the samples evaluated).
-    bundle = _bundle(location, file_stamp)
-    cal = calibration_split(bundle)
-    return fit_temperature(bundle.logits[cal], bundle.labels[cal]), int(cal.sum())
-
-
-def temperature(location: str, subset: str) -> tuple[float, int]:
-    """(T, samples it was fitted on) for the model at ``location`` (the same for every ``subset``)."""
-    return _temperature(location, stamp(location), subset)
-
-
-@_cache_resource(max_entries=12, show_spinner=False)  # a progress bar when it takes long
-def _eval_set(model: str, location: str, file_stamp: tuple, dataset_key: tuple, subset: str, ts: bool,
-              heldout: bool) -> EvalSet:
-    bundle = _bundle(location, file_stamp)
-    ds = _load_dataset(*dataset_key)
-    h = ds.hierarchy
-    mask = subset_mask(bundle, subset) & ~calibration_split(bundle)  # the protocol's evaluation split
-    index = np.flatnonzero(mask)
-    if index.size == 0:
-        raise DataError(f"{bundle.name}: no samples to evaluate in subset {subset!r}")
-    t, n_fit = _temperature(location, file_stamp, subset) if ts else (1.0, 0)
-    bar = _ProgressBar(f"Decision paths of {index.size:,} samples × {h.n_nodes:,} nodes:", _n_chunks(h, index.size))
-    paths, leaf_conf = chunked_decision_paths(h, bundle.logits, index, t, bar)
-    bar.done()
-    return EvalSet(
-        model=model, location=location, subset=subset, ts=ts, heldout=bool(ts or heldout), dataset=ds,
-        index=index, labels=bundle.labels[index], sample_ids=bundle.sample_ids[index],
-        sources=None if bundle.sources is None else bundle.sources[index], source_logits=bundle.logits,
-        temperature=float(t), n_fit=n_fit, paths=paths, leaf_conf=leaf_conf,
-    )
-
-
-def eval_set(model: str, location: str, subset: str = ALL, ts: bool = False, heldout: bool = False) -> EvalSet:
-    file_stamp = stamp(location)
-    _bundle(location, file_stamp)  # a broken file's own error first
-    # Every set is the protocol's evaluation split: ``heldout`` is kept for callers, and always True.
-    return _eval_set(model, location, file_stamp, _dataset_key(model, location), subset, bool(ts), True)
-
-
-def _es_key(es: EvalSet) -> tuple:
-    """The cache key of ``es`` (to rebuild it inside other cached functions)."""
-    return (es.model, es.location, stamp(es.location), _dataset_key(es.model, es.location), es.subset, es.ts,
-            es.heldout)
-
-
-@_cache_resource(max_entries=12, show_spinner=False)  # a progress bar when it takes long
-def _theta_grid(model: str, location: str, file_stamp: tuple, dataset_key: tuple, subset: str, ts: bool,
-                heldout: bool, dec: int) -> np.ndarray:
-    """The authors' rounded θ grid over every node probability of the view, chunk by chunk."""
-    es = _eval_set(model, location, file_stamp, dataset_key, subset, ts, heldout)
-    present = np.zeros(10**dec + 1, dtype=bool)
-    bar = _ProgressBar(f"The authors' θ grid over {es.n:,} samples × {es.hierarchy.n_nodes:,} nodes:",
-                       _n_chunks(es.hierarchy, es.n))
-    for _, probs in node_probability_chunks(es.hierarchy, es.source_logits, es.index, es.temperature, bar):
-        if threshold_grid_keys(probs, dec, present).all():
-            break  # every grid value is present: the rest cannot add any
-    bar.done()
-    return np.flatnonzero(present) / 10**dec
-
-
-# ---------------------------------------------------------------------------- curves
+# ---------------------------------------------------------------------------- what pages draw
 @dataclass(frozen=True, eq=False)
 class CurveSet:
-    """Each rule's RC curve, a decimated copy (≤ DISPLAY_POINTS) for plotting, and the exact
-    curves that give the operating point at any θ (the same as ``curves`` unless ``dec`` is set:
-    a rounded-grid curve only has points at grid values of θ)."""
+    """Each rule's RC curve (the layer's, exact or on the authors' ``dec`` grid), a decimated copy
+    (≤ DISPLAY_POINTS) for plotting, and the exact curves that give the operating point at any θ
+    (the same as ``curves`` unless ``dec`` is set: a rounded-grid curve only has points at grid
+    values of θ)."""
 
+    es: EvalSet
+    loss: str
+    dec: int | None
     curves: dict[str, RCCurve]
     display: dict[str, tuple[np.ndarray, np.ndarray]]
     exact: dict[str, RCCurve]
@@ -740,16 +645,12 @@ class CurveSet:
         return self.exact[rule].at(theta)
 
     def haurc_table(self) -> pd.DataFrame:
-        sel = self.curves["selective"].haurc
-        rows = []
-        for rule, c in self.curves.items():
-            rows.append({
-                "rule": RULE_LABELS[rule],
-                "hAURC ×1000": 1000 * c.haurc,
-                "hierarchical gain vs Selective (%)": 0.0 if rule == "selective" else hierarchical_gain(sel, c.haurc),
-                "points": int(c.coverage.size),
-            })
-        return pd.DataFrame(rows)
+        """One row per rule: the layer's hAURC×1000 and gain % (``column_label`` names), and the
+        curve's number of points."""
+        v, loss, dec = self.es.view, self.loss, self.dec
+        return pd.DataFrame([{"rule": RULE_LABELS[rule], column_label("haurc"): 1000 * v.haurc(rule, loss, dec),
+                              column_label("gain_percent"): v.gain(rule, loss, dec), "points": int(c.coverage.size)}
+                             for rule, c in self.curves.items()])
 
 
 def decimate(x: np.ndarray, y: np.ndarray, max_points: int = DISPLAY_POINTS) -> tuple[np.ndarray, np.ndarray]:
@@ -761,122 +662,32 @@ def decimate(x: np.ndarray, y: np.ndarray, max_points: int = DISPLAY_POINTS) -> 
     return np.asarray(x[idx], float), np.asarray(y[idx], float)
 
 
-@_cache_resource(max_entries=32, show_spinner="Computing risk–coverage curves…")
-def _curve_set(model: str, location: str, file_stamp: tuple, dataset_key: tuple, subset: str, ts: bool,
-               heldout: bool, loss: str, dec: int | None) -> CurveSet:
-    es = _eval_set(model, location, file_stamp, dataset_key, subset, ts, heldout)
-    exact = {rule: rc_curve_from_paths(es.hierarchy, es.paths[rule], es.labels, loss) for rule in RULES}
-    if dec is None:
-        curves = exact
-    else:
-        # (Derived from scratch: RCCurve.at() of a dec curve indexes its exact events, so the
-        # operating points come from the exact curves, which agree at every grid θ.)
-        grid = _theta_grid(model, location, file_stamp, dataset_key, subset, ts, heldout, dec)
-        curves = {rule: rc_curve_from_paths(es.hierarchy, es.paths[rule], es.labels, loss, grid) for rule in RULES}
-    # Plot in θ order (the curve's own order), so non-monotone rules draw their true path.
-    display = {rule: decimate(c.coverage, c.risk) for rule, c in curves.items()}
-    return CurveSet(curves, display, exact)
+def _grid_bar(es: EvalSet) -> _ProgressBar:
+    return _ProgressBar(f"The authors' θ grid over {es.n:,} samples × {es.hierarchy.n_nodes:,} nodes:")
 
 
 def curve_set(es: EvalSet, loss: str = "01", dec: int | None = None) -> CurveSet:
-    return _curve_set(*_es_key(es), loss, dec)
+    """The layer's RC curves of ``es`` with their plotting copies (in θ order, the curve's own, so
+    non-monotone rules draw their true path)."""
+    with st.spinner("Computing risk–coverage curves…"), _grid_bar(es) as bar:
+        curves = es.view.curves(loss, dec, progress=bar)
+        exact = es.view.curves(loss)
+    return CurveSet(es, loss, dec, curves, {rule: decimate(c.coverage, c.risk) for rule, c in curves.items()}, exact)
 
 
-@_cache_resource(max_entries=12, show_spinner="Computing calibration–coverage curves…")
-def _cc_curves(model: str, location: str, file_stamp: tuple, dataset_key: tuple, subset: str, ts: bool,
-               heldout: bool, n_bins: int) -> dict[str, CCCurve]:
-    es = _eval_set(model, location, file_stamp, dataset_key, subset, ts, heldout)
-    grid = _theta_grid(model, location, file_stamp, dataset_key, subset, ts, heldout, 2)
-    return {  # with the paths and the grid given, no node probabilities are read
-        rule: calibration_coverage_curve(es.hierarchy, None, es.labels, rule, thresholds=grid, n_bins=n_bins,
-                                         paths=es.paths[rule])
-        for rule in RULES
-    }
-
-
-def cc_curves(es: EvalSet, n_bins: int = 15) -> dict[str, CCCurve]:
-    return _cc_curves(*_es_key(es), int(n_bins))
-
-
-@_cache_resource(max_entries=16, show_spinner="Bootstrapping 95 % intervals…")
-def _intervals(model: str, location: str, file_stamp: tuple, dataset_key: tuple, subset: str, ts: bool,
-               heldout: bool, loss: str):
-    from hsc_core.core.uncertainty import bootstrap_haurc
-
-    es = _eval_set(model, location, file_stamp, dataset_key, subset, ts, heldout)
-    return bootstrap_haurc(es.hierarchy, es.labels, es.paths, loss=loss)
+def cc_curves(es: EvalSet, n_bins: int = 15):
+    """rule → calibration–coverage curve on the authors' 2-decimal θ grid (the layer's)."""
+    with st.spinner("Computing calibration–coverage curves…"), _grid_bar(es) as bar:
+        return es.view.cc_curves(int(n_bins), progress=bar)
 
 
 def haurc_intervals(es: EvalSet, loss: str = "01"):
-    """95 % paired bootstrap intervals of every rule's hAURC and gain (``core.uncertainty``)."""
-    return _intervals(*_es_key(es), loss)
-
-
-# ---------------------------------------------------------------------------- summaries
-def model_summary(model: str, location: str, subset: str) -> dict:
-    """One Overview row: top-1, T, and hAURC×1000 / gain per rule without and with TS, all on the
-    protocol's evaluation split of the subset (so the two settings are comparable)."""
-    plain = eval_set(model, location, subset, ts=False)
-    scaled = eval_set(model, location, subset, ts=True)
-    row: dict = {"model": model, "samples": plain.n, "top-1 accuracy": plain.top1,
-                 "T": scaled.temperature, "calibration samples": scaled.n_fit}
-    for tag, es in (("no TS", plain), ("TS", scaled)):
-        cs = curve_set(es)
-        sel = cs.curves["selective"].haurc
-        for rule in RULES:
-            row[f"hAURC×1000 {RULE_LABELS[rule]} ({tag})"] = 1000 * cs.curves[rule].haurc
-        for rule in RULES[1:]:
-            row[f"gain % {RULE_LABELS[rule]} ({tag})"] = hierarchical_gain(sel, cs.curves[rule].haurc)
-    return row
-
-
-def per_rule_summary(rows: list[dict]) -> pd.DataFrame:
-    """``model_summary`` rows reshaped to one row per (model, rule): hAURC×1000 and gain without
-    and with TS side by side (Selective's gain is 0)."""
-    out = []
-    for row in rows:
-        for rule in RULES:
-            label = RULE_LABELS[rule]
-            entry = {"model": row["model"], "rule": label}
-            for tag in ("no TS", "TS"):
-                entry[f"hAURC×1000 ({tag})"] = row[f"hAURC×1000 {label} ({tag})"]
-            for tag in ("no TS", "TS"):
-                entry[f"gain % ({tag})"] = row.get(f"gain % {label} ({tag})", 0.0)
-            out.append(entry)
-    return pd.DataFrame(out)
-
-
-def compare_row(es: EvalSet, loss: str, dec: int | None) -> dict:
-    cs = curve_set(es, loss, dec)
-    sel = cs.curves["selective"].haurc
-    row: dict = {"model": es.model, "samples": es.n, "top-1 accuracy": es.top1,
-                 "T": es.temperature if es.ts else float("nan")}
-    for rule in RULES:
-        row[f"hAURC×1000 {RULE_LABELS[rule]}"] = 1000 * cs.curves[rule].haurc
-    for rule in RULES[1:]:
-        row[f"gain % {RULE_LABELS[rule]}"] = hierarchical_gain(sel, cs.curves[rule].haurc)
-    return row
-
-
-def correctness(es: EvalSet, nodes: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-    labels = es.labels if rows is None else es.labels[rows]
-    return hierarchical_correctness(es.hierarchy, nodes, labels)
-
-
-# ---------------------------------------------------------------------------- guaranteed accuracy
-@_cache_resource(max_entries=6, show_spinner=False)  # a progress bar when it takes long
-def _tight_thresholds(model: str, location: str, file_stamp: tuple, dataset_key: tuple, subset: str, ts: bool,
-                      heldout: bool) -> np.ndarray:
-    from hsc_core.core.thresholds import climbing_tight_thresholds
-
-    es = _eval_set(model, location, file_stamp, dataset_key, subset, ts, heldout)
-    out = np.empty(es.n)
-    bar = _ProgressBar(f"Tight Climbing thresholds of {es.n:,} samples:", _n_chunks(es.hierarchy, es.n))
-    for s, probs in node_probability_chunks(es.hierarchy, es.source_logits, es.index, es.temperature, bar):
-        out[s: s + probs.shape[0]] = climbing_tight_thresholds(es.hierarchy, probs, es.labels[s: s + probs.shape[0]])
-    bar.done()
-    return out
+    """95 % paired bootstrap intervals of every rule's hAURC and gain (the layer's)."""
+    with st.spinner("Bootstrapping 95 % intervals…"):
+        return es.view.bootstrap(loss)
 
 
 def tight_thresholds(es: EvalSet) -> np.ndarray:
-    return _tight_thresholds(*_es_key(es))
+    """Each sample's minimal θ at which Climbing is correct (the layer's, with a progress bar)."""
+    with _ProgressBar(f"Tight Climbing thresholds of {es.n:,} samples:") as bar:
+        return es.view.tight_thresholds(progress=bar)

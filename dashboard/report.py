@@ -1,5 +1,6 @@
 """The dashboard's "Download report (HTML)" button: ``hsc report``'s file, built from the pages'
-own cached results (the same curves, intervals and protocol), only when the button is clicked."""
+own cached ``ModelEvaluation`` (the same curves, intervals and protocol), only when the button is
+clicked."""
 
 from __future__ import annotations
 
@@ -14,19 +15,18 @@ from . import data
 
 
 def model_result(model: str, location: str, subset: str) -> ModelResult:
-    """One model's report section from the cached evaluation sets (TS off and on)."""
-    sets = {ts: data.eval_set(model, location, subset, ts) for ts in (False, True)}
-    bundle = data.load_bundle(location)
-    on = sets[True]
+    """One model's report section from its cached ``ModelEvaluation`` (TS off and on)."""
+    ev = data.evaluation(model, location, subset)
+    sets = {ts: ev.setting(ts) for ts in (False, True)}
     local = not location.startswith((data.SYNTHETIC_PREFIX, data.UPLOAD_PREFIX))
     return ModelResult(
-        name=model, dataset=on.dataset.name, subset=subset, n_samples=bundle.n_samples, n_cal=on.n_fit,
-        n_eval=on.n, temperature=on.temperature, top1=sets[False].top1,
-        curves={ts: data.curve_set(es).curves for ts, es in sets.items()},
-        cc={ts: data.cc_curves(es) for ts, es in sets.items()},
-        boot={ts: data.haurc_intervals(es) for ts, es in sets.items()},
+        name=model, dataset=ev.dataset, subset=subset, n_samples=ev.n_samples, n_cal=ev.n_cal,
+        n_eval=sets[True].n, temperature=ev.temperature, top1=sets[False].top1,
+        curves={ts: es.curves() for ts, es in sets.items()},
+        cc={ts: es.cc_curves() for ts, es in sets.items()},
+        boot={ts: es.bootstrap() for ts, es in sets.items()},
         file=Path(location).name if local else "(uploaded in the dashboard)" if location.startswith(data.UPLOAD_PREFIX)
-        else location, manifest=dict(bundle.manifest or {}),
+        else location, manifest=ev.manifest,
     )
 
 

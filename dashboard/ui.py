@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
 from hsc_core import config
 from hsc_core.core.protocol import PROTOCOL_TEXT
 
 from . import data, state
-from hsc_core.report.figures import ExportContext, export_name, titled, with_context_columns
+from hsc_core.evaluation import to_csv
+from hsc_core.report.figures import ExportContext, export_name, titled
 
 from .plots import plot_config
 
@@ -86,14 +88,14 @@ def no_models_message() -> None:
     )
 
 
-def require_eval_set(ts: bool | None = None, heldout: bool = False) -> data.EvalSet:
+def require_eval_set(ts: bool | None = None) -> data.EvalSet:
     """The current model's evaluation samples, or an in-page st.error and st.stop()."""
     name, location = current_model()
     if name is None:
         no_models_message()
         st.stop()
     try:
-        return data.eval_set(name, location, state.get("subset"), state.get("ts") if ts is None else ts, heldout)
+        return data.eval_set(name, location, state.get("subset"), state.get("ts") if ts is None else ts)
     except data.LOAD_ERRORS as exc:
         show_load_error(name, exc)
         st.stop()
@@ -117,7 +119,7 @@ def eval_caption(es: data.EvalSet) -> str:
     if es.subset != data.ALL:
         parts.append(f"subset *{plain(es.subset)}*")
     if es.ts:
-        parts.append(f"temperature scaling T = {es.temperature:.3f} (fitted on the {es.n_fit:,}-sample calibration "
+        parts.append(f"temperature scaling T = {es.temperature:.3f} (fitted on the {es.n_cal:,}-sample calibration "
                      "split)")
     else:
         parts.append("no temperature scaling")
@@ -167,11 +169,13 @@ def sidebar() -> None:
                    help=PROTOCOL_TEXT)
         if state.get("ts") and bundle is not None:
             try:
-                t, n_fit = data.temperature(location, state.get("subset"))
+                t, n_fit = data.temperature(location, state.get("subset"), name)
                 st.caption(f"T = **{t:.3f}**, fitted on the 10 % calibration split ({n_fit:,} samples). "
                            "Every page, TS on or off, evaluates the other 90 %.")
+            except data.DataError:
+                pass  # no (fitting) data set yet: the picker above and the page say so
             except data.LOAD_ERRORS as exc:
-                st.error(str(exc))
+                st.error(plain(public_message(exc)))
         state.bind(st.radio, "Figure download format", "fmt", scope="sb", options=["png", "svg"],
                    horizontal=True, format_func=str.upper,
                    help="The camera icon in each figure's toolbar saves it in this format.")
@@ -243,18 +247,32 @@ def figure(fig, name: str, key: str | None = None, context: ExportContext | None
     st.plotly_chart(fig, config=plot_config(export_name(name, context), state.get("fmt")), key=key, width=width)
 
 
-def csv_download(df, name: str, key: str, label: str = "Download table (CSV)",
+def csv_text(table, context: ExportContext | None = None) -> str:
+    """``table`` (a DataFrame or a list of dicts) as CSV, the context's columns in front, written
+    by the layer's ``to_csv``: exact floats, and a name a spreadsheet would run as a formula
+    (``=``, ``+``, ``-``, ``@``…) neutralised."""
+    if isinstance(table, pd.DataFrame):
+        columns = [str(c) for c in table.columns]
+        records = table.to_dict("records")
+    else:
+        columns = list(dict.fromkeys(k for r in table for k in r))
+        records = list(table)
+    front = {} if context is None else {k: v for k, v in context.columns().items() if k not in columns}
+    return to_csv([{**front, **r} for r in records], [*front, *columns])
+
+
+def csv_download(table, name: str, key: str, label: str = "Download table (CSV)",
                  context: ExportContext | None = None) -> None:
-    """A CSV download button; ``df`` may be a DataFrame or a callable returning one (built only
-    when the button is clicked, for large tables). With ``context`` the file name and leading
-    columns say which model, data set, subset, TS and θ it holds."""
+    """A CSV download button (``csv_text``); ``table`` may be a DataFrame, a list of dicts or a
+    callable returning one (built only when the button is clicked, for large tables). With
+    ``context`` the file name and leading columns say which model, data set, subset, TS and θ it holds."""
     safe = export_name(name, context) if context is not None else (
         re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "table")
-    if callable(df):
-        make = df
-        payload = lambda: with_context_columns(make(), context).to_csv(index=False).encode("utf-8")  # noqa: E731
+    if callable(table):
+        make = table
+        payload = lambda: csv_text(make(), context).encode("utf-8")  # noqa: E731
     else:
-        payload = with_context_columns(df, context).to_csv(index=False).encode("utf-8")
+        payload = csv_text(table, context).encode("utf-8")
     st.download_button(label, payload, file_name=f"{safe}.csv", mime="text/csv", key=key, on_click="ignore",
                        icon=":material/download:")
 

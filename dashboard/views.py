@@ -1,8 +1,11 @@
-"""What the θ sliders recompute: cheap, pure functions over cached results.
+"""What the θ sliders recompute, and how the tables lay out the layer's results: cheap, pure
+functions over cached results.
 
 Moving θ never touches node probabilities or curves: an operating point is a binary search in a
 cached curve (``RCCurve.at``), and a sample's chosen nodes are one comparison per record of its
 cached decision paths. ``bench/dashboard_bench.py`` times these plus the figures built from them.
+The tables are the layer's tidy result rows (``hsc_core.evaluation.results``) reshaped, with its
+column names (``column_label``), so every page and export names a number the same way.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from hsc_core.core.hierarchy import Hierarchy
 from hsc_core.core.rules import RULE_LABELS, RULES, DecisionPaths, decision_paths, record_index
 from hsc_core.core.thresholds import QuantileMethod, select_threshold, theorem1_epsilon
 from hsc_core.core.validation import check_theta
+from hsc_core.evaluation import ResultRow, column_label, wide_table
+from hsc_core.evaluation.results import display_value
 
-from .data import CurveSet, EvalSet, correctness
+from .data import CurveSet, EvalSet
 
 
 def node_name(h: Hierarchy, v: int) -> str:
@@ -224,6 +229,82 @@ def single_split_result(es: EvalSet, tight: np.ndarray, n_cal: int, seed: int, a
     return SplitResult(
         n_cal=int(cal.size), n_test=int(test.size), theta_hat=theta_hat,
         epsilon=theorem1_epsilon(n_cal, alpha, delta),
-        test_accuracy=float(correctness(es, nodes, test).mean()),
+        test_accuracy=float(es.correctness(nodes, test).mean()),
         test_coverage=float(es.hierarchy.coverage[nodes].mean()),
     )
+
+
+# ---------------------------------------------------------------------------- result tables
+CI = "95 % CI"  # the suffix of an interval shown as text, e.g. "hAURC×1000 95 % CI"
+
+
+def model_rows(rows: list[ResultRow], limits: list[ResultRow] | None = None, **wide_options) -> list[dict]:
+    """One dict per model: ``wide_table(rows, **wide_options)`` with the model's data set and
+    calibration size after its name (``model, dataset, n_eval, n_cal``, then the metric columns).
+
+    limits : rows with bootstrap limits whose ``… low``/``… high`` columns are added (e.g. the
+        exact curves' intervals next to the values of the authors' grid curves).
+    """
+    meta = {}
+    for r in rows:
+        meta.setdefault(r["model"], {"dataset": r["dataset"], "n_cal": r["n_cal"]})
+    extra = {w["model"]: {k: v for k, v in w.items() if k.endswith((" low", " high"))}
+             for w in wide_table(limits or [], **{**wide_options, "intervals": True})}
+    out = []
+    for w in wide_table(rows, **wide_options):
+        model, n_eval = w.pop("model"), w.pop("n_eval")
+        out.append({"model": model, "dataset": meta[model]["dataset"], "n_eval": n_eval, "n_cal": meta[model]["n_cal"],
+                    **w, **extra.get(model, {})})
+    return out
+
+
+def rule_rows(rows: list[ResultRow]) -> list[dict]:
+    """One dict per (model, TS setting, rule): ``model, dataset, rule, TS`` ("on"/"off"), then
+    hAURC×1000 and gain % with their ``… low``/``… high`` limits (None when not computed)."""
+    out: dict[tuple, dict] = {}
+    for r in rows:
+        if r["metric"] not in ("haurc", "gain_percent"):
+            continue
+        key = (r["model"], r["dataset"], r["subset"], r["loss"], r["ts"], r["rule"])
+        entry = out.setdefault(key, {"model": r["model"], "dataset": r["dataset"], "rule": RULE_LABELS[r["rule"]],
+                                     "TS": "on" if r["ts"] else "off"})
+        name = column_label(r["metric"])
+        ci = r["ci_low"] is not None and not (r["metric"] == "gain_percent" and r["rule"] == "selective")
+        entry[name] = display_value(r)
+        entry[f"{name} low"] = display_value(r, "ci_low") if ci else None
+        entry[f"{name} high"] = display_value(r, "ci_high") if ci else None
+    return list(out.values())
+
+
+def interval_text(low: float | None, high: float | None, gain: bool = False) -> str:
+    """``[1.23, 4.56]`` for hAURC×1000, ``[+1.2, +3.4]`` for a gain in %; "" without an interval."""
+    if low is None or high is None or not (np.isfinite(low) and np.isfinite(high)):
+        return ""
+    return f"[{low:+.1f}, {high:+.1f}]" if gain else f"[{low:.2f}, {high:.2f}]"
+
+
+def with_interval_text(table: list[dict]) -> pd.DataFrame:
+    """``table`` for the screen: each ``X low``/``X high`` pair becomes one text column ``X 95 % CI``
+    right after ``X`` ("" where no interval was computed)."""
+    out = []
+    for row in table:
+        shown = {}
+        for k, v in row.items():
+            if k.endswith((" low", " high")):
+                continue
+            shown[k] = v
+            if f"{k} low" in row:
+                shown[f"{k} {CI}"] = interval_text(row[f"{k} low"], row[f"{k} high"], k.startswith("gain"))
+        out.append(shown)
+    return pd.DataFrame(out)
+
+
+def gain_intervals(rows: list[ResultRow], with_ts: bool = True) -> list[dict]:
+    """The gain rows with bootstrap limits, as ``plots.gain_figure`` takes them (Selective left out)."""
+    out = []
+    for r in rows:
+        if r["metric"] == "gain_percent" and r["rule"] != "selective" and r["ci_low"] is not None:
+            label = f"{r['model']} · {RULE_LABELS[r['rule']]}" + (f" · {'TS' if r['ts'] else 'no TS'}" if with_ts else "")
+            out.append({"label": label, "rule": r["rule"], "estimate": r["value"], "low": r["ci_low"],
+                        "high": r["ci_high"]})
+    return out

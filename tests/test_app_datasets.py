@@ -118,8 +118,8 @@ def errors(at: AppTest) -> str:
 
 
 def rc_haurc_table(at: AppTest) -> dict[str, float]:
-    table = frame(at, "hAURC ×1000")
-    return {row["rule"]: float(row["hAURC ×1000"]) for _, row in table.iterrows()}
+    table = frame(at, "hAURC×1000")
+    return {row["rule"]: float(row["hAURC×1000"]) for _, row in table.iterrows()}
 
 
 def evaluated(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -164,9 +164,9 @@ def test_cifar100_haurc_equals_library(use_dir, cifar_dir):
     # The Overview: the model's data set, its top-1 and every rule's exact hAURC without TS.
     at.switch_page("app_pages/overview.py").run()
     assert not at.exception and not at.error, errors(at)
-    table = frame(at, "top-1 (evaluation split)")
+    table = frame(at, "top-1 accuracy")
     assert list(table["model"]) == ["cifar_net"] and list(table["dataset"]) == ["cifar100"]
-    assert float(table["top-1 (evaluation split)"].iloc[0]) == pytest.approx((logits.argmax(1) == labels).mean())
+    assert float(table["top-1 accuracy"].iloc[0]) == pytest.approx((logits.argmax(1) == labels).mean())
     exact = rc_curves_from_logits(cifar_hierarchy(), logits, labels, losses=("01",))
     rules = frame(at, "hAURC×1000")
     for rule in RULES:
@@ -249,7 +249,7 @@ def test_manifest_with_wrong_class_count(use_dir, mixed_dir):
     at.switch_page("app_pages/overview.py").run()  # listed as unusable; the toy model still summarised
     assert not at.exception
     assert "wrong_net" in errors(at)
-    assert "toy_net" in list(frame(at, "top-1 (evaluation split)")["model"])
+    assert "toy_net" in list(frame(at, "top-1 accuracy")["model"])
 
 
 # ---------------------------------------------------------------------------- data set upload
@@ -305,33 +305,48 @@ def per_sample_bytes(h: Hierarchy) -> int:
     return 4 * 4 * (h.n_nodes + h.n_leaves)
 
 
+def budget_mb(rows: int, h: Hierarchy) -> str:
+    """``HSC_MEMORY_BUDGET_MB`` for chunks of ``rows`` samples (exact: a power-of-two fraction)."""
+    return repr(rows * per_sample_bytes(h) / 2**20)
+
+
 def test_chunked_decision_paths_equal_whole(monkeypatch):
-    """Decision paths built a chunk of rows at a time are the unchunked ones, bit for bit."""
+    """The dashboard's evaluation (the layer's, of a subset, a chunk of rows at a time under the
+    memory budget) has the unchunked decision paths, bit for bit, and reports each chunk to the
+    progress bar."""
     from dashboard import data
+    from hsc_core.evaluation import ModelEvaluation
 
     h = cifar_hierarchy()
-    logits, _ = synthetic_logits(h, 700, top1=0.5, seed=9)
-    index = np.arange(0, 700, 2)[::-1]  # a subset, out of order
-    monkeypatch.setattr(data, "CHUNK_BYTES", 50 * per_sample_bytes(h))  # 50 rows a chunk: 7 chunks
-    seen: list[float] = []
-    paths, leaf_conf = data.chunked_decision_paths(h, logits, index, 1.3, seen.append)
-    assert len(seen) == 7 and seen[-1] == 1.0
-    probs = node_probabilities(h, softmax(logits[index], 1.3))
-    np.testing.assert_array_equal(leaf_conf, probs[:, : h.n_leaves].max(axis=1))
+    logits, labels = synthetic_logits(h, 778, top1=0.5, seed=9)
+    subset = np.arange(778) % 2 == 0
+    monkeypatch.setenv("HSC_MEMORY_BUDGET_MB", budget_mb(50, h))  # 50 rows a chunk
+    ev = ModelEvaluation(h, logits, labels, subset=subset, subset_name="even")
+    seen: list[tuple[int, int]] = []
+    es = ev.setting(True, progress=lambda done, total: seen.append((done, total)))
+    index = np.flatnonzero(subset & ~calibration_mask(labels))
+    n = index.size
+    assert np.array_equal(es.rows, index) and -(-n // 50) == 7
+    assert seen == [(0, n)] + [(min(50 * k, n), n) for k in range(1, 8)]  # 7 chunks
+    bar = data._ProgressBar("test")
+    for done, total in seen:
+        bar(done, total)
+    assert bar.chunks == 7 and bar.shown == 20  # a bar (≥ 4 chunks), filled
+    probs = node_probabilities(h, softmax(logits[index], ev.temperature))
+    np.testing.assert_array_equal(es.leaf_conf, probs[:, : h.n_leaves].max(axis=1))
     for rule in RULES:
         whole = decision_paths(h, probs, rule)
         for part in ("nodes", "values", "lengths"):
-            np.testing.assert_array_equal(getattr(paths[rule], part), getattr(whole, part), err_msg=f"{rule} {part}")
+            np.testing.assert_array_equal(getattr(es.paths[rule], part), getattr(whole, part), err_msg=f"{rule} {part}")
 
 
 def test_pages_compute_in_chunks(monkeypatch, use_dir, tmp_path):
     """With 64 rows a chunk (8 chunks, so the progress bar shows), the RC curves, the authors' grid
     and Guaranteed accuracy's θ̂ equal the library's unchunked values."""
-    from dashboard import data
     from hsc_core.core.thresholds import climbing_tight_thresholds, select_threshold
 
     h = cifar_hierarchy()
-    monkeypatch.setattr(data, "CHUNK_BYTES", 64 * per_sample_bytes(h))
+    monkeypatch.setenv("HSC_MEMORY_BUDGET_MB", budget_mb(64, h))
     d = tmp_path / "cached_logits"
     d.mkdir()
     path = _save(d / "chunky_net.npz", h, 450, seed=11, manifest={"model": "chunky_net", "dataset_id": "cifar100"})

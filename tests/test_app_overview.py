@@ -1,8 +1,11 @@
 """The Overview page: its headline is computed from the data (the library's own pipeline gives the
-same sentence), honest when the interval contains 0, and the protocol is stated once."""
+same sentence), honest when the interval contains 0, and the protocol is stated once; its tables
+are the evaluation layer's result rows, and its CSVs the layer's (formula names neutralised)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import sys
 from pathlib import Path
 
@@ -14,9 +17,11 @@ sys.path.insert(0, str(ROOT))
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from hsc_core.core.protocol import PROTOCOL_TEXT  # noqa: E402
+from hsc_core.core.rules import RULE_LABELS, RULES  # noqa: E402
 from hsc_core.core.synthetic import synthetic_logits  # noqa: E402
 from hsc_core.datasets.imagenet import imagenet_hierarchy  # noqa: E402
 from hsc_core.datasets.logits_io import load_logits, save_logits  # noqa: E402
+from hsc_core.evaluation import ModelEvaluation, column_label, wide_table  # noqa: E402
 from hsc_core.report.html_report import evaluate_for_report, headline_sentence  # noqa: E402
 
 PAGE = str(ROOT / "app_pages" / "overview.py")
@@ -94,3 +99,81 @@ def test_app_offers_the_report_and_builds_it_from_the_pages_numbers(monkeypatch,
     html = report.report_html({"tiny_net": str(folder / "tiny_net.npz")}, "all").decode("utf-8")
     assert PROTOCOL_TEXT in html and "tiny_net" in html
     assert _expected(folder / "tiny_net.npz", True) in html.replace("&#x27;", "'")
+
+
+# ---------------------------------------------------------------------------- the layer's numbers, its CSV
+@pytest.fixture
+def downloads(monkeypatch) -> dict:
+    """key → payload of every st.download_button the pages create (the payload as given: bytes or a callable)."""
+    import streamlit as st
+
+    got, real = {}, st.download_button
+
+    def spy(label, data, *args, **kwargs):
+        got[kwargs.get("key")] = data
+        return real(label, data, *args, **kwargs)
+
+    monkeypatch.setattr(st, "download_button", spy)
+    return got
+
+
+def _csv(payload) -> list[dict]:
+    text = (payload() if callable(payload) else payload).decode("utf-8")
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+@pytest.mark.skipif(not (SHIPPED / "efficientnet_lite0.npz").exists(), reason="no shipped logits")
+def test_overview_tables_are_the_evaluation_layers_results(monkeypatch, tmp_path, downloads):
+    """Every number of the Overview's tables (and its CSVs) is ``ModelEvaluation.results()``'s, by
+    the layer's column names."""
+    for suffix in (".npz", ".json"):
+        (tmp_path / f"efficientnet_lite0{suffix}").write_bytes((SHIPPED / f"efficientnet_lite0{suffix}").read_bytes())
+    at = _run(monkeypatch, tmp_path)
+    ev = ModelEvaluation.from_bundle(load_logits(tmp_path / "efficientnet_lite0.npz"), imagenet_hierarchy(),
+                                     name="efficientnet_lite0", dataset="imagenet1k")
+    rows = ev.results(losses=("01",), intervals=True)  # the sidebar's model has its intervals
+    value = {(r["metric"], r["rule"], r["ts"]): r for r in rows}
+
+    models = at.dataframe[0].value
+    assert list(models.columns) == ["model", "dataset", "n_eval", "n_cal", "top-1 accuracy", "T"]
+    m = models.iloc[0]
+    assert (m["model"], m["dataset"], m["n_eval"], m["n_cal"]) == ("efficientnet_lite0", "imagenet1k", 1705, ev.n_cal)
+    assert m["top-1 accuracy"] == value["top1", "", False]["value"] and m["T"] == ev.temperature
+
+    per_rule = at.dataframe[1].value
+    assert len(per_rule) == 2 * len(RULES)
+    for ts in (False, True):
+        for rule in RULES:
+            shown = per_rule[(per_rule["rule"] == RULE_LABELS[rule]) & (per_rule["TS"] == ("on" if ts else "off"))]
+            h, g = value["haurc", rule, ts], value["gain_percent", rule, ts]
+            assert shown["hAURC×1000"].iloc[0] == 1000 * h["value"] and shown["gain %"].iloc[0] == g["value"]
+            assert shown["hAURC×1000 95 % CI"].iloc[0] == f"[{1000 * h['ci_low']:.2f}, {1000 * h['ci_high']:.2f}]"
+            assert shown["gain % 95 % CI"].iloc[0] == ("" if rule == "selective" else
+                                                       f"[{g['ci_low']:+.1f}, {g['ci_high']:+.1f}]")
+
+    # "Everything, one row per model": the layer's wide table, exact to the last digit.
+    (everything,) = _csv(downloads["dl_overview"])
+    want = wide_table(rows, intervals=True)[0]
+    for name in (column_label("haurc", "climbing", ts=True), column_label("gain_percent", "jumping", ts=False),
+                 column_label("haurc", "selective", ts=False) + " low", "top-1 accuracy", "T"):
+        assert float(everything[name]) == want[name], name
+    assert everything["subset"] == "all" and everything["temperature_scaling"] == "both"  # the context columns
+
+
+def test_csv_exports_neutralise_formula_names(monkeypatch, tmp_path, downloads):
+    """A model called ``=evil`` is written as text (``'=evil``) in every Overview and Compare CSV."""
+    h = imagenet_hierarchy()
+    logits, labels = synthetic_logits(h, 150, top1=0.5, seed=4, subtree_boost=4.0)
+    save_logits(tmp_path / "=evil.npz", logits, labels, [f"=s{i}" for i in range(150)], dtype="float32")
+    at = _run(monkeypatch, tmp_path)
+    assert at.dataframe[0].value["model"].tolist() == ["=evil"]  # the page shows the name as it is
+    cmp = AppTest.from_file(str(ROOT / "pages" / "compare_models.py"), default_timeout=TIMEOUT).run()
+    cmp.toggle(key="cmp_ci").set_value(True).run()
+    assert not cmp.exception, [e.value for e in cmp.exception]
+    for key in ("dl_overview_rules", "dl_overview", "dl_compare"):
+        table = _csv(downloads[key])
+        assert table and {r["model"] for r in table} == {"'=evil"}, key
+        assert not any(str(v).startswith(("=", "+", "@")) for r in table for v in r.values()), key
+    (row,) = _csv(downloads["dl_compare"])
+    climb = column_label("haurc", "climbing", ts=False)
+    assert float(row[f"{climb} low"]) <= float(row[climb]) <= float(row[f"{climb} high"])

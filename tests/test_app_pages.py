@@ -33,6 +33,7 @@ from hsc_core.core.thresholds import (  # noqa: E402
     solve_theorem1,
     theorem1_epsilon,
 )
+from hsc_core.evaluation import column_label  # noqa: E402
 
 APP = str(ROOT / "app.py")
 SHIPPED = ROOT / "cached_logits"
@@ -48,6 +49,7 @@ PAGES = {
 TYPICAL = "RomanPlaud/hierarchical_decision_rules (224x224)"
 EASIER = "VeriSilicon/acuity-dataset (227x227)"
 TIMEOUT = 180
+CLIMB_NO_TS = column_label("haurc", "climbing", ts=False)  # "hAURC×1000 Climbing (no TS)"
 
 
 # ---------------------------------------------------------------------------- fixtures
@@ -164,9 +166,9 @@ def test_risk_coverage_operating_points_equal_curve_at_theta(use_dir, model_dir)
                 k = int(np.flatnonzero(np.isclose(grid.thresholds, theta))[0])
                 assert (f"{grid.coverage[k]:.4f}", f"{grid.risk[k]:.4f}") == (f"{cov:.4f}", f"{risk:.4f}")
         # The hAURC table shows the same curves' areas.
-        table = frame(at, "hAURC ×1000")
+        table = frame(at, "hAURC×1000")
         climbing = hierarchical_rc_curve(h, probs, labels, "climbing", loss=loss, dec=None if dec == "exact" else 2)
-        got = float(table.loc[table["rule"] == "Climbing", "hAURC ×1000"].iloc[0])
+        got = float(table.loc[table["rule"] == "Climbing", "hAURC×1000"].iloc[0])
         assert got == pytest.approx(1000 * climbing.haurc, rel=1e-12)
         assert at.query_params["theta"] in ([f"{theta:g}"], f"{theta:g}")
         assert at.query_params["loss"] in ([loss], loss)
@@ -380,28 +382,28 @@ def test_calibration_and_compare_pages(use_dir, model_dir):
     assert len(frame(at, "max ECE")) == 4
     at.switch_page("app_pages/compare_models.py").run()
     assert not at.exception
-    table = frame(at, "hAURC×1000 Climbing")
+    table = frame(at, CLIMB_NO_TS)
     assert list(table["model"]) == ["alpha_net", "beta_net"]
     for name in ("alpha_net", "beta_net"):
         h, probs, labels, _, _ = reference(model_dir / f"{name}.npz")
         want = 1000 * hierarchical_rc_curve(h, probs, labels, "climbing").haurc
-        got = float(table.loc[table["model"] == name, "hAURC×1000 Climbing"].iloc[0])
+        got = float(table.loc[table["model"] == name, CLIMB_NO_TS].iloc[0])
         assert got == pytest.approx(want, rel=1e-12)
 
 
 def test_overview_table(use_dir, model_dir):
     use_dir(model_dir)
     at = open_page("app_pages/overview.py")
-    table = frame(at, "top-1 (evaluation split)")
+    table = frame(at, "top-1 accuracy")
     assert list(table["model"]) == ["alpha_net", "beta_net"]
     b = load_logits(model_dir / "alpha_net.npz")
     h, probs, labels, _, t = reference(model_dir / "alpha_net.npz", ts=True)
     h0, probs0, labels0, _, _ = reference(model_dir / "alpha_net.npz", ts=False)
     ev = ~calibration_mask(b.labels)
-    assert float(table["top-1 (evaluation split)"].iloc[0]) == pytest.approx(
+    assert float(table["top-1 accuracy"].iloc[0]) == pytest.approx(
         (b.logits[ev].argmax(1) == b.labels[ev]).mean())
     assert float(table["T"].iloc[0]) == pytest.approx(t)
-    assert int(table["evaluation samples"].iloc[0]) == len(labels) == len(labels0) == int(ev.sum())
+    assert int(table["n_eval"].iloc[0]) == len(labels) == len(labels0) == int(ev.sum())
     # One row per (model, rule, TS), both settings on the same evaluation split.
     rules = frame(at, "hAURC×1000 95 % CI")
     assert len(rules) == 2 * 2 * len(RULES)
@@ -439,11 +441,11 @@ def test_broken_files_show_errors_and_others_keep_working(use_dir, broken_dir):
     assert not at.exception
     errors = " ".join(e.value for e in at.error)
     assert "corrupt_net" in errors and "tenclass_net" in errors
-    assert list(frame(at, "top-1 (evaluation split)")["model"]) == ["alpha_net", "beta_net"]
+    assert list(frame(at, "top-1 accuracy")["model"]) == ["alpha_net", "beta_net"]
     assert set(frame(at, "hAURC×1000 95 % CI")["model"]) == {"alpha_net", "beta_net"}
     at.switch_page("app_pages/compare_models.py").run()
     assert not at.exception
-    assert list(frame(at, "hAURC×1000 Climbing")["model"]) == ["alpha_net", "beta_net"]
+    assert list(frame(at, CLIMB_NO_TS)["model"]) == ["alpha_net", "beta_net"]
 
 
 def test_upload_npz_adds_a_model(use_dir, model_dir, tmp_path):

@@ -79,6 +79,33 @@ def test_cached_methods_return_the_same_objects_across_threads(model):
     assert len(got) == 4 and all(g is got[0] for g in got)
 
 
+
+def test_a_long_computation_holds_up_only_callers_of_its_own_key(model):
+    """While one session computes a slow value (a bootstrap), other sessions get values already
+    computed, and compute other keys, without waiting for it."""
+    h, logits, labels, _ = model
+    es = ModelEvaluation(h, logits, labels).setting(False)
+    cached = es.curves()
+    started, release, got = threading.Event(), threading.Event(), []
+
+    def slow():
+        started.set()
+        release.wait(30)
+        return "slow"
+
+    busy = threading.Thread(target=lambda: got.append(es._memo.get("slow", slow)))
+    busy.start()
+    assert started.wait(30)
+    try:
+        other = threading.Thread(target=lambda: got.append((es.curves(), es.curves("severity"))))
+        other.start()
+        other.join(30)
+        assert not other.is_alive() and got[0][0] is cached and set(got[0][1]) == set(RULES)
+    finally:
+        release.set()
+        busy.join(30)
+    assert got[1] == "slow" and es._memo.get("slow", lambda: "again") == "slow"  # computed once
+
 def test_paper_protocol_scores_no_ts_on_every_sample(model):
     h, logits, labels, _ = model
     ev = ModelEvaluation(h, logits, labels, protocol="paper")

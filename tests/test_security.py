@@ -510,6 +510,33 @@ def test_uploads_live_in_the_session_and_leave_with_it(app_env):
         data._uploaded_bundle(location)  # outside that session's state
 
 
+def test_an_uploads_evaluation_is_kept_for_its_session_only(app_env):
+    """The ModelEvaluation of an uploaded file (its logits, decision paths, curves) is cached for
+    that browser session only, never where every session can reach it, and released with it."""
+    import gc
+    import weakref
+
+    from streamlit.runtime.caching import cache_resource_api as cra
+
+    from hsc_core.evaluation import ModelEvaluation
+
+    at = upload(open_app(), "mine.npz", npz_bytes(model_arrays([f"m{i}.png" for i in range(50)])))
+    assert not at.exception and len(at.dataframe) == 1  # the page evaluated the upload (its ECE table)
+
+    def evaluations(session_id) -> dict[str, ModelEvaluation]:
+        return {v.name: v for v in _cached_values(session_id) if isinstance(v, ModelEvaluation)}
+
+    mine = evaluations("test session id")["mine"]
+    assert "mine" not in evaluations(None) and "alpha_net" in evaluations(None)  # a shared file: shared
+    assert mine.setting(False).n == 45 and mine.setting(False).evaluation is mine
+    released = weakref.ref(mine)
+    del mine
+    cra._resource_caches.clear_session("test session id")  # what Streamlit does when a session disconnects
+    AppTest.from_string("x = 1").run()  # the next script run (of any session) replaces the last one's globals
+    gc.collect()
+    assert released() is None  # nothing else holds the upload's logits or results
+
+
 def test_sources_tags_and_file_names_are_plain(app_env):
     tag = "x** [log in](http://evil.example/) **"
     name = "[evil](http:evil.example).npz"

@@ -39,14 +39,27 @@ T = TypeVar("T")
 
 
 class _Memo:
-    """Values computed once per key, under one re-entrant lock (sessions share these objects)."""
+    """Values computed once per key (sessions share these objects).
+
+    A value already computed is returned without waiting; one being computed makes only the
+    callers of the same key wait (a lock per key), so a long job (a bootstrap) never holds up
+    another key's value. Computations nest in one direction only (curves → θ grid), so per-key
+    locks cannot deadlock.
+    """
 
     def __init__(self) -> None:
         self._values: dict[Hashable, Any] = {}
-        self._lock = threading.RLock()
+        self._locks: dict[Hashable, threading.Lock] = {}
+        self._lock = threading.Lock()  # guards ``_locks``
 
     def get(self, key: Hashable, compute: Callable[[], T]) -> T:
+        try:
+            return self._values[key]  # written once, never changed: no lock needed to read
+        except KeyError:
+            pass
         with self._lock:
+            key_lock = self._locks.setdefault(key, threading.Lock())
+        with key_lock:
             if key not in self._values:
                 self._values[key] = compute()
             return self._values[key]
