@@ -167,7 +167,7 @@ def test_csv_exports_neutralise_formula_names(monkeypatch, tmp_path, downloads):
     save_logits(tmp_path / "=evil.npz", logits, labels, [f"=s{i}" for i in range(150)], dtype="float32")
     at = _run(monkeypatch, tmp_path)
     assert at.dataframe[0].value["model"].tolist() == ["=evil"]  # the page shows the name as it is
-    cmp = AppTest.from_file(str(ROOT / "pages" / "compare_models.py"), default_timeout=TIMEOUT).run()
+    cmp = AppTest.from_file(str(ROOT / "app_pages" / "compare_models.py"), default_timeout=TIMEOUT).run()
     cmp.toggle(key="cmp_ci").set_value(True).run()
     assert not cmp.exception, [e.value for e in cmp.exception]
     for key in ("dl_overview_rules", "dl_overview", "dl_compare"):
