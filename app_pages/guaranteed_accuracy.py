@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data, plots, state, ui, views
-from hsc_core.core.repeated_splits import repeated_split_evaluation
+from hsc_core.evaluation.repeated_splits import repeated_split_evaluation
 from hsc_core.core.thresholds import solve_theorem1
 
 ui.ensure_entrypoint()

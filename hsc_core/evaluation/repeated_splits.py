@@ -1,7 +1,8 @@
 """Repeated calibration/test splits (definitions §6): fit θ̂ on a random stratified calibration set,
 measure accuracy and coverage on the rest, many times; our method against the baselines.
 
-Kept apart from ``thresholds`` because it uses the baselines, which themselves use ``thresholds``.
+In the evaluation layer (not the math core) because it runs whole protocols and returns a pandas table;
+it uses the baselines, which themselves use ``thresholds``.
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from .baselines import darts_lambda, darts_predict
-from .curves import hierarchical_rc_curve
-from .hierarchy import Hierarchy
-from .risk import hierarchical_correctness
-from .rules import DecisionPaths, decision_paths, theta_in_precision
-from .thresholds import (
+from ..core.baselines import darts_lambda, darts_predict
+from ..core.curves import hierarchical_rc_curve
+from ..core.hierarchy import Hierarchy
+from ..core.risk import hierarchical_correctness
+from ..core.rules import DecisionPaths, decision_paths, theta_in_precision
+from ..core.thresholds import (
     QuantileMethod,
     climbing_tight_thresholds,
     crc_threshold_from_last_incorrect,
@@ -24,7 +25,7 @@ from .thresholds import (
     select_threshold,
     stratified_split_sampler,
 )
-from .validation import check_labels
+from ..core.validation import check_labels
 
 
 def repeated_split_evaluation(
