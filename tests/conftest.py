@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -56,3 +57,85 @@ def random_tree(n_leaves: int, seed: int) -> Hierarchy:
             i += size
         level = nxt
     return Hierarchy.from_parent_map(parent_of, [f"leaf{i}" for i in range(n_leaves)])
+
+
+# ---------------------------------------------------------------------------------------------- test tiers
+# Markers (registered in pytest.ini, which has --strict-markers) are set here, from the file name, the test's
+# name or the fixtures it uses, so the test files carry none of them.
+#   core tier, about a minute:  python -m pytest -m "not browser and not slow"
+#   the dashboard's AppTests:   python -m pytest -m app
+#   everything (CI, README):    python -m pytest
+# "slow" is slow by nature, or measured at over ~1.5 s (pytest --durations=0 on the 2-core development machine).
+#
+# file (tests)                                marker          why
+# test_browser.py, test_browser_datasets.py,  browser, slow   real Chromium through Playwright against a live
+#   test_security_browser.py                                  Streamlit server
+# test_report.py (…_in_a_browser)             browser, slow   opens the HTML report in Chromium
+# test_app_*.py                               app             AppTest runs of the dashboard
+# test_security.py (fixture app_env)          app             AppTest runs with hostile input
+# test_teaching.py (fixture open_page)        app             AppTest runs of the Explorer and the story
+# test_package.py                             slow            builds and installs the wheel, runs `hsc` and every
+#                                                             page in subprocesses
+# test_app_overview_scale.py                  slow            AppTest Overview on a large synthetic set
+# test_app_datasets.py                        slow            AppTest on other data sets: each test builds and
+#                                                             evaluates CIFAR-100 or a user data set (~10 s in all)
+# test_cache_logits.py (fixture synthetic)    slow            pipeline runs: `cache-logits` end to end on a model
+# SLOW_TESTS below, per file                  slow            Ray, torchrun, a subprocess, a pretrained network run
+#                                                             on the CPU, and tests measured at over ~1.5 s each
+#                                                             (a parametrized sweep: over ~2 s in all)
+BROWSER_FILES = {"test_browser.py", "test_browser_datasets.py", "test_security_browser.py"}
+BROWSER_TESTS = {"test_report.py": {"test_report_makes_no_network_request_in_a_browser"}}
+APP_FIXTURES = {"app_env", "open_page"}
+SLOW_FILES = {"test_package.py", "test_app_overview_scale.py", "test_app_datasets.py"}
+SLOW_FIXTURES = {"test_cache_logits.py": {"synthetic"}}
+SLOW_TESTS = {  # file -> test functions (every parameter of each)
+    "test_cache_logits.py": {"test_models_on_local_ray_one_task_each_resumable",  # Ray
+                             "test_torchrun_two_ranks_matches_single_process",  # two torchrun processes
+                             "test_pretrained_on_shared_images_matches_shipped",  # pretrained net, ../shared
+                             "test_device_decode_gives_the_pil_paths_logits_on_real_images"},  # ../shared images
+    "test_evaluate.py": {"test_ray_local_gives_identical_numbers"},  # Ray
+    # a pretrained network loaded and run on the CPU (torch threads fare badly on a busy 2-core machine)
+    "test_inference.py": {"test_classify_shared_image_matches_shipped_logits", "test_model_is_loaded_once_and_reused",
+                          "test_png_with_alpha_and_large_photo_classify", "test_classify_greyscale_upload"},
+    "test_models.py": {"test_lite0_pretrained_matches_shipped_logits"},  # ../shared images
+    "test_report.py": {"test_python_m_entry_point"},  # a subprocess
+    # measured (and the pretrained-network tests among the AppTests)
+    "test_formats.py": {"test_imagenet_is_a_with_the_class_list_gives_the_papers_tree"},
+    "test_scale.py": {"test_predict_curve_and_grid_agree_for_every_theta",
+                      "test_chunked_evaluation_never_holds_a_samples_by_nodes_matrix"},
+    "test_app_overview.py": {"test_headline_is_the_librarys_sentence_on_the_shipped_logits"},
+    "test_app_pages.py": {"test_try_an_image_classifies",  # pretrained network
+                          "test_every_page_renders_without_errors",  # sweep (each page also has its own tests)
+                          "test_shipped_data_is_the_default", "test_synthetic_mode_is_opt_in",
+                          "test_broken_files_show_errors_and_others_keep_working"},
+    "test_security.py": {"test_try_an_image_shows_16_bit_png_and_refuses_huge_ones",  # pretrained network
+                         "test_every_widget_range_holds_at_both_ends_of_each_setting",
+                         "test_zip_bomb_is_refused_from_its_headers_before_inflating",
+                         "test_zip_bomb_upload_is_refused_with_a_message",
+                         "test_uploaded_sample_ids_never_read_files_outside_the_image_folder"},
+    "test_teaching.py": {"test_story_steps_are_deep_linkable"},  # sweep
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    modules = {}
+    for item in items:
+        file = item.path.name
+        name = getattr(item, "originalname", item.name)  # without the [parameters]
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if getattr(item, "module", None) is not None:
+            modules[file] = item.module
+        browser = file in BROWSER_FILES or name in BROWSER_TESTS.get(file, ())
+        if browser:
+            item.add_marker(pytest.mark.browser)
+        if file.startswith("test_app_") or APP_FIXTURES & fixtures:
+            item.add_marker(pytest.mark.app)
+        if (browser or file in SLOW_FILES or name in SLOW_TESTS.get(file, ())
+                or SLOW_FIXTURES.get(file, set()) & fixtures):
+            item.add_marker(pytest.mark.slow)
+    # A renamed test would silently leave its tier: name the tables' entries its module no longer has.
+    stale = sorted(f"{file}::{name}" for table in (SLOW_TESTS, BROWSER_TESTS) for file, names in table.items()
+                   if file in modules for name in names if not hasattr(modules[file], name))
+    if stale:
+        warnings.warn(pytest.PytestWarning(f"tests/conftest.py names tests that no longer exist: {stale}"),
+                      stacklevel=1)
