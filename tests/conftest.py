@@ -103,7 +103,9 @@ SLOW_TESTS = {  # file -> test functions (every parameter of each)
     "test_formats.py": {"test_imagenet_is_a_with_the_class_list_gives_the_papers_tree"},
     "test_scale.py": {"test_predict_curve_and_grid_agree_for_every_theta",
                       "test_chunked_evaluation_never_holds_a_samples_by_nodes_matrix"},
-    "test_app_overview.py": {"test_headline_is_the_librarys_sentence_on_the_shipped_logits"},
+    "test_app_overview.py": {"test_headline_is_the_librarys_sentence_on_the_shipped_logits",
+                             "test_overview_tables_are_the_evaluation_layers_results",
+                             "test_headline_is_honest_when_climbing_is_worse_or_unclear"},
     "test_app_pages.py": {"test_try_an_image_classifies",  # pretrained network
                           "test_every_page_renders_without_errors",  # sweep (each page also has its own tests)
                           "test_shipped_data_is_the_default", "test_synthetic_mode_is_opt_in",
