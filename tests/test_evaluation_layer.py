@@ -117,6 +117,8 @@ def test_paper_protocol_scores_no_ts_on_every_sample(model):
     rows = ev.results(losses=("01",))
     assert {(r["ts"], r["n_eval"]) for r in rows} == {(False, labels.size), (True, int((~cal).sum()))}
     assert {r["protocol"] for r in rows} == {"paper"}
+    wide = wide_table(rows)[0]  # the table says that the TS numbers stand on fewer samples
+    assert wide["n_eval"] == labels.size and wide["n_eval (TS)"] == int((~cal).sum())
     with pytest.raises(ValueError, match="unknown protocol 'authors'; choose one of project, paper"):
         ModelEvaluation(h, logits, labels, protocol="authors")
 

@@ -138,6 +138,8 @@ def wide_table(rows: Iterable[ResultRow], *, ts: bool | None = None, loss: str |
             continue
         key = (r["model"], r["dataset"], r["subset"])
         m = out.setdefault(key, {"model": r["model"], "n_eval": r["n_eval"]})
+        if r["n_eval"] != m["n_eval"]:  # the paper's protocol: TS numbers on fewer samples than the others
+            m[f"n_eval {'(TS)' if r['ts'] else '(no TS)'}"] = r["n_eval"]
         if r["metric"] in ("top1", "temperature"):
             # Model-level: one column. Top-1 is the same with and without TS under the project
             # protocol; under the paper's, the first seen (without TS: all samples) is kept.
