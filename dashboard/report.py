@@ -1,5 +1,6 @@
-"""The dashboard's "Download report (HTML)" button: ``hsc report``'s file, built from the pages'
-own cached results (the same curves, intervals and protocol), only when the button is clicked."""
+"""The dashboard's "Download report (HTML)" button: ``hsc report``'s file, built from a
+``ModelEvaluation`` of the model on the page's data set and subset (the same protocol, curves and
+intervals as the command line), only when the button is clicked."""
 
 from __future__ import annotations
 
@@ -7,41 +8,41 @@ from pathlib import Path
 
 import streamlit as st
 
+from hsc_core.evaluation import ModelEvaluation
 from hsc_core.report.figures import safe_filename
-from hsc_core.report.html_report import ModelResult, build_report
+from hsc_core.report.html_report import build_report
 
 from . import data
 
 
-def model_result(model: str, location: str, subset: str) -> ModelResult:
-    """One model's report section from the cached evaluation sets (TS off and on)."""
-    sets = {ts: data.eval_set(model, location, subset, ts) for ts in (False, True)}
+def _file_label(location: str) -> str:
+    """What the report's provenance says the file is (never a server path)."""
+    if location.startswith(data.UPLOAD_PREFIX):
+        return "(uploaded in the dashboard)"
+    return location if location.startswith(data.SYNTHETIC_PREFIX) else Path(location).name
+
+
+def model_evaluation(model: str, location: str, subset: str) -> ModelEvaluation:
+    """The model's evaluation on ``subset`` of its file, on its data set's tree."""
     bundle = data.load_bundle(location)
-    on = sets[True]
-    local = not location.startswith((data.SYNTHETIC_PREFIX, data.UPLOAD_PREFIX))
-    return ModelResult(
-        name=model, dataset=on.dataset.name, subset=subset, n_samples=bundle.n_samples, n_cal=on.n_fit,
-        n_eval=on.n, temperature=on.temperature, top1=sets[False].top1,
-        curves={ts: data.curve_set(es).curves for ts, es in sets.items()},
-        cc={ts: data.cc_curves(es) for ts, es in sets.items()},
-        boot={ts: data.haurc_intervals(es) for ts, es in sets.items()},
-        file=Path(location).name if local else "(uploaded in the dashboard)" if location.startswith(data.UPLOAD_PREFIX)
-        else location, manifest=dict(bundle.manifest or {}),
-    )
+    dataset = data.dataset_for(model, location)
+    mask = None if subset == data.ALL else data.subset_mask(bundle, subset)
+    return ModelEvaluation.from_bundle(bundle, dataset.hierarchy, name=model, dataset=dataset.name, subset=mask,
+                                       subset_name=subset, file=_file_label(location))
 
 
 def report_html(models: dict[str, str], subset: str) -> bytes:
     """The report of ``models`` (name → location); a model that cannot be used is left out."""
-    results, skipped = [], []
+    evaluations, skipped = [], []
     for name, location in models.items():
         try:
-            results.append(model_result(name, location, subset))
+            evaluations.append(model_evaluation(name, location, subset))
         except data.LOAD_ERRORS as exc:
             skipped.append(f"{name} ({exc})")
-    if not results:
+    if not evaluations:
         raise data.DataError("no model could be evaluated: " + "; ".join(skipped))
-    title = "Hierarchical selective classification report — " + ", ".join(r.name for r in results)
-    return build_report(results, title, command="dashboard download").encode("utf-8")
+    title = "Hierarchical selective classification report — " + ", ".join(ev.name for ev in evaluations)
+    return build_report(evaluations, title, command="dashboard download").encode("utf-8")
 
 
 def report_file_name(models: dict[str, str], subset: str) -> str:
