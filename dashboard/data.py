@@ -485,7 +485,15 @@ def _evaluation(location: str, file_stamp: tuple, dataset_key: tuple, subset: st
     ds = _load_dataset(*dataset_key)
     mask = subset_mask(bundle, subset)
     return ModelEvaluation.from_bundle(bundle, ds.hierarchy, name=_model, dataset=ds.name,
-                                       subset=None if mask.all() else mask, subset_name=subset)
+                                       subset=None if mask.all() else mask, subset_name=subset,
+                                       file=file_label(location))
+
+
+def file_label(location: str) -> str:
+    """What provenance (the report) says a model's file is: its name, never a server path."""
+    if location.startswith(UPLOAD_PREFIX):
+        return "(uploaded in the dashboard)"
+    return location if location.startswith(SYNTHETIC_PREFIX) else Path(location).name
 
 
 def _evaluation_key(model: str, location: str, subset: str) -> tuple:

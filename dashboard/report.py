@@ -1,47 +1,35 @@
 """The dashboard's "Download report (HTML)" button: ``hsc report``'s file, built from the pages'
-own cached ``ModelEvaluation`` (the same curves, intervals and protocol), only when the button is
-clicked."""
+own cached ``ModelEvaluation`` (the same protocol, curves and intervals as the pages and the command
+line, each computed once), only when the button is clicked."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import streamlit as st
 
+from hsc_core.evaluation import ModelEvaluation
 from hsc_core.report.figures import safe_filename
-from hsc_core.report.html_report import ModelResult, build_report
+from hsc_core.report.html_report import build_report
 
 from . import data
 
 
-def model_result(model: str, location: str, subset: str) -> ModelResult:
-    """One model's report section from its cached ``ModelEvaluation`` (TS off and on)."""
-    ev = data.evaluation(model, location, subset)
-    sets = {ts: ev.setting(ts) for ts in (False, True)}
-    local = not location.startswith((data.SYNTHETIC_PREFIX, data.UPLOAD_PREFIX))
-    return ModelResult(
-        name=model, dataset=ev.dataset, subset=subset, n_samples=ev.n_samples, n_cal=ev.n_cal,
-        n_eval=sets[True].n, temperature=ev.temperature, top1=sets[False].top1,
-        curves={ts: es.curves() for ts, es in sets.items()},
-        cc={ts: es.cc_curves() for ts, es in sets.items()},
-        boot={ts: es.bootstrap() for ts, es in sets.items()},
-        file=Path(location).name if local else "(uploaded in the dashboard)" if location.startswith(data.UPLOAD_PREFIX)
-        else location, manifest=ev.manifest,
-    )
+def model_evaluation(model: str, location: str, subset: str) -> ModelEvaluation:
+    """The model's cached evaluation on ``subset`` of its file, on its data set's tree."""
+    return data.evaluation(model, location, subset)
 
 
 def report_html(models: dict[str, str], subset: str) -> bytes:
     """The report of ``models`` (name → location); a model that cannot be used is left out."""
-    results, skipped = [], []
+    evaluations, skipped = [], []
     for name, location in models.items():
         try:
-            results.append(model_result(name, location, subset))
+            evaluations.append(model_evaluation(name, location, subset))
         except data.LOAD_ERRORS as exc:
             skipped.append(f"{name} ({exc})")
-    if not results:
+    if not evaluations:
         raise data.DataError("no model could be evaluated: " + "; ".join(skipped))
-    title = "Hierarchical selective classification report — " + ", ".join(r.name for r in results)
-    return build_report(results, title, command="dashboard download").encode("utf-8")
+    title = "Hierarchical selective classification report — " + ", ".join(ev.name for ev in evaluations)
+    return build_report(evaluations, title, command="dashboard download").encode("utf-8")
 
 
 def report_file_name(models: dict[str, str], subset: str) -> str:

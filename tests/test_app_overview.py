@@ -22,7 +22,7 @@ from hsc_core.core.synthetic import synthetic_logits  # noqa: E402
 from hsc_core.datasets.imagenet import imagenet_hierarchy  # noqa: E402
 from hsc_core.datasets.logits_io import load_logits, save_logits  # noqa: E402
 from hsc_core.evaluation import ModelEvaluation, column_label, wide_table  # noqa: E402
-from hsc_core.report.html_report import evaluate_for_report, headline_sentence  # noqa: E402
+from hsc_core.report.html_report import headline_sentence  # noqa: E402
 
 PAGE = str(ROOT / "app_pages" / "overview.py")
 SHIPPED = ROOT / "cached_logits"
@@ -39,8 +39,8 @@ def _run(monkeypatch, folder: Path) -> AppTest:
 
 def _expected(path: Path, ts: bool) -> str:
     bundle = load_logits(path)
-    result = evaluate_for_report(bundle, imagenet_hierarchy(), dataset="imagenet1k")
-    return headline_sentence(bundle.name, "imagenet1k", result.n_eval, ts, result.boot[ts].gain["climbing"])
+    es = ModelEvaluation.from_bundle(bundle, imagenet_hierarchy(), dataset="imagenet1k").setting(ts)
+    return headline_sentence(bundle.name, "imagenet1k", es.n, ts, es.bootstrap().gain["climbing"])
 
 
 def _synthetic_dir(folder: Path, n: int, subtree_boost: float) -> Path:

@@ -272,3 +272,24 @@ def test_pickled_object_array_is_refused(tmp_path):
     p = _write_raw(tmp_path / "obj.npz", logits=logits, labels=labels, sample_ids=ids.astype(object))
     with pytest.raises(LogitsFileError, match=r"object \(pickled\) array, which is not loaded for safety"):
         load_logits(p)
+
+
+def test_keep_float16_keeps_the_stored_values_at_half_the_memory(saved):
+    path, _ = saved
+    default, half = load_logits(path), load_logits(path, keep_float16=True)
+    assert half.logits.dtype == np.float16 and default.logits.dtype == np.float32
+    assert np.array_equal(half.logits.astype(np.float32), default.logits)  # float16 → float32 is exact
+
+
+@pytest.mark.parametrize("budget_mb", [None, "0.0001"])
+def test_value_checks_name_the_same_rows_for_any_memory_budget(tmp_path, monkeypatch, budget_mb):
+    """The NaN/inf and bound checks walk row blocks (one row each at the tiny budget): same messages."""
+    if budget_mb:
+        monkeypatch.setenv("HSC_MEMORY_BUDGET_MB", budget_mb)
+    logits, labels, ids, _ = _arrays()
+    logits[7, 2], logits[12, 0], logits[15, 3] = 2e4, -3e4, 5e3
+    with pytest.raises(LogitsFileError, match=r"logits reach -3e\+04 \(first in row 7\)"):
+        save_logits(tmp_path / "y.npz", logits, labels, ids)
+    logits[12, 0], logits[9, 1], logits[14, 1] = 0.0, np.inf, np.nan
+    with pytest.raises(LogitsFileError, match=r"logits contain NaN in 2 rows \(first: row 9\)"):
+        save_logits(tmp_path / "y.npz", logits, labels, ids)

@@ -3,9 +3,16 @@ that match the library, the Okabe–Ito style in every figure, self-describing e
 
 from __future__ import annotations
 
+import base64
+import csv
+import gc
+import html
+import io
+import os
 import re
 import subprocess
 import sys
+import weakref
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -15,15 +22,17 @@ import pytest
 
 from hsc_core.cli import main
 from hsc_core.core.curves import hierarchical_gain, hierarchical_rc_curve
+from hsc_core.core.evaluation import auto_chunk_size
 from hsc_core.core.probabilities import fit_temperature, node_probabilities, softmax
-from hsc_core.core.protocol import PROTOCOL_TEXT, calibration_mask
+from hsc_core.core.protocol import PAPER_PROTOCOL_TEXT, PROTOCOL_TEXT, calibration_mask
 from hsc_core.core.rules import RULE_LABELS, RULES
-from hsc_core.core.synthetic import synthetic_logits
+from hsc_core.core.synthetic import synthetic_logits, synthetic_taxonomy
 from hsc_core.core.uncertainty import Interval
 from hsc_core.datasets.imagenet import imagenet_hierarchy
 from hsc_core.datasets.logits_io import load_logits, save_logits
+from hsc_core.evaluation import ModelEvaluation
 from hsc_core.report import figures, style
-from hsc_core.report.html_report import build_report, evaluate_for_report, headline_sentence, result_rows
+from hsc_core.report.html_report import CSV_NAME, build_report, headline_sentence, interval_text, result_rows
 
 REPO = Path(__file__).resolve().parents[1]
 TYPICAL, EASIER = "typical-source", "easier-source"
@@ -92,22 +101,116 @@ def test_report_numbers_follow_the_protocol(models):
     """Every hAURC in the report is the library's curve on the evaluation split (T from the calibration split)."""
     h = imagenet_hierarchy()
     bundle = load_logits(models[0])
-    result = evaluate_for_report(bundle, h, dataset="imagenet1k", n_resamples=100)
+    ev = ModelEvaluation.from_bundle(bundle, h, dataset="imagenet1k")
     cal = calibration_mask(bundle.labels)
     t = fit_temperature(bundle.logits[cal], bundle.labels[cal])
-    assert result.temperature == pytest.approx(t) and result.n_eval == int((~cal).sum()) == 450
+    assert ev.temperature == pytest.approx(t) and ev.setting(True).n == int((~cal).sum()) == 450
+    rows = {(r["ts"], r["rule"], r["metric"]): r for r in result_rows(ev, n_resamples=100)}
     for ts, temp in ((False, 1.0), (True, t)):
         probs = node_probabilities(h, softmax(bundle.logits[~cal], temp))
         sel = hierarchical_rc_curve(h, probs, bundle.labels[~cal], "selective").haurc
         for rule in RULES:
             want = hierarchical_rc_curve(h, probs, bundle.labels[~cal], rule).haurc
-            iv = result.boot[ts].haurc[rule]
-            assert iv.estimate == pytest.approx(want, abs=1e-12) and iv.low < iv.estimate < iv.high
+            r = rows[(ts, rule, "haurc")]
+            assert r["value"] == pytest.approx(want, abs=1e-12) and r["ci_low"] < r["value"] < r["ci_high"]
             if rule != "selective":
-                assert result.boot[ts].gain[rule].estimate == pytest.approx(hierarchical_gain(sel, want))
-    rows = pd.DataFrame(result_rows(result))
-    assert len(rows) == 8 and set(rows["temperature_scaling"]) == {"on", "off"}
-    assert {"model", "dataset", "subset", "temperature"} <= set(rows.columns)
+                assert rows[(ts, rule, "gain_percent")]["value"] == pytest.approx(hierarchical_gain(sel, want))
+    frame = pd.DataFrame(rows.values())
+    assert set(frame["metric"]) == {"top1", "temperature", "haurc", "gain_percent"} and set(frame["ts"]) == {True, False}
+    assert {"model", "dataset", "subset", "protocol", "temperature", "ci_low", "ci_high"} <= set(frame.columns)
+
+
+def _csv_rows(report: str) -> list[dict[str, str]]:
+    """The tidy rows embedded in a report (its data: CSV link)."""
+    found = re.search(rf'download="{CSV_NAME}" href="data:text/csv;charset=utf-8;base64,([A-Za-z0-9+/=]+)"', report)
+    assert found, "no embedded CSV"
+    return list(csv.DictReader(io.StringIO(base64.b64decode(found.group(1)).decode("utf-8"))))
+
+
+def _numbers(rows: list[dict], metric: str = "haurc") -> dict[tuple, tuple[str, str, str]]:
+    """(model, ts, rule) → (value, ci_low, ci_high) as written (floats by ``repr``: exact)."""
+    return {(r["model"], r["ts"], r["rule"]): (r["value"], r["ci_low"], r["ci_high"])
+            for r in rows if r["metric"] == metric}
+
+
+def test_report_numbers_equal_the_evaluation_layers(models, report):
+    """The embedded CSV, the tables and the headlines are ``ModelEvaluation``'s numbers, to the bit."""
+    embedded = {(r["model"], r["ts"], r["rule"], r["metric"]): r for r in _csv_rows(report)}
+    for path in models:
+        ev = ModelEvaluation.from_bundle(load_logits(path), imagenet_hierarchy(), dataset="imagenet1k")
+        want = result_rows(ev, n_resamples=200)
+        assert len(want) == len([k for k in embedded if k[0] == ev.name]) == 2 + 1 + 2 * 2 * len(RULES)
+        for w in want:
+            got = embedded[(ev.name, "true" if w["ts"] else "false", w["rule"], w["metric"])]
+            for key in ("value", "ci_low", "ci_high", "temperature"):
+                assert (float(got[key]) if got[key] else None) == w[key], (w, key)
+            assert int(got["n_eval"]) == w["n_eval"] and int(got["n_cal"]) == ev.n_cal
+        for ts in (False, True):
+            es = ev.setting(ts)
+            boot = es.bootstrap(n_resamples=200)
+            sentence = headline_sentence(ev.name, "imagenet1k", es.n, ts, boot.gain["climbing"])
+            assert html.escape(sentence) in report
+            for rule in RULES:
+                assert interval_text(boot.haurc[rule], 1000) in report
+
+
+def test_protocol_option_is_stated_and_applied(models, tmp_path):
+    out = tmp_path / "paper.html"
+    assert main(["report", str(models[0]), "--out", str(out), "--protocol", "paper", "--resamples", "100"]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert html.escape(PAPER_PROTOCOL_TEXT) in text and html.escape(PROTOCOL_TEXT) not in text and "protocol: paper" in text
+    assert "--protocol paper" in text  # the command in the provenance
+    n = {r["ts"]: int(r["n_eval"]) for r in _csv_rows(text)}
+    assert n == {"false": 500, "true": 450}  # without TS on every sample, with TS on the held-out 90 %
+    assert {r["protocol"] for r in _csv_rows(text)} == {"paper"}
+
+
+def test_build_report_holds_one_models_logits_at_a_time(models):
+    """Laid out as they come: nothing of a model (its logits) outlives its section."""
+    alive = []
+
+    def evaluations():
+        for path in models:
+            assert all(ref() is None for ref in alive)  # the previous model's logits are gone
+            ev = ModelEvaluation.from_bundle(load_logits(path), imagenet_hierarchy(), dataset="imagenet1k")
+            alive.append(weakref.ref(ev.logits))
+            yield ev
+            del ev
+            gc.collect()
+
+    text = build_report(evaluations(), n_resamples=100)
+    assert len(alive) == 2 and "alpha_net" in text and 'id="compare"' in text
+
+
+def test_models_of_the_same_name_stay_apart_in_the_comparison(models):
+    h = imagenet_hierarchy()
+    twins = [ModelEvaluation.from_bundle(load_logits(models[0]), h, file=f"run{k}/alpha_net.npz") for k in (1, 2)]
+    text = build_report(twins, n_resamples=100)
+    assert "alpha_net (1)" in text and "alpha_net (2)" in text  # two rows, two curves per figure
+
+
+def test_report_under_a_tiny_memory_budget_has_the_same_numbers(tmp_path):
+    """2,000 classes × 3,000 samples with HSC_MEMORY_BUDGET_MB=8 (many chunks) gives the very same
+    hAURC and intervals as the default budget (one chunk)."""
+    h = synthetic_taxonomy(2000, 5, seed=1)
+    logits, labels = synthetic_logits(h, 3000, top1=0.6, seed=3)
+    data = save_logits(tmp_path / "big_net.npz", logits, labels, [f"s{i}" for i in range(3000)],
+                       manifest={"model": "big_net"}, dtype="float32")
+    h.to_json(tmp_path / "tree.json")
+    assert auto_chunk_size(h, budget_bytes=8 * 2**20) * 10 < 3000 <= auto_chunk_size(h)
+    outs = {}
+    for budget in ("8", None):
+        env = {k: v for k, v in os.environ.items() if k != "HSC_MEMORY_BUDGET_MB"}
+        env.update({"HSC_MEMORY_BUDGET_MB": budget} if budget else {})
+        outs[budget] = tmp_path / f"report_{budget}.html"
+        proc = subprocess.run([sys.executable, "-m", "hsc_core", "report", str(data), "--hierarchy",
+                               str(tmp_path / "tree.json"), "--resamples", "100", "--out", str(outs[budget])],
+                              cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+    small, default = (_csv_rows(outs[b].read_text(encoding="utf-8")) for b in ("8", None))
+    assert len(_numbers(small)) == 2 * len(RULES)
+    assert _numbers(small) == _numbers(default)
+    assert _numbers(small, "gain_percent") == _numbers(default, "gain_percent")
 
 
 def test_subset_evaluates_only_its_tag(models, tmp_path):
@@ -133,6 +236,13 @@ def test_bad_input_exits_2_with_one_line(models, tmp_path, capsys, argv, message
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_report_reads_the_evaluation_layer_never_the_pipeline():
+    """The report is a front end of ``hsc_core.evaluation``: no sideways import of ``pipeline``."""
+    for path in (REPO / "hsc_core" / "report").glob("*.py"):
+        imports = re.findall(r"^\s*(?:from|import)\s+(\S+)", path.read_text(encoding="utf-8"), re.M)
+        assert not [m for m in imports if "pipeline" in m], path.name
 
 
 def test_python_m_entry_point(models, tmp_path):

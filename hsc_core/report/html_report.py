@@ -3,44 +3,52 @@
 ::
 
     hsc report cached_logits/*.npz --out report.html [--hierarchy FILE [--classes FILE]] [--subset TAG]
+                                   [--protocol {project,paper}] [--resamples B] [--seed S]
 
-Per model, under the one evaluation protocol (``core.protocol``): a headline sentence, hAURC×1000
-and gain of every rule with 95 % bootstrap intervals (``core.uncertainty``), with and without
+A front end of the evaluation layer (``hsc_core.evaluation``): each model is a
+``ModelEvaluation``, and the report only lays out what its settings return. Per model: a headline
+sentence, hAURC×1000 and gain of every rule with 95 % bootstrap intervals, with and without
 temperature scaling; RC curves of all rules (TS off / on), calibration–coverage curves, and the
-models compared rule by rule; then the provenance (files, manifests, versions).
+models compared rule by rule; then the provenance (files, manifests, versions) and the tidy result
+rows as an embedded CSV (the layer's result schema, ``evaluation.RESULT_COLUMNS``).
 
 The file makes no network request: plotly.js is inlined once (the first figure), no fonts, images
 or scripts are linked, and every user-provided text (model names, manifests, tags) is escaped.
-``build_report`` is the library function the dashboard's download button calls.
+``build_report`` is the library function the dashboard's download button calls; it reads each
+model once, so the command line holds one model's logits at a time.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import datetime as _dt
+import gc
 import html
 import os
 import platform
 import shlex
 import sys
 import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ..core.curves import CCCurve, RCCurve, calibration_coverage_curve, hierarchical_rc_curve, rounded_threshold_grid
-from ..core.hierarchy import Hierarchy
-from ..core.probabilities import fit_temperature, node_probabilities, softmax
-from ..core.protocol import CALIBRATION_FRACTION, PROTOCOL_TEXT, SPLIT_SEED, calibration_mask
-from ..core.rules import RULE_LABELS, RULES, decision_paths
-from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, BootstrapResult, Interval, bootstrap_haurc
+from ..core.curves import RCCurve
+from ..core.protocol import PROTOCOLS, protocol_text
+from ..core.rules import RULE_LABELS, RULES
+from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, Interval
 from ..datasets.logits_io import LogitsBundle, load_logits
+from ..evaluation import RESULT_COLUMNS, ModelEvaluation, ResultRow, column_label, to_csv, wide_table
+from ..evaluation.resolve import expand_inputs, load_user_hierarchy, resolve_hierarchy
+from ..evaluation.results import display_value
 from . import figures
 
 HEADLINE_RULE = "climbing"
 DISPLAY_POINTS = 1500  # points per curve in the file; every number uses the full curve
+CSV_NAME = "hsc_report_results.csv"
 BOOTSTRAP_TEXT = (
     "Intervals: 95 % paired percentile bootstrap over the evaluation samples (scipy.stats.bootstrap, "
     "{n:,} resamples, seed {seed}); every rule is scored on the same resample, so a gain's interval "
@@ -49,60 +57,24 @@ BOOTSTRAP_TEXT = (
 
 
 # ---------------------------------------------------------------------------- the numbers
-@dataclass(frozen=True, eq=False)
-class ModelResult:
-    """Everything the report shows of one model, with and without temperature scaling (key: ts)."""
+def result_rows(ev: ModelEvaluation, *, n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> list[ResultRow]:
+    """The report's numbers of one model: the layer's tidy rows (``evaluation.RESULT_COLUMNS``) of
+    both TS settings, 0/1 loss, exact curves, with bootstrap intervals.
 
-    name: str
-    dataset: str
-    subset: str
-    n_samples: int
-    n_cal: int
-    n_eval: int
-    temperature: float
-    top1: float
-    curves: dict[bool, dict[str, RCCurve]]
-    cc: dict[bool, dict[str, CCCurve]]
-    boot: dict[bool, BootstrapResult]
-    file: str = ""
-    manifest: dict = field(default_factory=dict)
+    Every table, headline and gain figure of the report is laid out from these rows, and the
+    embedded CSV is these rows, so what the report shows and what it exports cannot disagree.
+    """
+    return ev.results(("01",), intervals=True, n_resamples=n_resamples, seed=seed)
 
 
-def evaluate_for_report(
-    bundle: LogitsBundle,
-    hierarchy: Hierarchy,
-    *,
-    dataset: str = "",
-    subset: np.ndarray | None = None,
-    subset_name: str = "all",
-    n_resamples: int = N_RESAMPLES,
-    seed: int = BOOTSTRAP_SEED,
-    file: str = "",
-) -> ModelResult:
-    """One model under the protocol: T on the calibration split, every number on the evaluation
-    split (∩ ``subset``, a boolean mask over the file's samples), with and without TS."""
-    if bundle.n_classes != hierarchy.n_leaves:
-        raise ValueError(f"{file or bundle.name}: logits have {bundle.n_classes} classes but the hierarchy has "
-                         f"{hierarchy.n_leaves} leaves")
-    cal = calibration_mask(bundle.labels, CALIBRATION_FRACTION, SPLIT_SEED)
-    keep = ~cal if subset is None else (~cal & np.asarray(subset, dtype=bool))
-    if keep.sum() < 2:
-        raise ValueError(f"{file or bundle.name}: fewer than 2 evaluation samples in subset {subset_name!r}")
-    t = fit_temperature(bundle.logits[cal], bundle.labels[cal])
-    logits, labels = bundle.logits[keep], bundle.labels[keep]
-    curves, cc, boot = {}, {}, {}
-    for ts in (False, True):
-        probs = node_probabilities(hierarchy, softmax(logits, t if ts else 1.0))
-        paths = {rule: decision_paths(hierarchy, probs, rule) for rule in RULES}
-        curves[ts] = {rule: hierarchical_rc_curve(hierarchy, probs, labels, rule, paths=paths[rule]) for rule in RULES}
-        grid = rounded_threshold_grid(probs, 2)
-        cc[ts] = {rule: calibration_coverage_curve(hierarchy, probs, labels, rule, thresholds=grid, paths=paths[rule])
-                  for rule in RULES}
-        boot[ts] = bootstrap_haurc(hierarchy, labels, paths, n_resamples=n_resamples, seed=seed)
-        del probs
-    top1 = float((logits.argmax(axis=1) == labels).mean())
-    return ModelResult(bundle.name, dataset, subset_name, bundle.n_samples, int(cal.sum()), int(keep.sum()),
-                       float(t), top1, curves, cc, boot, file, dict(bundle.manifest or {}))
+def _by_key(rows: Iterable[ResultRow]) -> dict[tuple[bool, str, str], ResultRow]:
+    """(ts, rule, metric) → row (one model, one loss)."""
+    return {(r["ts"], r["rule"], r["metric"]): r for r in rows}
+
+
+def _interval(row: ResultRow) -> Interval:
+    """A tidy row as an ``Interval`` in display units (hAURC ×1000, gain in %)."""
+    return Interval(display_value(row), display_value(row, "ci_low"), display_value(row, "ci_high"))
 
 
 # ---------------------------------------------------------------------------- words
@@ -130,31 +102,13 @@ def headline_sentence(model: str, dataset: str, n_eval: int, ts: bool, gain: Int
 
 
 def interval_text(iv: Interval, scale: float = 1.0, digits: int = 2, unit: str = "") -> str:
+    """``estimate [low, high]`` (× ``scale``), or "–" when the estimate is not a number."""
     if not np.isfinite(iv.estimate):
         return "–"
     return (f"{scale * iv.estimate:.{digits}f}{unit} [{scale * iv.low:.{digits}f}, {scale * iv.high:.{digits}f}]")
 
 
-def result_rows(result: ModelResult) -> list[dict]:
-    """One row per rule × TS: hAURC×1000 and gain with their intervals (the report's and the CSV's table)."""
-    rows = []
-    for ts in (False, True):
-        b = result.boot[ts]
-        for rule in RULES:
-            h = b.haurc[rule]
-            g = b.gain.get(rule)
-            rows.append({
-                "model": result.name, "dataset": result.dataset, "subset": result.subset,
-                "temperature_scaling": "on" if ts else "off", "temperature": result.temperature if ts else None,
-                "rule": RULE_LABELS[rule], "n_eval": result.n_eval,
-                "haurc_x1000": 1000 * h.estimate, "haurc_x1000_low": 1000 * h.low, "haurc_x1000_high": 1000 * h.high,
-                "gain_percent": 0.0 if g is None else g.estimate,
-                "gain_percent_low": None if g is None else g.low, "gain_percent_high": None if g is None else g.high,
-            })
-    return rows
-
-
-# ---------------------------------------------------------------------------- HTML
+# ---------------------------------------------------------------------------- HTML pieces
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;margin:2rem auto;max-width:1150px;
 padding:0 1rem;color:#1a1a1a;line-height:1.45}
@@ -187,15 +141,19 @@ class _Figures:
 
 
 def _decimated(curve: RCCurve) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``DISPLAY_POINTS`` points of a curve (copies, so the full curve is not kept alive)."""
     n = curve.coverage.size
     if n <= DISPLAY_POINTS:
-        return curve.coverage, curve.risk
+        return curve.coverage.copy(), curve.risk.copy()
     idx = np.unique(np.linspace(0, n - 1, DISPLAY_POINTS).round().astype(np.int64))
     return curve.coverage[idx], curve.risk[idx]
 
 
-def _context(r: ModelResult, ts: bool | None) -> figures.ExportContext:
-    return figures.ExportContext(r.name, r.dataset, r.subset, ts, r.temperature if ts else None, None, r.n_eval)
+def _context(ev: ModelEvaluation, ts: bool | None) -> figures.ExportContext:
+    # A figure of both settings is labelled with the TS setting's sample count (the same under the
+    # project protocol; the held-out split under the paper's).
+    n = ev.setting(True if ts is None else ts).n
+    return figures.ExportContext(ev.name, ev.dataset, ev.subset_name, ts, ev.temperature if ts else None, None, n)
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -204,68 +162,145 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _model_section(r: ModelResult, fig) -> str:
-    parts = [f'<h2 id="{_e(figures.safe_filename(r.name))}">{_e(r.name)}</h2>',
-             f'<p class="headline">{_e(headline_sentence(r.name, r.dataset, r.n_eval, True, r.boot[True].gain[HEADLINE_RULE]))}</p>',
-             f'<p class="note">{_e(headline_sentence(r.name, r.dataset, r.n_eval, False, r.boot[False].gain[HEADLINE_RULE]))}</p>']
-    rows = []
+def _headline(rows: dict, ts: bool) -> str:
+    r = rows[(ts, HEADLINE_RULE, "gain_percent")]
+    return headline_sentence(r["model"], r["dataset"], r["n_eval"], ts, _interval(r))
+
+
+def _rule_table(rows: dict) -> str:
+    """One row per rule: hAURC×1000 and gain with their intervals, without and with TS."""
+    header = ["rule"]
+    for ts in (False, True):
+        header += [f"{column_label('haurc', ts=ts)} [95 % CI]", f"{column_label('gain_percent', ts=ts)} [95 % CI]"]
+    body = []
     for rule in RULES:
         cells = [RULE_LABELS[rule]]
         for ts in (False, True):
-            b = r.boot[ts]
-            cells.append(interval_text(b.haurc[rule], 1000))
-            cells.append("0 (reference)" if rule == "selective" else interval_text(b.gain[rule], 1, 1, " %"))
-        rows.append(cells)
-    parts.append(_table(["rule", "hAURC×1000 [95 % CI], no TS", "gain vs Selective, no TS",
-                         f"hAURC×1000 [95 % CI], TS (T = {r.temperature:.3f})", "gain vs Selective, TS"], rows))
-    gains = [{"label": f"{RULE_LABELS[rule]} · {'TS' if ts else 'no TS'}", "rule": rule,
-              "estimate": r.boot[ts].gain[rule].estimate, "low": r.boot[ts].gain[rule].low,
-              "high": r.boot[ts].gain[rule].high} for ts in (False, True) for rule in RULES[1:]]
-    parts.append(fig(figures.titled(figures.gain_figure(gains), "Hierarchical gain vs Selective", _context(r, None)),
-                     f"gain_{_context(r, None).slug()}"))
-    parts.append('<div class="grid">')
+            cells.append(interval_text(_interval(rows[(ts, rule, "haurc")])))
+            cells.append("0 (reference)" if rule == "selective"
+                         else interval_text(_interval(rows[(ts, rule, "gain_percent")]), digits=1, unit=" %"))
+        body.append(cells)
+    return _table(header, body)
+
+
+def _gain_rows(rows: dict, settings: Sequence[bool], label: str = "") -> list[dict]:
+    """``figures.gain_figure`` rows of every rule but Selective, from the tidy rows."""
+    out = []
+    for ts in settings:
+        for rule in RULES[1:]:
+            iv = _interval(rows[(ts, rule, "gain_percent")])
+            name = f"{label} · {RULE_LABELS[rule]}" if label else f"{RULE_LABELS[rule]} · {'TS' if ts else 'no TS'}"
+            out.append({"label": name, "rule": rule, "estimate": iv.estimate, "low": iv.low, "high": iv.high})
+    return out
+
+
+def _curve_figures(ev: ModelEvaluation, fig: _Figures) -> list[str]:
+    """RC curves (decimated; the legend's hAURC from the full curve) and calibration–coverage curves."""
+    parts = []
     for ts in (False, True):
-        ctx = _context(r, ts)
-        rc = figures.rc_figure({rule: _decimated(c) for rule, c in r.curves[ts].items()},
-                               {rule: c.haurc for rule, c in r.curves[ts].items()})
+        ctx, curves = _context(ev, ts), ev.setting(ts).curves()
+        rc = figures.rc_figure({rule: _decimated(c) for rule, c in curves.items()},
+                               {rule: c.haurc for rule, c in curves.items()})
         parts.append(fig(figures.titled(rc, "Risk–coverage curves", ctx), f"rc_{ctx.slug()}"))
     for ts in (False, True):
-        ctx = _context(r, ts)
-        parts.append(fig(figures.titled(figures.cc_figure(r.cc[ts]), "Calibration–coverage (ECE, 15 bins)", ctx),
-                         f"cc_{ctx.slug()}"))
-    parts.append("</div>")
-    return "\n".join(parts)
+        ctx = _context(ev, ts)
+        cc = figures.cc_figure(ev.setting(ts).cc_curves())
+        parts.append(fig(figures.titled(cc, "Calibration–coverage (ECE, 15 bins)", ctx), f"cc_{ctx.slug()}"))
+    return parts
 
 
-def _compare_section(results: Sequence[ModelResult], fig) -> str:
-    parts = ['<h2 id="compare">Models compared</h2>']
-    rows = [[r.name, r.dataset or "–", f"{r.n_eval:,}", f"{r.n_cal:,}", f"{r.temperature:.3f}", f"{r.top1:.4f}"]
-            + [interval_text(r.boot[True].gain[rule], 1, 1, " %") for rule in RULES[1:]] for r in results]
-    parts.append(_table(["model", "data set", "evaluation samples", "calibration samples", "T", "top-1 (eval)"]
-                        + [f"{RULE_LABELS[rule]} gain, TS" for rule in RULES[1:]], rows))
-    gains = [{"label": f"{r.name} · {RULE_LABELS[rule]}", "rule": rule, "estimate": r.boot[True].gain[rule].estimate,
-              "low": r.boot[True].gain[rule].low, "high": r.boot[True].gain[rule].high}
-             for r in results for rule in RULES[1:]]
-    parts.append(fig(figures.titled(figures.gain_figure(gains), "Hierarchical gain vs Selective, with TS"),
-                     "compare_gain_TS"))
-    parts.append('<div class="grid">')
+def _model_section(ev: ModelEvaluation, rows: dict, fig: _Figures) -> str:
+    ctx = _context(ev, None)
+    gain = figures.titled(figures.gain_figure(_gain_rows(rows, (False, True))), "Hierarchical gain vs Selective", ctx)
+    return "\n".join([
+        f'<h2 id="{_e(figures.safe_filename(ev.name))}">{_e(ev.name)}</h2>',
+        f'<p class="headline">{_e(_headline(rows, True))}</p>',
+        f'<p class="note">{_e(_headline(rows, False))}</p>',
+        _rule_table(rows),
+        f'<p class="meta">TS: temperature T = {ev.temperature:.3f}, fitted on {ev.n_cal:,} calibration samples.</p>',
+        fig(gain, f"gain_{ctx.slug()}"),
+        '<div class="grid">', *_curve_figures(ev, fig), "</div>",
+    ])
+
+
+# ---------------------------------------------------------------------------- one model, laid out
+@dataclass(frozen=True)
+class _Laid:
+    """One model as the report lays it out. Its own section is HTML already; the summary, the
+    comparison and the CSV read its tidy rows. No logits and no full curves: see ``build_report``."""
+
+    section: str
+    rows: list[ResultRow]
+    curves: dict[str, tuple[np.ndarray, np.ndarray]]  # rule → decimated RC curve with TS
+    provenance: list
+
+    @property
+    def name(self) -> str:
+        return self.rows[0]["model"]
+
+    @property
+    def protocol(self) -> str:
+        return self.rows[0]["protocol"]
+
+
+def _provenance_row(ev: ModelEvaluation) -> list:
+    m = ev.manifest
+    ds = m.get("dataset")
+    ds_text = ds.get("name", "") if isinstance(ds, dict) else (ds or "")
+    return [ev.name, ev.file or "(in memory)", m.get("model", "–"), m.get("weights", "–"),
+            ds_text or ev.dataset or "–", m.get("date", "–"), f"{ev.n_samples:,}"]
+
+
+def _lay_out(ev: ModelEvaluation, fig: _Figures, n_resamples: int, seed: int) -> _Laid:
+    tidy = result_rows(ev, n_resamples=n_resamples, seed=seed)
+    return _Laid(_model_section(ev, _by_key(tidy), fig), tidy,
+                 {rule: _decimated(c) for rule, c in ev.setting(True).curves().items()}, _provenance_row(ev))
+
+
+# ---------------------------------------------------------------------------- the sections
+COMPARE_HEADER = ["model", "data set", "evaluation samples", "calibration samples", column_label("temperature"),
+                  column_label("top1")] + [f"{column_label('gain_percent', rule, ts=True)} [95 % CI]" for rule in RULES[1:]]
+
+
+def _compare_row(rows: list[ResultRow], label: str) -> list:
+    """The comparison table's row: the TS setting's wide table (``column_label`` columns)."""
+    wide = wide_table(rows, ts=True, metrics=("top1", "temperature", "gain_percent"), intervals=True)[0]
+    gains = []
+    for rule in RULES[1:]:
+        name = column_label("gain_percent", rule, ts=True)
+        gains.append(interval_text(Interval(wide[name], wide[f"{name} low"], wide[f"{name} high"]), digits=1,
+                                   unit=" %"))
+    return [label, rows[0]["dataset"] or "–", f"{wide['n_eval']:,}", f"{rows[0]['n_cal']:,}",
+            f"{wide[column_label('temperature')]:.3f}", f"{wide[column_label('top1')]:.4f}", *gains]
+
+
+def _compare_section(models: Sequence[_Laid], fig: _Figures) -> str:
+    # Two files may hold models of the same name: number those, so no figure merges them.
+    names = [m.name for m in models]
+    labels = [n if names.count(n) == 1 else f"{n} ({k + 1})" for k, n in enumerate(names)]
+    rows = [_by_key(m.rows) for m in models]
+    gains = [g for r, label in zip(rows, labels) for g in _gain_rows(r, (True,), label)]
+    parts = ['<h2 id="compare">Models compared</h2>',
+             _table(COMPARE_HEADER, [_compare_row(m.rows, label) for m, label in zip(models, labels)]),
+             fig(figures.titled(figures.gain_figure(gains), "Hierarchical gain vs Selective, with TS"),
+                 "compare_gain_TS"), '<div class="grid">']
     for rule in RULES:
-        cmp = figures.compare_figure({r.name: _decimated(r.curves[True][rule]) for r in results},
-                                     {r.name: r.curves[True][rule].haurc for r in results})
+        cmp = figures.compare_figure({label: m.curves[rule] for m, label in zip(models, labels)},
+                                     {label: r[(True, rule, "haurc")]["value"] for r, label in zip(rows, labels)})
         parts.append(fig(figures.titled(cmp, f"{RULE_LABELS[rule]}: risk–coverage per model (TS on)"),
                          f"compare_{rule}_TS"))
     parts.append("</div>")
     return "\n".join(parts)
 
 
-def _provenance(results: Sequence[ModelResult], command: str | None) -> str:
-    rows = []
-    for r in results:
-        m = r.manifest
-        ds = m.get("dataset")
-        ds_text = ds.get("name", "") if isinstance(ds, dict) else (ds or "")
-        rows.append([r.name, r.file or "(in memory)", m.get("model", "–"), m.get("weights", "–"),
-                     ds_text or r.dataset or "–", m.get("date", "–"), f"{r.n_samples:,}"])
+def _csv_link(rows: Sequence[ResultRow]) -> str:
+    """The tidy rows as a CSV inside the file (a data: link: no request), formulas neutralised."""
+    data = base64.b64encode(to_csv(rows, RESULT_COLUMNS).encode("utf-8")).decode("ascii")
+    return (f'<p class="meta">Every number above, one per row, in the tidy result schema of the evaluation layer: '
+            f'<a download="{CSV_NAME}" href="data:text/csv;charset=utf-8;base64,{data}">{CSV_NAME}</a></p>')
+
+
+def _provenance(models: Sequence[_Laid], command: str | None) -> str:
     versions = {"hsc": hsc_version(), "python": platform.python_version(), "numpy": np.__version__}
     for mod in ("scipy", "plotly"):
         try:
@@ -273,7 +308,9 @@ def _provenance(results: Sequence[ModelResult], command: str | None) -> str:
         except ImportError:  # pragma: no cover - both are requirements
             pass
     parts = ['<h2 id="provenance">Provenance</h2>',
-             _table(["model", "file", "manifest model", "weights", "data set", "logits date", "samples"], rows),
+             _table(["model", "file", "manifest model", "weights", "data set", "logits date", "samples"],
+                    [m.provenance for m in models]),
+             _csv_link([r for m in models for r in m.rows]),
              f'<p class="meta">Versions: {_e(", ".join(f"{k} {v}" for k, v in versions.items()))}.</p>']
     if command:
         parts.append(f'<p class="meta">Command: <code>{_e(command)}</code></p>')
@@ -299,31 +336,52 @@ def hsc_version() -> str:
         return "source tree"
 
 
-def build_report(results: Sequence[ModelResult], title: str | None = None, command: str | None = None) -> str:
-    """The whole report as one HTML string (self-contained; no network requests when opened)."""
-    if not results:
-        raise ValueError("no models to report")
-    first = results[0]
-    title = title or f"Hierarchical selective classification report — {', '.join(r.name for r in results)}"
+def _one_protocol(models: Sequence[_Laid]) -> str:
+    protocols = sorted({m.protocol for m in models})
+    if len(protocols) > 1:
+        raise ValueError(f"the models were evaluated under different protocols ({', '.join(protocols)}); "
+                         "a report compares models under one")
+    return protocols[0]
+
+
+def build_report(evaluations: Iterable[ModelEvaluation], title: str | None = None, command: str | None = None, *,
+                 n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> str:
+    """The whole report as one HTML string (self-contained; no network requests when opened).
+
+    Parameters
+    ----------
+    evaluations : the models, under one protocol. Read once, in order, and laid out as they come:
+        pass a generator (as ``hsc report`` does) and only one model's logits are held at a time.
+    title : the page title (default: names the models).
+    command : the command line shown in the provenance.
+    n_resamples, seed : the bootstrap of the 95 % intervals (``EvaluationSet.bootstrap``).
+    """
     fig = _Figures()
-    b = first.boot[True]
+    models = []
+    for ev in evaluations:
+        models.append(_lay_out(ev, fig, n_resamples, seed))
+        protocol = _one_protocol(models)  # before the next model's work
+        del ev  # nothing below needs the logits
+    if not models:
+        raise ValueError("no models to report")
+    title = title or f"Hierarchical selective classification report — {', '.join(m.name for m in models)}"
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    subset = first.subset if first.subset not in ("", "all") else "all samples"
+    subset = models[0].rows[0]["subset"]
+    subset = subset if subset not in ("", "all") else "all samples"
     body = [
         f"<h1>{_e(title)}</h1>",
         f'<p class="meta">Generated {when} by hsc ({_e(hsc_version())}) · subset: {_e(subset)} · '
-        f'{len(results)} model{"s" * (len(results) != 1)}</p>',
+        f'protocol: {_e(protocol)} · {len(models)} model{"s" * (len(models) != 1)}</p>',
         '<h2 id="summary">In one sentence</h2>',
-        *[f'<p class="headline">{_e(headline_sentence(r.name, r.dataset, r.n_eval, True, r.boot[True].gain[HEADLINE_RULE]))}</p>'
-          for r in results],
+        *[f'<p class="headline">{_e(_headline(_by_key(m.rows), True))}</p>' for m in models],
         '<h2 id="protocol">How these numbers were measured</h2>',
-        f"<p>{_e(PROTOCOL_TEXT)}</p>",
+        f"<p>{_e(protocol_text(protocol))}</p>",
         f"<p>{_e(figures.RISK_NOTE)} hAURC is the area under the risk–coverage curve (lower is better; shown ×1000); "
         "the hierarchical gain is the % of Selective's hAURC that a rule saves (positive is better).</p>",
-        f"<p>{_e(BOOTSTRAP_TEXT.format(n=b.n_resamples, seed=b.seed))}</p>",
-        *[_model_section(r, fig) for r in results],
-        _compare_section(results, fig) if len(results) > 1 else "",
-        _provenance(results, command),
+        f"<p>{_e(BOOTSTRAP_TEXT.format(n=n_resamples, seed=seed))}</p>",
+        *[m.section for m in models],
+        _compare_section(models, fig) if len(models) > 1 else "",
+        _provenance(models, command),
     ]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
@@ -342,6 +400,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="in a DAG hierarchy, keep each node's first listed parent")
     parser.add_argument("--subset", default="all", metavar="TAG",
                         help="evaluate only the samples with this source tag (default: all)")
+    parser.add_argument("--protocol", choices=PROTOCOLS, default="project",
+                        help="project (default): every metric on the 90 %% evaluation split; paper: as the "
+                             "authors' code, metrics without TS on all samples")
     parser.add_argument("--resamples", type=int, default=N_RESAMPLES, metavar="B",
                         help=f"bootstrap resamples for the 95 %% intervals (default {N_RESAMPLES})")
     parser.add_argument("--seed", type=int, default=BOOTSTRAP_SEED, help=f"bootstrap seed (default {BOOTSTRAP_SEED})")
@@ -374,10 +435,7 @@ def _write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..pipeline.evaluate import builtin_hierarchy, expand_inputs, load_user_hierarchy
-    from ..datasets.registry import dataset_for_manifest
-
+def _check_args(args: argparse.Namespace) -> Path:
     out = Path(args.out)
     if out.suffix.lower() not in (".html", ".htm"):
         raise ValueError(f"--out must name an .html file, got {args.out}")
@@ -385,42 +443,83 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--resamples must be at least 100 for a 95 % interval, got {args.resamples}")
     if args.classes and not args.hierarchy:
         raise ValueError("--classes orders the leaves of --hierarchy FILE; pass --hierarchy too")
-    paths = expand_inputs(args.inputs)
+    return out
+
+
+def _load(path: Path) -> LogitsBundle:
+    # float16 files stay float16: the layer casts a chunk at a time, so the numbers are the same
+    # and the logits take half the memory (2 GB instead of 4 GB at iNat21 size).
+    return load_logits(path, keep_float16=True)
+
+
+def _checked_jobs(args: argparse.Namespace) -> list[list]:
+    """[file, data set, tree, bundle or None] of every input, each checked (classes, tree, subset)
+    before any long work. A single file's bundle is kept for its evaluation (no second read);
+    with several, each is read again when its turn comes, so one file's logits are held at a time."""
     tree = load_user_hierarchy(args.hierarchy, args.classes, args.first_parent) if args.hierarchy else None
-    # Check every file first (classes, tree, subset), so bad input fails before any long work.
+    paths = expand_inputs(args.inputs)
     jobs = []
     for p in paths:
-        bundle = load_logits(p)
-        if tree is None:
-            dataset, hierarchy = builtin_hierarchy(bundle, str(p))
-        else:
-            try:
-                dataset = dataset_for_manifest(bundle.manifest, bundle.n_classes) or "custom"
-            except ValueError:
-                dataset = "custom"
-            hierarchy = tree
-        if bundle.n_classes != hierarchy.n_leaves:
-            raise ValueError(f"{p}: logits have {bundle.n_classes} classes but the hierarchy has "
-                             f"{hierarchy.n_leaves} leaves")
+        bundle = _load(p)
+        dataset, hierarchy = resolve_hierarchy(bundle, str(p), tree)
         subset_mask(bundle, args.subset)
-        jobs.append((p, dataset, hierarchy))
+        jobs.append([p, dataset, hierarchy, bundle if len(paths) == 1 else None])
         del bundle
-    results = []
-    for p, dataset, hierarchy in jobs:
-        bundle = load_logits(p)
-        print(f"{p}: evaluating ({bundle.n_samples:,} samples, {args.resamples:,} bootstrap resamples)…",
+    return jobs
+
+
+def _progress(what: str):
+    """``progress(done, total)`` for a long evaluation: ``  TS off: 10 % 20 % … 100 %`` on stderr,
+    one line that reads the same in a terminal and in a log file."""
+    shown = [0]
+
+    def report(done: int, total: int) -> None:
+        tenth = 10 * done // max(total, 1)
+        if tenth > shown[0]:
+            start = f"  {what}:" if shown[0] == 0 else ""
+            print(start + "".join(f" {10 * k} %" for k in range(shown[0] + 1, tenth + 1)),
+                  end="\n" if tenth == 10 else "", file=sys.stderr, flush=True)
+            shown[0] = tenth
+    return report
+
+
+def _evaluations(jobs: list[list], args: argparse.Namespace) -> Iterator[ModelEvaluation]:
+    """One ``ModelEvaluation`` per file, loaded only when the report asks for it."""
+    for job in jobs:
+        path, dataset, hierarchy, bundle = job
+        job[3] = None  # the job list must not keep the logits alive
+        if bundle is None:
+            bundle = _load(path)
+        print(f"{path}: evaluating ({bundle.n_samples:,} samples, {args.resamples:,} bootstrap resamples)…",
               file=sys.stderr, flush=True)
-        results.append(evaluate_for_report(bundle, hierarchy, dataset=dataset, subset=subset_mask(bundle, args.subset),
-                                           subset_name=args.subset or "all", n_resamples=args.resamples,
-                                           seed=args.seed, file=str(p)))
-    command = shlex.join(["hsc", "report", *args.inputs, "--out", args.out]
-                         + (["--hierarchy", args.hierarchy] if args.hierarchy else [])
-                         + (["--classes", args.classes] if args.classes else [])
-                         + (["--subset", args.subset] if args.subset not in ("", "all") else []))
-    _write_atomic(out, build_report(results, args.title, command))
-    print(f"{len(results)} model{'s' * (len(results) != 1)} → {out} ({out.stat().st_size / 1e6:.1f} MB)")
+        ev = ModelEvaluation.from_bundle(bundle, hierarchy, dataset=dataset, subset=subset_mask(bundle, args.subset),
+                                         subset_name=args.subset or "all", file=str(path), protocol=args.protocol)
+        for ts in (False, True):  # build the decision paths now, with a progress line
+            ev.setting(ts, progress=_progress("TS on" if ts else "TS off"))
+        del bundle
+        yield ev
+        # Free this model's logits before the next file is read. Each EvaluationSet refers back to
+        # its ModelEvaluation (a cycle), so reference counting alone would not.
+        del ev
+        gc.collect()
+
+
+def _command(args: argparse.Namespace) -> str:
+    return shlex.join(["hsc", "report", *args.inputs, "--out", args.out]
+                      + (["--hierarchy", args.hierarchy] if args.hierarchy else [])
+                      + (["--classes", args.classes] if args.classes else [])
+                      + (["--subset", args.subset] if args.subset not in ("", "all") else [])
+                      + (["--protocol", args.protocol] if args.protocol != "project" else []))
+
+
+def run(args: argparse.Namespace) -> int:
+    out = _check_args(args)
+    jobs = _checked_jobs(args)
+    text = build_report(_evaluations(jobs, args), args.title, _command(args), n_resamples=args.resamples,
+                        seed=args.seed)
+    _write_atomic(out, text)
+    print(f"{len(jobs)} model{'s' * (len(jobs) != 1)} → {out} ({out.stat().st_size / 1e6:.1f} MB)")
     return 0
 
 
-__all__ = ["ModelResult", "build_report", "evaluate_for_report", "headline_sentence", "result_rows",
-           "configure_parser", "run"]
+__all__ = ["build_report", "configure_parser", "headline_sentence", "interval_text", "result_rows", "run"]
