@@ -77,10 +77,6 @@ class SampleView:
     true_branch: np.ndarray    # true leaf → just below the LCA (empty when the leaf is right)
     choices: dict[str, Choice]
 
-    @property
-    def leaf_correct(self) -> bool | None:
-        return None if self.true_leaf is None else self.pred_leaf == self.true_leaf
-
 
 def sample_view(h: Hierarchy, probs: np.ndarray, paths: dict[str, DecisionPaths], i: int, theta: float,
                 true_leaf: int | None = None) -> SampleView:
