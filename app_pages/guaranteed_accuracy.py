@@ -5,8 +5,8 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data, plots, state, ui, views
-from hsc_core.evaluation.repeated_splits import repeated_split_evaluation
 from hsc_core.core.thresholds import solve_theorem1
+from hsc_core.evaluation.repeated_splits import repeated_split_evaluation
 
 ui.ensure_entrypoint()
 
@@ -72,7 +72,8 @@ def threshold_view() -> None:
     with r[1]:
         baselines = st.multiselect("Baselines", ["darts", "crc"], default=["darts", "crc"],
                                    format_func=plots.METHOD_LABELS.get, key="ga_baselines",
-                                   help="DARTS re-fits its λ by a 25-step search per repetition, so it is the slow part.")
+                                   help="DARTS re-fits its λ by a 25-step search per repetition, "
+                                        "so it is the slow part.")
     key = (es.model, es.subset, es.ts, float(alpha), int(n), int(reps), int(seed), method, tuple(baselines))
     with r[2]:
         st.write("")

@@ -89,10 +89,10 @@ with left:
 A classifier that is unsure should not have to choose between a wrong answer and no answer.
 **Hierarchical selective classification (HSC)** lets it *back off* along the class tree instead:
 every internal node gets the probability of its leaves summed (e.g. the WordNet tree over the 1,000
-ImageNet classes, or CIFAR-100's 20 superclasses), and an **inference rule** returns a node whose probability is at least the
-confidence threshold **θ**. *Climbing* starts at the most likely leaf and walks up towards the root
-until it meets θ; *Selective* (ordinary selective classification) can only keep the leaf or reject,
-i.e. predict the root.
+ImageNet classes, or CIFAR-100's 20 superclasses), and an **inference rule** returns a node whose
+probability is at least the confidence threshold **θ**. *Climbing* starts at the most likely leaf
+and walks up towards the root until it meets θ; *Selective* (ordinary selective classification)
+can only keep the leaf or reject, i.e. predict the root.
 
 A prediction is **correct** when it is the true leaf or one of its ancestors, and its
 **coverage** φ = 1 − log|leaves under it| / log|all leaves| measures how specific it is (1 for a leaf,

@@ -78,7 +78,8 @@ table = cs.haurc_table()
 table = table[table["rule"].isin([RULE_LABELS[r] for r in rules])]
 st.dataframe(table, hide_index=True, key="rc_table",
              column_config={"hAURC×1000": st.column_config.NumberColumn(format="%.3f"),
-                            "gain %": st.column_config.NumberColumn(format="%.2f", help="hierarchical gain vs Selective")})
+                            "gain %": st.column_config.NumberColumn(format="%.2f",
+                                                                    help="hierarchical gain vs Selective")})
 c1, c2 = st.columns(2)
 with c1:
     ui.csv_download(table, f"haurc_{loss}_{state.get('dec')}", key="dl_rc_table",

@@ -69,7 +69,8 @@ def _leaf_bars(i: int, k: int = 5) -> go.Figure:
     top = np.argsort(-leaf_p, kind="stable")[:k]
     true = int(es.labels[i])
     ok = top == true
-    labels = [f"{views.node_name(h, v)} {style.CORRECT_MARK if o else style.WRONG_MARK}" for v, o in zip(top, ok)]
+    labels = [f"{views.node_name(h, v)} {style.CORRECT_MARK if o else style.WRONG_MARK}"
+              for v, o in zip(top, ok, strict=True)]
     fig = go.Figure(go.Bar(
         x=leaf_p[top][::-1], y=labels[::-1], orientation="h",
         marker=dict(color=[style.CORRECT_COLOUR if o else style.WRONG_COLOUR for o in ok[::-1]],
@@ -123,7 +124,8 @@ elif step == 3:
         f"under a node share its probability. At θ = {THETA:.2f} it answers **{_name(climb)}** "
         f"({es.node_probs[i, climb]:.2f}), which is {views.CORRECT_MD}: less specific, but right. "
         "Press ▶ Play to sweep θ from where it is to 1 and watch the answer climb to the root.")
-    ui.figure(_tree(es, key, i, ("selective", "climbing"), font), "story_step3", key="story_tree_climb", width="content")
+    ui.figure(_tree(es, key, i, ("selective", "climbing"), font), "story_step3", key="story_tree_climb",
+              width="content")
     ui.sweep_sync("story_tree_climb", THETA, _stay)
 elif step == 4:
     cs = ui.curve_set_or_stop(es)

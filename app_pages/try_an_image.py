@@ -14,10 +14,10 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data, plots, state, ui, views
+from hsc_core.core.probabilities import node_probabilities, softmax
 from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy
 from hsc_core.datasets.images import ImageReadError, display_image, max_image_pixels, open_image_safely
 from hsc_core.report.figures import ExportContext
-from hsc_core.core.probabilities import node_probabilities, softmax
 
 ui.ensure_entrypoint()
 MAX_IMAGE_MB = 50  # per upload; the pixel cap (HSC_MAX_IMAGE_MEGAPIXELS) is checked before decoding

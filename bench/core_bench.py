@@ -18,10 +18,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hsc_core.core.curves import hierarchical_rc_curve  # noqa: E402
-from hsc_core.datasets.imagenet import imagenet_hierarchy  # noqa: E402
 from hsc_core.core.probabilities import node_probabilities, softmax  # noqa: E402
 from hsc_core.core.rules import RULES, decision_paths  # noqa: E402
 from hsc_core.core.synthetic import synthetic_logits  # noqa: E402
+from hsc_core.datasets.imagenet import imagenet_hierarchy  # noqa: E402
 from hsc_core.evaluation.repeated_splits import repeated_split_evaluation  # noqa: E402
 
 TARGET_ALPHAS = [0.005, 0.01, 0.05, 0.1, 0.2, 0.3]
@@ -52,13 +52,14 @@ def main() -> None:
     probs, t = timed(lambda: node_probabilities(h, softmax(logits)))
     print(f"softmax + node probabilities {probs.shape} {probs.dtype}: {t:.2f} s")
 
-    print(f"\n{'rule':<14}{'exact curve+hAURC (s)':>23}{'breakpoints':>13}{'hAURC':>10}{'dec=2 (s)':>11}{'hAURC dec=2':>13}")
+    print(f"\n{'rule':<14}{'exact curve+hAURC (s)':>23}{'breakpoints':>13}{'hAURC':>10}"
+          f"{'dec=2 (s)':>11}{'hAURC dec=2':>13}")
     for rule in RULES:
-        def exact():
+        def exact(rule=rule):
             c = hierarchical_rc_curve(h, probs, labels, rule)
             return c, c.haurc
         (curve, area), t_exact = timed(exact)
-        (grid_area), t_dec = timed(lambda: hierarchical_rc_curve(h, probs, labels, rule, dec=2).haurc)
+        (grid_area), t_dec = timed(lambda rule=rule: hierarchical_rc_curve(h, probs, labels, rule, dec=2).haurc)
         print(f"{rule:<14}{t_exact:>23.3f}{len(curve.events):>13d}{area:>10.5f}{t_dec:>11.3f}{grid_area:>13.5f}")
     paths = decision_paths(h, probs, "climbing")
     _, t = timed(lambda: hierarchical_rc_curve(h, probs, labels, "climbing", "severity", paths=paths).haurc)
@@ -66,7 +67,8 @@ def main() -> None:
 
     res, t = timed(lambda: repeated_split_evaluation(h, probs, labels, TARGET_ALPHAS, 5000, args.reps, baselines=()))
     print(f"\nthreshold algorithm, {args.reps} reps × {len(TARGET_ALPHAS)} targets (n_cal=5000): {t:.2f} s")
-    res, t = timed(lambda: repeated_split_evaluation(h, probs, labels, TARGET_ALPHAS, 5000, args.reps, baselines=("crc",)))
+    res, t = timed(lambda: repeated_split_evaluation(h, probs, labels, TARGET_ALPHAS, 5000, args.reps,
+                                                     baselines=("crc",)))
     print(f"  with the CRC baseline as well: {t:.2f} s")
     print(f"\npeak RSS: {peak_rss_gb():.2f} GB")
 

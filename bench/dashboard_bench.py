@@ -119,7 +119,7 @@ def main() -> None:
         ex_ms.append(1000 * (c - b))
         total_ms.append(1000 * (c - a))
         # The numbers the page shows are the curve's own operating points.
-        for rule, row in zip(RULES, points.itertuples()):
+        for rule, row in zip(RULES, points.itertuples(), strict=True):
             assert (row.coverage, row.risk) == cs.exact[rule].at(theta)
 
     print(f"\nper θ move over {args.moves} moves (server side, warm caches):")

@@ -63,7 +63,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="hsc_evaluate_bench_") as tmp:
         t = time.perf_counter()
         paths = write_models(Path(tmp), args.models, args.n)
-        print(f"{args.models} synthetic models, {args.n} × 1000 logits each: written in {time.perf_counter() - t:.1f} s")
+        print(f"{args.models} synthetic models, {args.n} × 1000 logits each: "
+              f"written in {time.perf_counter() - t:.1f} s")
         print(f"\n{'back end':<34}{'total':>11}{'per model':>16}")
         serial = timed("1 process", args.models, lambda: evaluate_many(paths, workers=1))
         local = timed(f"{args.workers} local processes", args.models,

@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     n_images = args.images or (8192 if gpu else 256)
     batch = args.batch_size or (256 if gpu else 32)
     iters = args.iters or (30 if gpu else 4)
-    where = torch.cuda.get_device_name(device) if gpu else f"CPU ({os.cpu_count()} cores, {torch.get_num_threads()} threads)"
+    where = (torch.cuda.get_device_name(device) if gpu
+             else f"CPU ({os.cpu_count()} cores, {torch.get_num_threads()} threads)")
     print(f"device: {where}; torch {torch.__version__}; {n_images} synthetic JPEGs 500x375, "
           f"batch {batch}, {args.workers} workers")
     print(f"{'model':<20} {'amp':<9} {'ch_last':<8} {'decode':<7} {'pipeline img/s':>15} {'model only img/s':>17}"

@@ -49,7 +49,8 @@ def run(name: str, h, logits: np.ndarray, labels: np.ndarray, n_resamples: int) 
     print("  events per rule: " + ", ".join(f"{RULE_LABELS[r]} {e:,}" for r, e in events.items()))
     for rule in RULES:
         iv = res.haurc[rule]
-        line = f"  {RULE_LABELS[rule]:<13} hAURC×1000 {1000 * iv.estimate:7.2f} [{1000 * iv.low:.2f}, {1000 * iv.high:.2f}]"
+        line = (f"  {RULE_LABELS[rule]:<13} hAURC×1000 {1000 * iv.estimate:7.2f} "
+                f"[{1000 * iv.low:.2f}, {1000 * iv.high:.2f}]")
         if rule in res.gain:
             g = res.gain[rule]
             line += f"   gain {g.estimate:6.2f} % [{g.low:.2f}, {g.high:.2f}]"
@@ -118,7 +119,7 @@ def main() -> None:
         run(f"shipped {SHIPPED.stem}", h, data.logits, data.labels, args.resamples)
     if args.n > 0:
         logits, labels = synthetic_logits(h, args.n, top1=0.8, seed=0)
-        run(f"synthetic (seed 0)", h, logits, labels, args.resamples)
+        run("synthetic (seed 0)", h, logits, labels, args.resamples)
     if args.fit_n > 0:
         run_fit(args.fit_n)
     print(f"\npeak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2:.2f} GB")

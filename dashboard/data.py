@@ -37,7 +37,7 @@ import uuid
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Self
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -46,7 +46,8 @@ import streamlit as st
 from hsc_core import config
 from hsc_core.core.curves import RCCurve
 from hsc_core.core.hierarchy import Hierarchy
-from hsc_core.core.rules import RULE_LABELS
+from hsc_core.core.risk import Loss
+from hsc_core.core.rules import RULE_LABELS, RULES
 from hsc_core.datasets.formats import HIERARCHY_SUFFIXES, load_hierarchy
 from hsc_core.datasets.imagenet import imagenet_hierarchy
 from hsc_core.datasets.logits_io import (
@@ -64,6 +65,9 @@ from hsc_core.datasets.registry import (
     load_dataset,
 )
 from hsc_core.evaluation import EvaluationSet, ModelEvaluation, column_label
+
+if TYPE_CHECKING:
+    from streamlit.delta_generator import DeltaGenerator
 
 # Every HSC_* variable is read by hsc_core.config; these names stay for the pages and tests.
 CACHED_LOGITS_ENV = config.CACHED_LOGITS_DIR
@@ -427,7 +431,7 @@ def subset_options(bundle: LogitsBundle) -> dict[str, str]:
         return out
     tags, counts = np.unique(bundle.sources.astype(str), return_counts=True)
     known = {tag: (key, label) for key, (tag, label) in KNOWN_SUBSETS.items()}
-    for tag, count in zip(tags.tolist(), counts.tolist()):
+    for tag, count in zip(tags.tolist(), counts.tolist(), strict=True):
         key, label = known.get(tag, (tag, tag))
         out[key] = f"{label} ({count:,}; {tag})" if key != tag else f"{tag} ({count:,})"
     return out
@@ -452,7 +456,7 @@ class _ProgressBar:
 
     def __init__(self, text: str):
         self.text = text
-        self.bar = None
+        self.bar: DeltaGenerator | None = None
         self.chunks: int | None = None
         self.shown = 0
 
@@ -469,7 +473,7 @@ class _ProgressBar:
             self.shown = step
             self.bar.progress(frac, text=f"{self.text} {frac:.0%}")
 
-    def __enter__(self) -> Self:
+    def __enter__(self) -> _ProgressBar:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -613,8 +617,9 @@ class NodeProbabilities:
     def _check_size(self, n_rows: int) -> None:
         size = n_rows * self._es.hierarchy.n_nodes * self.dtype.itemsize
         if size > DENSE_LIMIT_BYTES:
-            raise DataError(f"{self._es.model}: {n_rows:,} samples × {self._es.hierarchy.n_nodes:,} nodes is too large to "
-                            f"hold every node probability in memory ({size / 1e9:.1f} GB); use a subset")
+            raise DataError(f"{self._es.model}: {n_rows:,} samples × {self._es.hierarchy.n_nodes:,} nodes "
+                            f"is too large to hold every node probability in memory ({size / 1e9:.1f} GB); "
+                            "use a subset")
 
     def __getitem__(self, key):
         rows, rest = (key[0], key[1:]) if isinstance(key, tuple) else (key, ())
@@ -624,7 +629,7 @@ class NodeProbabilities:
             return self._es.view.node_probabilities([int(rows)])[0][rest]
         idx = np.arange(self._es.n)[rows]
         self._check_size(idx.size)
-        return self._es.view.node_probabilities(idx)[(slice(None), *rest)]
+        return self._es.view.node_probabilities(idx)[(slice(None),) + tuple(rest)]
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         if self._dense is None:
@@ -642,7 +647,7 @@ class CurveSet:
     values of θ)."""
 
     es: EvalSet
-    loss: str
+    loss: Loss
     dec: int | None
     curves: dict[str, RCCurve]
     display: dict[str, tuple[np.ndarray, np.ndarray]]
@@ -656,9 +661,11 @@ class CurveSet:
         """One row per rule: the layer's hAURC×1000 and gain % (``column_label`` names), and the
         curve's number of points."""
         v, loss, dec = self.es.view, self.loss, self.dec
+        # self.curves holds every rule, in RULES order
         return pd.DataFrame([{"rule": RULE_LABELS[rule], column_label("haurc"): 1000 * v.haurc(rule, loss, dec),
-                              column_label("gain_percent"): v.gain(rule, loss, dec), "points": int(c.coverage.size)}
-                             for rule, c in self.curves.items()])
+                              column_label("gain_percent"): v.gain(rule, loss, dec),
+                              "points": int(self.curves[rule].coverage.size)}
+                             for rule in RULES])
 
 
 def decimate(x: np.ndarray, y: np.ndarray, max_points: int = DISPLAY_POINTS) -> tuple[np.ndarray, np.ndarray]:
@@ -674,7 +681,7 @@ def _grid_bar(es: EvalSet) -> _ProgressBar:
     return _ProgressBar(f"The authors' θ grid over {es.n:,} samples × {es.hierarchy.n_nodes:,} nodes:")
 
 
-def curve_set(es: EvalSet, loss: str = "01", dec: int | None = None) -> CurveSet:
+def curve_set(es: EvalSet, loss: Loss = "01", dec: int | None = None) -> CurveSet:
     """The layer's RC curves of ``es`` with their plotting copies (in θ order, the curve's own, so
     non-monotone rules draw their true path)."""
     with st.spinner("Computing risk–coverage curves…"), _grid_bar(es) as bar:
@@ -689,7 +696,7 @@ def cc_curves(es: EvalSet, n_bins: int = 15):
         return es.view.cc_curves(int(n_bins), progress=bar)
 
 
-def haurc_intervals(es: EvalSet, loss: str = "01"):
+def haurc_intervals(es: EvalSet, loss: Loss = "01"):
     """95 % paired bootstrap intervals of every rule's hAURC and gain (the layer's)."""
     with st.spinner("Bootstrapping 95 % intervals…"):
         return es.view.bootstrap(loss)

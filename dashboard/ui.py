@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Literal, cast
 
 import pandas as pd
 import streamlit as st
 
 from hsc_core import config
 from hsc_core.core.protocol import PROTOCOL_TEXT
-
-from . import data, state
+from hsc_core.core.risk import Loss
 from hsc_core.evaluation import to_csv
 from hsc_core.report.figures import ExportContext, export_name, titled
 
+from . import data, state
 from .plots import plot_config
 
 UPLOADED = "_uploaded_models"  # name → path of .npz files uploaded in this session
@@ -91,7 +93,7 @@ def no_models_message() -> None:
 def require_eval_set(ts: bool | None = None) -> data.EvalSet:
     """The current model's evaluation samples, or an in-page st.error and st.stop()."""
     name, location = current_model()
-    if name is None:
+    if name is None or location is None:
         no_models_message()
         st.stop()
     try:
@@ -101,7 +103,7 @@ def require_eval_set(ts: bool | None = None) -> data.EvalSet:
         st.stop()
 
 
-def curve_set_or_stop(es: data.EvalSet, loss: str = "01", dec: int | None = None) -> data.CurveSet:
+def curve_set_or_stop(es: data.EvalSet, loss: Loss = "01", dec: int | None = None) -> data.CurveSet:
     try:
         return data.curve_set(es, loss, dec)
     except data.LOAD_ERRORS as exc:
@@ -153,6 +155,7 @@ def sidebar() -> None:
             except data.LOAD_ERRORS as exc:
                 st.error(f"{plain(name)}: {plain(public_message(exc))}")
         if bundle is not None:
+            assert name is not None and location is not None  # a bundle is loaded only for the picked model
             dataset_picker(name, location, bundle)
         with st.expander("Add a data set (hierarchy + class list)"):
             dataset_upload_widget()
@@ -168,6 +171,7 @@ def sidebar() -> None:
         state.bind(st.toggle, "Temperature scaling", "ts", scope="sb",
                    help=PROTOCOL_TEXT)
         if state.get("ts") and bundle is not None:
+            assert location is not None  # as above
             try:
                 t, n_fit = data.temperature(location, state.get("subset"), name)
                 st.caption(f"T = **{t:.3f}**, fitted on the 10 % calibration split ({n_fit:,} samples). "
@@ -229,7 +233,8 @@ def public_message(exc: Exception | str) -> str:
 
 
 # ---------------------------------------------------------------------------- output helpers
-def export_context(es: data.EvalSet, theta: float | None = None, ts: bool | None | str = "es") -> ExportContext:
+def export_context(es: data.EvalSet, theta: float | None = None,
+                   ts: bool | None | Literal["es"] = "es") -> ExportContext:
     """What a figure/table of ``es`` shows (model, data set, subset, TS, θ), for self-describing exports.
     ``ts=None`` for an export that holds both TS settings."""
     scaled = es.ts if ts == "es" else ts
@@ -238,7 +243,7 @@ def export_context(es: data.EvalSet, theta: float | None = None, ts: bool | None
 
 
 def figure(fig, name: str, key: str | None = None, context: ExportContext | None = None,
-           title: str | None = None, width: str = "stretch") -> None:
+           title: str | None = None, width: Literal["stretch", "content"] = "stretch") -> None:
     """st.plotly_chart with the PNG/SVG download button configured. With ``context`` the file name
     (and, with ``title``, the figure's title line) say which model, data set, subset, TS and θ.
     ``width="content"`` keeps a figure that sets its own width (the tree) at that width or less."""
@@ -268,6 +273,7 @@ def csv_download(table, name: str, key: str, label: str = "Download table (CSV)"
     ``context`` the file name and leading columns say which model, data set, subset, TS and θ it holds."""
     safe = export_name(name, context) if context is not None else (
         re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "table")
+    payload: Callable[[], bytes] | bytes
     if callable(table):
         make = table
         payload = lambda: csv_text(make(), context).encode("utf-8")  # noqa: E731
@@ -328,7 +334,8 @@ def dataset_picker(name: str, location: str, bundle) -> None:
     current = choices.get(location)
     picked = st.selectbox(
         f"Data set of {name} ({bundle.n_classes:,} classes)", options,
-        index=options.index(current) if current in options else None, format_func=labels.get,
+        index=options.index(current) if current in options else None,
+        format_func=cast(Callable[[Any], str], labels.get),  # every option has a label
         placeholder="Pick the data set of these logits…", key=f"_dataset_pick.{location}",
         help="The file's manifest has no `dataset_id`, so say which hierarchy and class list its logits use. "
              "Add your own below, or as a folder in the data-set folder.")
@@ -350,6 +357,7 @@ def _apply_link_dataset(choices: dict, location: str, n_classes: int) -> None:
     ss["_url_dataset_done"] = True
     if state.get("dataset") != wanted:  # refused by the setting's own check (reported with the link's notices)
         return
+    reason: str | None
     if wanted not in data.dataset_catalog():
         reason = "there is no data set with this name"
     else:
@@ -505,7 +513,7 @@ export default function (component) {
 _sweep_component = None
 
 
-def sweep_sync(chart_key: str, theta: float, on_theta: "callable", delay_ms: int = 600) -> None:
+def sweep_sync(chart_key: str, theta: float, on_theta: Callable[[float], None], delay_ms: int = 600) -> None:
     """Mount the θ-sweep listener for the Plotly chart rendered with ``key=chart_key``: the chart
     shows the server's ``theta`` (its frame), and ``on_theta(θ)`` runs (as a callback) when an
     in-browser sweep comes to rest at θ."""

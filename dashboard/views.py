@@ -11,6 +11,7 @@ column names (``column_label``), so every page and export names a number the sam
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -167,7 +168,8 @@ def curated_rows(h: Hierarchy, paths: dict[str, DecisionPaths], labels: np.ndarr
     every = np.sort(np.stack([picks[r] for r in RULES], axis=1), axis=1)
     n_distinct = 1 + (np.diff(every, axis=1) != 0).sum(axis=1)
     oks = np.stack([ok[r] for r in ("climbing", "jumping", "max_coverage")], axis=1)
-    mixed = oks.any(axis=1) & ~oks.all(axis=1)
+    # (n,) bool; numpy's stubs allow a scalar for any(axis=1)
+    mixed = cast(np.ndarray, oks.any(axis=1) & ~oks.all(axis=1))
     disagree = np.flatnonzero(differ)
     disagree = disagree[np.lexsort((-n_distinct[disagree], ~mixed[disagree]))]
     worst = np.flatnonzero(wrong)
@@ -241,7 +243,7 @@ def model_rows(rows: list[ResultRow], limits: list[ResultRow] | None = None, **w
     limits : rows with bootstrap limits whose ``… low``/``… high`` columns are added (e.g. the
         exact curves' intervals next to the values of the authors' grid curves).
     """
-    meta = {}
+    meta: dict[str, dict[str, Any]] = {}
     for r in rows:
         meta.setdefault(r["model"], {"dataset": r["dataset"], "n_cal": r["n_cal"]})
     extra = {w["model"]: {k: v for k, v in w.items() if k.endswith((" low", " high"))}
@@ -300,7 +302,9 @@ def gain_intervals(rows: list[ResultRow], with_ts: bool = True) -> list[dict]:
     out = []
     for r in rows:
         if r["metric"] == "gain_percent" and r["rule"] != "selective" and r["ci_low"] is not None:
-            label = f"{r['model']} · {RULE_LABELS[r['rule']]}" + (f" · {'TS' if r['ts'] else 'no TS'}" if with_ts else "")
+            label = f"{r['model']} · {RULE_LABELS[r['rule']]}"
+            if with_ts:
+                label += f" · {'TS' if r['ts'] else 'no TS'}"
             out.append({"label": label, "rule": r["rule"], "estimate": r["value"], "low": r["ci_low"],
                         "high": r["ci_high"]})
     return out

@@ -64,7 +64,17 @@ _EXPORTS: dict[str, str] = {
     "to_csv": "evaluation.results",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+# spelled out (not derived from _EXPORTS) so linters and type checkers see the public names;
+# tests/test_public_api.py checks that it matches _EXPORTS
+__all__ = [
+    "__version__",
+    "Hierarchy", "load_hierarchy", "imagenet_hierarchy", "load_dataset", "load_logits", "save_logits",
+    "softmax", "node_probabilities", "fit_temperature",
+    "RULES", "decision_paths", "selective_predict", "climbing_predict", "jumping_predict", "max_coverage_predict",
+    "RCCurve", "hierarchical_rc_curve", "hierarchical_aurc", "hierarchical_gain", "bootstrap_haurc",
+    "optimal_threshold", "theorem1_epsilon", "solve_theorem1",
+    "ModelEvaluation", "EvaluationSet", "RESULT_COLUMNS", "wide_table", "to_csv",
+]
 
 # Modules that moved when the package was split into core/, datasets/ and pipeline/ (0.2).
 _MOVED: dict[str, str] = {

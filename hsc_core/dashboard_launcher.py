@@ -41,8 +41,9 @@ def app_path() -> Path:
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, help="port to serve on (Streamlit's default: 8501)")
     parser.add_argument("--host", help="address to listen on (Streamlit's default: all interfaces)")
-    parser.add_argument("--logits-dir", help=f"folder of cached-logits .npz files to list (default: ${CACHED_LOGITS_ENV}, "
-                                             "else the shipped examples)")
+    parser.add_argument("--logits-dir",
+                        help=f"folder of cached-logits .npz files to list (default: ${CACHED_LOGITS_ENV}, "
+                             "else the shipped examples)")
     parser.add_argument("--browser", action="store_true", help="open a browser tab (the config runs headless)")
     parser.add_argument("--print-command", action="store_true",
                         help="print the streamlit command and its working directory instead of running it")

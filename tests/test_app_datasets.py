@@ -70,7 +70,8 @@ def cifar_dir(tmp_path_factory) -> Path:
     """A cached-logits folder with one synthetic CIFAR-100 model that names its data set."""
     d = tmp_path_factory.mktemp("cifar") / "cached_logits"
     d.mkdir()
-    _save(d / "cifar_net.npz", cifar_hierarchy(), 500, seed=6, manifest={"model": "cifar_net", "dataset_id": "cifar100"})
+    _save(d / "cifar_net.npz", cifar_hierarchy(), 500, seed=6,
+          manifest={"model": "cifar_net", "dataset_id": "cifar100"})
     return d
 
 
@@ -263,7 +264,8 @@ def test_add_a_dataset_in_the_sidebar(use_dir, mixed_dir):
     assert not at.exception
     msg = unescape(" ".join(e.value for e in at.sidebar.error))
     assert msg.startswith("Cannot add data set loop") and "cycle" in msg
-    assert not any(o.startswith("loop") for o in at.selectbox(key=f"_dataset_pick.{mixed_dir / 'unlabelled_net.npz'}").options)
+    picker = at.selectbox(key=f"_dataset_pick.{mixed_dir / 'unlabelled_net.npz'}")
+    assert not any(o.startswith("loop") for o in picker.options)
     # CIFAR-100's own files under another name: added for this session, then picked for the file.
     at.text_input(key="_ds_name").input("my_cifar")
     at.file_uploader(key="_ds_tree").upload("tree.csv", (DATA / "cifar100_hierarchy.csv").read_bytes(), "text/csv")

@@ -21,8 +21,6 @@ sys.path.insert(0, str(ROOT))
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from hsc_core.core.curves import hierarchical_rc_curve  # noqa: E402
-from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy  # noqa: E402
-from hsc_core.datasets.logits_io import load_logits, save_logits  # noqa: E402
 from hsc_core.core.probabilities import fit_temperature, node_probabilities, softmax  # noqa: E402
 from hsc_core.core.protocol import calibration_mask  # noqa: E402
 from hsc_core.core.rules import RULE_LABELS, RULES, decision_paths  # noqa: E402
@@ -33,6 +31,8 @@ from hsc_core.core.thresholds import (  # noqa: E402
     solve_theorem1,
     theorem1_epsilon,
 )
+from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy  # noqa: E402
+from hsc_core.datasets.logits_io import load_logits, save_logits  # noqa: E402
 from hsc_core.evaluation import column_label  # noqa: E402
 
 APP = str(ROOT / "app.py")

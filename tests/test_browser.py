@@ -54,7 +54,8 @@ def page(browser):
 
 
 def theta_slider(pg):
-    return pg.locator('[data-testid="stSlider"]').filter(has_text="Confidence threshold θ").locator('input[type="range"]')
+    slider = pg.locator('[data-testid="stSlider"]').filter(has_text="Confidence threshold θ")
+    return slider.locator('input[type="range"]')
 
 
 def move_slider(pg, slider, key: str, presses: int = 1) -> None:
@@ -96,7 +97,8 @@ def trace(pg, prefix: str, y_prefix: str = "") -> dict | None:
 
 
 def _op_text(pg) -> str:
-    return pg.locator('[data-testid="stMarkdownContainer"]').filter(has_text=re.compile(r"Climbing at θ = ")).last.inner_text()
+    texts = pg.locator('[data-testid="stMarkdownContainer"]').filter(has_text=re.compile(r"Climbing at θ = "))
+    return texts.last.inner_text()
 
 
 def test_risk_coverage_operating_point_follows_theta(server, page):

@@ -53,7 +53,8 @@ def test_options_are_keyword_only_frozen_and_copy_their_dataset_info():
     ("decode", "nvjpeg", "decode must be one of auto, gpu, cpu, got 'nvjpeg'"),
     ("progress", 0, "progress must be True or False, got 0"),
     ("dataset_info", ["a"], "dataset_info must be None or a dict, got ['a']"),
-    ("batch_size", np.array([[1, 2], [3, 4]]), "batch_size must be an integer of at least 1, got array([[1, 2], [3, 4]])"),
+    ("batch_size", np.array([[1, 2], [3, 4]]),
+     "batch_size must be an integer of at least 1, got array([[1, 2], [3, 4]])"),
 ])
 def test_each_bad_option_is_a_one_line_value_error(field, value, message):
     with pytest.raises(ValueError) as err:
@@ -148,7 +149,8 @@ def test_front_end_options_samples_and_store_do_not_import_torch():
     code = ("import sys, hsc_core, hsc_core.pipeline.caching, hsc_core.pipeline.caching.cli, "
             "hsc_core.pipeline.caching.store, hsc_core.pipeline.caching.samples; "
             "print(sorted(m for m in ('torch', 'timm', 'torchvision') if m in sys.modules))")
-    res = subprocess.run([sys.executable, "-c", code], check=False, cwd=REPO, capture_output=True, text=True, timeout=60)
+    res = subprocess.run([sys.executable, "-c", code], check=False, cwd=REPO, capture_output=True, text=True,
+                         timeout=60)
     assert res.returncode == 0 and res.stdout.strip() == "[]", res.stderr[-2000:]
 
 

@@ -15,7 +15,11 @@ from hsc_core.core.hierarchy import HierarchyError
 from hsc_core.core.probabilities import node_probabilities, softmax
 from hsc_core.datasets import imagenet, registry
 from hsc_core.datasets.registry import (
-    Dataset, builtin_dataset_names, dataset_for_manifest, discover_datasets, load_dataset,
+    Dataset,
+    builtin_dataset_names,
+    dataset_for_manifest,
+    discover_datasets,
+    load_dataset,
 )
 
 # The official fine → coarse index map of CIFAR-100 (the `coarse_labels` of its training file).
@@ -65,7 +69,7 @@ def test_cifar100_memberships_match_the_official_coarse_labels(cifar):
     h = cifar.hierarchy
     coarse = [h.names[h.parent[i]] for i in range(100)]
     assert coarse == [CIFAR100_SUPERCLASSES[c] for c in CIFAR100_COARSE_OF_FINE]
-    of = dict(zip(cifar.class_names, coarse))
+    of = dict(zip(cifar.class_names, coarse, strict=True))
     assert of["maple_tree"] == "trees" and of["whale"] == "aquatic_mammals" and of["lawn_mower"] == "vehicles_2"
     assert of["keyboard"] == "household_electrical_devices" and of["mushroom"] == "fruit_and_vegetables"
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import REPO, random_tree
+
 from hsc_core.cli import main
 from hsc_core.core.evaluation import rc_curves_from_logits
 from hsc_core.core.probabilities import fit_temperature
@@ -146,7 +146,7 @@ def test_rows_are_the_layers_rows(synth, tmp_path, capsys):
     want = ModelEvaluation(tree, b.logits, b.labels, name="m0", dataset="custom").results(dec=2)
     got = _read(out)
     assert len(got) == len(want) == ROWS_PER_MODEL
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         assert (g["metric"], g["rule"], g["loss"], g["ts"]) == (w["metric"], w["rule"], w["loss"], _tf(w["ts"]))
         assert float(g["value"]) == w["value"] and g["hierarchy_hash"] == w["hierarchy_hash"]
         assert g["dec"] == ("2" if w["metric"] in ("haurc", "gain_percent") else "")  # top-1 and T need no grid
@@ -512,7 +512,7 @@ def test_csv_hierarchy_with_class_list_matches_json(synth, tmp_path, capsys):
     assert code == 0, err
     from_json, from_csv = _haurc(_read(tmp_path / "j.csv")), _haurc(_read(tmp_path / "c.csv"))
     assert len(from_csv) == 16
-    for a, b in zip(from_json, from_csv):
+    for a, b in zip(from_json, from_csv, strict=True):
         assert (a["rule"], a["loss"], a["ts"]) == (b["rule"], b["loss"], b["ts"])
         assert float(b["value"]) == pytest.approx(float(a["value"]), rel=1e-9, abs=1e-15)
     # Without the class list the leaves come in the file's order, which is not the logits' order:
@@ -520,7 +520,7 @@ def test_csv_hierarchy_with_class_list_matches_json(synth, tmp_path, capsys):
     assert _cli(capsys, "evaluate", files[0], "--hierarchy", csv_tree, "--out", tmp_path / "u.csv")[0] == 0
     unordered = _haurc(_read(tmp_path / "u.csv"))
     assert any(float(u["value"]) != pytest.approx(float(a["value"]), rel=1e-6)
-               for u, a in zip(unordered, from_json) if u["rule"] == "climbing")
+               for u, a in zip(unordered, from_json, strict=True) if u["rule"] == "climbing")
 
 
 def test_manifest_dataset_id_picks_the_builtin_tree(tmp_path, capsys):

@@ -21,7 +21,6 @@ from hsc_core.core.uncertainty import bootstrap_haurc
 from hsc_core.evaluation import RESULT_COLUMNS, ModelEvaluation, column_label, summary_rows, to_csv, wide_table
 from hsc_core.evaluation.results import csv_cell
 from hsc_core.report.tree_figure import REJECT, T_BELOW, T_HEAD, record_rows, tree_figure, tree_layout
-
 from tests.conftest import random_tree
 
 

@@ -87,7 +87,7 @@ def test_levels_keep_equal_names_in_other_branches_and_levels_apart(tmp_path):
     h = load_hierarchy(write(tmp_path, "l.csv", text), collapse_single_child=False)
     misc = [i for i, n in enumerate(h.names) if n == "misc"]
     assert sorted(h.node_ids[i] for i in misc) == ["animals/birds/misc", "animals/misc", "animals/misc/misc"]
-    by_name = dict(zip(h.node_ids, range(h.n_nodes)))
+    by_name = dict(zip(h.node_ids, range(h.n_nodes), strict=True))
     assert h.names[h.parent[by_name["ant"]]] == "misc" and h.node_ids[h.parent[by_name["ant"]]] == "animals/misc/misc"
     assert h.node_ids[h.parent[by_name["crow"]]] == "animals/birds/misc"
     assert h.n_nodes == 6 + 11
@@ -175,7 +175,7 @@ def test_newick_quotes_comments_lengths_and_unnamed_nodes(tmp_path):
     h = load_hierarchy(write(tmp_path, "t.newick", text))
     assert h.names[:5] == ("sweet pepper", "Rock'n roll", "rose", "tulip", "maple_tree")
     assert h.n_nodes == 8
-    by_id = dict(zip(h.node_ids, range(h.n_nodes)))
+    by_id = dict(zip(h.node_ids, range(h.n_nodes), strict=True))
     assert h.names[h.parent[by_id["sweet pepper"]]] == "veg"
     # Unnamed internal nodes get generated ids in pre-order: the root is node0, (rose,tulip) node1.
     assert h.node_ids[h.root] == "node0" and h.node_ids[h.parent[by_id["rose"]]] == "node1"
@@ -183,7 +183,7 @@ def test_newick_quotes_comments_lengths_and_unnamed_nodes(tmp_path):
 
 def test_newick_repeated_internal_names_become_paths(tmp_path):
     h = load_hierarchy(write(tmp_path, "t.nwk", "((a,b)X,(c,d)X,((e,f)X,g)Y)R;"))
-    ids = dict(zip(h.node_ids, h.names))
+    ids = dict(zip(h.node_ids, h.names, strict=True))
     assert {i: n for i, n in ids.items() if n == "X"} == {"R/X": "X", "R/X#1": "X", "Y/X": "X"}
     parent = {h.node_ids[v]: h.node_ids[p] for v, p in enumerate(h.parent.tolist()) if p >= 0}
     assert parent["a"] == "R/X" and parent["c"] == "R/X#1" and parent["e"] == "Y/X" and parent["Y/X"] == "Y"

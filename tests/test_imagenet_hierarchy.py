@@ -6,15 +6,16 @@ import ast
 import json
 import re
 from collections import Counter
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from hsc_core.core.hierarchy import Hierarchy, HierarchyError
 from hsc_core.datasets import imagenet
 from hsc_core.datasets.build_imagenet_hierarchy import main as build_main
 from hsc_core.datasets.build_imagenet_hierarchy import timm_imagenet_wnids
-from hsc_core.core.hierarchy import Hierarchy, HierarchyError
 
 REF = Path(__file__).resolve().parents[2] / "shared" / "reference"
 IS_A = REF / "imagenet_wordnet_is_a.txt"
@@ -102,7 +103,7 @@ def _read_dump(path: Path) -> list[tuple[int, str, float, list[int], set[str]]]:
     """Internal nodes of the authors' dump: (index, wnid, coverage, height list, children wnids)."""
     lines = path.read_text().splitlines()
     out = []
-    for head, kids in zip(lines, lines[1:]):
+    for head, kids in pairwise(lines):
         m = re.match(r"^(\d+) (n\d{8}) (\S+) ([-+0-9.e]+) (\[[0-9, ]*\])$", head)
         if m and kids.startswith("children: "):
             children = {w for w, _ in ast.literal_eval(kids[len("children: "):])}

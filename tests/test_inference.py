@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from hsc_core.datasets.logits_io import load_logits
 from hsc_core.pipeline import inference
 from hsc_core.pipeline.inference import ImageReadError, classify_image, read_image
-from hsc_core.datasets.logits_io import load_logits
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO.parent / "shared" / "imagenet-val-sample"

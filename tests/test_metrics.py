@@ -79,8 +79,6 @@ def test_chunked_nll_equals_log_softmax_across_chunk_boundaries(monkeypatch):
 def test_temperature_fit_never_holds_an_n_by_c_float64_array(monkeypatch):
     import tracemalloc
 
-    import hsc_core.core.probabilities as probabilities
-
     monkeypatch.setenv("HSC_MEMORY_BUDGET_MB", "4")
     rng = np.random.default_rng(2)
     n, c = 2000, 4000  # 64 MB as float64; the float32 logits themselves are 32 MB
@@ -115,7 +113,7 @@ def test_flat_aurc_and_gain_by_hand():
 
 def test_cc_curve_uses_rule_confidences(toy, toy_probs):
     cc = calibration_coverage_curve(toy, toy_probs, TOY_LABELS, "climbing", thresholds=np.array([0.0, 0.55, 1.0]))
-    for theta, cov, ece in zip(cc.thresholds, cc.coverage, cc.ece):
+    for theta, cov, ece in zip(cc.thresholds, cc.coverage, cc.ece, strict=True):
         nodes, conf = predict(toy, toy_probs, theta, "climbing")
         assert cov == pytest.approx(toy.coverage[nodes].mean())
         assert ece == pytest.approx(expected_calibration_error(conf, hierarchical_correctness(toy, nodes, TOY_LABELS)))
@@ -130,7 +128,7 @@ def test_dec_grid_matches_exact_curve_at_grid_points(toy):
     exact = hierarchical_rc_curve(h, probs, labels, "climbing")
     grid = hierarchical_rc_curve(h, probs, labels, "climbing", dec=2)
     assert len(grid.thresholds) <= 101 and len(exact.coverage) > len(grid.coverage)
-    for theta, c, r in zip(grid.thresholds, grid.coverage, grid.risk):
+    for theta, c, r in zip(grid.thresholds, grid.coverage, grid.risk, strict=True):
         assert (c, r) == pytest.approx(exact.at(theta))
         assert grid.at(theta) == pytest.approx((c, r))  # a grid curve answers at its own θ values
     assert abs(exact.haurc - grid.haurc) < 0.01

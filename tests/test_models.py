@@ -11,8 +11,8 @@ import pytest
 import torch
 from PIL import Image
 
-from hsc_core.pipeline import models
 from hsc_core.datasets.logits_io import load_logits
+from hsc_core.pipeline import models
 from hsc_core.pipeline.models import (
     ModelLoadError,
     UnknownModelError,
@@ -61,7 +61,8 @@ def test_positional_remap_renames_and_checks_shapes():
     tgt = OrderedDict(x=torch.empty(2, 3), y=torch.empty(4))
     out = remap_state_dict_positional(src, tgt)
     assert list(out) == ["x", "y"] and torch.equal(out["y"], src["b"])
-    with pytest.raises(WeightsMismatchError, match=r"tensor 1: weights 'b' has shape \(4,\) but model 'y' expects \(5,\)"):
+    with pytest.raises(WeightsMismatchError,
+                       match=r"tensor 1: weights 'b' has shape \(4,\) but model 'y' expects \(5,\)"):
         remap_state_dict_positional(src, OrderedDict(x=torch.empty(2, 3), y=torch.empty(5)))
     with pytest.raises(WeightsMismatchError, match="2 tensors but the model expects 1"):
         remap_state_dict_positional(src, OrderedDict(x=torch.empty(2, 3)))

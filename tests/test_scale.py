@@ -118,7 +118,7 @@ def test_toy_vectors_from_logits():
     expected = {"selective": (0.320000, 0.171976), "climbing": (0.233440, 0.131539),
                 "max_coverage": (0.250821, 0.135379), "jumping": (0.303966, 0.188524)}
     for rule, values in expected.items():
-        for loss, want in zip(("01", "severity"), values):
+        for loss, want in zip(("01", "severity"), values, strict=True):
             assert curves[(rule, loss)].haurc == pytest.approx(want, abs=5e-7)
 
 

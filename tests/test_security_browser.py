@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from browser_support import ROOT, chromium, new_page, require_browser, streamlit_server
 from PIL import Image
-
 from test_security import model_arrays, npz_bytes, zip_bomb
 
 EVIL = "http://evil.example"
@@ -86,7 +85,8 @@ def upload(pg, server: str, path: Path, start: str = "calibration_coverage") -> 
 
 
 def no_traceback(pg) -> None:
-    assert pg.locator("[data-testid=stException]").count() == 0, pg.locator("[data-testid=stException]").first.inner_text()
+    exceptions = pg.locator("[data-testid=stException]")
+    assert exceptions.count() == 0, exceptions.first.inner_text()
 
 
 def test_uploaded_sample_ids_never_show_server_files(page, server, files):

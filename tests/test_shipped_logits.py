@@ -30,7 +30,7 @@ def test_shipped_file(name):
     assert b.name == name
     assert b.logits.shape == (1894, 1000)
     assert 0.76 <= b.top1() <= 0.81
-    counts = dict(zip(*np.unique(b.sources, return_counts=True)))
+    counts = dict(zip(*np.unique(b.sources, return_counts=True), strict=True))
     assert counts == {VERI: 1300, ROMAN: 594}
     m = b.manifest
     assert m["model"] == name and m["n_samples"] == 1894 and m["n_classes"] == 1000

@@ -19,9 +19,16 @@ from hsc_core.core.rules import RULE_LABELS, RULES, decision_paths  # noqa: E402
 from hsc_core.report import style  # noqa: E402
 from hsc_core.report.sweep import operating_point_grid, rc_sweep_figure  # noqa: E402
 from hsc_core.report.tree_figure import (  # noqa: E402
-    REJECT, THETA_GRID, T_HEAD, T_PICKS, T_THETA, pick_index, record_rows, tree_figure, tree_layout,
+    REJECT,
+    T_HEAD,
+    T_PICKS,
+    T_THETA,
+    THETA_GRID,
+    pick_index,
+    record_rows,
+    tree_figure,
+    tree_layout,
 )
-
 from tests.conftest import TOY_LABELS, TOY_LEAF_PROBS  # noqa: E402
 
 
@@ -53,7 +60,7 @@ def test_toy_sample0_frames_follow_the_definitions(toy_setup):
     lay = tree_layout(h, probs[0], record_rows(paths, 0), int(TOY_LABELS[0]))
     assert lay.pred_leaf == 0 and lay.lca == 8  # leaf 0 and leaf 2 meet only at the root
     node_trace = fig.data[2]
-    pos = {int(v): (x, y) for v, x, y in zip(lay.nodes, node_trace.x, node_trace.y)}
+    pos = {int(v): (x, y) for v, x, y in zip(lay.nodes, node_trace.x, node_trace.y, strict=True)}
     climbing = list(RULES).index("climbing")
     for name, node in (("0.30", 0), ("0.31", 5), ("0.35", 5), ("0.36", 8)):
         frame = next(f for f in fig.frames if f.name == name)
@@ -76,9 +83,9 @@ def test_tree_marks_correctness_by_colour_and_shape(toy_setup):
     fig = tree_figure(h, probs[0], record_rows(paths, 0), 2, 0.5, animate=False)
     lay = tree_layout(h, probs[0], record_rows(paths, 0), 2)
     nodes = lay.nodes.tolist()
-    symbols = dict(zip(nodes, fig.data[2].marker.symbol))
-    colours = dict(zip(nodes, fig.data[2].marker.color))
-    texts = dict(zip(nodes, fig.data[2].text))
+    symbols = dict(zip(nodes, fig.data[2].marker.symbol, strict=True))
+    colours = dict(zip(nodes, fig.data[2].marker.color, strict=True))
+    texts = dict(zip(nodes, fig.data[2].text, strict=True))
     assert symbols[0] == style.WRONG_SYMBOL and colours[0] == style.WRONG_COLOUR and style.WRONG_MARK in texts[0]
     assert symbols[2] == style.CORRECT_SYMBOL and colours[2] == style.CORRECT_COLOUR and style.CORRECT_MARK in texts[2]
     assert REJECT in texts[h.root]
@@ -159,8 +166,8 @@ def test_rc_sweep_frames_hold_the_exact_operating_points(toy_setup):
 # ---------------------------------------------------------------------------- curated samples
 def test_curated_rows_follow_their_definitions():
     from dashboard import views
-    from hsc_core.core.synthetic import synthetic_logits
     from hsc_core.core.probabilities import softmax
+    from hsc_core.core.synthetic import synthetic_logits
     from hsc_core.datasets.imagenet import imagenet_hierarchy
 
     h = imagenet_hierarchy()

@@ -11,7 +11,6 @@ from hsc_core.core.probabilities import node_probabilities, softmax
 from hsc_core.core.risk import hierarchical_correctness
 from hsc_core.core.rules import decision_paths
 from hsc_core.core.synthetic import synthetic_logits
-from hsc_core.evaluation.repeated_splits import repeated_split_evaluation, summarize_repetitions
 from hsc_core.core.thresholds import (
     climbing_tight_thresholds,
     select_threshold,
@@ -19,6 +18,7 @@ from hsc_core.core.thresholds import (
     stratified_split_sampler,
     theorem1_epsilon,
 )
+from hsc_core.evaluation.repeated_splits import repeated_split_evaluation, summarize_repetitions
 
 # Definitions §6.3, δ = 0.1.
 EPS_TABLE = {

@@ -88,7 +88,7 @@ def test_haurc_reproduces_authors_vectors_exactly(toy, rule):
     grid θ = 0.8 it is rejected there: the only reason these differ from the exact values below.
     """
     probs32 = _authors_float32_node_probs(toy)
-    for loss, expected in zip(("01", "severity"), AUTHORS_HAURC[rule]):
+    for loss, expected in zip(("01", "severity"), AUTHORS_HAURC[rule], strict=True):
         got = hierarchical_rc_curve(toy, probs32, TOY_LABELS, rule, loss, dec=2).haurc
         assert round(got, 6) == pytest.approx(expected, abs=1e-9)
 
@@ -100,7 +100,7 @@ EXACT = {"climbing": (0.233440, 0.131539), "max_coverage": (0.250821, 0.135379),
 
 @pytest.mark.parametrize("rule", sorted(EXACT))
 def test_hierarchical_haurc_toy(toy, toy_probs, rule):
-    for loss, expected in zip(("01", "severity"), EXACT[rule]):
+    for loss, expected in zip(("01", "severity"), EXACT[rule], strict=True):
         assert _hand_haurc(toy, toy_probs, rule, loss) == pytest.approx(expected, abs=5e-7)
         for dec in (None, 2):
             assert hierarchical_rc_curve(toy, toy_probs, TOY_LABELS, rule, loss, dec=dec).haurc == pytest.approx(expected, abs=5e-7)

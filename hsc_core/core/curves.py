@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .hierarchy import Hierarchy
 from ..config import rows_per_chunk
 from .events import rule_events
+from .hierarchy import Hierarchy
 from .risk import Loss, hierarchical_correctness
 from .rules import DecisionPaths, Rule, decision_paths, theta_in_precision
 from .validation import check_labels
@@ -224,7 +224,7 @@ class CCCurve:
 
 def calibration_coverage_curve(
     hierarchy: Hierarchy,
-    node_probs: np.ndarray,
+    node_probs: np.ndarray | None,
     labels: np.ndarray,
     rule: Rule = "climbing",
     thresholds: np.ndarray | None = None,
@@ -239,9 +239,16 @@ def calibration_coverage_curve(
     ``threshold_grid_from_logits``) it may be None, so no samples × nodes matrix is needed.
     """
     if paths is None:
+        if node_probs is None:
+            raise ValueError("node_probs is needed to build the decision paths; pass paths")
         paths = decision_paths(hierarchy, node_probs, rule)
     labels = check_labels(labels, paths.n_samples, hierarchy.n_leaves)
-    grid = rounded_threshold_grid(node_probs, 2) if thresholds is None else np.asarray(thresholds, float)
+    if thresholds is None:
+        if node_probs is None:
+            raise ValueError("node_probs is needed for the default θ grid; pass thresholds")
+        grid = rounded_threshold_grid(node_probs, 2)
+    else:
+        grid = np.asarray(thresholds, float)
     cov = np.empty(grid.size)
     ece = np.empty(grid.size)
     for i, theta in enumerate(grid):

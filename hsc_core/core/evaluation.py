@@ -97,6 +97,7 @@ def threshold_grid_from_logits(
     ``decision_paths_from_logits``; pass the grid to ``curves.rc_curve_from_paths(grid=...)``.
     """
     _, grid = _scan(hierarchy, logits, temperature, (), dec, chunk_size, progress, precision, rows)
+    assert grid is not None  # dec is an int, so the scan built the grid
     return grid
 
 
@@ -226,7 +227,7 @@ def node_probability_chunks(
         progress(0, n)
     for start in range(0, n, int(chunk_size)):
         take = slice(start, start + chunk_size)
-        block = (arr[take] if index is None else arr[index[take]]).astype(dtype, copy=False)
+        block: np.ndarray = (arr[take] if index is None else arr[index[take]]).astype(dtype, copy=False)
         finite = np.isfinite(block).all(axis=1)
         if not finite.all():
             bad = start + int(np.flatnonzero(~finite)[0])
@@ -236,7 +237,7 @@ def node_probability_chunks(
             progress(min(start + chunk_size, n), n)
 
 
-def _scan(hierarchy: Hierarchy, logits: np.ndarray, temperature: float, rules: tuple[str, ...], dec: int | None,
+def _scan(hierarchy: Hierarchy, logits: np.ndarray, temperature: float, rules: tuple[Rule, ...], dec: int | None,
           chunk_size: int | None, progress: Progress | None, precision: Precision | None,
           rows: np.ndarray | None = None) -> tuple[dict[str, DecisionPaths], np.ndarray | None]:
     """One pass over the logits: every rule's records and (if ``dec``) the θ grid."""
@@ -244,7 +245,7 @@ def _scan(hierarchy: Hierarchy, logits: np.ndarray, temperature: float, rules: t
     for rule in rules:
         if rule not in RULES:
             raise ValueError(f"unknown rule {rule!r}; choose one of {', '.join(RULES)}")
-    present = None
+    present = np.zeros(0, dtype=bool)  # grid values seen, when dec asks for the grid
     if dec is not None:
         if isinstance(dec, bool) or not isinstance(dec, (int, np.integer)) or not 0 <= dec <= 6:
             raise ValueError(f"dec must be an integer between 0 and 6, got {dec!r}")
@@ -255,8 +256,8 @@ def _scan(hierarchy: Hierarchy, logits: np.ndarray, temperature: float, rules: t
         leaf = argmax_leaf(hierarchy, probs)
         for rule in rules:
             parts[rule].append(decision_paths(hierarchy, probs, rule, leaf=leaf))
-        if present is not None:
+        if dec is not None:
             threshold_grid_keys(probs, dec, present)
     paths = {rule: concat_decision_paths(p) for rule, p in parts.items()}
-    grid = None if present is None else np.flatnonzero(present) / 10**dec
+    grid = None if dec is None else np.flatnonzero(present) / 10**dec
     return paths, grid

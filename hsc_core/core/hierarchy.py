@@ -108,7 +108,8 @@ class Hierarchy:
         # Walk up from each leaf; detect cycles along the way.
         kept: dict[str, str | None] = {}
         for leaf in leaves:
-            node, seen = leaf, set()
+            node: str | None = leaf
+            seen: set[str] = set()
             while node is not None:
                 if node in seen:
                     raise HierarchyError(f"the parent links contain a cycle through {node!r}")
@@ -129,9 +130,9 @@ class Hierarchy:
         if len(roots) != 1:
             raise HierarchyError(f"expected exactly one root, found {len(roots)}: {sorted(roots)[:5]}")
         children: dict[str, list[str]] = {n: [] for n in kept}
-        for n, p in kept.items():
-            if p is not None:
-                children[p].append(n)
+        for n, par in kept.items():
+            if par is not None:
+                children[par].append(n)
         if collapse_single_child:
             for n in sorted(kept, key=lambda x: order.get(x, len(order))):
                 if n in leaf_set or len(children[n]) != 1:
@@ -145,7 +146,7 @@ class Hierarchy:
         # Count leaves per node to order internal nodes by coverage.
         n_under: dict[str, int] = {n: 0 for n in kept}
         for leaf in leaves:
-            node: str | None = leaf
+            node = leaf
             while node is not None:
                 n_under[node] += 1
                 node = kept[node]
@@ -153,7 +154,7 @@ class Hierarchy:
         internal.sort(key=lambda n: (n_under[n], order.get(n, len(order))))
         ordered = leaves + internal
         index = {n: i for i, n in enumerate(ordered)}
-        parent = np.array([-1 if kept[n] is None else index[kept[n]] for n in ordered], dtype=np.int64)
+        parent = np.array([-1 if (par := kept[n]) is None else index[par] for n in ordered], dtype=np.int64)
         nm = names or {}
         return cls(parent, len(leaves), tuple(ordered), tuple(nm.get(n, n) for n in ordered))
 
@@ -206,7 +207,7 @@ class Hierarchy:
             "n_leaves": self.n_leaves,
             "nodes": [
                 {"id": i, "name": n, "parent": int(p)}
-                for i, n, p in zip(self.node_ids, self.names, self.parent.tolist())
+                for i, n, p in zip(self.node_ids, self.names, self.parent.tolist(), strict=True)
             ],
         }
 

@@ -153,7 +153,9 @@ def concat_decision_paths(parts: list[DecisionPaths]) -> DecisionPaths:
     width = max(p.nodes.shape[1] for p in parts)
 
     def pad(a: np.ndarray) -> np.ndarray:
-        return a if a.shape[1] == width else np.concatenate([a, np.repeat(a[:, -1:], width - a.shape[1], axis=1)], axis=1)
+        if a.shape[1] == width:
+            return a
+        return np.concatenate([a, np.repeat(a[:, -1:], width - a.shape[1], axis=1)], axis=1)
 
     return DecisionPaths(
         rule=parts[0].rule,

@@ -45,7 +45,7 @@ def synthetic_taxonomy(n_leaves: int = 10_000, depth: int = 7, seed: int = 0, sk
         weights = rng.pareto(skew, len(above)) + 1e-3
         extra = rng.choice(len(above), size - len(above), p=weights / weights.sum())
         parents = np.r_[np.arange(len(above)), extra][rng.permutation(size)]
-        parent_of.update(zip(names, (above[i] for i in parents.tolist())))
+        parent_of.update(zip(names, (above[i] for i in parents.tolist()), strict=True))
         above = names
     return Hierarchy.from_parent_map(parent_of, above)
 
@@ -56,7 +56,7 @@ def _draw(hierarchy: Hierarchy, labels: np.ndarray, ancestor: np.ndarray, diffic
     n, k = labels.size, hierarchy.n_leaves
     rng = np.random.default_rng(seed)
     leaves_under = hierarchy.leaf_matrix.tocsr()
-    out = np.empty((n, k), dtype=dtype)  # never wider than float32: no dense float64 n × leaves
+    out: np.ndarray = np.empty((n, k), dtype=dtype)  # never wider than float32: no dense float64 n × leaves
     boost = np.float32(subtree_boost)
     for s in range(0, n, chunk):  # chunks keep the float32 working block small
         e = min(s + chunk, n)
@@ -104,7 +104,9 @@ def synthetic_logits(
     lo, hi = 0.0, 60.0
     for _ in range(22):
         mid = (lo + hi) / 2
-        logits = _draw(hierarchy, labels[:pilot], ancestor[:pilot], difficulty[:pilot], mid, noise, subtree_boost, seed + 1)
+        logits = _draw(hierarchy, labels[:pilot], ancestor[:pilot], difficulty[:pilot], mid, noise, subtree_boost,
+                       seed + 1)
         acc = (logits.argmax(axis=1) == labels[:pilot]).mean()
         lo, hi = (mid, hi) if acc < top1 else (lo, mid)
-    return _draw(hierarchy, labels, ancestor, difficulty, (lo + hi) / 2, noise, subtree_boost, seed + 2, dtype=dtype), labels
+    logits = _draw(hierarchy, labels, ancestor, difficulty, (lo + hi) / 2, noise, subtree_boost, seed + 2, dtype=dtype)
+    return logits, labels

@@ -49,7 +49,8 @@ def climbing_tight_thresholds(
     return np.where(leaf == labels, 0.0, theta)
 
 
-def selective_thresholds(hierarchy: Hierarchy, node_probs: np.ndarray, labels: np.ndarray, eps_tight: float = 1e-6) -> np.ndarray:
+def selective_thresholds(hierarchy: Hierarchy, node_probs: np.ndarray, labels: np.ndarray,
+                         eps_tight: float = 1e-6) -> np.ndarray:
     """Selective's per-sample minimal correct θ: p_max + eps_tight if the top leaf is wrong, else 0."""
     probs = np.asarray(node_probs)[:, : hierarchy.n_leaves]
     labels = check_labels(labels, probs.shape[0], hierarchy.n_leaves)
@@ -171,11 +172,15 @@ def solve_theorem1(
     missing = [k for k, v in given.items() if v is None]
     if len(missing) != 1:
         raise ValueError(f"give exactly three of alpha, n, epsilon, delta (missing: {missing or 'none'})")
+    # Exactly one is None (checked above): the asserts tell the type checker which.
     if alpha is None:
+        assert n is not None and epsilon is not None and delta is not None
         alpha = theorem1_alpha(int(n), epsilon, delta)
     elif n is None:
+        assert epsilon is not None and delta is not None
         n = theorem1_n(alpha, epsilon, delta)
     elif epsilon is None:
+        assert delta is not None
         epsilon = theorem1_epsilon(int(n), alpha, delta)
     else:
         delta = theorem1_delta(int(n), alpha, epsilon)

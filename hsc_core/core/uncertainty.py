@@ -19,13 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from scipy import stats
 
 from .curves import hierarchical_gain
-from .hierarchy import Hierarchy
 from .events import RuleEvents, rule_events
+from .hierarchy import Hierarchy
 from .risk import Loss
 from .rules import RULES, DecisionPaths
 
@@ -42,7 +43,7 @@ _BATCH_ELEMENTS = 1_000_000
 _BATCH_MIN, _BATCH_MAX = 8, 64
 
 
-def weighted_haurc(events: RuleEvents, weights: np.ndarray) -> np.ndarray:
+def weighted_haurc(events: RuleEvents, weights: np.ndarray) -> np.ndarray | float:
     """hAURC of the curve with sample i counted ``weights[b, i]`` times, for each row b.
 
     weights : (B, n_samples) non-negative counts (a bootstrap resample), or (n_samples,).
@@ -169,7 +170,8 @@ def bootstrap_haurc(
 
     def statistic(idx: np.ndarray, axis: int = -1) -> np.ndarray:
         w = counts_from_indices(np.moveaxis(idx, axis, -1).reshape(-1, n), n)
-        areas = {r: weighted_haurc(e, w) for r, e in events.items()}
+        # 2-D weights, so each area is a (B,) array, never the scalar of 1-D weights
+        areas = {r: cast(np.ndarray, weighted_haurc(e, w)) for r, e in events.items()}
         out = [areas[r] for r in rules] + [_gains(areas["selective"], areas[r]) for r in gain_rules]
         return np.stack(out)
 
@@ -178,9 +180,9 @@ def bootstrap_haurc(
     res = stats.bootstrap((np.arange(n),), statistic, n_resamples=n_resamples, batch=batch, vectorized=True,
                           confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed))
     low, high = np.atleast_1d(res.confidence_interval.low), np.atleast_1d(res.confidence_interval.high)
-    intervals = [Interval(float(e), float(lo), float(hi)) for e, lo, hi in zip(full, low, high)]
-    haurc = dict(zip(rules, intervals[: len(rules)]))
-    gain = dict(zip(gain_rules, intervals[len(rules):]))
+    intervals = [Interval(float(e), float(lo), float(hi)) for e, lo, hi in zip(full, low, high, strict=True)]
+    haurc = dict(zip(rules, intervals[: len(rules)], strict=True))
+    gain = dict(zip(gain_rules, intervals[len(rules):], strict=True))
     # The gain's point estimate is the curves' own (hierarchical_gain), not a re-derivation.
     gain = {r: Interval(hierarchical_gain(haurc["selective"].estimate, haurc[r].estimate), g.low, g.high)
             for r, g in gain.items()}

@@ -158,7 +158,7 @@ def compare_hierarchies(a: Hierarchy, b: Hierarchy) -> dict:
     ]
     ca, cb = clusters(a), clusters(b)
     ia, ib = set(a.node_ids[a.n_leaves:]), set(b.node_ids[b.n_leaves:])
-    name_a, name_b = dict(zip(a.node_ids, a.names)), dict(zip(b.node_ids, b.names))
+    name_a, name_b = dict(zip(a.node_ids, a.names, strict=True)), dict(zip(b.node_ids, b.names, strict=True))
     return {
         "n_nodes": (a.n_nodes, b.n_nodes),
         "root": (f"{a.node_ids[a.root]} {a.names[a.root]}", f"{b.node_ids[b.root]} {b.names[b.root]}"),

@@ -207,7 +207,11 @@ def _class_list(classes: ClassesArg) -> list[str] | None:
 
 def _no_duplicates(names: Sequence[str], where: str) -> None:
     seen: set[str] = set()
-    dup = [n for n in names if n in seen or seen.add(n)]
+    dup = []
+    for n in names:
+        if n in seen:
+            dup.append(n)
+        seen.add(n)
     if dup:
         raise HierarchyError(f"duplicate class names in the {where}: {_few(dict.fromkeys(dup))}")
 
@@ -398,13 +402,15 @@ def _tree_from_levels(path, rows, classes, collapse) -> Hierarchy:
             if parent is not None:
                 parent_of.setdefault(node, parent)
             parent = node
-        parent_of[cls] = parent if parent is not None else root
+        top = parent if parent is not None else root
+        assert top is not None  # with a shared root every row has cells; otherwise root is set
+        parent_of[cls] = top
     leaves = [cls for _, cls, _ in paths]
     return _build(path, parent_of, leaves, names, classes, collapse)
 
 
 # ---------------------------------------------------------------------------------------- newick
-def _read_newick(path, text):
+def _read_newick(path: Path, text: str) -> tuple[dict[str, str], list[str], dict[str, str]]:
     try:
         trees = newick.loads(text.strip())
     except (ValueError, IndexError) as exc:
@@ -457,7 +463,7 @@ def _tree_from_json(path, classes, collapse) -> Hierarchy:
         return tree  # keep the document's own node order
     leaves = list(tree.node_ids[: tree.n_leaves])
     parent_of = {tree.node_ids[v]: tree.node_ids[p] for v, p in enumerate(tree.parent.tolist()) if p >= 0}
-    return _build(path, parent_of, leaves, dict(zip(tree.node_ids, tree.names)), classes, collapse)
+    return _build(path, parent_of, leaves, dict(zip(tree.node_ids, tree.names, strict=True)), classes, collapse)
 
 
 # ---------------------------------------------------------------------------------------- common

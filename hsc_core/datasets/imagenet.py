@@ -83,7 +83,7 @@ def imagenet_class_names() -> tuple[str, ...]:
 def _name_map() -> dict[str, str]:
     # Ids that are in neither file (a custom is-a file) keep their wnid as the name.
     tree = _wordnet_tree()
-    names = dict(zip(tree.node_ids, tree.names))
+    names = dict(zip(tree.node_ids, tree.names, strict=True))
     try:
         names.update(json.loads(NAMES_JSON.read_text()))
     except (OSError, json.JSONDecodeError):

@@ -14,8 +14,8 @@ A user data set is a folder ``<datasets dir>/<name>/`` holding
   "collapse_single_child": …}``, passed on to ``load_hierarchy``.
 
 The datasets dir is ``$HSC_DATASETS_DIR``, else ``datasets/`` beside the cached-logits folder
-(:func:`hsc_core.config.datasets_dir`, the one default the ``hsc`` command and the dashboard share). A logits manifest names its data set
-with the key ``"dataset_id"`` (see :func:`dataset_for_manifest`).
+(:func:`hsc_core.config.datasets_dir`, the one default the ``hsc`` command and the dashboard share).
+A logits manifest names its data set with the key ``"dataset_id"`` (see :func:`dataset_for_manifest`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import os
 import re
 import warnings
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from .. import config
@@ -159,7 +159,7 @@ def load_dataset(name: str, user_dir: str | os.PathLike | None = None) -> Datase
     return _user_dataset(str(folder.resolve()), stamp)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _builtin(name: str) -> Dataset:
     return _BUILTINS[name]()
 
@@ -172,8 +172,8 @@ def _dataset_files(folder: Path) -> tuple[Path, Path | None, Path | None]:
     if len(hierarchies) > 1:
         raise HierarchyError(f"{folder}: several hierarchy files ({', '.join(p.name for p in hierarchies)}); keep one")
     base = folder.resolve()
-    optional = [folder / "classes.txt", folder / "dataset.json"]
-    files = (hierarchies[0], *(p if p.is_file() else None for p in optional))
+    classes, meta = (p if p.is_file() else None for p in (folder / "classes.txt", folder / "dataset.json"))
+    files = (hierarchies[0], classes, meta)
     for p in files:
         if p is not None and not p.resolve().is_relative_to(base):
             raise HierarchyError(f"{p} leads outside its data set folder")

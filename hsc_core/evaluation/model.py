@@ -22,8 +22,13 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..core.curves import CCCurve, RCCurve, calibration_coverage_curve, hierarchical_gain, rc_curve_from_paths
-from ..core.evaluation import Precision, decision_paths_from_logits, node_probabilities_rows, node_probability_chunks
-from ..core.evaluation import threshold_grid_from_logits
+from ..core.evaluation import (
+    Precision,
+    decision_paths_from_logits,
+    node_probabilities_rows,
+    node_probability_chunks,
+    threshold_grid_from_logits,
+)
 from ..core.hierarchy import Hierarchy
 from ..core.probabilities import fit_temperature
 from ..core.protocol import CALIBRATION_FRACTION, SPLIT_SEED, calibration_mask, check_protocol, evaluation_mask
@@ -146,7 +151,7 @@ class EvaluationSet:
         """True leaf → positions of its evaluated samples."""
         order = np.argsort(self.labels, kind="stable")
         classes, starts = np.unique(self.labels[order], return_index=True)
-        return dict(zip(classes.tolist(), np.split(order, starts[1:])))
+        return dict(zip(classes.tolist(), np.split(order, starts[1:]), strict=True))
 
     def node_probabilities(self, positions: int | Sequence[int] | np.ndarray) -> np.ndarray:
         """Node probabilities of a few evaluated samples, (len(positions), n_nodes), on demand.
@@ -208,8 +213,9 @@ class EvaluationSet:
         """rule → calibration–coverage curve on the authors' 2-decimal θ grid."""
         def compute() -> dict[str, CCCurve]:
             grid = self.theta_grid(2, progress=progress)
+            # self.paths holds every rule, in RULES order
             return {rule: calibration_coverage_curve(self.hierarchy, None, self.labels, rule, thresholds=grid,
-                                                     n_bins=n_bins, paths=p) for rule, p in self.paths.items()}
+                                                     n_bins=n_bins, paths=self.paths[rule]) for rule in RULES}
         return self._memo.get(("cc", n_bins), compute)
 
     def bootstrap(self, loss: Loss = "01", *, n_resamples: int = N_RESAMPLES,
@@ -242,13 +248,14 @@ class EvaluationSet:
             rows.append(ev.row(self, "", "", "temperature", self.temperature))
         for loss in losses:
             boot = self.bootstrap(loss, n_resamples=n_resamples, seed=seed) if intervals else None
-            for rule in self.paths:
+            n_boot = None if boot is None else n_resamples
+            for rule in RULES:  # self.paths holds every rule, in this order
                 h = boot.haurc[rule] if boot else None
-                rows.append(ev.row(self, rule, loss, "haurc", self.haurc(rule, loss, dec), h and (h.low, h.high),
-                                   dec, boot and n_resamples))
+                rows.append(ev.row(self, rule, loss, "haurc", self.haurc(rule, loss, dec),
+                                   None if h is None else (h.low, h.high), dec, n_boot))
                 g = boot.gain.get(rule) if boot else None
-                rows.append(ev.row(self, rule, loss, "gain_percent", self.gain(rule, loss, dec), g and (g.low, g.high),
-                                   dec, boot and n_resamples))
+                rows.append(ev.row(self, rule, loss, "gain_percent", self.gain(rule, loss, dec),
+                                   None if g is None else (g.low, g.high), dec, n_boot))
         return rows
 
 
@@ -370,8 +377,8 @@ class ModelEvaluation:
         return self._memo.get(("set", bool(ts)), lambda: EvaluationSet(self, bool(ts), self.rows_for(ts), progress))
 
     # ------------------------------------------------------------------ results
-    def results(self, losses: Sequence[Loss] = LOSSES, dec: int | None = None, *, settings: Sequence[bool] = (False, True),
-                intervals: bool = False, n_resamples: int = N_RESAMPLES,
+    def results(self, losses: Sequence[Loss] = LOSSES, dec: int | None = None, *,
+                settings: Sequence[bool] = (False, True), intervals: bool = False, n_resamples: int = N_RESAMPLES,
                 seed: int = BOOTSTRAP_SEED) -> list[ResultRow]:
         """Tidy result rows (``results.RESULT_COLUMNS``) of every setting, rule and loss."""
         out: list[ResultRow] = []

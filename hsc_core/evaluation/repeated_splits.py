@@ -80,7 +80,8 @@ def repeated_split_evaluation(
                 correct_cal = int((cal_li < theta).sum())
                 cov_all = coverage_sum[curve.index_at(theta)]
                 cov_cal = node_cov[cal_paths.predict(theta)[0]].sum()
-                rows.append((rep, alpha, name, theta, (correct_all - correct_cal) / n_test, (cov_all - cov_cal) / n_test))
+                rows.append((rep, alpha, name, theta,
+                             (correct_all - correct_cal) / n_test, (cov_all - cov_cal) / n_test))
             if "darts" in baselines:
                 test = np.setdiff1d(np.arange(n), cal, assume_unique=True)
                 lam = darts_lambda(hierarchy, probs[cal], labels[cal], alpha)

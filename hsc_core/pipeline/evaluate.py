@@ -39,6 +39,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.hierarchy import Hierarchy
 from ..core.protocol import CALIBRATION_FRACTION, PROTOCOLS, SPLIT_SEED, check_protocol, protocol_text
@@ -50,6 +51,9 @@ from ..evaluation.model import ModelEvaluation
 from ..evaluation.resolve import builtin_hierarchy, expand_inputs, load_user_hierarchy, resolve_hierarchy
 from ..evaluation.results import RESULT_COLUMNS, SUMMARY_COLUMNS, hierarchy_hash, summary_rows, to_csv, wide_table
 from .distributed import LOCAL_RAY, default_workers, map_jobs
+
+if TYPE_CHECKING:
+    from tqdm.auto import tqdm
 
 # builtin_hierarchy, expand_inputs and load_user_hierarchy are re-exported for ``hsc report``
 # (report/html_report.py imports them from here) until it imports them from the layer.
@@ -113,7 +117,9 @@ def _build_settings(ev: ModelEvaluation, progress: Progress) -> None:
     protocol the two differ in size (no TS: every sample), so the offsets are their real sizes."""
     sizes = [int(ev.rows_for(ts).size) for ts in (False, True)]
     for ts, offset in ((False, 0), (True, sizes[0])):
-        ev.setting(ts, progress=lambda done, _n, o=offset: progress(o + done, sum(sizes)))
+        def report(done: int, _n: int, o: int = offset) -> None:
+            progress(o + done, sum(sizes))
+        ev.setting(ts, progress=report)
 
 
 def check_dec(dec: int | None) -> None:
@@ -224,7 +230,8 @@ class _SampleBar:
     """``progress(done, total)`` callback drawing a tqdm bar on stderr, created on first use."""
 
     def __init__(self, name: str) -> None:
-        self.name, self.bar = name, None
+        self.name = name
+        self.bar: tqdm | None = None
 
     def __call__(self, done: int, total: int) -> None:
         if self.bar is None:
@@ -271,14 +278,14 @@ def evaluate_many(
     """
     check_dec(dec)
     check_protocol(protocol)
-    paths = [Path(p) for p in paths]
+    files = [Path(p) for p in paths]
     settings = {"dec": dec, "protocol": protocol, "cal_fraction": cal_fraction, "seed": seed,
                 "hierarchy": hierarchy_hash(hierarchy) or "builtin"}
     cache = Path(cache_dir) if cache_dir is not None else None
     results: dict[int, list[dict]] = {}
     keys: dict[int, str] = {}
     trees: dict[str, str] = {}
-    for i, p in enumerate(paths):
+    for i, p in enumerate(files):
         if cache is not None:
             tree_tag = {"tree": _builtin_tree_tag(p, trees)} if hierarchy is None else {}
             try:
@@ -292,23 +299,23 @@ def evaluate_many(
                 if rows is not None:
                     results[i] = rows
     n_cached = len(results)
-    todo = [i for i in range(len(paths)) if i not in results]
+    todo = [i for i in range(len(files)) if i not in results]
     n_workers = default_workers(len(todo)) if workers is None else workers
     in_process = ray_address is None and (n_workers <= 1 or len(todo) <= 1)
-    jobs = [(str(paths[i]), hierarchy, dec, protocol, cal_fraction, seed, progress and in_process) for i in todo]
+    jobs = [(str(files[i]), hierarchy, dec, protocol, cal_fraction, seed, progress and in_process) for i in todo]
     errors: dict[str, str] = {}
-    bar = _progress_bar(len(paths), n_cached, progress, "ray" if ray_address else "local")
+    bar = _progress_bar(len(files), n_cached, progress, "ray" if ray_address else "local")
     try:
         for j, out in map_jobs(_evaluate_job, jobs, workers=workers, ray_address=ray_address,
                                on_ray_task_error=lambda message: {"error": message}):
             i = todo[j]
             if "error" in out:
-                errors[str(paths[i])] = out["error"]
+                errors[str(files[i])] = out["error"]
             else:
                 results[i] = out["rows"]
-                if i in keys:
-                    write_json_atomic(cache_file(cache, paths[i]), {
-                        "format": CACHE_FORMAT, "key": keys[i], "file": str(paths[i]), "settings": settings,
+                if cache is not None and i in keys:
+                    write_json_atomic(cache_file(cache, files[i]), {
+                        "format": CACHE_FORMAT, "key": keys[i], "file": str(files[i]), "settings": settings,
                         "rows": out["rows"],
                     })
             if bar is not None:
@@ -316,9 +323,9 @@ def evaluate_many(
     finally:
         if bar is not None:
             bar.close()
-    names = model_names(paths)
+    names = model_names(files)
     # The same file may be named differently from run to run; name it as given now.
-    return ([{**row, "model": names[i], "file": str(paths[i])} for i in sorted(results) for row in results[i]],
+    return ([{**row, "model": names[i], "file": str(files[i])} for i in sorted(results) for row in results[i]],
             errors, n_cached)
 
 
@@ -378,7 +385,7 @@ def format_summary(summary: Sequence[dict], *, protocol: str = "project", cal_fr
             loss_name = "0/1 loss" if loss == "01" else "severity loss"
             lines.append(f"{ds or 'models'} — {loss_name}, mean ± SEM over {n} model{'s' * (n != 1)}")
             header = ("rule", "hAURC×1000", "gain %", "hAURC×1000 (TS)", "gain % (TS)")
-            table = [header]
+            table: list[tuple[str, ...]] = [header]
             for rule in rules:
                 cells = [RULE_LABELS[rule]]
                 for ts in (False, True):
@@ -389,7 +396,7 @@ def format_summary(summary: Sequence[dict], *, protocol: str = "project", cal_fr
             widths = [max(len(row[k]) for row in table) for k in range(len(header))]
             for row in table:
                 lines.append("  " + "  ".join(c.ljust(w) if k == 0 else c.rjust(w)
-                                               for k, (c, w) in enumerate(zip(row, widths))))
+                                               for k, (c, w) in enumerate(zip(row, widths, strict=True))))
             lines.append("")
     lines.append(protocol_sentence(protocol, cal_fraction=cal_fraction, seed=seed))
     return "\n".join(lines)

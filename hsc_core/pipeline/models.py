@@ -183,7 +183,7 @@ def remap_state_dict_positional(
             f"weights have {len(src)} tensors but the model expects {len(tgt)}; wrong architecture?"
         )
     out: OrderedDict[str, torch.Tensor] = OrderedDict()
-    for i, ((sk, sv), (tk, tv)) in enumerate(zip(src, tgt)):
+    for i, ((sk, sv), (tk, tv)) in enumerate(zip(src, tgt, strict=True)):
         if tuple(sv.shape) != tuple(tv.shape):
             raise WeightsMismatchError(
                 f"tensor {i}: weights {sk!r} has shape {tuple(sv.shape)} but model {tk!r} "
@@ -303,7 +303,8 @@ def load_model(name: str, device: str | torch.device = "cpu", pretrained: bool =
             path = weights_file(spec.weights_package)
             state = torch.load(path, map_location="cpu", weights_only=True)
             model.load_state_dict(remap_state_dict_positional(state, model.state_dict()), strict=True)
-            weights = f"{spec.weights_package.replace('_', '-')}=={_package_version(spec.weights_package)} ({path.name})"
+            package = spec.weights_package
+            weights = f"{package.replace('_', '-')}=={_package_version(package)} ({path.name})"
         else:
             weights = "random init"
         info = ModelInfo(

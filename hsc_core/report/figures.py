@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, Protocol
 
 import numpy as np
@@ -24,9 +25,9 @@ from hsc_core.core.rules import RULE_LABELS, RULES
 from . import style
 
 # Kept under the names the dashboard has always used; the values are THE palette.
-RULE_COLORS = {rule: style.rule_colour(rule) for rule in RULES}
-RULE_SYMBOLS = {rule: style.rule_symbol(rule) for rule in RULES}
-RULE_DASHES = {rule: style.rule_dash(rule) for rule in RULES}
+RULE_COLORS: dict[str, str] = {rule: style.rule_colour(rule) for rule in RULES}
+RULE_SYMBOLS: dict[str, str] = {rule: style.rule_symbol(rule) for rule in RULES}
+RULE_DASHES: dict[str, str] = {rule: style.rule_dash(rule) for rule in RULES}
 METHOD_COLORS = {"hsc": style.OKABE_ITO["blue"], "darts": style.OKABE_ITO["vermillion"],
                  "crc": style.OKABE_ITO["reddish_purple"]}
 METHOD_LABELS = {"hsc": "Ours (Algorithm 1)", "darts": "DARTS", "crc": "CRC"}
@@ -171,7 +172,8 @@ def rc_figure(
                 x=[r.coverage], y=[r.risk], mode="markers", legendgroup=r.key, showlegend=False,
                 marker=dict(color=RULE_COLORS[r.key], size=13, symbol=RULE_SYMBOLS[r.key],
                             line=dict(color="black", width=1)),
-                hovertemplate=f"{r.rule} at θ = {r.θ:.2f}<br>coverage {r.coverage:.4f}<br>risk {r.risk:.4f}<extra></extra>",
+                hovertemplate=(f"{r.rule} at θ = {r.θ:.2f}<br>coverage {r.coverage:.4f}<br>"
+                               f"risk {r.risk:.4f}<extra></extra>"),
             ))
     fig = go.Figure(traces)
     fig.update_xaxes(title_text="hierarchical coverage", range=[-0.02, 1.02])
@@ -188,7 +190,8 @@ def cc_figure(curves: Mapping[str, Any], rules: Sequence[str] = RULES, title: st
             x=c.coverage, y=c.ece, mode="lines+markers", marker=dict(size=6, symbol=RULE_SYMBOLS[rule]),
             line=dict(color=RULE_COLORS[rule], width=2, dash=RULE_DASHES[rule]), name=RULE_LABELS[rule],
             customdata=c.thresholds,
-            hovertemplate="θ %{customdata:.2f}<br>coverage %{x:.4f}<br>ECE %{y:.4f}<extra>" + RULE_LABELS[rule] + "</extra>",
+            hovertemplate=("θ %{customdata:.2f}<br>coverage %{x:.4f}<br>ECE %{y:.4f}"
+                           "<extra>" + RULE_LABELS[rule] + "</extra>"),
         ))
     fig.update_xaxes(title_text="hierarchical coverage", range=[-0.02, 1.02])
     fig.update_yaxes(title_text="ECE (hierarchical correctness)", rangemode="tozero")
@@ -259,7 +262,8 @@ def node_name(h: Hierarchy, v: int) -> str:
 
 def _unique_labels(h: Hierarchy, nodes: list[int], tags: dict[int, str] | None = None,
                    marks: dict[int, str] | None = None) -> list[str]:
-    labels, seen = [], {}
+    labels: list[str] = []
+    seen: dict[str, int] = {}
     for v in nodes:
         base = f"{node_name(h, v)} · cov {h.coverage[v]:.2f}"
         if marks and v in marks:
@@ -293,11 +297,11 @@ def path_figure(h: Hierarchy, view: PathView, title: str | None = None) -> go.Fi
         ok = h.is_ancestor(np.array(nodes), view.true_leaf)
         colors = [OK_COLOR if o else BAD_COLOR for o in ok]
         patterns = ["" if o else "/" for o in ok]
-        marks = {v: style.CORRECT_MARK if o else style.WRONG_MARK for v, o in zip(nodes, ok)}
+        marks = {v: style.CORRECT_MARK if o else style.WRONG_MARK for v, o in zip(nodes, ok, strict=True)}
     labels = _unique_labels(h, nodes, tags, marks)
     group = (["predicted path"] * len(path) + ["true-label branch"] * len(extra) + ["other chosen"] * len(others))
     hover = [f"{node_name(h, v)} ({h.node_ids[v]})<br>p = {p:.4f}<br>coverage {h.coverage[v]:.3f}<br>"
-             f"leaves {int(h.leaf_count[v])}<br>{g}" for v, p, g in zip(nodes, probs, group)]
+             f"leaves {int(h.leaf_count[v])}<br>{g}" for v, p, g in zip(nodes, probs, group, strict=True)]
     line_w = [3 if v == view.true_leaf or v == view.pred_leaf else 0 for v in nodes]
     fig = go.Figure(go.Bar(
         x=probs, y=labels, orientation="h",
@@ -307,7 +311,7 @@ def path_figure(h: Hierarchy, view: PathView, title: str | None = None) -> go.Fi
         name="node probability", showlegend=False,
     ))
     # One lane per rule right of the bars, a marker at the row of the node it picks.
-    lane = {rule: 1.08 + 0.07 * k for k, rule in enumerate(RULES)}
+    lane: dict[str, float] = {rule: 1.08 + 0.07 * k for k, rule in enumerate(RULES)}
     index = {v: k for k, v in enumerate(nodes)}
     for rule, c in view.choices.items():
         fig.add_trace(go.Scatter(
@@ -374,11 +378,12 @@ def illustration_figure(h: Hierarchy, leaf_name: str = "golden_retriever", theta
     climbing = next((v for v in path if prob.get(v, 1.0) >= theta), path[-1])
     y = {v: k for k, v in enumerate(show[::-1])}  # leaf at y = 0, ancestors above
     fig = go.Figure()
-    edges_x, edges_y = [], []
-    for child, parent in zip(show[::-1][:-1], show[::-1][1:]):
+    edges_x: list[float | None] = []
+    edges_y: list[float | None] = []
+    for child, parent in pairwise(show[::-1]):
         edges_x += [0, 0, None]
         edges_y += [y[child], y[parent], None]
-    for j, s in enumerate(siblings):
+    for j in range(len(siblings)):
         edges_x += [-1.6 * (j + 1), 0, None]
         edges_y += [0, 1, None]
     top = max(y.values())
@@ -392,7 +397,8 @@ def illustration_figure(h: Hierarchy, leaf_name: str = "golden_retriever", theta
         fig.add_trace(go.Scatter(
             x=[0], y=[y[v]], mode="markers+text", showlegend=False, hoverinfo="skip",
             marker=dict(size=22 if pick else 15,
-                        color=RULE_COLORS["climbing"] if pick else (style.OKABE_ITO["orange"] if is_leaf else "#c7d2dd"),
+                        color=(RULE_COLORS["climbing"] if pick
+                               else style.OKABE_ITO["orange"] if is_leaf else "#c7d2dd"),
                         symbol=RULE_SYMBOLS["climbing"] if pick else "circle", line=dict(color="black", width=1)),
             text=[f"  {node_name(h, v)}: {prob[v]:.2f}{note}"], textposition="middle right",
         ))

@@ -131,10 +131,14 @@ def tree_layout(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
     rows: list[int] = []
     occupied: dict[int, set[int]] = {0: set(), 1: set()}
     for v in shown_path:
-        nodes.append(v), x.append(0), rows.append(row_of(v))
+        nodes.append(v)
+        x.append(0)
+        rows.append(row_of(v))
         occupied[0].add(rows[-1])
     for v in branch:
-        nodes.append(v), x.append(1), rows.append(row_of(v))
+        nodes.append(v)
+        x.append(1)
+        rows.append(row_of(v))
         occupied[1].add(rows[-1])
     shown = set(nodes)
     others = sorted((v for v in picked if v not in shown and v not in removed), key=lambda v: int(h.depth[v]))
@@ -144,7 +148,9 @@ def tree_layout(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
         while r in occupied.setdefault(col, set()):
             col += 1
         occupied[col].add(r)
-        nodes.append(v), x.append(col), rows.append(r)
+        nodes.append(v)
+        x.append(col)
+        rows.append(r)
     shown = set(nodes)
     edges, links = [], []
     for v in nodes:
@@ -363,7 +369,7 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
     if animate:
         frames = [go.Frame(name=f"{th:.2f}", traces=[T_BELOW, T_THETA, T_PICKS, T_HEAD],
                            data=[below(float(th)), theta_line(float(th)), picks(float(th)), head])
-                  for th, head in zip(grid, heads)]
+                  for th, head in zip(grid, heads, strict=True)]
         add_theta_sweep(fig, grid, theta, font_size, frames)
     return fig
 

@@ -88,7 +88,8 @@ def configure_parser(ap: argparse.ArgumentParser) -> None:
                      help="benchmark on N random JPEGs in a temp dir")
     ap.add_argument("--images-dir", help="image folder for a labels.csv (default: images/ beside it)")
     out = ap.add_mutually_exclusive_group()
-    out.add_argument("--out", type=_npz_path, help="output .npz of one model (its manifest goes to the .json beside it)")
+    out.add_argument("--out", type=_npz_path,
+                     help="output .npz of one model (its manifest goes to the .json beside it)")
     out.add_argument("--out-dir", help="output folder: <model>.npz per model; models already done there are skipped")
     ap.add_argument("--batch-size", type=_positive_int, default=64)
     ap.add_argument("--chunk-size", type=_positive_int, default=None,
@@ -153,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
         return _error("--out names one file; with several models use --out-dir")
     if args.data is not None and not (args.out or args.out_dir):
         return _error("--out or --out-dir is required with --data")
+    out_dir: Path | None
     with contextlib.ExitStack() as stack:
         if args.synthetic_jpegs is not None:
             tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="hsc_synthetic_"))
@@ -174,7 +176,11 @@ def _run_models(args: argparse.Namespace, samples: SampleList, options: CacheOpt
     codes = [0]
     jobs: list[tuple[str, Path]] = []
     for model in args.models:
-        out = Path(args.out) if args.out else out_dir / output_name(model)
+        if args.out:
+            out = Path(args.out)
+        else:
+            assert out_dir is not None  # run() requires --out or --out-dir (synthetic data makes one)
+            out = out_dir / output_name(model)
         try:
             if args.out_dir and existing_output(out, model, samples) == "done":
                 print(f"{model}: already done ({out}), skipped")

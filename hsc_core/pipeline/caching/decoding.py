@@ -17,6 +17,7 @@ import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import cast
 
 import torch
 from torch.utils.data import DataLoader, Dataset
@@ -111,20 +112,24 @@ def collate(items: list[tuple[torch.Tensor | str, int]]) -> tuple[torch.Tensor |
     """Stack a batch into (uint8 (N, 3, H, W), indices (N,), None), or (None, indices, message) when
     an image is unreadable. This runs inside the worker, so the error is reported, not raised, here."""
     idx = torch.as_tensor([i for _, i in items])
+    images: list[torch.Tensor] = []
     for x, _ in items:
         if isinstance(x, str):
             return None, idx, x
-    return torch.stack([x for x, _ in items]), idx, None
+        images.append(x)
+    return torch.stack(images), idx, None
 
 
 def collate_encoded(items: list[tuple[torch.Tensor | str, int]]
                     ) -> tuple[list[torch.Tensor] | None, torch.Tensor, str | None]:
     """Like ``collate``, but keeps the (variously sized) tensors in a list: decoding comes later."""
     idx = torch.as_tensor([i for _, i in items])
+    images: list[torch.Tensor] = []
     for x, _ in items:
         if isinstance(x, str):
             return None, idx, x
-    return [x for x, _ in items], idx, None
+        images.append(x)
+    return images, idx, None
 
 
 def make_loader(paths: Sequence[Path], transform: Callable, batch_plan: list[list[int]], *, on_device: bool,
@@ -163,12 +168,14 @@ def decode_batch(items: Sequence[torch.Tensor], paths: Sequence[Path], device: t
         for g in range(0, len(ks), _RESIZE_GROUP):
             part = ks[g:g + _RESIZE_GROUP]
             x = tensor_transform(torch.stack([decoded[k] for k in part]))
-            for k, xk in zip(part, x):
+            for k, xk in zip(part, x, strict=True):
                 out[k] = xk
-    for k in encoded:
-        if out[k] is None:  # the decoder refused it: PIL decides, with the CPU path's error message
-            out[k] = transform(read_image(paths[k], name=str(paths[k]))).to(device)
-    return torch.stack(out)
+    images: list[torch.Tensor] = []
+    for k, image in enumerate(out):
+        if image is None:  # the decoder refused it: PIL decides, with the CPU path's error message
+            image = transform(read_image(paths[k], name=str(paths[k]))).to(device)
+        images.append(image)
+    return torch.stack(images)
 
 
 def _decode_jpegs(encoded: dict[int, torch.Tensor], device: torch.device) -> dict[int, torch.Tensor]:
@@ -181,7 +188,8 @@ def _decode_jpegs(encoded: dict[int, torch.Tensor], device: torch.device) -> dic
         # torchvision 0.29 marks its image codecs deprecated in favour of TorchCodec; they still work.
         warnings.simplefilter("ignore", DeprecationWarning)
         try:
-            return dict(zip(encoded, decode_jpeg(list(encoded.values()), mode=ImageReadMode.RGB, device=device)))
+            images = decode_jpeg(list(encoded.values()), mode=ImageReadMode.RGB, device=device)
+            return dict(zip(encoded, images, strict=True))
         except RuntimeError:
             pass
         # One bad file fails the whole batched call: retry one by one, the rest stay fast.
@@ -257,7 +265,8 @@ def choose_decode(decode: str, device: torch.device, paths: Sequence[Path], tran
     CacheRunError and a mismatch only warns, since the user asked for it by name."""
     if not _use_device_decode(decode, device, tensor_transform is not None):
         return False, None
-    problem = check_device_decode(paths, device, transform, tensor_transform)
+    # _use_device_decode is True only with a tensor transform
+    problem = check_device_decode(paths, device, transform, cast(Callable, tensor_transform))
     if problem is None:
         return True, None
     kind, reason = problem

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -160,7 +160,8 @@ def _set_up(model_name: str, samples: SampleList, options: CacheOptions, d: _Dis
 
 def run_model(model: torch.nn.Module, batches: Iterator[tuple[torch.Tensor, torch.Tensor]], device: torch.device,
               info: ModelInfo, *, amp: torch.dtype | None, channels_last: bool, progress: bool = True,
-              total: int | None = None, stats: dict[str, float] | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+              total: int | None = None,
+              stats: dict[str, float] | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Yield (sample indices (N,), float32 logits (N, C)) per batch of uint8 images (N, 3, H, W)
     from ``batches`` (``decoding.batches``), with a progress bar counting images.
 
@@ -275,7 +276,9 @@ def _compute(setup: _Setup, samples: SampleList, partial: Path, pending: list[st
         loader = decoding.make_loader(samples.paths, setup.transform, store.batch_plan(pending, options.batch_size),
                                       on_device=setup.on_device, workers=options.workers,
                                       pin_memory=setup.device.type == "cuda")
-        decode = (decoding.device_decoder(samples.paths, setup.device, setup.transform, setup.tensor_transform)
+        # on_device is chosen only when the model's preprocessing has a tensor twin (choose_decode)
+        decode = (decoding.device_decoder(samples.paths, setup.device, setup.transform,
+                                          cast(Callable, setup.tensor_transform))
                   if setup.on_device else None)
         collector = store.ChunkCollector(partial, pending)
         for idx, logits in run_model(setup.model, decoding.batches(loader, stats, setup.device, decode),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import os
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,7 +114,7 @@ def _read_csv_rows(csv_path: Path) -> tuple[set[str], list[dict[str, str]]]:
     return fields, rows
 
 
-def _parse_row(row: dict[str, str], where: str, wnids: list[str], index: dict[str, int]) -> tuple[str, int]:
+def _parse_row(row: dict[str, str], where: str, wnids: Sequence[str], index: dict[str, int]) -> tuple[str, int]:
     """(file name, class index) of one CSV row; ``where`` is ``<csv>:<line>`` for the messages."""
     wnid = (row.get("wnid") or "").strip()
     raw = (row.get("label") or "").strip()
@@ -195,7 +196,7 @@ def make_synthetic_jpegs(n: int, directory: str | os.PathLike, size: tuple[int, 
     rows = []
     for i in range(n):
         small = rng.integers(0, 256, size=(h // 8 + 1, w // 8 + 1, 3), dtype=np.uint8)
-        img = Image.fromarray(small).resize((w, h), Image.BILINEAR)
+        img = Image.fromarray(small).resize((w, h), Image.Resampling.BILINEAR)
         name = f"synthetic_{i:06d}.JPEG"
         img.save(directory / "images" / name, quality=90)
         label = int(rng.integers(0, len(wnids)))

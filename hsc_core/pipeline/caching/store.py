@@ -135,7 +135,7 @@ def pending_chunks(partial: Path, ranges: Sequence[tuple[int, int]], rank: int =
 def batch_plan(pending: Sequence[Chunk], batch_size: int) -> list[list[int]]:
     """The batches (lists of sample indices) that cover ``pending``; a DataLoader ``batch_sampler``."""
     # Batches never straddle two chunks, so each chunk completes on a batch boundary.
-    out = []
+    out: list[list[int]] = []
     for _chunk, start, stop in pending:
         out.extend(list(range(s, min(s + batch_size, stop))) for s in range(start, stop, batch_size))
     return out
