@@ -94,7 +94,9 @@ def main() -> None:
     ap.add_argument("--depth", type=int, default=7)
     ap.add_argument("--resamples", type=int, default=N_RESAMPLES,
                     help=f"bootstrap resamples of the report (default {N_RESAMPLES}, the command's default)")
-    ap.add_argument("--keep", metavar="DIR", help="write the data and the report here and keep them (a later run with the same sizes reuses the data)")
+    ap.add_argument("--keep", metavar="DIR",
+                    help="write the data and the report here and keep them (a later run with the same sizes reuses "
+                         "the data)")
     ap.add_argument("--write-only", metavar="DIR", help=argparse.SUPPRESS)  # the setup child
     args = ap.parse_args()
     if args.write_only:

@@ -61,7 +61,7 @@ def sidebar_button() -> None:
     from . import state, ui
 
     name, location = ui.current_model()
-    if name is None:
+    if name is None or location is None:
         return
     with st.sidebar:
         download_button({name: location}, state.get("subset"), key="dl_report_sidebar")

@@ -116,7 +116,8 @@ def test_report_numbers_follow_the_protocol(models):
             if rule != "selective":
                 assert rows[(ts, rule, "gain_percent")]["value"] == pytest.approx(hierarchical_gain(sel, want))
     frame = pd.DataFrame(rows.values())
-    assert set(frame["metric"]) == {"top1", "temperature", "haurc", "gain_percent"} and set(frame["ts"]) == {True, False}
+    assert set(frame["metric"]) == {"top1", "temperature", "haurc", "gain_percent"}
+    assert set(frame["ts"]) == {True, False}
     assert {"model", "dataset", "subset", "protocol", "temperature", "ci_low", "ci_high"} <= set(frame.columns)
 
 
@@ -158,7 +159,8 @@ def test_protocol_option_is_stated_and_applied(models, tmp_path):
     out = tmp_path / "paper.html"
     assert main(["report", str(models[0]), "--out", str(out), "--protocol", "paper", "--resamples", "100"]) == 0
     text = out.read_text(encoding="utf-8")
-    assert html.escape(PAPER_PROTOCOL_TEXT) in text and html.escape(PROTOCOL_TEXT) not in text and "protocol: paper" in text
+    assert html.escape(PAPER_PROTOCOL_TEXT) in text and html.escape(PROTOCOL_TEXT) not in text
+    assert "protocol: paper" in text
     assert "--protocol paper" in text  # the command in the provenance
     n = {r["ts"]: int(r["n_eval"]) for r in _csv_rows(text)}
     assert n == {"false": 500, "true": 450}  # without TS on every sample, with TS on the held-out 90 %
@@ -273,14 +275,14 @@ def test_every_rule_has_its_own_colour_dash_and_marker():
     assert colours <= set(style.OKABE_ITO.values())
     curve = (np.array([1.0, 0.5, 0.0]), np.array([0.2, 0.1, 0.0]))
     fig = figures.rc_figure({r: curve for r in RULES}, {r: 0.05 for r in RULES})
-    for trace, rule in zip(fig.data, RULES):
+    for trace, rule in zip(fig.data, RULES, strict=True):
         assert (trace.line.color, trace.line.dash) == style.RULE_STYLE[rule][:2]
 
     class CC:
         thresholds, coverage, ece = np.array([0.1, 0.5]), np.array([1.0, 0.5]), np.array([0.05, 0.02])
 
     fig = figures.cc_figure({r: CC for r in RULES})
-    for trace, rule in zip(fig.data, RULES):
+    for trace, rule in zip(fig.data, RULES, strict=True):
         assert (trace.line.color, trace.line.dash, trace.marker.symbol) == style.RULE_STYLE[rule]
     fig = figures.compare_figure({f"m{k}": curve for k in range(3)})
     assert len({(t.line.color, t.line.dash) for t in fig.data}) == 3

@@ -173,7 +173,11 @@ def _fsync_dir(directory: Path) -> None:
 def write_npz_atomic(path: str | os.PathLike, arrays: Mapping[str, np.ndarray], compress: bool = True) -> None:
     """Write ``arrays`` as an ``.npz`` to ``path``, atomically (zip-deflated unless ``compress=False``)."""
     save = np.savez_compressed if compress else np.savez
-    _atomic_write(Path(path), lambda fh: save(fh, **arrays))
+
+    def write(fh: IO[bytes]) -> None:
+        save(fh, **arrays)  # type: ignore[arg-type]  # numpy's stub reads **arrays as allow_pickle
+
+    _atomic_write(Path(path), write)
 
 
 def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
@@ -183,7 +187,10 @@ def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     """UTF-8 ``text`` to ``path``, atomically (a reader sees the old file or the whole new one)."""
-    _atomic_write(Path(path), lambda fh: fh.write(text.encode("utf-8")))
+    def write(fh: IO[bytes]) -> None:
+        fh.write(text.encode("utf-8"))
+
+    _atomic_write(Path(path), write)
 
 
 def _label_dtype(labels: np.ndarray) -> type:
@@ -366,7 +373,8 @@ def _check_npz_members(zf: zipfile.ZipFile, keys: Sequence[str], where: str, max
                               "allowed here")
 
 
-def _read_npz(source: Path | IO[bytes], where: str, max_bytes: int | None):
+def _read_npz(source: Path | IO[bytes], where: str, max_bytes: int | None,
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """(logits, labels, sample_ids, sources | None) of a checked npz, or LogitsFileError."""
     try:
         with zipfile.ZipFile(source) as zf:

@@ -94,11 +94,11 @@ def headline_sentence(model: str, dataset: str, n_eval: int, ts: bool, gain: Int
         return (f"{where}, {setting}, {name} lowers the risk–coverage area by {g:.1f} % (95 % CI {lo:.1f}–{hi:.1f} %) "
                 "vs plain selective classification.")
     if hi < 0:
-        return (f"{where}, {setting}, {name} raises the risk–coverage area by {-g:.1f} % (95 % CI {-hi:.1f}–{-lo:.1f} %) "
-                "vs plain selective classification, which is better here.")
-    return (f"{where}, {setting}, {name} {'lowers' if g >= 0 else 'raises'} the risk–coverage area by {abs(g):.1f} % vs "
-            f"plain selective classification, but the 95 % CI of the reduction ({lo:+.1f} % to {hi:+.1f} %) contains 0: "
-            "no clear difference on this many images.")
+        return (f"{where}, {setting}, {name} raises the risk–coverage area by {-g:.1f} % "
+                f"(95 % CI {-hi:.1f}–{-lo:.1f} %) vs plain selective classification, which is better here.")
+    return (f"{where}, {setting}, {name} {'lowers' if g >= 0 else 'raises'} the risk–coverage area by "
+            f"{abs(g):.1f} % vs plain selective classification, but the 95 % CI of the reduction "
+            f"({lo:+.1f} % to {hi:+.1f} %) contains 0: no clear difference on this many images.")
 
 
 def interval_text(iv: Interval, scale: float = 1.0, digits: int = 2, unit: str = "") -> str:
@@ -258,8 +258,9 @@ def _lay_out(ev: ModelEvaluation, fig: _Figures, n_resamples: int, seed: int) ->
 
 
 # ---------------------------------------------------------------------------- the sections
-COMPARE_HEADER = ["model", "data set", "evaluation samples", "calibration samples", column_label("temperature"),
-                  column_label("top1")] + [f"{column_label('gain_percent', rule, ts=True)} [95 % CI]" for rule in RULES[1:]]
+COMPARE_HEADER = (["model", "data set", "evaluation samples", "calibration samples", column_label("temperature"),
+                   column_label("top1")]
+                  + [f"{column_label('gain_percent', rule, ts=True)} [95 % CI]" for rule in RULES[1:]])
 
 
 def _compare_row(rows: list[ResultRow], label: str) -> list:
@@ -279,14 +280,15 @@ def _compare_section(models: Sequence[_Laid], fig: _Figures) -> str:
     names = [m.name for m in models]
     labels = [n if names.count(n) == 1 else f"{n} ({k + 1})" for k, n in enumerate(names)]
     rows = [_by_key(m.rows) for m in models]
-    gains = [g for r, label in zip(rows, labels) for g in _gain_rows(r, (True,), label)]
+    gains = [g for r, label in zip(rows, labels, strict=True) for g in _gain_rows(r, (True,), label)]
     parts = ['<h2 id="compare">Models compared</h2>',
-             _table(COMPARE_HEADER, [_compare_row(m.rows, label) for m, label in zip(models, labels)]),
+             _table(COMPARE_HEADER, [_compare_row(m.rows, label) for m, label in zip(models, labels, strict=True)]),
              fig(figures.titled(figures.gain_figure(gains), "Hierarchical gain vs Selective, with TS"),
                  "compare_gain_TS"), '<div class="grid">']
     for rule in RULES:
-        cmp = figures.compare_figure({label: m.curves[rule] for m, label in zip(models, labels)},
-                                     {label: r[(True, rule, "haurc")]["value"] for r, label in zip(rows, labels)})
+        curves = {label: m.curves[rule] for m, label in zip(models, labels, strict=True)}
+        areas = {label: r[(True, rule, "haurc")]["value"] for r, label in zip(rows, labels, strict=True)}
+        cmp = figures.compare_figure(curves, areas)
         parts.append(fig(figures.titled(cmp, f"{RULE_LABELS[rule]}: risk–coverage per model (TS on)"),
                          f"compare_{rule}_TS"))
     parts.append("</div>")
