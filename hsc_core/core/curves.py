@@ -160,7 +160,18 @@ def hierarchical_rc_curve(
     paths : precomputed ``decision_paths`` for ``rule`` (saves work across losses).
 
     For data too large to hold as a samples × nodes matrix, use ``evaluation.rc_curves_from_logits``
-    (chunked, identical results).
+    or ``hsc_core.evaluation.ModelEvaluation`` (chunked, identical results).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hsc_core import Hierarchy
+    >>> h = Hierarchy.from_parents([3, 3, 4, 4, -1], n_leaves=3, node_ids=["cat", "dog", "car", "animal", "root"])
+    >>> from hsc_core import node_probabilities
+    >>> p = node_probabilities(h, np.array([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]]))
+    >>> c = hierarchical_rc_curve(h, p, np.array([1, 2]), "climbing")   # true: dog, car
+    >>> c.coverage.round(3).tolist(), c.risk.tolist(), round(c.haurc, 4)  # θ ≤ 0.5, ≤ 0.8, above
+    ([1.0, 0.685, 0.0], [0.5, 0.0, 0.0], 0.0789)
     """
     if paths is None:
         paths = decision_paths(hierarchy, node_probs, rule)

@@ -45,6 +45,14 @@ def node_probabilities(hierarchy: Hierarchy, leaf_probs: np.ndarray) -> np.ndarr
     -------
     node_probs : array of shape (n_samples, n_nodes), C-contiguous; float32 for float16/32 input,
         else float64. Columns ``0 … n_leaves-1`` equal ``leaf_probs``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hsc_core import Hierarchy
+    >>> h = Hierarchy.from_parents([3, 3, 4, 4, -1], n_leaves=3, node_ids=["cat", "dog", "car", "animal", "root"])
+    >>> node_probabilities(h, np.array([[0.5, 0.3, 0.2]])).round(2).tolist()   # cat, dog, car, animal, root
+    [[0.5, 0.3, 0.2, 0.8, 1.0]]
     """
     leaf_probs = np.asarray(leaf_probs)
     if leaf_probs.ndim != 2 or leaf_probs.shape[1] != hierarchy.n_leaves:

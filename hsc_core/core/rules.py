@@ -289,7 +289,28 @@ def selective_predict(hierarchy: Hierarchy, node_probs: np.ndarray, theta: float
 
 
 def climbing_predict(hierarchy: Hierarchy, node_probs: np.ndarray, theta: float) -> tuple[np.ndarray, np.ndarray]:
-    """Deepest ancestor of the argmax leaf (itself included) with probability ≥ θ (Algorithm 1)."""
+    """Deepest ancestor of the argmax leaf (itself included) with probability ≥ θ (Algorithm 1).
+
+    Parameters
+    ----------
+    node_probs : (n_samples, n_nodes) node probabilities (``probabilities.node_probabilities``).
+    theta : the confidence threshold θ in [0, 1].
+
+    Returns
+    -------
+    (nodes, confidences), each of shape (n_samples,).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hsc_core import Hierarchy
+    >>> h = Hierarchy.from_parents([3, 3, 4, 4, -1], n_leaves=3, node_ids=["cat", "dog", "car", "animal", "root"])
+    >>> from hsc_core import node_probabilities
+    >>> p = node_probabilities(h, np.array([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]]))
+    >>> nodes, conf = climbing_predict(h, p, theta=0.7)   # "cat" 0.5 < 0.7 → "animal" 0.8; "car" 0.8 stays
+    >>> [h.node_ids[v] for v in nodes], conf.tolist()
+    (['animal', 'car'], [0.8, 0.8])
+    """
     return predict(hierarchy, node_probs, theta, "climbing")
 
 
