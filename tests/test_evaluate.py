@@ -313,34 +313,206 @@ def test_rerun_skips_finished_models(synth, tmp_path, capsys, monkeypatch):
     assert sorted(calls) == ["m0", "m1"]
 
 
-@pytest.mark.parametrize("damage", [
-    lambda e: {**e, "rows": []},
-    lambda e: {**e, "rows": "x"},
-    lambda e: {**e, "rows": [{**e["rows"][0], "extra": 1}] + e["rows"][1:]},
-    lambda e: {**e, "rows": [{k: v for k, v in e["rows"][0].items() if k != "value"}] + e["rows"][1:]},
-    lambda e: {**e, "rows": [{**e["rows"][0], "value": "0.5"}] + e["rows"][1:]},
-    lambda e: {**e, "rows": e["rows"][:1] + [7]},
-    lambda e: [e],
-    None,  # not JSON at all
-], ids=["empty", "not-a-list", "extra-key", "missing-key", "text-value", "not-a-dict", "not-an-object", "garbage"])
-def test_malformed_cache_entry_is_recomputed(synth, tmp_path, capsys, monkeypatch, damage):
+def _reseal(entry: dict) -> dict:
+    """The entry with its checksum recomputed (as a hand-editor who knows the scheme would)."""
+    return {**entry, "checksum": evaluate.entry_checksum(entry)}
+
+
+def _set(entry: dict, k: int, **values) -> dict:
+    rows = [dict(r) for r in entry["rows"]]
+    rows[k].update(values)
+    return {**entry, "rows": rows}
+
+
+# (damage, whether the checksum is recomputed after it, what the one line on stderr says)
+DAMAGES = {
+    "empty": (lambda e: {**e, "rows": []}, True, "its rows are not a non-empty list"),
+    "not-a-list": (lambda e: {**e, "rows": "x"}, True, "its rows are not a non-empty list"),
+    "numbers": (lambda e: {**e, "rows": [1, 2]}, True, "row 0 is not a dict"),
+    "empty-dict": (lambda e: {**e, "rows": [{}]}, True, "row 0 is not a dict"),
+    "extra-key": (lambda e: _set(e, 0, extra=1), True, "row 0 is not a dict with the 20 result columns"),
+    "missing-key": (lambda e: {**e, "rows": [{k: v for k, v in e["rows"][0].items() if k != "value"}]
+                                           + e["rows"][1:]}, True, "row 0 is not a dict"),
+    "text-value": (lambda e: _set(e, 0, value="0.5"), True, "its value is not a number"),
+    "not-a-dict": (lambda e: {**e, "rows": e["rows"][:1] + [7]}, True, "row 1 is not a dict"),
+    "nan-n-eval": (lambda e: _set(e, 3, n_eval=float("nan")), True, "its n_eval is not an integer"),
+    "nan-haurc": (lambda e: _set(e, 3, value=float("nan")), True, "not a finite number"),
+    "other-model": (lambda e: {**e, "rows": [{**r, "model": "m1"} for r in e["rows"]]}, True,
+                    "its model 'm1' is not this file's 'm0'"),
+    "duplicate-row": (lambda e: {**e, "rows": e["rows"] + e["rows"][-1:]}, True, "not one of each"),
+    "dropped-row": (lambda e: {**e, "rows": e["rows"][:-1]}, True, "not one of each"),
+    "other-protocol": (lambda e: {**e, "rows": [{**r, "protocol": "paper"} for r in e["rows"]]}, True,
+                       "its protocol or seed is not this run's"),
+    "tampered-value": (lambda e: _set(e, 3, value=e["rows"][3]["value"] / 2), False, "checksum mismatch"),
+    "no-checksum": (lambda e: {k: v for k, v in e.items() if k != "checksum"}, False, "checksum mismatch"),
+    "not-an-object": (lambda e: [e], False, "not a JSON object"),
+    "truncated": ("truncated", False, "not valid JSON"),
+    "garbage": ("{not json", False, "not valid JSON"),
+    "binary": (b"\xff\xfe\x00garbage", False, "unreadable (UnicodeDecodeError)"),
+    "deep": ("[" * 100_000 + "]" * 100_000, False, "unreadable (RecursionError)"),
+    "huge-int": (lambda e: {**e, "rows": [{**r, "value": 10 ** 400} for r in e["rows"]]}, True, "not a finite number"),
+}
+
+
+@pytest.mark.parametrize("name", list(DAMAGES))
+def test_unusable_cache_entry_is_recomputed(synth, tmp_path, capsys, monkeypatch, name):
+    """Whatever an entry holds, the run recomputes it with one line on stderr, reports the right
+    counts and writes exactly the CSVs of a clean run (and repairs the entry)."""
     _, tree_file, files = synth
+    clean = tmp_path / "clean" / "res.csv"
+    assert _cli(capsys, "evaluate", files[0], files[1], "--hierarchy", tree_file, "--out", clean)[0] == 0
     out = tmp_path / "res.csv"
     argv = ("evaluate", files[0], files[1], "--hierarchy", tree_file, "--out", out, "--workers", 1)
     assert _cli(capsys, *argv)[0] == 0
-    first = out.read_bytes()
     entry = evaluate.cache_file(tmp_path / "res.csv.d", files[0])
     data = json.loads(entry.read_text())
-    entry.write_text("{not json" if damage is None else json.dumps(damage(data)))
+    assert data["checksum"] == evaluate.entry_checksum(data) and data["rows"]
+    damage, reseal, why = DAMAGES[name]
+    if damage == "truncated":
+        entry.write_bytes(entry.read_bytes()[: entry.stat().st_size // 2])
+    elif isinstance(damage, (str, bytes)):
+        entry.write_bytes(damage.encode() if isinstance(damage, str) else damage)
+    else:
+        damaged = damage(data)
+        entry.write_text(json.dumps(_reseal(damaged) if reseal else damaged))
     calls = []
     real = evaluate.evaluate_model
     monkeypatch.setattr(evaluate, "evaluate_model", lambda b, *a, **k: calls.append(b.name) or real(b, *a, **k))
     code, stdout, err = _cli(capsys, *argv)
     assert code == 0, err
-    assert calls == ["m0"] and "1 reused" in stdout  # the damaged one again, the good one from the cache
-    assert err.count("\n") == 1 and err.startswith(f"note: {entry}:") and "evaluating" in err
-    assert out.read_bytes() == first
+    assert calls == ["m0"]  # the damaged one again, the good one from the cache
+    assert "2 models, 1 reused, 1 recomputed →" in stdout
+    assert err.count("\n") == 1 and why in err and err.rstrip().endswith("; recomputing"), err
+    assert err.startswith(f"{entry}: unusable cached result (")
+    for suffix in (".csv", "_models.csv", "_summary.csv"):
+        assert (tmp_path / f"res{suffix}").read_bytes() == (tmp_path / "clean" / f"res{suffix}").read_bytes()
     assert json.loads(entry.read_text()) == data  # repaired
+    # ... and reused from then on, silently.
+    code, stdout, err = _cli(capsys, *argv)
+    assert code == 0 and calls == ["m0"] and "2 models, 2 reused, 0 recomputed" in stdout and err == ""
+
+
+def test_entry_of_one_file_is_not_reused_for_another(synth, tmp_path, capsys):
+    """An intact entry copied over another file's entry (or a stale checksum-valid one) is not
+    that file's result: another key, so it is recomputed."""
+    _, tree_file, files = synth
+    out = tmp_path / "res.csv"
+    argv = ("evaluate", files[0], files[1], "--hierarchy", tree_file, "--out", out, "--workers", 1)
+    assert _cli(capsys, *argv)[0] == 0
+    first = out.read_bytes()
+    cache = tmp_path / "res.csv.d"
+    evaluate.cache_file(cache, files[0]).write_bytes(evaluate.cache_file(cache, files[1]).read_bytes())
+    code, stdout, err = _cli(capsys, *argv)
+    assert code == 0 and "1 reused, 1 recomputed" in stdout and err == ""  # a stale key: no note
+    assert out.read_bytes() == first
+
+
+def _copy_model(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_bytes(src.read_bytes())
+    dst.with_suffix(".json").write_bytes(src.with_suffix(".json").read_bytes())
+
+
+def test_file_replaced_mid_run_is_never_reused(synth, tmp_path, capsys, monkeypatch):
+    """The file is replaced after the run hashed it and before the worker read it, then restored:
+    the first run's rows and cache entry are of what the worker read; the rerun recomputes."""
+    _, tree_file, files = synth
+    target = tmp_path / "models" / "m0.npz"
+    _copy_model(files[0], target)
+    clean = tmp_path / "clean.csv"
+    assert _cli(capsys, "evaluate", target, "--hierarchy", tree_file, "--out", clean)[0] == 0
+    other = tmp_path / "other" / "m0.npz"  # m1's content under m0's name: the rows differ only in numbers
+    _copy_model(files[1], other)
+    assert _cli(capsys, "evaluate", other, "--hierarchy", tree_file, "--out", tmp_path / "other.csv")[0] == 0
+
+    real_read = evaluate.read_content
+
+    def swap_then_read(path):
+        _copy_model(other, target)
+        return real_read(path)
+
+    monkeypatch.setattr(evaluate, "read_content", swap_then_read)
+    calls = []
+    real = evaluate.evaluate_model
+    monkeypatch.setattr(evaluate, "evaluate_model", lambda b, *a, **k: calls.append(b.name) or real(b, *a, **k))
+    out = tmp_path / "res.csv"
+    argv = ("evaluate", target, "--hierarchy", tree_file, "--out", out, "--workers", 1)
+    code, _, err = _cli(capsys, *argv)
+    assert code == 0 and calls == ["m0"]
+    assert err == f"note: {target} changed while this run read it; its results are of the content evaluated\n"
+    values = [r["value"] for r in _read(out)]
+    assert values == [r["value"] for r in _read(tmp_path / "other.csv")]  # the numbers of what was read
+    assert values != [r["value"] for r in _read(clean)]
+    entry = json.loads(evaluate.cache_file(tmp_path / "res.csv.d", target).read_text())
+    assert entry["content_sha256"] == evaluate._file_digest(other)[0] != evaluate._file_digest(files[0])[0]
+    assert "changed" in entry["note"] and entry["checksum"] == evaluate.entry_checksum(entry)
+
+    # Restored: the entry is of the other content, so it is recomputed, not reused.
+    monkeypatch.setattr(evaluate, "read_content", real_read)
+    _copy_model(files[0], target)
+    calls.clear()
+    code, stdout, err = _cli(capsys, *argv)
+    assert code == 0 and calls == ["m0"] and err == ""
+    assert "1 model, 0 reused, 1 recomputed" in stdout
+    assert out.read_bytes() == clean.read_bytes()
+    entry = json.loads(evaluate.cache_file(tmp_path / "res.csv.d", target).read_text())
+    assert entry["content_sha256"] == evaluate._file_digest(files[0])[0] and "note" not in entry
+    calls.clear()
+    assert _cli(capsys, *argv)[0] == 0 and calls == []  # now reused
+    assert out.read_bytes() == clean.read_bytes()
+
+
+def test_file_replaced_after_the_worker_read_it(synth, tmp_path, capsys, monkeypatch):
+    """Replaced once the worker holds its bytes: the rows and entry are of the bytes read (the
+    original), so a rerun on the replacement recomputes and one on the restored file reuses."""
+    _, tree_file, files = synth
+    target = tmp_path / "models" / "m0.npz"
+    _copy_model(files[0], target)
+    clean = tmp_path / "clean.csv"
+    assert _cli(capsys, "evaluate", target, "--hierarchy", tree_file, "--out", clean)[0] == 0
+
+    real_load = evaluate.load_logits_bytes
+
+    def load_then_swap(data, name, *a, **k):
+        _copy_model(files[1], target)
+        return real_load(data, name, *a, **k)
+
+    monkeypatch.setattr(evaluate, "load_logits_bytes", load_then_swap)
+    out = tmp_path / "res.csv"
+    argv = ("evaluate", target, "--hierarchy", tree_file, "--out", out, "--workers", 1)
+    code, _, err = _cli(capsys, *argv)
+    assert code == 0 and err == ""  # what was read is what was looked up
+    assert out.read_bytes() == clean.read_bytes()
+    monkeypatch.setattr(evaluate, "load_logits_bytes", real_load)
+    calls = []
+    real = evaluate.evaluate_model
+    monkeypatch.setattr(evaluate, "evaluate_model", lambda b, *a, **k: calls.append(b.name) or real(b, *a, **k))
+    assert _cli(capsys, *argv)[0] == 0 and calls == ["m0"]  # the replacement: another key
+    assert out.read_bytes() != clean.read_bytes()
+    _copy_model(files[0], target)
+    calls.clear()
+    assert _cli(capsys, *argv)[0] == 0 and calls == ["m0"]  # the entry is the replacement's now
+    assert out.read_bytes() == clean.read_bytes()
+
+
+def test_manifest_change_is_a_new_result(synth, tmp_path, capsys, monkeypatch):
+    """The manifest is hashed with the arrays (it can change the data set and so the tree)."""
+    _, tree_file, files = synth
+    target = tmp_path / "models" / "m0.npz"
+    _copy_model(files[0], target)
+    out = tmp_path / "res.csv"
+    argv = ("evaluate", target, "--hierarchy", tree_file, "--out", out, "--workers", 1)
+    assert _cli(capsys, *argv)[0] == 0
+    calls = []
+    real = evaluate.evaluate_model
+    monkeypatch.setattr(evaluate, "evaluate_model", lambda b, *a, **k: calls.append(b.name) or real(b, *a, **k))
+    manifest = json.loads(target.with_suffix(".json").read_text())
+    target.with_suffix(".json").write_text(json.dumps({**manifest, "note": "edited"}))
+    assert _cli(capsys, *argv)[0] == 0 and calls == ["m0"]
+    target.with_suffix(".json").unlink()
+    assert _cli(capsys, *argv)[0] == 0 and calls == ["m0", "m0"]
+    calls.clear()
+    assert _cli(capsys, *argv)[0] == 0 and calls == []
 
 
 def test_formula_names_are_neutralised(synth, tmp_path, capsys):
@@ -394,6 +566,11 @@ def test_shipped_logits_without_hierarchy(tmp_path, capsys):
     # The numbers the README quotes.
     assert "Selective     49.13 ± 1.22              –     45.52 ± 0.54" in stdout
     assert "Climbing      50.32 ± 2.83   -2.27 ± 3.44     39.28 ± 0.67  13.73 ± 0.56" in stdout
+    # A rerun reuses every model: the worker keys its entry with the built-in tree the lookup expects.
+    before = out.read_bytes()
+    code, stdout, err = _cli(capsys, "evaluate", REPO / "cached_logits", "--out", out)
+    assert code == 0 and err == "" and f"{len(SHIPPED)} models, {len(SHIPPED)} reused, 0 recomputed" in stdout
+    assert out.read_bytes() == before
 
 
 def test_ray_local_gives_identical_numbers(synth, tmp_path, capsys):
@@ -459,6 +636,20 @@ def test_bad_files_fail_alone_and_keep_the_others(synth, tmp_path, capsys):
     np.savez(tmp_path / "nan.npz", logits=logits, labels=b.labels, sample_ids=b.sample_ids)
     code, _, err = _cli(capsys, "evaluate", tmp_path / "nan.npz", "--hierarchy", tree_file, "--out", out)
     _one_line_error(code, err, "nan.npz", "NaN", "row 5")
+
+
+def test_bad_manifest_is_one_line(synth, tmp_path, capsys):
+    """The worker checks the manifest it read with the arrays as ``load_logits`` does."""
+    _, tree_file, files = synth
+    target = tmp_path / "m.npz"
+    _copy_model(files[0], target)
+    manifest = json.loads(target.with_suffix(".json").read_text())
+    for text, needle in ((json.dumps({**manifest, "n_samples": 7}), "manifest says n_samples=7"),
+                         ("{oops", "manifest is not valid JSON"), ("[1]", "manifest must be a JSON object"),
+                         (json.dumps({**manifest, "format": "other/9"}), "unsupported format")):
+        target.with_suffix(".json").write_text(text)
+        code, _, err = _cli(capsys, "evaluate", target, "--hierarchy", tree_file, "--out", tmp_path / "r.csv")
+        _one_line_error(code, err, "m.json" if "manifest" in needle and "says" not in needle else "m.npz", needle)
 
 
 def test_hierarchy_mismatches(synth, tmp_path, capsys):
@@ -538,6 +729,8 @@ def test_manifest_dataset_id_picks_the_builtin_tree(tmp_path, capsys):
     exp = _expected(cifar, path)
     for r in _haurc(rows):
         assert float(r["value"]) == pytest.approx(exp[(r["rule"], r["loss"], r["ts"] == "true")], rel=1e-12)
+    code, stdout, err = _cli(capsys, "evaluate", path, "--out", tmp_path / "r.csv")
+    assert code == 0 and err == "" and "1 model, 1 reused, 0 recomputed" in stdout
     # A dataset_id that names no data set: one line, pointing at --hierarchy.
     manifest["dataset_id"] = "no_such_set"
     path.with_suffix(".json").write_text(json.dumps(manifest))

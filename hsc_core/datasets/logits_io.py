@@ -322,12 +322,32 @@ def _read_manifest(path: Path) -> dict:
     if not mpath.exists():
         return {}
     try:
-        data = json.loads(mpath.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = mpath.read_bytes()
+    except OSError as exc:
         raise LogitsFileError(f"{mpath}: manifest is not valid JSON ({exc})") from exc
-    if not isinstance(data, dict):
-        raise LogitsFileError(f"{mpath}: manifest must be a JSON object, got {type(data).__name__}")
-    return data
+    return manifest_from_bytes(data, mpath)
+
+
+def manifest_from_bytes(data: bytes, where: str | os.PathLike) -> dict:
+    """A manifest read as bytes (UTF-8 JSON) → its object; LogitsFileError naming ``where`` otherwise."""
+    try:
+        manifest = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise LogitsFileError(f"{where}: manifest is not valid JSON ({exc})") from exc
+    if not isinstance(manifest, dict):
+        raise LogitsFileError(f"{where}: manifest must be a JSON object, got {type(manifest).__name__}")
+    return manifest
+
+
+def _check_manifest(manifest: Mapping[str, Any], logits: np.ndarray, where: str) -> None:
+    """The manifest's n_samples / n_classes must match the arrays and its format must be ours."""
+    actual = {"n_samples": logits.shape[0], "n_classes": logits.shape[1]}
+    for key in _CHECKED_KEYS:
+        if key in manifest and manifest[key] != actual[key]:
+            raise LogitsFileError(f"{where}: manifest says {key}={manifest[key]!r} but the arrays have {actual[key]}")
+    fmt = manifest.get("format")
+    if fmt is not None and fmt != FORMAT_VERSION:
+        raise LogitsFileError(f"{where}: unsupported format {fmt!r} (this reader knows {FORMAT_VERSION!r})")
 
 
 def _mb(nbytes: int) -> str:
@@ -448,30 +468,28 @@ def load_logits(path: str | os.PathLike, require_manifest: bool = False,
     manifest = _read_manifest(path)
     if require_manifest and not manifest:
         raise LogitsFileError(f"{path}: manifest {manifest_path(path).name} not found")
-    actual = {"n_samples": logits.shape[0], "n_classes": logits.shape[1]}
-    for key in _CHECKED_KEYS:
-        if key in manifest and manifest[key] != actual[key]:
-            raise LogitsFileError(
-                f"{path}: manifest says {key}={manifest[key]!r} but the arrays have {actual[key]}"
-            )
-    fmt = manifest.get("format")
-    if fmt is not None and fmt != FORMAT_VERSION:
-        raise LogitsFileError(f"{path}: unsupported format {fmt!r} (this reader knows {FORMAT_VERSION!r})")
+    _check_manifest(manifest, logits, str(path))
     return LogitsBundle(logits, labels, ids, sources, manifest, path.stem)
 
 
 def load_logits_bytes(data: bytes, name: str, n_classes: int | None = None, *,
-                      max_bytes: int | None = None) -> LogitsBundle:
-    """Validate an in-memory ``.npz`` (e.g. an upload) exactly like ``load_logits``, without a
-    manifest and without touching the disk. Messages name the file as ``name``; the bundle's name
-    is its stem."""
+                      max_bytes: int | None = None, manifest: Mapping[str, Any] | None = None) -> LogitsBundle:
+    """Validate an in-memory ``.npz`` (e.g. an upload) exactly like ``load_logits``, without
+    touching the disk. Messages name the file as ``name``; the bundle's name is its stem.
+
+    ``manifest``: the file's manifest when the caller read it too (e.g. ``manifest_from_bytes``
+    of the bytes it hashed), checked against the arrays as ``load_logits`` checks it and kept in
+    the bundle; None: no manifest (an upload).
+    """
     if (what := _not_npz(bytes(data[:4]))) is not None:
         raise LogitsFileError(f"{name}: not a valid .npz file ({what})")
     arrays = _read_npz(io.BytesIO(data), name, max_bytes)
     logits, labels, ids, sources = _check_arrays(*arrays, name)
     if n_classes is not None and logits.shape[1] != n_classes:
         raise LogitsFileError(f"{name}: logits have {logits.shape[1]} classes, expected {n_classes}")
-    return LogitsBundle(logits, labels, ids, sources, {}, Path(name).stem)
+    manifest = dict(manifest or {})
+    _check_manifest(manifest, logits, name)
+    return LogitsBundle(logits, labels, ids, sources, manifest, Path(name).stem)
 
 
 def list_cached_logits(directory: str | os.PathLike) -> list[Path]:

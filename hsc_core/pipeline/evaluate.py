@@ -19,9 +19,21 @@ layer returns. Outputs, beside ``--out``:
   e.g. ``hAURC×1000 Climbing (TS)``);
 * ``results_summary.csv`` and the printed table — the paper's Table 1 (``summary_rows``): mean ±
   SEM over models;
-* ``results.csv.d/`` — one small JSON per finished model, keyed by the file's content and the
-  settings, so a rerun skips finished models and an interrupted run loses at most the models
-  in flight.
+* ``results.csv.d/`` — one small JSON per finished model, keyed by the content it was computed
+  from and the settings, so a rerun skips finished models and an interrupted run loses at most
+  the models in flight.
+
+The cache never hands back wrong results. Each worker reads its ``.npz`` and manifest once into
+memory (the compressed file is held until it is decoded), hashes those bytes and evaluates the
+model decoded from them, and its entry is saved under the key of those bytes: the up-front hash
+of the main process only looks entries up, so a file replaced while the run is under way is
+never mistaken for the original. An entry is reused only when its key is that of the file as it
+is now and it is intact: rows of the result schema (types, NaN only where a gain may be NaN, one
+row per metric × rule × loss × setting, this file's model name, protocol, seed, ``dec`` and tree)
+and a SHA-256 ``checksum`` of the entry's canonical JSON that matches. Anything else (a truncated
+or hand-edited entry, another file's rows) is recomputed with one line on stderr. The checksum
+detects corruption and hand edits, not a deliberate forger who can write to the folder (they could
+recompute it): keeping others from writing there is the job of the folder's file permissions.
 
 Every CSV is written by ``evaluation.results.to_csv`` (a name that a spreadsheet would run as a
 formula is neutralised). Models run in parallel local processes (``--workers``) or as Ray tasks
@@ -45,7 +57,16 @@ from ..core.hierarchy import Hierarchy
 from ..core.protocol import CALIBRATION_FRACTION, PROTOCOLS, SPLIT_SEED, check_protocol, protocol_text
 from ..core.risk import LOSSES
 from ..core.rules import RULE_LABELS, RULES
-from ..datasets.logits_io import LogitsBundle, load_logits, manifest_path, write_json_atomic, write_text_atomic
+from ..datasets.logits_io import (
+    LogitsBundle,
+    LogitsFileError,
+    load_logits,
+    load_logits_bytes,
+    manifest_from_bytes,
+    manifest_path,
+    write_json_atomic,
+    write_text_atomic,
+)
 from ..datasets.registry import dataset_for_manifest, load_dataset
 from ..evaluation.model import ModelEvaluation
 from ..evaluation.resolve import builtin_hierarchy, expand_inputs, load_user_hierarchy, resolve_hierarchy
@@ -63,7 +84,7 @@ __all__ = [
 ]
 
 # Bump when the numbers or the schema a cached result holds would change, so old caches are recomputed.
-CACHE_FORMAT = "hsc-evaluate/2"
+CACHE_FORMAT = "hsc-evaluate/3"
 MAX_DEC = 6
 #: Columns of results.csv (and of every cached row): the layer's tidy schema and the logits file.
 ROW_COLUMNS: tuple[str, ...] = (*RESULT_COLUMNS, "file")
@@ -128,36 +149,114 @@ def check_dec(dec: int | None) -> None:
 
 
 # ---------------------------------------------------------------------------- the result cache
-def _file_digest(path: Path) -> str:
+# A cache entry is reused only when it is for the content that would be evaluated now and is intact:
+#
+# * its ``key`` is ``result_key`` of the bytes the worker actually evaluated (the .npz and its
+#   manifest, read once into memory, hashed, and decoded from those same bytes) and the settings;
+#   the main process hashes the files up front only to look entries up, so a file replaced
+#   mid-run gets an entry under the replacement's key, which the original never matches;
+# * its ``checksum`` is the SHA-256 of a canonical JSON of everything else in it (format, key,
+#   content digest, settings, rows) and its rows must pass ``rows_problem`` (schema, types, NaN
+#   only where a number may be NaN, the model and settings of this file), so a damaged or
+#   hand-edited entry is recomputed with one line on stderr, never reused, dropped or crashed on.
+#
+# The checksum catches corruption and hand edits, not a forger with write access to the folder
+# (anyone who can write an entry can recompute its checksum): keeping others from writing there
+# is the job of the folder's file permissions.
+def _digest(npz_sha256: bytes, manifest: bytes | None) -> str:
+    """The content digest of a logits file: its .npz's SHA-256 and its manifest's (or its absence)."""
+    manifest_part = b"\0" if manifest is None else b"\1" + hashlib.sha256(manifest).digest()
+    return hashlib.sha256(npz_sha256 + manifest_part).hexdigest()
+
+
+def _read_manifest_bytes(path: Path) -> bytes | None:
+    """The manifest's bytes, None when the file has none (OSError when it cannot be read)."""
+    try:
+        return manifest_path(path).read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _file_digest(path: Path) -> tuple[str, bytes | None]:
+    """(content digest, manifest bytes) of a file on disk, for looking up its cache entry; the
+    .npz is hashed in blocks, never held whole (the worker hashes what it reads itself)."""
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
-    manifest = manifest_path(path)
-    # The manifest can change the data set (and so the tree) without touching the arrays.
-    digest.update(manifest.read_bytes() if manifest.is_file() else b"")
-    return digest.hexdigest()
+    manifest = _read_manifest_bytes(path)  # can change the data set (and so the tree) without touching the arrays
+    return _digest(digest.digest(), manifest), manifest
 
 
-def _builtin_tree_tag(path: Path, seen: dict[str, str]) -> str:
+def read_content(path: Path) -> tuple[bytes, bytes | None]:
+    """The bytes of a logits file and of its manifest (None: none), each read once: the worker
+    hashes exactly these bytes and decodes the model from them."""
+    if not path.is_file():
+        raise LogitsFileError(f"cached logits file {path} not found")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise LogitsFileError(f"{path}: cannot open ({exc})") from exc
+    try:
+        manifest = _read_manifest_bytes(path)
+    except OSError as exc:
+        raise LogitsFileError(f"{manifest_path(path)}: manifest is not valid JSON ({exc})") from exc
+    return data, manifest
+
+
+def _load_content(path: Path) -> tuple[LogitsBundle, str]:
+    """(bundle, content digest) of the bytes read once by ``read_content``; the raw bytes are
+    dropped on return (the bundle holds the decoded arrays only)."""
+    data, manifest_bytes = read_content(path)
+    digest = _digest(hashlib.sha256(data).digest(), manifest_bytes)
+    manifest = {} if manifest_bytes is None else manifest_from_bytes(manifest_bytes, manifest_path(path))
+    return load_logits_bytes(data, str(path), manifest=manifest), digest
+
+
+def _manifest_dataset(manifest: object) -> str | None:
+    """The built-in data set a manifest names by itself (``dataset_for_manifest`` with its own
+    n_classes), None when it cannot tell."""
+    if not isinstance(manifest, dict):
+        return None
+    try:
+        return dataset_for_manifest(manifest, int(manifest.get("n_classes", 0)))
+    except (ValueError, TypeError):
+        return None  # the worker reports what is wrong with the file
+
+
+def _builtin_tree_tag(manifest_bytes: bytes | None, seen: dict[str, str]) -> str:
     """Hash of the tree a file without ``--hierarchy`` will use, judged from its manifest
     ("unknown" when the manifest cannot tell), so an edited data set tree invalidates results."""
     try:
-        manifest = json.loads(manifest_path(path).read_text(encoding="utf-8"))
-        name = dataset_for_manifest(manifest, int(manifest.get("n_classes", 0)))
+        name = _manifest_dataset(json.loads(manifest_bytes.decode("utf-8")) if manifest_bytes else None)
         if name is None:
             return "unknown"
         if name not in seen:
             seen[name] = f"{name}:{hierarchy_hash(load_dataset(name).hierarchy)}"
         return seen[name]
-    except (OSError, ValueError, TypeError, AttributeError):
+    except (OSError, ValueError, TypeError, AttributeError, RecursionError):
         return "unknown"  # the worker reports what is wrong with the file
 
 
-def result_key(path: Path, settings: dict) -> str:
-    """What a cached result must match: the file's bytes (and its manifest's) and the settings."""
+def _key_settings(settings: dict, tree_tag: str | None) -> dict:
+    """The settings a key covers: the run's, plus the built-in tree's tag without ``--hierarchy``."""
+    return settings if tree_tag is None else {**settings, "tree": tree_tag}
+
+
+def result_key(content_digest: str, settings: dict) -> str:
+    """What a cached result must match: the content digest of the logits (and manifest) bytes
+    evaluated and the settings (``--protocol`` included)."""
     text = json.dumps({"format": CACHE_FORMAT, **settings}, sort_keys=True)
-    return hashlib.sha256((text + _file_digest(path)).encode()).hexdigest()
+    return hashlib.sha256((text + content_digest).encode()).hexdigest()
+
+
+def entry_checksum(entry: dict) -> str:
+    """SHA-256 of the canonical JSON of a cache entry without its ``checksum`` (format, key,
+    content digest, settings, rows): it detects corruption and hand edits, not a forger who can
+    write to the cache folder (they could recompute it)."""
+    body = {k: v for k, v in entry.items() if k != "checksum"}
+    text = json.dumps(body, sort_keys=True, allow_nan=True, ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 def cache_dir_for(out: Path) -> Path:
@@ -170,10 +269,73 @@ def cache_file(cache_dir: Path, path: Path) -> Path:
     return cache_dir / f"{path.stem}-{tag}.json"
 
 
-def rows_problem(rows: object) -> str:
-    """Why ``rows`` are not one model's cached result rows; "" when they are.
+#: (metric, rule, loss, ts) of every row of one model's result, each exactly once.
+_ROW_IDS = frozenset(
+    [("top1", "", "", False), ("top1", "", "", True), ("temperature", "", "", True)]
+    + [(metric, rule, loss, ts) for metric in ("haurc", "gain_percent") for rule in RULES for loss in LOSSES
+       for ts in (False, True)]
+)
+_TEXT_COLUMNS = ("model", "dataset", "hierarchy_hash", "subset", "protocol", "rule", "loss", "metric", "version",
+                 "file")
+#: Columns every row of one model shares.
+_SHARED_COLUMNS = ("model", "dataset", "hierarchy_hash", "subset", "protocol", "n_cal", "seed", "version")
 
-    Valid: a non-empty list of dicts, each with exactly the keys ``ROW_COLUMNS`` and a numeric ``value``.
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, float) or _is_int(v)
+
+
+def _is_finite(v: object) -> bool:
+    """A finite number (an integer too large for a float is not)."""
+    try:
+        return _is_number(v) and math.isfinite(v)  # type: ignore[arg-type]
+    except OverflowError:
+        return False
+
+
+def _row_problem(row: dict, settings: dict) -> str:
+    """Why one row (with the ``ROW_COLUMNS`` keys) is not a valid result row of ``settings``; ""."""
+    for col in _TEXT_COLUMNS:
+        if not isinstance(row[col], str):
+            return f"its {col} is not a text"
+    if not isinstance(row["ts"], bool):
+        return "its ts is not true/false"
+    for col in ("n_eval", "n_cal", "seed"):
+        if not _is_int(row[col]):
+            return f"its {col} is not an integer"
+    if row["n_eval"] < 1 or row["n_cal"] < 0:
+        return "its sample counts are out of range"
+    if not (_is_finite(row["temperature"]) and row["temperature"] > 0):
+        return "its temperature is not a positive number"
+    if not _is_number(row["value"]):
+        return "its value is not a number"
+    # gain is NaN when Selective's hAURC is 0; every other number is finite.
+    if not (_is_finite(row["value"]) or (row["metric"] == "gain_percent" and isinstance(row["value"], float)
+                                          and math.isnan(row["value"]))):
+        return f"its value is {row['value']} (not a finite number)"
+    for col in ("ci_low", "ci_high"):
+        if row[col] is not None and not _is_number(row[col]):
+            return f"its {col} is not a number"
+    if row["n_resamples"] is not None and not (_is_int(row["n_resamples"]) and row["n_resamples"] > 0):
+        return "its n_resamples is not a positive integer"
+    if row["dec"] is not None and not (_is_int(row["dec"]) and row["dec"] == settings["dec"]):
+        return f"its dec is {row['dec']!r}, not this run's {settings['dec']!r}"
+    if row["protocol"] != settings["protocol"] or row["seed"] != settings["seed"]:
+        return "its protocol or seed is not this run's"
+    return ""
+
+
+def rows_problem(rows: object, settings: dict, model: str, tree_tag: str | None = None) -> str:
+    """Why ``rows`` are not the cached result rows of the model ``model`` under ``settings`` (the
+    tree: ``settings["hierarchy"]``, or ``tree_tag`` for a built-in one); "" when they are.
+
+    Valid: a non-empty list of dicts, each with exactly the keys ``ROW_COLUMNS`` and values of
+    their types (finite numbers, NaN only for a gain), one row per (metric, rule, loss, ts) of a
+    model's result, all of this model, protocol, seed, ``dec`` and tree.
     """
     if not isinstance(rows, list) or not rows:
         return "its rows are not a non-empty list"
@@ -181,44 +343,96 @@ def rows_problem(rows: object) -> str:
     for k, row in enumerate(rows):
         if not isinstance(row, dict) or set(row) != expected:
             return f"row {k} is not a dict with the {len(expected)} result columns"
-        # The one field every table computes with: a text here would fail only later, in the summary.
-        if isinstance(row["value"], bool) or not isinstance(row["value"], (int, float)):
-            return f"row {k} has a value that is not a number"
+        problem = _row_problem(row, settings)
+        if problem:
+            return f"row {k}: {problem}"
+    ids = [(r["metric"], r["rule"], r["loss"], r["ts"]) for r in rows]
+    if len(ids) != len(_ROW_IDS) or set(ids) != _ROW_IDS:
+        return "its rows are not one of each metric, rule, loss and setting"
+    for col in _SHARED_COLUMNS:
+        if len({r[col] for r in rows}) != 1:
+            return f"its rows disagree on {col}"
+    first = rows[0]
+    if first["model"] != model:
+        return f"its model {first['model']!r} is not this file's {model!r}"
+    # (data set or None, hierarchy hash) the rows must name; unknown for a built-in tree the manifest does not name
+    tree: tuple[str | None, str] | None = None
+    if settings["hierarchy"] != "builtin":
+        tree = (None, settings["hierarchy"])
+    elif tree_tag and tree_tag != "unknown":
+        name, _, digest = tree_tag.partition(":")
+        tree = (name, digest)
+    if tree is not None and (first["hierarchy_hash"] != tree[1] or tree[0] not in (None, first["dataset"])):
+        return "its tree is not this run's"
     return ""
 
 
-def read_cached(file: Path, key: str) -> tuple[list[dict] | None, str]:
-    """A cache entry's rows for ``key``: ``(rows, "")``; ``(None, "")`` when there is none or it is
-    for another file version or other settings; ``(None, why)`` when it is damaged. Either way a
-    missing result is computed again, never dropped."""
+def read_cached(file: Path, key: str, settings: dict, model: str, tree_tag: str | None = None
+                ) -> tuple[list[dict] | None, str]:
+    """A cache entry's rows for ``key``: ``(rows, "")`` when it is intact and for this content
+    and these settings; ``(None, "")`` when there is none or it is for another file version,
+    other settings or an older cache format; ``(None, why)`` when it is unusable (not JSON, not
+    an entry, rows failing ``rows_problem``, a checksum that does not match). Either way a missing
+    result is computed again, never dropped."""
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None, ""
-    except (OSError, ValueError) as exc:
+    except (OSError, UnicodeDecodeError, RecursionError) as exc:
         return None, f"unreadable ({type(exc).__name__})"
+    except ValueError:
+        return None, "not valid JSON"
     if not isinstance(data, dict):
         return None, "not a JSON object"
-    if data.get("key") != key:
-        return None, ""  # stale: another version of the file or other settings
-    problem = rows_problem(data.get("rows"))
-    return (None, problem) if problem else (data["rows"], "")
+    if not isinstance(data.get("format"), str) or not isinstance(data.get("key"), str):
+        return None, "no format or key"
+    if data["format"] != CACHE_FORMAT or data["key"] != key:
+        return None, ""  # stale: an older cache, another version of the file or other settings
+    problem = rows_problem(data.get("rows"), settings, model, tree_tag)
+    if problem:
+        return None, problem
+    if data.get("checksum") != entry_checksum(data):
+        return None, "checksum mismatch"
+    return data["rows"], ""
+
+
+def _cache_entry(key: str, content: str, file: Path, settings: dict, rows: list[dict], changed: bool) -> dict:
+    """A cache entry, its checksum last. ``content``: the digest of the bytes the rows were
+    computed from; ``changed``: the file differed from the one looked up when the run began."""
+    entry: dict = {"format": CACHE_FORMAT, "key": key, "content_sha256": content, "file": str(file),
+                   "settings": settings}
+    if changed:
+        entry["note"] = ("the file changed between this run's lookup and its evaluation; the rows are of the "
+                         "content evaluated (content_sha256)")
+    entry["rows"] = rows
+    entry["checksum"] = entry_checksum(entry)
+    return entry
 
 
 # ---------------------------------------------------------------------------- many models
-def _evaluate_job(path: str, hierarchy: Hierarchy | None, dec: int | None, protocol: str, cal_fraction: float,
-                  seed: int, sample_bar: bool = False) -> dict:
-    """One model, in a worker process or Ray task: {"rows": [...]} or {"error": one line}.
+def _evaluate_job(path: str, hierarchy: Hierarchy | None, settings: dict, sample_bar: bool = False) -> dict:
+    """One model, in a worker process or Ray task: {"rows": [...], "key": …, "content": …, "tree": …}
+    or {"error": one line}.
 
-    Errors come back as values, so one bad file never stops the others. ``sample_bar``: a progress
-    bar over this model's samples (only when it runs in the main process, so bars never interleave).
+    The file and its manifest are read once; ``content`` is the digest of those bytes, ``key``
+    their ``result_key`` under ``settings`` (and ``tree``, the built-in tree's tag), and the rows
+    are computed from the same bytes, so an entry saved under ``key`` describes what was evaluated
+    even when the file changed on disk meanwhile. Errors come back as values, so one bad file
+    never stops the others. ``sample_bar``: a progress bar over this model's samples (only when it
+    runs in the main process, so bars never interleave).
     """
     bar = _SampleBar(Path(path).stem) if sample_bar else None
     try:
-        bundle = load_logits(path)
+        bundle, content = _load_content(Path(path))
         dataset, tree = resolve_hierarchy(bundle, path, hierarchy)
-        return {"rows": evaluate_model(bundle, tree, dec=dec, protocol=protocol, cal_fraction=cal_fraction,
-                                       seed=seed, dataset=dataset, progress=bar)}
+        tree_tag = None
+        if hierarchy is None:  # the tag the main process derives from the manifest, of the tree used
+            tree_tag = "unknown" if _manifest_dataset(bundle.manifest) is None else f"{dataset}:{hierarchy_hash(tree)}"
+        rows = evaluate_model(bundle, tree, dec=settings["dec"], protocol=settings["protocol"],
+                              cal_fraction=settings["cal_fraction"], seed=settings["seed"], dataset=dataset,
+                              progress=bar)
+        return {"rows": [{**row, "file": path} for row in rows], "content": content, "tree": tree_tag,
+                "key": result_key(content, _key_settings(settings, tree_tag))}
     except (ValueError, OSError) as exc:
         return {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
     finally:
@@ -272,8 +486,9 @@ def evaluate_many(
     """Evaluate many files; returns (rows of the models that finished, {file: error}, #cached).
 
     ``hierarchy=None`` picks each file's built-in tree. With ``cache_dir``, each finished model is
-    saved there at once and, with ``resume``, a model whose file and settings match a saved
-    result is not computed again (a damaged entry is noted on stderr and computed again). Rows
+    saved there at once, under the key of the bytes it was computed from, and, with ``resume``, a
+    model whose current file and settings match an intact saved result is not computed again (an
+    unusable entry is noted on stderr in one line and computed again; see ``read_cached``). Rows
     come in the order of ``paths``, each named by ``model_names`` and carrying its ``file``.
     """
     check_dec(dec)
@@ -283,26 +498,29 @@ def evaluate_many(
                 "hierarchy": hierarchy_hash(hierarchy) or "builtin"}
     cache = Path(cache_dir) if cache_dir is not None else None
     results: dict[int, list[dict]] = {}
-    keys: dict[int, str] = {}
+    keys: dict[int, str] = {}  # the lookup key of each file as it is now
     trees: dict[str, str] = {}
     for i, p in enumerate(files):
-        if cache is not None:
-            tree_tag = {"tree": _builtin_tree_tag(p, trees)} if hierarchy is None else {}
-            try:
-                keys[i] = result_key(p, {**settings, **tree_tag})
-            except OSError:
-                continue  # unreadable: the worker reports why, and nothing is cached
-            if resume:
-                rows, problem = read_cached(cache_file(cache, p), keys[i])
-                if problem:
-                    print(f"note: {cache_file(cache, p)}: {problem}; evaluating {p} again", file=sys.stderr)
-                if rows is not None:
-                    results[i] = rows
+        if cache is None:
+            continue
+        try:
+            content, manifest = _file_digest(p)
+        except OSError:
+            continue  # unreadable: the worker reports why
+        tree_tag = _builtin_tree_tag(manifest, trees) if hierarchy is None else None
+        keys[i] = result_key(content, _key_settings(settings, tree_tag))
+        if resume:
+            entry = cache_file(cache, p)
+            rows, problem = read_cached(entry, keys[i], settings, p.stem, tree_tag)
+            if problem:
+                print(f"{entry}: unusable cached result ({problem}); recomputing", file=sys.stderr)
+            if rows is not None:
+                results[i] = rows
     n_cached = len(results)
     todo = [i for i in range(len(files)) if i not in results]
     n_workers = default_workers(len(todo)) if workers is None else workers
     in_process = ray_address is None and (n_workers <= 1 or len(todo) <= 1)
-    jobs = [(str(files[i]), hierarchy, dec, protocol, cal_fraction, seed, progress and in_process) for i in todo]
+    jobs = [(str(files[i]), hierarchy, settings, progress and in_process) for i in todo]
     errors: dict[str, str] = {}
     bar = _progress_bar(len(files), n_cached, progress, "ray" if ray_address else "local")
     try:
@@ -313,11 +531,14 @@ def evaluate_many(
                 errors[str(files[i])] = out["error"]
             else:
                 results[i] = out["rows"]
-                if cache is not None and i in keys:
-                    write_json_atomic(cache_file(cache, files[i]), {
-                        "format": CACHE_FORMAT, "key": keys[i], "file": str(files[i]), "settings": settings,
-                        "rows": out["rows"],
-                    })
+                changed = i in keys and keys[i] != out["key"]
+                if changed:
+                    print(f"note: {files[i]} changed while this run read it; its results are of the content "
+                          "evaluated", file=sys.stderr)
+                if cache is not None:
+                    write_json_atomic(cache_file(cache, files[i]), _cache_entry(
+                        out["key"], out["content"], files[i], _key_settings(settings, out["tree"]), out["rows"],
+                        changed))
             if bar is not None:
                 bar.update(1)
     finally:
@@ -464,6 +685,8 @@ def run(args: argparse.Namespace) -> int:
     if out["rows"].suffix.lower() != ".csv":
         raise ValueError(f"--out must name a .csv file, got {args.out}")
 
+    # Whether this run had saved results for its files: then it says how many it reused and recomputed.
+    had_entries = not args.recompute and any(cache_file(out["cache"], p).exists() for p in paths)
     rows, errors, n_cached = evaluate_many(
         paths, hierarchy, dec=args.dec, protocol=args.protocol, cal_fraction=args.cal_fraction, seed=args.seed,
         workers=args.workers, ray_address=args.ray, cache_dir=out["cache"], resume=not args.recompute,
@@ -474,8 +697,8 @@ def run(args: argparse.Namespace) -> int:
         write_outputs(out, rows, summary)
         print(format_summary(summary, protocol=args.protocol, cal_fraction=args.cal_fraction, seed=args.seed))
         n_models = len(paths) - len(errors)
-        reused = f", {n_cached} reused from {out['cache']}" if n_cached else ""
-        print(f"\n{n_models} model{'s' * (n_models != 1)}{reused} → {out['rows']} ({len(rows)} rows), "
+        counts = f", {n_cached} reused, {n_models - n_cached} recomputed" if had_entries else ""
+        print(f"\n{n_models} model{'s' * (n_models != 1)}{counts} → {out['rows']} ({len(rows)} rows), "
               f"{out['models'].name}, {out['summary'].name}")
     if errors:
         file, message = next(iter(errors.items()))
