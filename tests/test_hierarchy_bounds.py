@@ -65,12 +65,27 @@ def test_newick_nested_100000_deep_is_refused_at_once(tmp_path):
     refused(path, r"hierarchy too deep")
 
 
+def test_newick_with_millions_of_comments_or_lengths_on_a_node_is_refused_at_once(tmp_path):
+    path = tmp_path / "flood.nwk"
+    for flood in ("[x]" * 1_000_000, ":1" * 1_000_000):
+        path.write_text(f"(a{flood},b);")
+        refused(path, r"flood.nwk: not valid Newick \(over 64 comments, lengths or words on one node")
+    path.write_text("(a[&&NHX:S=x][&R]:0.5 [note] ,  'b c'  :1e-3)root[c];")  # what real files carry
+    assert load_hierarchy(path).names == ("a", "b c", "root")
+
+
 def test_json_nested_100000_deep_is_one_line(tmp_path):
     path = tmp_path / "deep.json"
     path.write_text('{"format": "hsc-hierarchy/1", "nodes": ' + "[" * 100_000 + "]" * 100_000 + "}")
     refused(path, r"deep.json: the JSON is nested too deeply")
     with pytest.raises(HierarchyError, match="nested too deeply"):
         Hierarchy.from_json(path)
+
+
+def test_a_json_list_of_millions_of_tiny_values_is_refused_before_parsing(tmp_path):
+    path = tmp_path / "many.json"
+    path.write_text('{"format": "hsc-hierarchy/1", "n_leaves": 1, "nodes": [' + "{}," * 4_000_000 + "{}]}")
+    refused(path, r"many.json: hierarchy too large: 8,000,00\d JSON values \(at most 3,200,000 are supported")
 
 
 def test_size_limits_each_have_their_one_line_message(tmp_path):

@@ -542,9 +542,20 @@ def file_too_large(n_bytes: int) -> str:
             f"{LIMITS.max_file_bytes / mb:,.0f} MB are supported)")
 
 
+#: JSON values a hsc-hierarchy/1 document may hold per node (its three fields take three; names
+#: with commas count too), so that a 32 MB list of tiny values cannot inflate to gigabytes of objects.
+JSON_VALUES_PER_NODE = 16
+
+
 def load_json(text: str, where: str = "JSON") -> Any:
     """``json.loads`` whose errors, including nesting too deep for its recursion, are one-line
-    HierarchyErrors (a ``hsc-hierarchy/1`` document nests three levels)."""
+    HierarchyErrors (a ``hsc-hierarchy/1`` document nests three levels). The values it would build
+    are counted first (commas and brackets, an upper bound) against ``LIMITS.max_nodes``."""
+    values = text.count(",") + text.count("{") + text.count("[")
+    most = JSON_VALUES_PER_NODE * LIMITS.max_nodes
+    if values > most:
+        raise HierarchyError(f"cannot read hierarchy {where}: hierarchy too large: {values:,} JSON values (at most "
+                             f"{most:,} are supported, {JSON_VALUES_PER_NODE} per node for {LIMITS.max_nodes:,} nodes)")
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

@@ -603,6 +603,12 @@ _NEWICK_TOKEN = re.compile(r"""(?P<space>\s+)|(?P<punct>[(),:;])|(?P<quoted>'(?:
                            r"""|(?P<comment>\[)|(?P<word>[^\s(),:;'\[\]]+)|(?P<bad>.)""", re.DOTALL)
 
 
+# Tokens one node may carry between the punctuation around it: its label, a ':' and length, a few
+# comments and the whitespace between. More is refused, so that a file of millions of comments or
+# lengths on one node costs no more than its nodes would.
+_NEWICK_TOKENS_PER_NODE = 64
+
+
 class _NewickError(ValueError):
     """A syntax error, reported as ``<file>: not valid Newick (…)``."""
 
@@ -637,11 +643,15 @@ def _parse_newick(text: str) -> tuple[list[int], list[str], list[bool], int]:
     internal: list[bool] = [False]
     named = [False]  # whether the node's label was read (a second word is an error)
     stack: list[int] = []  # the open '(' nodes
-    cur, in_length, pos, n = 0, False, 0, len(text)
+    cur, in_length, pos, n, tokens = 0, False, 0, len(text), 0
     while pos < n:
         m = _NEWICK_TOKEN.match(text, pos)
         assert m is not None  # the last alternative matches any character
         kind, token, pos = m.lastgroup, m.group(), m.end()
+        tokens += 1
+        if tokens > _NEWICK_TOKENS_PER_NODE:
+            raise _NewickError(f"over {_NEWICK_TOKENS_PER_NODE} comments, lengths or words on one node "
+                               f"(near character {pos})")
         if kind == "space":
             continue
         if kind == "comment":
@@ -650,7 +660,7 @@ def _parse_newick(text: str) -> tuple[list[int], list[str], list[bool], int]:
             raise _NewickError("unterminated quote" if token == "'" else f"unexpected {token!r} at character {pos}")
         elif kind in ("word", "quoted"):
             if in_length:
-                continue  # a branch length (or its exponent): not kept
+                continue  # a branch length: not kept
             if named[cur]:
                 raise _NewickError(f"node names must not contain whitespace or punctuation (near character {pos})")
             label[cur], named[cur] = (_unquote(token) if kind == "quoted" else token), True
@@ -664,15 +674,15 @@ def _parse_newick(text: str) -> tuple[list[int], list[str], list[bool], int]:
             if len(stack) > LIMITS.max_depth:
                 raise HierarchyError(f"hierarchy too deep: over {LIMITS.max_depth:,} levels of Newick nesting "
                                      f"(at most {LIMITS.max_depth:,} are supported)")
-            cur, in_length = _newick_node(parent, label, internal, named, cur), False
+            cur, in_length, tokens = _newick_node(parent, label, internal, named, cur), False, 0
         elif token == ",":
             if not stack:
                 raise _NewickError(f"',' outside parentheses at character {pos}")
-            cur, in_length = _newick_node(parent, label, internal, named, stack[-1]), False
+            cur, in_length, tokens = _newick_node(parent, label, internal, named, stack[-1]), False, 0
         elif token == ")":
             if not stack:
                 raise _NewickError("invalid brace nesting (a ')' without its '(')")
-            cur, in_length = stack.pop(), False
+            cur, in_length, tokens = stack.pop(), False, 0  # the closed node's label and length follow
         else:  # ";": the end of the first tree
             break
         if len(parent) > LIMITS.max_nodes:
