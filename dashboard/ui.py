@@ -385,7 +385,8 @@ def _add_dataset() -> None:
         done = (f"Added data set **{plain(added.name)}** "
                 f"({h.n_leaves:,} classes, {h.n_nodes:,} nodes) for this browser session.")
         # What the reader assumed (a first row taken as column names) is shown, not buried.
-        ss["_ds_msg"] = ("warning", " ".join([done, *(plain(n) for n in added.notes)])) if added.notes \
+        redo = "If that row is a class, set **First row** to *a class (no header)* and add the file again."
+        ss["_ds_msg"] = ("warning", " ".join([done, *(plain(n) for n in added.notes), redo])) if added.notes \
             else ("success", done)
 
 
