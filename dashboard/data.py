@@ -45,10 +45,10 @@ import streamlit as st
 
 from hsc_core import config
 from hsc_core.core.curves import RCCurve
-from hsc_core.core.hierarchy import Hierarchy
+from hsc_core.core.hierarchy import LIMITS, Hierarchy, file_too_large
 from hsc_core.core.risk import Loss
 from hsc_core.core.rules import RULE_LABELS, RULES
-from hsc_core.datasets.formats import HIERARCHY_SUFFIXES, load_hierarchy
+from hsc_core.datasets.formats import HIERARCHY_SUFFIXES, load_hierarchy_with_notes
 from hsc_core.datasets.imagenet import imagenet_hierarchy
 from hsc_core.datasets.logits_io import (
     LogitsBundle,
@@ -285,12 +285,18 @@ class AddedDataset:
     name: str
     location: str  # "session:<token>": the catalog entry of a data set kept in session state
     dataset: Dataset
+    notes: tuple[str, ...] = ()  # what the reader assumed (e.g. a CSV's first row taken as column names)
 
 
-def add_session_dataset(name: str, filename: str, hierarchy: bytes, classes: bytes | None = None) -> AddedDataset:
+def add_session_dataset(name: str, filename: str, hierarchy: bytes, classes: bytes | None = None,
+                        header: bool | None = None) -> AddedDataset:
     """Parse an uploaded hierarchy (+ class list) with the library. The bytes go to a temporary
     folder that is deleted as soon as they are parsed; only the parsed data set is returned, for
-    the caller to keep in session state. A file the library rejects raises DataError."""
+    the caller to keep in session state. A file the library rejects raises DataError (one line:
+    a file over the hierarchy size limits is refused before it is written or parsed).
+
+    header : whether a CSV file's first row is column names (None: detected; what detection
+    assumed comes back in ``notes``)."""
     name = name.strip()
     if not DATASET_NAME.fullmatch(name):
         raise DataError("a data set name is 1–64 letters, digits, '_', '.' or '-', starting with a letter or digit")
@@ -299,19 +305,29 @@ def add_session_dataset(name: str, filename: str, hierarchy: bytes, classes: byt
     suffix = Path(filename).suffix.lower()
     if suffix not in HIERARCHY_SUFFIXES:
         raise DataError(f"{Path(filename).name}: a hierarchy file ends in {', '.join(HIERARCHY_SUFFIXES)}")
+    for upload in (hierarchy, classes):
+        if upload is not None and len(upload) > LIMITS.max_file_bytes:
+            raise DataError(f"{Path(filename).name if upload is hierarchy else 'the class list'}: "
+                            f"{file_too_large(len(upload))}")
     # The readers take paths, so the upload spends a moment on disk; the folder never outlives this call.
     with tempfile.TemporaryDirectory(prefix="hsc_upload_") as tmp:
         tree_file, class_file = Path(tmp) / f"hierarchy{suffix}", Path(tmp) / "classes.txt"
         tree_file.write_bytes(hierarchy)
         if classes is not None:
             class_file.write_bytes(classes)
+        def public(text: str) -> str:  # messages name the file as uploaded, never the temp folder
+            text = text.replace(str(tree_file), Path(filename).name).replace(str(class_file), "the class list")
+            return text.replace(str(tmp) + os.sep, "").replace(str(tmp), "")
+
         try:
-            tree = load_hierarchy(tree_file, class_file if classes is not None else None)
+            tree, notes = load_hierarchy_with_notes(tree_file, class_file if classes is not None else None,
+                                                    header=header)
         except Exception as exc:  # any reader error on untrusted input: report it without the temp path
-            raise DataError(str(exc).replace(str(tmp) + os.sep, "").replace(str(tmp), "")) from None
+            raise DataError(public(str(exc))) from None
+        notes = [public(n) for n in notes]
     ds = Dataset(name, tree, tuple(tree.names[: tree.n_leaves]),
                  f"{tree.n_leaves} classes uploaded in this session", None)
-    return AddedDataset(name, f"{SESSION_PREFIX}{uuid.uuid4().hex}", ds)
+    return AddedDataset(name, f"{SESSION_PREFIX}{uuid.uuid4().hex}", ds, tuple(notes))
 
 
 # ---------------------------------------------------------------------------- loading

@@ -382,15 +382,25 @@ def _add_dataset() -> None:
         return
     try:
         added = data.add_session_dataset(name, tree.name, tree.getvalue(),
-                                         None if classes is None else classes.getvalue())
+                                         None if classes is None else classes.getvalue(),
+                                         header=_HEADER_CHOICES.get(ss.get("_ds_header", "detect")))
     except data.LOAD_ERRORS as exc:
         ss["_ds_msg"] = ("error", f"Cannot add data set {plain(name)}: {plain(public_message(exc))}")
     else:  # kept in this session only: the parsed tree, never a file
         ss.setdefault(data.SESSION_DATASET_OBJECTS, {})[added.location] = added.dataset
         ss.setdefault(data.SESSION_DATASETS, {})[added.name] = added.location
         h = added.dataset.hierarchy
-        ss["_ds_msg"] = ("success", f"Added data set **{plain(added.name)}** "
-                                    f"({h.n_leaves:,} classes, {h.n_nodes:,} nodes) for this browser session.")
+        done = (f"Added data set **{plain(added.name)}** "
+                f"({h.n_leaves:,} classes, {h.n_nodes:,} nodes) for this browser session.")
+        # What the reader assumed (a first row taken as column names) is shown, not buried.
+        redo = "If that row is a class, set **First row** to *a class (no header)* and add the file again."
+        ss["_ds_msg"] = ("warning", " ".join([done, *(plain(n) for n in added.notes), redo])) if added.notes \
+            else ("success", done)
+
+
+# The "First row" setting of a CSV hierarchy → load_hierarchy's header argument.
+_HEADER_CHOICES = {"detect": None, "header": True, "data": False}
+_HEADER_LABELS = {"detect": "detect", "header": "column names", "data": "a class (no header)"}
 
 
 def dataset_upload_widget() -> None:
@@ -401,6 +411,11 @@ def dataset_upload_widget() -> None:
     tree = st.file_uploader("Hierarchy file", key="_ds_tree", type=list(data.HIERARCHY_SUFFIXES),
                             help="Edge list (CSV/TSV parent,child), levels CSV (coarse … class), JSON or Newick.")
     st.file_uploader("Class list (optional, one class per line, in logit order)", key="_ds_classes", type=["txt"])
+    st.radio("First row of a CSV file", list(_HEADER_CHOICES), key="_ds_header", horizontal=True,
+             format_func=_HEADER_LABELS.get,
+             help="Whether the first row holds column names (`parent,child`, `superclass,class`) or is "
+                  "already part of the tree. Detect: column names when its names occur nowhere else, "
+                  "and the message says so.")
     st.button("Add data set", key="_ds_add", disabled=tree is None or not name, on_click=_add_dataset)
     kind, msg = st.session_state.get("_ds_msg", ("info", ""))
     if msg:

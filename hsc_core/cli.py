@@ -2,7 +2,8 @@
 
 Each subcommand module defines ``configure_parser(parser)`` and ``run(args) -> int``. Only the
 chosen module is imported, so ``hsc evaluate`` never loads torch or Streamlit.
-Bad input ends with exit code 2 and one line on stderr (``HSC_DEBUG=1`` shows the traceback).
+Bad input ends with exit code 2 and one line on stderr (``HSC_DEBUG=1`` shows the traceback); a
+warning meant for the user (a ``UserWarning``, e.g. a CSV row taken as a header) is one line too.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 from collections.abc import Sequence
 
 from . import config
@@ -44,7 +46,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "hsc") -> int:
     module.configure_parser(parser)
     args = parser.parse_args(rest)  # argparse itself exits 2 with one usage line
     try:
-        return int(module.run(args) or 0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("default", UserWarning)  # each one once per run, even in a long-lived process
+            warnings.showwarning = _one_line_warnings(f"{prog} {name}", warnings.showwarning)
+            return int(module.run(args) or 0)
     except BrokenPipeError:  # `hsc evaluate … | head`: the reader left; the files are written
         sys.stderr.close()
         return 0
@@ -56,6 +61,17 @@ def main(argv: Sequence[str] | None = None, prog: str = "hsc") -> int:
             raise
         print(f"{prog} {name}: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _one_line_warnings(command: str, fallback):
+    """``warnings.showwarning`` that prints a user-facing warning as ``hsc evaluate: warning: …``
+    instead of Python's two lines with a source line; other categories go to ``fallback``."""
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, UserWarning):
+            print(f"{command}: warning: {message}", file=sys.stderr if file is None else file)
+        else:
+            fallback(message, category, filename, lineno, file, line)
+    return show
 
 
 def entry_point() -> None:

@@ -279,6 +279,31 @@ def test_add_a_dataset_in_the_sidebar(use_dir, mixed_dir):
     assert_haurc_equals_library(at, cifar_hierarchy(), mixed_dir / "unlabelled_net.npz")
 
 
+def test_add_a_dataset_refuses_a_deep_tree_and_says_what_it_assumed(use_dir, mixed_dir):
+    use_dir(mixed_dir)
+    at = open_page("app_pages/risk_coverage.py", {"model": "unlabelled_net"})
+
+    def add(name: str, filename: str, content: bytes) -> None:
+        at.text_input(key="_ds_name").input(name)
+        at.file_uploader(key="_ds_tree").upload(filename, content, "text/plain").run()
+        next(b for b in at.button if b.label == "Add data set").click().run()
+        assert not at.exception
+
+    # Newick nested 100,000 deep: one message in the sidebar, at once, no traceback.
+    add("deep", "deep.nwk", b"(" * 100_000 + b"a,b" + b")" * 100_000 + b";")
+    msg = unescape(" ".join(e.value for e in at.sidebar.error))
+    assert msg.startswith("Cannot add data set deep: deep.nwk: hierarchy too deep: over 1,000 levels"), msg
+    # A headerless levels file: detection takes its first row as column names, and says so.
+    plants = b"fruit,apple\nflower,rose\nflower,tulip\n"
+    add("plants", "plants.csv", plants)
+    warning = unescape(" ".join(w.value for w in at.sidebar.warning))
+    assert "Added data set **plants** (2 classes" in warning and "took the first row" in warning
+    # "First row: a class (no header)" keeps it.
+    at.radio(key="_ds_header").set_value("data").run()
+    add("plants3", "plants.csv", plants)
+    assert any("Added data set **plants3** (3 classes" in unescape(s.value) for s in at.sidebar.success)
+
+
 # ---------------------------------------------------------------------------- synthetic taxonomy
 def test_synthetic_taxonomy_is_opt_in(monkeypatch, use_dir, cifar_dir):
     use_dir(cifar_dir)

@@ -73,9 +73,9 @@ def rule_events(hierarchy: Hierarchy, paths: DecisionPaths, labels: np.ndarray, 
     """
     n, width = paths.nodes.shape
     labels = check_labels(labels, n, hierarchy.n_leaves)
-    # Per record cell: coverage, loss and their differences (float64) plus the LCA lookup's
-    # (depth + 1) int64 temporaries of the severity loss.
-    rows = rows_per_chunk(width * 8 * (6 + hierarchy.max_depth), budget_bytes)
+    # Per record cell: coverage, loss and their differences (float64) plus the severity loss's
+    # LCA temporaries (binary lifting: a few int64 arrays of the block's size, whatever the depth).
+    rows = rows_per_chunk(width * 8 * 16, budget_bytes)
     base_cov = np.empty(n)
     base_loss = np.empty(n)
     parts: list[tuple[np.ndarray, ...]] = []

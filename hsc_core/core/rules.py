@@ -27,7 +27,7 @@ from typing import Literal
 import numpy as np
 
 from .hierarchy import Hierarchy
-from .validation import check_node_probs, check_theta
+from .validation import check_node_probs, check_theta, check_theta_array
 
 Rule = Literal["selective", "climbing", "jumping", "max_coverage"]
 RULES: tuple[Rule, ...] = ("selective", "climbing", "jumping", "max_coverage")
@@ -48,6 +48,10 @@ class DecisionPaths:
     Rows shorter than ``n_records`` are padded by repeating their last record. ``values`` keep
     the node probabilities' precision (float32 or float64), and θ is rounded to it to compare.
     lengths: (n_samples,) number of real records per row.
+
+    The table is dense in the depth: a rule can stop at up to max_depth + 1 nodes of a path
+    (Climbing on a caterpillar stops at every one), so ``n_records`` ≤ ``hierarchy.max_depth + 1``,
+    which ``hierarchy.LIMITS.max_depth`` bounds.
     """
 
     rule: str
@@ -113,11 +117,7 @@ def below_theta(values: np.ndarray, theta: float | np.ndarray) -> np.ndarray:
     """
     vals = np.asarray(values)
     dtype = vals.dtype if vals.dtype in (np.float32, np.float64) else np.dtype(np.float64)
-    th = np.asarray(theta, dtype=np.float64)
-    inside = (th >= 0.0) & (th <= 1.0)  # also refuses NaN
-    if not np.all(inside):
-        raise ValueError(f"theta must lie in [0, 1], got {th[~inside].ravel()[0]}")
-    th = th.astype(dtype)  # nearest value in the values' precision
+    th = check_theta_array(theta).astype(dtype)  # nearest value in the values' precision
     return vals.astype(dtype, copy=False) < th.reshape(th.shape + (1,) * vals.ndim)
 
 
@@ -216,7 +216,10 @@ def _candidates(hierarchy: Hierarchy, probs: np.ndarray, rule: str, leaf: np.nda
     if rule == "selective":
         return np.stack([leaf, np.full(n, hierarchy.root)], axis=1)
     if rule == "climbing":
-        return hierarchy.leaf_paths[leaf]
+        # The argmax leaves' paths, as wide as the deepest of them (at most max_depth + 1: the
+        # one table dense in the depth, which LIMITS.max_depth bounds; depth < n_nodes, so it is
+        # within the chunk's n_nodes-sized memory share).
+        return hierarchy.paths_to_root(leaf)
     if rule not in ("jumping", "max_coverage"):
         raise ValueError(f"unknown rule {rule!r}; choose one of {', '.join(RULES)}")
     columns, starts = _rule_groups(hierarchy, rule)
@@ -280,6 +283,7 @@ def decision_paths(
 
 def predict(hierarchy: Hierarchy, node_probs: np.ndarray, theta: float, rule: Rule) -> tuple[np.ndarray, np.ndarray]:
     """(predicted nodes, confidences) of ``rule`` at θ; a prediction is accepted when f ≥ θ."""
+    check_theta(theta)  # before the work: None, text or NaN is one clear ValueError
     return decision_paths(hierarchy, node_probs, rule).predict(theta)
 
 

@@ -97,7 +97,7 @@ def synthetic_logits(
     labels = rng.integers(0, hierarchy.n_leaves, n_samples)
     depth = hierarchy.depth[labels]
     up = rng.geometric(climb_p, n_samples)
-    ancestor = hierarchy.ancestors_by_depth[labels, np.maximum(depth - up, 1 if hierarchy.max_depth > 1 else 0)]
+    ancestor = hierarchy.ancestor_at_depth(labels, np.maximum(depth - up, 1 if hierarchy.max_depth > 1 else 0))
     difficulty = rng.gamma(1.0, 1.0, n_samples).astype(np.float32)
 
     pilot = min(n_samples, 3000)

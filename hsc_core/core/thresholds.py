@@ -42,7 +42,7 @@ def climbing_tight_thresholds(
     leaf = probs[:, : hierarchy.n_leaves].argmax(axis=1)
     rows = np.arange(probs.shape[0])
     first_correct = probs[rows, hierarchy.lca(leaf, labels)]
-    path = np.take_along_axis(probs, hierarchy.leaf_paths[leaf], axis=1)
+    path = np.take_along_axis(probs, hierarchy.paths_to_root(leaf), axis=1)
     last_incorrect = np.where(path >= first_correct[:, None], 0.0, path).max(axis=1)
     gap = first_correct - last_incorrect if formula == "code" else first_correct
     theta = last_incorrect + eps_tight * gap

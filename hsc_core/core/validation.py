@@ -46,12 +46,47 @@ def check_labels(labels: np.ndarray, n_samples: int, n_classes: int) -> np.ndarr
     return arr
 
 
+def _not_a_number(theta: object) -> ValueError:
+    return ValueError(f"theta must be a number in [0, 1], got {theta!r}")
+
+
 def check_theta(theta: float) -> float:
-    """Return θ as a float in [0, 1] or raise ValueError."""
-    theta = float(theta)
-    if not 0.0 <= theta <= 1.0:
-        raise ValueError(f"theta must lie in [0, 1], got {theta}")
-    return theta
+    """Return θ as a float in [0, 1] or raise ValueError (None, text, booleans and NaN included).
+
+    >>> check_theta(np.float32(0.5))
+    0.5
+    >>> check_theta(None)
+    Traceback (most recent call last):
+    ValueError: theta must be a number in [0, 1], got None
+    """
+    if isinstance(theta, (bool, np.bool_)) or not isinstance(theta, (int, float, np.integer, np.floating)):
+        if not (isinstance(theta, np.ndarray) and theta.ndim == 0 and theta.dtype.kind in "iuf"):
+            raise _not_a_number(theta)
+    value = float(theta)
+    if value != value:
+        raise _not_a_number(theta)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"theta must lie in [0, 1], got {value}")
+    return value
+
+
+def check_theta_array(theta: object) -> np.ndarray:
+    """θ (a number or an array of them) as a float64 array, each in [0, 1], or a ValueError."""
+    if isinstance(theta, (str, bytes, bool, np.bool_)) or theta is None:
+        raise _not_a_number(theta)
+    try:
+        th = np.asarray(theta)
+    except (TypeError, ValueError):
+        raise _not_a_number(theta) from None
+    if th.dtype.kind not in "iuf":
+        raise _not_a_number(theta)
+    th = th.astype(np.float64)
+    if np.isnan(th).any():
+        raise _not_a_number(theta)
+    inside = (th >= 0.0) & (th <= 1.0)
+    if not np.all(inside):
+        raise ValueError(f"theta must lie in [0, 1], got {th[~inside].ravel()[0]}")
+    return th
 
 
 def check_node_probs(node_probs: np.ndarray, n_nodes: int) -> np.ndarray:

@@ -11,7 +11,7 @@ A user data set is a folder ``<datasets dir>/<name>/`` holding
 * optionally ``classes.txt`` — the class list, one name per line in logit-column order;
 * optionally ``images/`` — sample images for the dashboard;
 * optionally ``dataset.json`` — ``{"description": …, "format": …, "first_parent": …,
-  "collapse_single_child": …}``, passed on to ``load_hierarchy``.
+  "collapse_single_child": …, "header": …}``, passed on to ``load_hierarchy``.
 
 The datasets dir is ``$HSC_DATASETS_DIR``, else ``datasets/`` beside the cached-logits folder
 (:func:`hsc_core.config.datasets_dir`, the one default the ``hsc`` command and the dashboard share).
@@ -38,7 +38,7 @@ CIFAR100_HIERARCHY = DATA_DIR / "cifar100_hierarchy.csv"
 CIFAR100_CLASSES = DATA_DIR / "cifar100_classes.txt"
 DATASETS_DIR_ENV = config.DATASETS_DIR
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
-_OPTIONS = {"description": str, "format": str, "first_parent": bool, "collapse_single_child": bool}
+_OPTIONS = {"description": str, "format": str, "first_parent": bool, "collapse_single_child": bool, "header": bool}
 MANIFEST_KEY = "dataset_id"
 
 
@@ -188,7 +188,7 @@ def _user_dataset(folder: str, stamp: tuple[int, ...]) -> Dataset:
     tree = load_hierarchy(
         hierarchy_file, classes_file, fmt=options.get("format"),
         first_parent=options.get("first_parent", False),
-        collapse_single_child=options.get("collapse_single_child", True))
+        collapse_single_child=options.get("collapse_single_child", True), header=options.get("header"))
     images = path / "images"
     image_dir = images if images.is_dir() and images.resolve().is_relative_to(path.resolve()) else None
     description = options.get("description") or f"{tree.n_leaves} classes from {hierarchy_file.name}"

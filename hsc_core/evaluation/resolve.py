@@ -48,9 +48,12 @@ def expand_inputs(specs: Iterable[str]) -> list[Path]:
     return out
 
 
-def load_user_hierarchy(path: str, classes: str | None = None, first_parent: bool = False) -> Hierarchy:
-    """``--hierarchy FILE`` in any format ``datasets.formats`` reads, leaves ordered by ``--classes``."""
-    return load_hierarchy(path, classes, first_parent=first_parent)
+def load_user_hierarchy(path: str, classes: str | None = None, first_parent: bool = False,
+                        header: bool | None = None) -> Hierarchy:
+    """``--hierarchy FILE`` in any format ``datasets.formats`` reads, leaves ordered by ``--classes``;
+    ``--header``/``--no-header`` (None: detected, a ``HierarchyNote`` warning when a possible class
+    row is taken as column names; the ``hsc`` command prints it as one line)."""
+    return load_hierarchy(path, classes, first_parent=first_parent, header=header)
 
 
 def builtin_hierarchy(bundle: LogitsBundle, where: str) -> tuple[str, Hierarchy]:

@@ -647,6 +647,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="class list giving the logits' column order of the hierarchy's leaves")
     parser.add_argument("--first-parent", action="store_true",
                         help="in a DAG hierarchy, keep each node's first listed parent")
+    parser.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
+                        help="a CSV hierarchy's first row is column names (--header) or data (--no-header); "
+                             "default: detected, with a warning when a row that could be a class is taken as names")
     # Checked in run(), not by argparse choices, so a bad value is one line like every other error.
     parser.add_argument("--protocol", default="project", metavar="{" + ",".join(PROTOCOLS) + "}",
                         help="project (default): every number on the evaluation split; paper: the authors' "
@@ -680,7 +683,8 @@ def run(args: argparse.Namespace) -> int:
     if args.classes and not args.hierarchy:
         raise ValueError("--classes orders the leaves of --hierarchy FILE; pass --hierarchy too")
     paths = expand_inputs(args.inputs)
-    hierarchy = load_user_hierarchy(args.hierarchy, args.classes, args.first_parent) if args.hierarchy else None
+    hierarchy = (load_user_hierarchy(args.hierarchy, args.classes, args.first_parent, args.header)
+                 if args.hierarchy else None)
     out = output_paths(Path(args.out))
     if out["rows"].suffix.lower() != ".csv":
         raise ValueError(f"--out must name a .csv file, got {args.out}")

@@ -400,6 +400,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--classes", metavar="FILE", help="class list giving the logits' column order of the leaves")
     parser.add_argument("--first-parent", action="store_true",
                         help="in a DAG hierarchy, keep each node's first listed parent")
+    parser.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
+                        help="a CSV hierarchy's first row is column names (--header) or data (--no-header); "
+                             "default: detected, with a warning when a row that could be a class is taken as names")
     parser.add_argument("--subset", default="all", metavar="TAG",
                         help="evaluate only the samples with this source tag (default: all)")
     parser.add_argument("--protocol", choices=PROTOCOLS, default="project",
@@ -458,7 +461,7 @@ def _checked_jobs(args: argparse.Namespace) -> list[list]:
     """[file, data set, tree, bundle or None] of every input, each checked (classes, tree, subset)
     before any long work. A single file's bundle is kept for its evaluation (no second read);
     with several, each is read again when its turn comes, so one file's logits are held at a time."""
-    tree = load_user_hierarchy(args.hierarchy, args.classes, args.first_parent) if args.hierarchy else None
+    tree = load_user_hierarchy(args.hierarchy, args.classes, args.first_parent, args.header) if args.hierarchy else None
     paths = expand_inputs(args.inputs)
     jobs = []
     for p in paths:
