@@ -1,8 +1,8 @@
 """Hierarchical Selective Classification dashboard.
 
 Run with ``streamlit run app.py``. The model picker, data subset and temperature-scaling toggle
-live in the sidebar and apply to every page; all settings are mirrored in the URL (written here at the
-end of each full run, and by ``state.fragment`` after each fragment rerun).
+live in the sidebar and apply to every page; all settings are mirrored in the URL (written here, before
+and after the page in each full run, and by ``state.fragment`` after each fragment rerun).
 """
 
 import streamlit as st
@@ -41,10 +41,12 @@ ui.presenter_style()
 report.sidebar_button()
 ui.notices()
 ui.mark_entry()
+# The link is right as soon as the sidebar has settled (a slow page, e.g. the Overview's intervals,
+# does not hold it back), and again after the page, so what the page itself settles (Explorer's
+# sample, the story's step) is in it too, also when the page stops early (st.stop); only changed
+# keys are sent. Fragment-only reruns write through state.fragment.
+state.write_query_params()
 try:
     page.run()
 finally:
-    # The full run's one URL write, after the page so that what the page itself settles (Explorer's
-    # sample, the story's step) is in the link too; also when the page stops early (st.stop).
-    # Fragment-only reruns write through state.fragment.
     state.write_query_params()

@@ -80,7 +80,9 @@ def test_overview_on_cifar100(server, page):
     assert "Data set: cifar100" in sidebar and "model=cifar_net" in page.url
     # The illustration climbs CIFAR-100's tree: its first class "apple" under "fruit and vegetables".
     page.wait_for_function("() => document.body.innerText.includes('fruit and vegetables')", timeout=30_000)
-    assert page.locator('[data-testid="stDataFrame"]').count() >= 2  # the models table and the per-rule table
+    # The models table and the per-rule table (drawn after the illustration: wait for them, do not race them).
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=\"stDataFrame\"]').length >= 2",
+                           timeout=60_000)
 
 
 def test_explorer_on_cifar100(server, page, cifar_model):
