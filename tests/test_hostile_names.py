@@ -28,6 +28,7 @@ from hsc_core.core.curves import CCCurve  # noqa: E402
 from hsc_core.core.hierarchy import Hierarchy  # noqa: E402
 from hsc_core.core.probabilities import node_probabilities  # noqa: E402
 from hsc_core.core.rules import RULES, decision_paths  # noqa: E402
+from hsc_core.core.validation import QUOTE_CHARS, clip, quote  # noqa: E402
 from hsc_core.report import figures, style  # noqa: E402
 from hsc_core.report.sweep import rc_sweep_figure  # noqa: E402
 from hsc_core.report.tree_figure import THETA_GRID, record_rows, tree_figure  # noqa: E402
@@ -184,3 +185,59 @@ def test_report_figures_escape_names(tmp_path):
     ev = ModelEvaluation(h, logits, labels, name=LINK, dataset=BIG, sample_ids=np.array([f"s{k}" for k in range(400)]))
     text = build_report([ev], n_resamples=100)
     assert '<a href="https://x.example">' not in text and '<span style="font-size:60px">' not in text
+
+
+# ---------------------------------------------------------------------------- error messages
+def test_quote_keeps_the_start_and_says_how_long():
+    assert quote("abc") == "'abc'"
+    q = quote("y" * 1_000_000)
+    assert q.startswith("'yyyy") and q.endswith("…(1,000,000 characters)") and len(q) < QUOTE_CHARS + 40
+    assert clip("z" * 500, 10) == "zzzzzzzzzz…(500 characters)"
+    listed = quote([f"name{k}" * 1000 for k in range(100)])
+    assert len(listed) < 400 and "100 items" in listed
+    assert quote(3.5) == "3.5"
+
+
+MEGA = "evil" + "n" * 1_000_000
+
+
+def _message(call) -> str:
+    with pytest.raises(Exception) as info:
+        call()
+    return str(info.value)
+
+
+@pytest.mark.parametrize("case", ["loss", "rule", "protocol", "dataset", "upload", "subset", "registry"])
+def test_errors_quote_a_bounded_part_of_a_huge_name(case, tmp_path, monkeypatch):
+    """A 1 MB value in an error path: a message under 300 characters that still names its start."""
+    from hsc_core.core import protocol, risk, rules
+
+    h = hostile_hierarchy()
+    rng = np.random.default_rng(0)
+    if case == "loss":
+        msg = _message(lambda: risk.sample_loss(h, np.zeros(3, int), np.zeros(3, int), MEGA))
+    elif case == "rule":
+        msg = _message(lambda: rules.decision_paths(h, node_probabilities(h, np.full((2, 5), 0.2)), MEGA))
+    elif case == "protocol":
+        msg = _message(lambda: protocol.check_protocol(MEGA))
+    elif case == "dataset":
+        monkeypatch.setenv("HSC_DATASETS_DIR", str(tmp_path))
+        from dashboard import data
+
+        msg = _message(lambda: data.get_dataset(MEGA))
+    elif case == "upload":
+        from hsc_core.datasets.logits_io import load_logits_bytes
+
+        msg = _message(lambda: load_logits_bytes(b"not a zip", MEGA + ".npz"))
+    elif case == "subset":
+        from hsc_core.evaluation import ModelEvaluation
+
+        ev = ModelEvaluation(h, rng.normal(size=(50, 5)), rng.integers(0, 5, 50), name=MEGA,
+                             subset=np.zeros(50, bool), subset_name=MEGA)
+        msg = _message(lambda: ev.setting(False))
+    else:
+        from hsc_core.datasets.registry import dataset_for_manifest
+
+        msg = _message(lambda: dataset_for_manifest({"dataset_id": [MEGA] * 5}, 5))
+    assert len(msg) < 300, (case, len(msg), msg[:300])
+    assert "evilnnn" in msg, msg

@@ -27,7 +27,7 @@ from typing import Literal
 import numpy as np
 
 from .hierarchy import Hierarchy
-from .validation import check_node_probs, check_theta
+from .validation import check_node_probs, check_theta, quote
 
 Rule = Literal["selective", "climbing", "jumping", "max_coverage"]
 RULES: tuple[Rule, ...] = ("selective", "climbing", "jumping", "max_coverage")
@@ -216,7 +216,7 @@ def _candidates(hierarchy: Hierarchy, probs: np.ndarray, rule: str, leaf: np.nda
     if rule == "climbing":
         return hierarchy.leaf_paths[leaf]
     if rule not in ("jumping", "max_coverage"):
-        raise ValueError(f"unknown rule {rule!r}; choose one of {', '.join(RULES)}")
+        raise ValueError(f"unknown rule {quote(rule)}; choose one of {', '.join(RULES)}")
     columns, starts = _rule_groups(hierarchy, rule)
     if not columns.size:  # a single-node tree
         return leaf[:, None]
