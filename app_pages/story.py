@@ -7,7 +7,7 @@ import streamlit as st
 
 from dashboard import data, state, ui, views
 from hsc_core.core.rules import RULE_LABELS
-from hsc_core.report import style
+from hsc_core.report.figures import leaf_bars_figure
 from hsc_core.report.sweep import operating_point_grid, rc_sweep_figure
 from hsc_core.report.tree_figure import record_rows, tree_figure
 
@@ -67,22 +67,7 @@ def _leaf_bars(i: int, k: int = 5) -> go.Figure:
     """The top-k leaf probabilities, the true leaf marked ✓ (bluish green), the others ✗ (vermillion)."""
     leaf_p = es.node_probs[i, : h.n_leaves]
     top = np.argsort(-leaf_p, kind="stable")[:k]
-    true = int(es.labels[i])
-    ok = top == true
-    labels = [f"{views.node_name(h, v)} {style.CORRECT_MARK if o else style.WRONG_MARK}"
-              for v, o in zip(top, ok, strict=True)]
-    fig = go.Figure(go.Bar(
-        x=leaf_p[top][::-1], y=labels[::-1], orientation="h",
-        marker=dict(color=[style.CORRECT_COLOUR if o else style.WRONG_COLOUR for o in ok[::-1]],
-                    pattern=dict(shape=["" if o else "/" for o in ok[::-1]])),
-        text=[f"{p:.2f}" for p in leaf_p[top][::-1]], textposition="outside", cliponaxis=False,
-        hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
-    fig.update_xaxes(range=[0, 1], title_text="softmax probability of the leaf class", title_font=dict(size=font),
-                     tickfont=dict(size=font - 2))
-    fig.update_yaxes(tickfont=dict(size=font))
-    fig.update_layout(height=90 + 55 * k, margin=dict(l=10, r=40, t=10, b=10), template="plotly_white",
-                      font=dict(size=font), showlegend=False)
-    return fig
+    return leaf_bars_figure([views.node_name(h, v) for v in top], leaf_p[top], top == int(es.labels[i]), font)
 
 
 def _stay(theta: float) -> None:

@@ -48,6 +48,7 @@ from hsc_core.core.curves import RCCurve
 from hsc_core.core.hierarchy import LIMITS, Hierarchy, file_too_large
 from hsc_core.core.risk import Loss
 from hsc_core.core.rules import RULE_LABELS, RULES
+from hsc_core.core.validation import clip, quote
 from hsc_core.datasets.formats import HIERARCHY_SUFFIXES, load_hierarchy_with_notes
 from hsc_core.datasets.imagenet import imagenet_hierarchy
 from hsc_core.datasets.logits_io import (
@@ -208,7 +209,7 @@ def _load_dataset(name: str, folder: str, folder_stamp: tuple) -> Dataset:
     if folder.startswith(SESSION_PREFIX):
         ds = _session_value(SESSION_DATASET_OBJECTS).get(folder)
         if ds is None:
-            raise DataError(f"data set {name!r} was uploaded in another browser session; add it again")
+            raise DataError(f"data set {quote(name)} was uploaded in another browser session; add it again")
         return ds
     return _dataset(name, folder, folder_stamp)
 
@@ -217,7 +218,7 @@ def get_dataset(name: str) -> Dataset:
     """The data set called ``name`` (DataError when there is none; the loader's error when broken)."""
     cat = dataset_catalog()
     if name not in cat:
-        raise DataError(f"unknown data set {name!r}; known: {', '.join(cat)}")
+        raise DataError(f"unknown data set {quote(name)}; known: {clip(', '.join(cat), 240)}")
     return _load_dataset(name, cat[name], _folder_stamp(cat[name], name))
 
 
@@ -242,7 +243,7 @@ def dataset_name_for(model: str, location: str) -> str:
     if name is None:
         bundle = load_bundle(location)
         raise UnknownDatasetError(
-            f"{model}: the logits have {bundle.n_classes} classes and no manifest `dataset_id` says which data "
+            f"{clip(model)}: the logits have {bundle.n_classes} classes and no manifest `dataset_id` says which data "
             "set they belong to; pick its data set in the sidebar"
         )
     return name
@@ -254,8 +255,9 @@ def dataset_for(model: str, location: str) -> Dataset:
     n_classes = _bundle(location, stamp(location)).n_classes
     if n_classes != ds.hierarchy.n_leaves:
         raise DataError(
-            f"{model}: the logits have {n_classes} classes but data set {ds.name!r} has {ds.hierarchy.n_leaves} "
-            "classes; pick the data set these logits belong to (or fix the manifest's `dataset_id`)"
+            f"{clip(model)}: the logits have {n_classes} classes but data set {quote(ds.name)} has "
+            f"{ds.hierarchy.n_leaves} classes; pick the data set these logits belong to (or fix the manifest's "
+            "`dataset_id`)"
         )
     return ds
 
@@ -369,8 +371,8 @@ def validate_upload(data: bytes, name: str) -> LogitsBundle:
     if ds_name is not None:
         ds = get_dataset(ds_name)
         if ds.hierarchy.n_leaves != bundle.n_classes:
-            raise DataError(f"{name}: the logits have {bundle.n_classes} classes but data set {ds_name!r} has "
-                            f"{ds.hierarchy.n_leaves}")
+            raise DataError(f"{clip(name)}: the logits have {bundle.n_classes} classes but data set {quote(ds_name)} "
+                            f"has {ds.hierarchy.n_leaves}")
     return bundle
 
 
@@ -459,7 +461,7 @@ def subset_mask(bundle: LogitsBundle, subset: str) -> np.ndarray:
     tag = KNOWN_SUBSETS[subset][0] if subset in KNOWN_SUBSETS else subset
     mask = bundle.sources.astype(str) == tag
     if not mask.any():
-        raise DataError(f"{bundle.name}: no samples with source {tag!r}")
+        raise DataError(f"{clip(bundle.name)}: no samples with source {quote(tag)}")
     return mask
 
 
@@ -633,7 +635,7 @@ class NodeProbabilities:
     def _check_size(self, n_rows: int) -> None:
         size = n_rows * self._es.hierarchy.n_nodes * self.dtype.itemsize
         if size > DENSE_LIMIT_BYTES:
-            raise DataError(f"{self._es.model}: {n_rows:,} samples × {self._es.hierarchy.n_nodes:,} nodes "
+            raise DataError(f"{clip(self._es.model)}: {n_rows:,} samples × {self._es.hierarchy.n_nodes:,} nodes "
                             f"is too large to hold every node probability in memory ({size / 1e9:.1f} GB); "
                             "use a subset")
 

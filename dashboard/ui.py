@@ -13,6 +13,7 @@ import streamlit as st
 from hsc_core import config
 from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.risk import Loss
+from hsc_core.core.validation import clip
 from hsc_core.evaluation import to_csv
 from hsc_core.report.figures import ExportContext, export_name, titled
 
@@ -73,14 +74,15 @@ def notices() -> None:
         cat = catalog()
         shown = state.get("model")
         st.error(
-            f"Unknown model **{plain(missing)}**: no such file in the cached-logits folder "
+            f"Unknown model **{plain(clip(missing))}**: no such file in the cached-logits folder "
             "(files uploaded in another browser session are not shared)."
             + (f" Showing **{plain(shown)}** instead; available: {plain(', '.join(cat))}." if shown else "")
         )
     ignored = ss.get(state.URL_IGNORED)
     if ignored:
         st.warning("Ignored invalid link parameters (defaults used): " + "; ".join(
-            f"**{plain(key)}** = {plain(value)} (must be {plain(accepts)})" for key, value, accepts in ignored))
+            f"**{plain(clip(key))}** = {plain(clip(value))} (must be {plain(accepts)})"
+            for key, value, accepts in ignored))
 
 
 def no_models_message() -> None:
@@ -112,7 +114,7 @@ def curve_set_or_stop(es: data.EvalSet, loss: Loss = "01", dec: int | None = Non
 
 
 def show_load_error(name: str, exc: Exception) -> None:
-    st.error(f"Cannot use model **{plain(name)}**: {plain(public_message(exc))}")
+    st.error(f"Cannot use model **{plain(clip(name))}**: {plain(public_message(exc))}")
     st.caption("The other models still work: pick one in the sidebar.")
 
 
@@ -200,7 +202,8 @@ def _upload_widget() -> None:
         try:
             bundle = data.validate_upload(up.getvalue(), up.name)
         except data.LOAD_ERRORS as exc:
-            ss["_upload_msg"] = ("error", f"Cannot add **{plain(up.name)}**: {plain(_upload_reason(exc, up.name))}")
+            ss["_upload_msg"] = ("error", f"Cannot add **{plain(clip(up.name))}**: "
+                                          f"{plain(_upload_reason(exc, up.name))}")
         else:
             stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", bundle.name).strip("._") or "uploaded"
             name, k = stem, 1
@@ -218,7 +221,7 @@ def _upload_widget() -> None:
 def _upload_reason(exc: Exception, name: str) -> str:
     """The loader's message about the uploaded file, without repeating its name in front."""
     text = public_message(exc)
-    for prefix in (f"{name}: ", f"{Path(name).stem}: "):
+    for prefix in (f"{name}: ", f"{clip(name)}: ", f"{Path(name).stem}: "):
         if text.startswith(prefix):
             return text[len(prefix):]
     return text

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from . import config
+from .core.validation import clip_path
 
 # A checkout: hsc_core/ sits beside app.py and dashboard/.
 _CHECKOUT = Path(__file__).resolve().parents[1]
@@ -66,7 +67,7 @@ def streamlit_command(args: argparse.Namespace) -> tuple[list[str], Path, dict[s
     if args.logits_dir:
         folder = Path(args.logits_dir).expanduser().resolve()  # Streamlit runs in another folder
         if not folder.is_dir():
-            raise FileNotFoundError(f"--logits-dir {args.logits_dir}: no such folder")
+            raise FileNotFoundError(f"--logits-dir {clip_path(args.logits_dir)}: no such folder")
         env[CACHED_LOGITS_ENV] = str(folder)
     elif config.is_set(CACHED_LOGITS_ENV):  # made absolute: Streamlit runs in another folder
         env[CACHED_LOGITS_ENV] = str(config.cached_logits_dir().resolve())

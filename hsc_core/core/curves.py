@@ -17,7 +17,7 @@ from .events import rule_events
 from .hierarchy import Hierarchy
 from .risk import Loss, hierarchical_correctness
 from .rules import DecisionPaths, Rule, decision_paths, theta_in_precision
-from .validation import check_labels
+from .validation import check_labels, quote
 
 
 @dataclass(frozen=True)
@@ -211,7 +211,7 @@ def flat_aurc(confidence: np.ndarray, correct: np.ndarray) -> float:
 def expected_calibration_error(confidence: np.ndarray, correct: np.ndarray, n_bins: int = 15) -> float:
     """ECE with equal-width bins (lower, upper]; confidence 0 is in no bin but counts in N (§5.2)."""
     if isinstance(n_bins, (bool, np.bool_)) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
-        raise ValueError(f"n_bins must be an integer ≥ 1, got {n_bins!r}")
+        raise ValueError(f"n_bins must be an integer ≥ 1, got {quote(n_bins)}")
     conf = np.asarray(confidence, float)
     acc = np.asarray(correct, float)
     if conf.shape != acc.shape or conf.ndim != 1 or conf.size == 0:

@@ -26,7 +26,7 @@ from .hierarchy import Hierarchy
 from .probabilities import node_probabilities, softmax
 from .risk import LOSSES, Loss
 from .rules import RULES, DecisionPaths, Rule, argmax_leaf, concat_decision_paths, decision_paths
-from .validation import check_labels, check_logits
+from .validation import check_labels, check_logits, quote
 
 Precision = Literal["float32", "float64"]
 Progress = Callable[[int, int], None]
@@ -117,7 +117,7 @@ def node_probabilities_rows(
     arr = _check_logits_shape(hierarchy, logits)
     idx = np.atleast_1d(np.asarray(rows))
     if idx.ndim != 1 or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
-        raise ValueError(f"rows must be a sample index or a 1-D sequence of indices, got {rows!r}")
+        raise ValueError(f"rows must be a sample index or a 1-D sequence of indices, got {quote(rows)}")
     idx = idx.astype(np.int64)
     if idx.size and (idx.min() < 0 or idx.max() >= arr.shape[0]):
         raise ValueError(f"rows must lie in [0, {arr.shape[0]}), got {idx[(idx < 0) | (idx >= arr.shape[0])][0]}")
@@ -156,7 +156,7 @@ def rc_curves_from_logits(
     labels = check_labels(labels, arr.shape[0], hierarchy.n_leaves)
     for loss in losses:
         if loss not in LOSSES:
-            raise ValueError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
+            raise ValueError(f"unknown loss {quote(loss)}; choose one of {', '.join(LOSSES)}")
     paths, grid = _scan(hierarchy, arr, temperature, tuple(rules), dec, chunk_size, progress, precision)
     return {(rule, loss): rc_curve_from_paths(hierarchy, paths[rule], labels, loss, grid)
             for rule in rules for loss in losses}
@@ -167,7 +167,7 @@ def rc_curves_from_logits(
 
 def _check_precision(precision: str) -> type:
     if precision not in ("float32", "float64"):
-        raise ValueError(f"precision must be 'float32' or 'float64', got {precision!r}")
+        raise ValueError(f"precision must be 'float32' or 'float64', got {quote(precision)}")
     return np.float32 if precision == "float32" else np.float64
 
 
@@ -220,9 +220,9 @@ def node_probability_chunks(
     if chunk_size is None:
         chunk_size = auto_chunk_size(hierarchy, np.dtype(dtype).name)
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+        raise ValueError(f"chunk_size must be a positive integer, got {quote(chunk_size)}")
     if not np.isfinite(temperature) or temperature <= 0:
-        raise ValueError(f"temperature must be a positive finite number, got {temperature!r}")
+        raise ValueError(f"temperature must be a positive finite number, got {quote(temperature)}")
     if progress is not None:
         progress(0, n)
     for start in range(0, n, int(chunk_size)):
@@ -244,11 +244,11 @@ def _scan(hierarchy: Hierarchy, logits: np.ndarray, temperature: float, rules: t
     arr = _check_logits_shape(hierarchy, logits)
     for rule in rules:
         if rule not in RULES:
-            raise ValueError(f"unknown rule {rule!r}; choose one of {', '.join(RULES)}")
+            raise ValueError(f"unknown rule {quote(rule)}; choose one of {', '.join(RULES)}")
     present = np.zeros(0, dtype=bool)  # grid values seen, when dec asks for the grid
     if dec is not None:
         if isinstance(dec, bool) or not isinstance(dec, (int, np.integer)) or not 0 <= dec <= 6:
-            raise ValueError(f"dec must be an integer between 0 and 6, got {dec!r}")
+            raise ValueError(f"dec must be an integer between 0 and 6, got {quote(dec)}")
         present = np.zeros(10**dec + 1, dtype=bool)
     parts: dict[str, list[DecisionPaths]] = {rule: [] for rule in rules}
     for _, probs in node_probability_chunks(hierarchy, arr, temperature=temperature, rows=rows, chunk_size=chunk_size,

@@ -8,7 +8,7 @@ from scipy.optimize import minimize_scalar
 
 from ..config import rows_per_chunk
 from .hierarchy import Hierarchy
-from .validation import check_labels, check_logits
+from .validation import check_labels, check_logits, quote
 
 
 def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
@@ -25,7 +25,7 @@ def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
     """
     logits = check_logits(logits)
     if not np.isfinite(temperature) or temperature <= 0:
-        raise ValueError(f"temperature must be a positive finite number, got {temperature!r}")
+        raise ValueError(f"temperature must be a positive finite number, got {quote(temperature)}")
     z = logits / temperature
     z = z - z.max(axis=1, keepdims=True)
     np.exp(z, out=z)
@@ -85,7 +85,7 @@ def negative_log_likelihood(logits: np.ndarray, labels: np.ndarray, temperature:
     logits = check_logits(logits)
     labels = check_labels(labels, logits.shape[0], logits.shape[1])
     if not np.isfinite(temperature) or temperature <= 0:
-        raise ValueError(f"temperature must be a positive finite number, got {temperature!r}")
+        raise ValueError(f"temperature must be a positive finite number, got {quote(temperature)}")
     true_logit_sum = float(logits[np.arange(len(labels)), labels].sum(dtype=np.float64))
     return _nll(logits, true_logit_sum, float(temperature))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .thresholds import stratified_split_sampler
+from .validation import quote
 
 CALIBRATION_FRACTION = 0.10
 SPLIT_SEED = 0
@@ -49,7 +50,7 @@ PAPER_PROTOCOL_TEXT = (
 def check_protocol(protocol: str) -> str:
     """``protocol`` if it is one of ``PROTOCOLS``, else a one-line ValueError."""
     if protocol not in PROTOCOLS:
-        raise ValueError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+        raise ValueError(f"unknown protocol {quote(protocol)}; choose one of {', '.join(PROTOCOLS)}")
     return protocol
 
 

@@ -7,6 +7,7 @@ from typing import Literal
 import numpy as np
 
 from .hierarchy import Hierarchy
+from .validation import quote
 
 Loss = Literal["01", "severity"]
 LOSSES: tuple[Loss, ...] = ("01", "severity")
@@ -40,7 +41,7 @@ def sample_loss(hierarchy: Hierarchy, predictions: np.ndarray, labels: np.ndarra
         return 1.0 - hierarchical_correctness(hierarchy, predictions, labels)
     if loss == "severity":
         return severity_loss(hierarchy, predictions, labels)
-    raise ValueError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
+    raise ValueError(f"unknown loss {quote(loss)}; choose one of {', '.join(LOSSES)}")
 
 
 def hierarchical_risk(hierarchy: Hierarchy, predictions: np.ndarray, labels: np.ndarray, loss: Loss = "01") -> float:

@@ -27,7 +27,7 @@ from typing import Literal
 import numpy as np
 
 from .hierarchy import Hierarchy
-from .validation import check_node_probs, check_theta, check_theta_array
+from .validation import check_node_probs, check_theta, check_theta_array, quote
 
 Rule = Literal["selective", "climbing", "jumping", "max_coverage"]
 RULES: tuple[Rule, ...] = ("selective", "climbing", "jumping", "max_coverage")
@@ -221,7 +221,7 @@ def _candidates(hierarchy: Hierarchy, probs: np.ndarray, rule: str, leaf: np.nda
         # within the chunk's n_nodes-sized memory share).
         return hierarchy.paths_to_root(leaf)
     if rule not in ("jumping", "max_coverage"):
-        raise ValueError(f"unknown rule {rule!r}; choose one of {', '.join(RULES)}")
+        raise ValueError(f"unknown rule {quote(rule)}; choose one of {', '.join(RULES)}")
     columns, starts = _rule_groups(hierarchy, rule)
     if not columns.size:  # a single-node tree
         return leaf[:, None]

@@ -16,7 +16,7 @@ from scipy import optimize, stats
 from .hierarchy import Hierarchy
 from .risk import hierarchical_correctness
 from .rules import DecisionPaths
-from .validation import check_labels
+from .validation import check_labels, quote
 
 QuantileMethod = Literal["order_statistic", "quantile"]
 
@@ -36,7 +36,7 @@ def climbing_tight_thresholds(
     right. Uses the raw (unclipped) probabilities, as the authors' threshold code. Shape (n_samples,).
     """
     if formula not in ("code", "paper"):
-        raise ValueError(f"formula must be 'code' or 'paper', got {formula!r}")
+        raise ValueError(f"formula must be 'code' or 'paper', got {quote(formula)}")
     probs = np.asarray(node_probs)
     labels = check_labels(labels, probs.shape[0], hierarchy.n_leaves)
     leaf = probs[:, : hierarchy.n_leaves].argmax(axis=1)
@@ -81,7 +81,7 @@ def select_threshold(sample_thresholds: np.ndarray, alpha: float, method: Quanti
     if method == "quantile":
         return float(np.quantile(t, 1.0 - alpha))
     if method != "order_statistic":
-        raise ValueError(f"unknown method {method!r}; use 'order_statistic' or 'quantile'")
+        raise ValueError(f"unknown method {quote(method)}; use 'order_statistic' or 'quantile'")
     k = int(np.ceil((t.size + 1) * (1.0 - alpha) - 1e-9))
     return 1.0 if k > t.size else float(np.partition(t, k - 1)[k - 1])
 

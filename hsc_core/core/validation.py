@@ -1,8 +1,54 @@
-"""Input checks shared by the library: clear, specific errors for bad arrays."""
+"""Input checks shared by the library: clear, specific errors for bad arrays, and the one way an
+error message quotes a user-provided value (``quote``, ``clip``)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
+
+QUOTE_CHARS = 80  # the most characters of one user-provided value an error message quotes
+QUOTE_ITEMS = 4  # the most items of a list an error message quotes
+_CLIPPED = re.compile(r"…\([\d,]+ characters\)")
+PATH_CHARS = 120  # the most characters of a file path an error message names (``clip_path``)
+PATH_TAIL = 60  # of which the path's last characters (its file name)
+
+
+def clip(value: object, limit: int = QUOTE_CHARS, tail: int = 0) -> str:
+    """``str(value)`` for an error message, cut after ``limit`` characters with how long it was:
+    ``aaaa…(1,000,000 characters)``; with ``tail``, its last ``tail`` characters follow
+    (``…(N characters)…tail``). For a name shown bare, e.g. a file name in front of a message."""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) <= limit + tail or (len(text) <= limit + tail + 34 and _CLIPPED.search(text)):  # short, or cut
+        return text
+    return f"{text[:limit]}…({len(text):,} characters)" + (f"…{text[-tail:]}" if tail else "")
+
+
+def clip_path(path: object, limit: int = PATH_CHARS) -> str:
+    """A file path for an error message: its start and its end (the file name) when it is long."""
+    return clip(path, limit - PATH_TAIL, tail=PATH_TAIL)
+
+
+def quote(value: object, limit: int = QUOTE_CHARS) -> str:
+    """``repr(value)`` for an error message, bounded: a string longer than ``limit`` characters is
+    cut (``'aaaa'…(1,000,000 characters)``), a list, tuple or set shows its first ``QUOTE_ITEMS``
+    items (``['a', 'b', …] (12,000 items)``), anything else its repr cut like a string. User-provided
+    names, ids and paths can be of any length: five 1 MB names must not make a 5 MB message."""
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return repr(value)
+        return f"{value[:limit]!r}…({len(value):,} characters)"
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = list(value) if not isinstance(value, (set, frozenset)) else sorted(value, key=str)
+        shown = ", ".join(quote(v, max(16, limit // 4)) for v in items[:QUOTE_ITEMS])
+        open_, close = ("[", "]") if isinstance(value, list) else ("(", ")") if isinstance(value, tuple) else ("{", "}")
+        if len(items) <= QUOTE_ITEMS:
+            return f"{open_}{shown}{',' if isinstance(value, tuple) and len(items) == 1 else ''}{close}"
+        return f"{open_}{shown}, …{close} ({len(items):,} items)"
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}…({len(text):,} characters)"
 
 
 def check_logits(logits: np.ndarray, n_classes: int | None = None) -> np.ndarray:

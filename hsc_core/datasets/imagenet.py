@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .. import config
 from ..core.hierarchy import Hierarchy, HierarchyError
+from ..core.validation import clip_path, quote
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 WORDNET_JSON = DATA_DIR / "imagenet_wordnet_hierarchy.json"
@@ -64,9 +65,9 @@ def imagenet_hierarchy(source: str = "wordnet", is_a_path: str | os.PathLike | N
             raise ValueError("source='is_a' needs is_a_path= (ImageNet's wordnet.is_a.txt, lines 'parent child')")
         path = Path(is_a_path)
         if not path.is_file():
-            raise HierarchyError(f"is-a file {path} not found")
+            raise HierarchyError(f"is-a file {clip_path(path)} not found")
         return _is_a_tree(str(path.resolve()), path.stat().st_mtime_ns)
-    raise ValueError(f"unknown source {source!r}; use 'wordnet' or 'is_a'")
+    raise ValueError(f"unknown source {quote(source)}; use 'wordnet' or 'is_a'")
 
 
 def imagenet_wnids() -> tuple[str, ...]:

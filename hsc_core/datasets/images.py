@@ -23,6 +23,7 @@ import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from .. import config
+from ..core.validation import clip, clip_path
 
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff"})
 # 40 MP: every phone or camera photo up to 8K (7680 × 4320 = 33 MP) fits; decoded as RGB that is
@@ -79,7 +80,7 @@ def open_image_safely(image: ImageInput, name: str | None = None, max_pixels: in
     is scaled to 8 bits; palette, CMYK, greyscale become RGB. Raises ImageReadError naming
     ``name`` (never a server path unless the caller passes one) when it cannot.
     """
-    label = name or (Path(image).name if isinstance(image, (str, os.PathLike)) else "image")
+    label = clip_path(name or (Path(image).name if isinstance(image, (str, os.PathLike)) else "image"))
     limit = max_image_pixels() if max_pixels is None else int(max_pixels)
     try:
         if isinstance(image, Image.Image):
@@ -109,9 +110,9 @@ def open_image_safely(image: ImageInput, name: str | None = None, max_pixels: in
         raise ImageReadError(f"{label}: cannot read image (not in a format Pillow can decode, "
                              "e.g. JPEG, PNG, WebP, BMP, GIF, TIFF)") from exc
     except Image.DecompressionBombError as exc:
-        raise ImageReadError(f"{label}: cannot read image (too large: {exc})") from exc
+        raise ImageReadError(f"{label}: cannot read image (too large: {clip(exc, 200)})") from exc
     except (OSError, SyntaxError, ValueError, MemoryError) as exc:
-        raise ImageReadError(f"{label}: cannot read image ({type(exc).__name__}: {exc})") from exc
+        raise ImageReadError(f"{label}: cannot read image ({type(exc).__name__}: {clip(exc, 200)})") from exc
 
 
 def _open(source) -> Image.Image:

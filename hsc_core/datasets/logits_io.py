@@ -38,7 +38,7 @@ from typing import IO, Any
 import numpy as np
 
 from ..config import rows_per_chunk
-from ..core.validation import check_labels
+from ..core.validation import check_labels, clip, clip_path, quote
 
 FORMAT_VERSION = "hsc-logits/1"
 REQUIRED_ARRAYS = ("logits", "labels", "sample_ids")
@@ -216,10 +216,10 @@ def save_logits(
     """
     path = Path(path)
     if path.suffix != ".npz":
-        raise LogitsFileError(f"cached logits must be a .npz file, got {path.name!r}")
+        raise LogitsFileError(f"cached logits must be a .npz file, got {quote(path.name)}")
     arrays = _check_arrays(
         np.asarray(logits), np.asarray(labels), np.asarray(sample_ids),
-        None if sources is None else np.asarray(sources), str(path),
+        None if sources is None else np.asarray(sources), clip_path(path),
     )
     logits_arr, labels_arr, ids_arr, src_arr = arrays
     # _check_arrays bounds |logits| by MAX_ABS_LOGIT, below float16's largest value (65504): no overflow.
@@ -324,8 +324,8 @@ def _read_manifest(path: Path) -> dict:
     try:
         data = mpath.read_bytes()
     except OSError as exc:
-        raise LogitsFileError(f"{mpath}: manifest is not valid JSON ({exc})") from exc
-    return manifest_from_bytes(data, mpath)
+        raise LogitsFileError(f"{clip_path(mpath)}: manifest is not valid JSON ({clip(exc)})") from exc
+    return manifest_from_bytes(data, clip_path(mpath))
 
 
 def manifest_from_bytes(data: bytes, where: str | os.PathLike) -> dict:
@@ -333,7 +333,7 @@ def manifest_from_bytes(data: bytes, where: str | os.PathLike) -> dict:
     try:
         manifest = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise LogitsFileError(f"{where}: manifest is not valid JSON ({exc})") from exc
+        raise LogitsFileError(f"{where}: manifest is not valid JSON ({clip(exc)})") from exc
     if not isinstance(manifest, dict):
         raise LogitsFileError(f"{where}: manifest must be a JSON object, got {type(manifest).__name__}")
     return manifest
@@ -344,10 +344,11 @@ def _check_manifest(manifest: Mapping[str, Any], logits: np.ndarray, where: str)
     actual = {"n_samples": logits.shape[0], "n_classes": logits.shape[1]}
     for key in _CHECKED_KEYS:
         if key in manifest and manifest[key] != actual[key]:
-            raise LogitsFileError(f"{where}: manifest says {key}={manifest[key]!r} but the arrays have {actual[key]}")
+            raise LogitsFileError(
+                f"{where}: manifest says {key}={quote(manifest[key])} but the arrays have {actual[key]}")
     fmt = manifest.get("format")
     if fmt is not None and fmt != FORMAT_VERSION:
-        raise LogitsFileError(f"{where}: unsupported format {fmt!r} (this reader knows {FORMAT_VERSION!r})")
+        raise LogitsFileError(f"{where}: unsupported format {quote(fmt)} (this reader knows {FORMAT_VERSION!r})")
 
 
 def _mb(nbytes: int) -> str:
@@ -402,7 +403,7 @@ def _read_npz(source: Path | IO[bytes], where: str, max_bytes: int | None,
             members = sorted(n[:-4] for n in names if n.endswith(".npy"))
             missing = [k for k in REQUIRED_ARRAYS if f"{k}.npy" not in names]
             if missing:
-                raise LogitsFileError(f"{where}: missing arrays {missing} (has {members})")
+                raise LogitsFileError(f"{where}: missing arrays {missing} (has {quote(members)})")
             keys = list(REQUIRED_ARRAYS) + (["sources"] if "sources.npy" in names else [])
             _check_npz_members(zf, keys, where, max_bytes)
         if not isinstance(source, Path):
@@ -414,16 +415,16 @@ def _read_npz(source: Path | IO[bytes], where: str, max_bytes: int | None,
     except LogitsFileError:
         raise
     except (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError) as exc:
-        raise LogitsFileError(f"{where}: not a valid .npz (truncated or corrupt zip: {exc})") from exc
+        raise LogitsFileError(f"{where}: not a valid .npz (truncated or corrupt zip: {clip(exc)})") from exc
     except ValueError as exc:
         if "allow_pickle" in str(exc):
             raise LogitsFileError(f"{where}: holds an object (pickled) array, which is not loaded for safety; save "
                                   "sample_ids and sources as str arrays, e.g. np.asarray(ids, dtype=str)") from exc
-        raise LogitsFileError(f"{where}: cannot read as .npz (ValueError: {exc})") from exc
+        raise LogitsFileError(f"{where}: cannot read as .npz (ValueError: {clip(exc)})") from exc
     except MemoryError as exc:
         raise LogitsFileError(f"{where}: too large to load into memory") from exc
     except OSError as exc:
-        raise LogitsFileError(f"{where}: cannot read as .npz ({type(exc).__name__}: {exc})") from exc
+        raise LogitsFileError(f"{where}: cannot read as .npz ({type(exc).__name__}: {clip(exc)})") from exc
     return logits, labels, ids, sources
 
 
@@ -452,43 +453,46 @@ def load_logits(path: str | os.PathLike, require_manifest: bool = False,
     float32 is exact).
     """
     path = Path(path)
+    where = clip_path(path)  # messages name the file, cut if very long
     if not path.is_file():
-        raise LogitsFileError(f"cached logits file {path} not found")
+        raise LogitsFileError(f"cached logits file {where} not found")
     try:
         with path.open("rb") as fh:
             magic = fh.read(4)
     except OSError as exc:
-        raise LogitsFileError(f"{path}: cannot open ({exc})") from exc
+        raise LogitsFileError(f"{where}: cannot open ({clip_path(exc)})") from exc
     if (what := _not_npz(magic)) is not None:
-        raise LogitsFileError(f"{path}: not a valid .npz file ({what})")
-    arrays = _read_npz(path, str(path), max_bytes)
-    logits, labels, ids, sources = _check_arrays(*arrays, str(path), keep_float16)
+        raise LogitsFileError(f"{where}: not a valid .npz file ({what})")
+    arrays = _read_npz(path, where, max_bytes)
+    logits, labels, ids, sources = _check_arrays(*arrays, where, keep_float16)
     if n_classes is not None and logits.shape[1] != n_classes:
-        raise LogitsFileError(f"{path}: logits have {logits.shape[1]} classes, expected {n_classes}")
+        raise LogitsFileError(f"{where}: logits have {logits.shape[1]} classes, expected {n_classes}")
     manifest = _read_manifest(path)
     if require_manifest and not manifest:
-        raise LogitsFileError(f"{path}: manifest {manifest_path(path).name} not found")
-    _check_manifest(manifest, logits, str(path))
+        raise LogitsFileError(f"{where}: manifest {clip(manifest_path(path).name)} not found")
+    _check_manifest(manifest, logits, where)
     return LogitsBundle(logits, labels, ids, sources, manifest, path.stem)
 
 
 def load_logits_bytes(data: bytes, name: str, n_classes: int | None = None, *,
                       max_bytes: int | None = None, manifest: Mapping[str, Any] | None = None) -> LogitsBundle:
     """Validate an in-memory ``.npz`` (e.g. an upload) exactly like ``load_logits``, without
-    touching the disk. Messages name the file as ``name``; the bundle's name is its stem.
+    touching the disk. Messages name the file as ``name`` (a very long name is cut:
+    ``validation.clip``); the bundle's name is its stem.
 
     ``manifest``: the file's manifest when the caller read it too (e.g. ``manifest_from_bytes``
     of the bytes it hashed), checked against the arrays as ``load_logits`` checks it and kept in
     the bundle; None: no manifest (an upload).
     """
+    where = clip(name)
     if (what := _not_npz(bytes(data[:4]))) is not None:
-        raise LogitsFileError(f"{name}: not a valid .npz file ({what})")
-    arrays = _read_npz(io.BytesIO(data), name, max_bytes)
-    logits, labels, ids, sources = _check_arrays(*arrays, name)
+        raise LogitsFileError(f"{where}: not a valid .npz file ({what})")
+    arrays = _read_npz(io.BytesIO(data), where, max_bytes)
+    logits, labels, ids, sources = _check_arrays(*arrays, where)
     if n_classes is not None and logits.shape[1] != n_classes:
-        raise LogitsFileError(f"{name}: logits have {logits.shape[1]} classes, expected {n_classes}")
+        raise LogitsFileError(f"{where}: logits have {logits.shape[1]} classes, expected {n_classes}")
     manifest = dict(manifest or {})
-    _check_manifest(manifest, logits, name)
+    _check_manifest(manifest, logits, where)
     return LogitsBundle(logits, labels, ids, sources, manifest, Path(name).stem)
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from .. import config
 from ..core.hierarchy import Hierarchy, HierarchyError
+from ..core.validation import clip, clip_path, quote
 from . import imagenet
 from .formats import FORMATS, HIERARCHY_SUFFIXES, load_hierarchy
 
@@ -102,7 +103,7 @@ def default_datasets_dir() -> Path:
 def validate_name(name: str) -> str:
     """A data set name: letters, digits, ``_``, ``-`` and ``.`` only, and not ``.``/``..``."""
     if not isinstance(name, str) or not _NAME.fullmatch(name) or set(name) == {"."}:
-        raise ValueError(f"invalid data set name {name!r}: use letters, digits, '_', '-' and '.' only")
+        raise ValueError(f"invalid data set name {quote(name)}: use letters, digits, '_', '-' and '.' only")
     return name
 
 
@@ -151,9 +152,10 @@ def load_dataset(name: str, user_dir: str | os.PathLike | None = None) -> Datase
     folder = root / name
     if not folder.is_dir():
         known = sorted(_BUILTINS) + sorted(discover_datasets(root))
-        raise ValueError(f"unknown data set {name!r}; known: {', '.join(known)} (user data sets live in {root})")
+        raise ValueError(f"unknown data set {quote(name)}; known: {clip(', '.join(known), 240)} (user data sets live "
+                         f"in {clip_path(root)})")
     if not folder.resolve().is_relative_to(root.resolve()):
-        raise ValueError(f"data set folder {folder} leads outside {root}")
+        raise ValueError(f"data set folder {clip_path(folder)} leads outside {clip_path(root)}")
     files = _dataset_files(folder)
     stamp = tuple(p.stat().st_mtime_ns if p is not None else 0 for p in files)
     return _user_dataset(str(folder.resolve()), stamp)
@@ -168,15 +170,16 @@ def _dataset_files(folder: Path) -> tuple[Path, Path | None, Path | None]:
     hierarchies = [folder / f"hierarchy{s}" for s in HIERARCHY_SUFFIXES if (folder / f"hierarchy{s}").is_file()]
     if not hierarchies:
         suffixes = ",".join(s[1:] for s in HIERARCHY_SUFFIXES)
-        raise HierarchyError(f"{folder}: no hierarchy file (hierarchy.{{{suffixes}}})")
+        raise HierarchyError(f"{clip_path(folder)}: no hierarchy file (hierarchy.{{{suffixes}}})")
     if len(hierarchies) > 1:
-        raise HierarchyError(f"{folder}: several hierarchy files ({', '.join(p.name for p in hierarchies)}); keep one")
+        raise HierarchyError(f"{clip_path(folder)}: several hierarchy files "
+                             f"({clip(', '.join(p.name for p in hierarchies), 200)}); keep one")
     base = folder.resolve()
     classes, meta = (p if p.is_file() else None for p in (folder / "classes.txt", folder / "dataset.json"))
     files = (hierarchies[0], classes, meta)
     for p in files:
         if p is not None and not p.resolve().is_relative_to(base):
-            raise HierarchyError(f"{p} leads outside its data set folder")
+            raise HierarchyError(f"{clip_path(p)} leads outside its data set folder")
     return files
 
 
@@ -199,16 +202,18 @@ def _read_options(path: Path) -> dict:
     try:
         options = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise HierarchyError(f"{path}: not readable JSON ({exc})") from None
+        raise HierarchyError(f"{clip_path(path)}: not readable JSON ({clip(exc)})") from None
     if not isinstance(options, dict):
-        raise HierarchyError(f"{path}: expected a JSON object")
+        raise HierarchyError(f"{clip_path(path)}: expected a JSON object")
     for key, value in options.items():
         if key not in _OPTIONS:
-            raise HierarchyError(f"{path}: unknown key {key!r}; allowed: {', '.join(_OPTIONS)}")
+            raise HierarchyError(f"{clip_path(path)}: unknown key {quote(key)}; allowed: {', '.join(_OPTIONS)}")
         if not isinstance(value, _OPTIONS[key]):
-            raise HierarchyError(f"{path}: {key!r} must be a {_OPTIONS[key].__name__}, got {value!r}")
+            raise HierarchyError(f"{clip_path(path)}: {key!r} must be a {_OPTIONS[key].__name__}, "
+                                 f"got {quote(value)}")
     if "format" in options and options["format"] not in FORMATS:
-        raise HierarchyError(f"{path}: format {options['format']!r} is not one of {', '.join(FORMATS)}")
+        raise HierarchyError(f"{clip_path(path)}: format {quote(options['format'])} is not one of "
+                             f"{', '.join(FORMATS)}")
     return options
 
 
@@ -221,6 +226,6 @@ def dataset_for_manifest(manifest: dict, n_classes: int) -> str | None:
     if isinstance(manifest, dict) and MANIFEST_KEY in manifest:
         value = manifest[MANIFEST_KEY]
         if not isinstance(value, str):
-            raise ValueError(f"manifest {MANIFEST_KEY!r} must be a string, got {value!r}")
+            raise ValueError(f"manifest {MANIFEST_KEY!r} must be a string, got {quote(value)}")
         return validate_name(value)
     return "imagenet1k" if n_classes == imagenet.N_CLASSES else None

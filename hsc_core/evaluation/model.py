@@ -36,7 +36,7 @@ from ..core.risk import LOSSES, Loss, hierarchical_correctness
 from ..core.rules import RULES, DecisionPaths, Rule
 from ..core.thresholds import climbing_tight_thresholds
 from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, BootstrapResult, bootstrap_haurc
-from ..core.validation import check_labels, check_logits
+from ..core.validation import check_labels, check_logits, clip, clip_path, quote
 from .results import ResultRow, hierarchy_hash, result_row
 
 Progress = Callable[[int, int], None]
@@ -93,7 +93,8 @@ class EvaluationSet:
         self.rows = rows
         self.labels = evaluation.labels[rows]
         if rows.size == 0:
-            raise ValueError(f"{evaluation.name}: no samples to evaluate in subset {evaluation.subset_name!r}")
+            raise ValueError(f"{clip(evaluation.name)}: no samples to evaluate in subset "
+                             f"{quote(evaluation.subset_name)}")
         self.paths: dict[str, DecisionPaths] = decision_paths_from_logits(
             evaluation.hierarchy, evaluation.logits, self.temperature, RULES, progress=progress,
             precision=evaluation.precision, rows=rows)
@@ -188,7 +189,7 @@ class EvaluationSet:
                progress: Progress | None = None) -> dict[str, RCCurve]:
         """rule → hierarchical RC curve (exact, or on the authors' ``dec`` grid)."""
         if loss not in LOSSES:
-            raise ValueError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
+            raise ValueError(f"unknown loss {quote(loss)}; choose one of {', '.join(LOSSES)}")
 
         def compute() -> dict[str, RCCurve]:
             grid = None if dec is None else self.theta_grid(dec, progress=progress)
@@ -333,7 +334,8 @@ class ModelEvaluation:
         options.setdefault("name", bundle.name)
         options.setdefault("manifest", bundle.manifest)
         if bundle.n_classes != hierarchy.n_leaves:
-            raise ValueError(f"{options.get('file') or bundle.name}: logits have {bundle.n_classes} classes but the "
+            raise ValueError(f"{clip_path(options.get('file') or bundle.name)}: logits have {bundle.n_classes} "
+                             "classes but the "
                              f"hierarchy has {hierarchy.n_leaves} leaves")
         return cls(hierarchy, bundle.logits, bundle.labels, sample_ids=bundle.sample_ids, sources=bundle.sources,
                    **options)

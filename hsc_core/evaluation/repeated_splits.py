@@ -25,7 +25,7 @@ from ..core.thresholds import (
     select_threshold,
     stratified_split_sampler,
 )
-from ..core.validation import check_labels
+from ..core.validation import check_labels, quote
 
 
 def repeated_split_evaluation(
@@ -50,7 +50,7 @@ def repeated_split_evaluation(
     labels = check_labels(labels, probs.shape[0], hierarchy.n_leaves)
     unknown = set(baselines) - {"crc", "darts"}
     if unknown:
-        raise ValueError(f"unknown baselines {sorted(unknown)}; choose from 'crc', 'darts'")
+        raise ValueError(f"unknown baselines {quote(sorted(unknown, key=str))}; choose from 'crc', 'darts'")
     n = labels.size
     paths = decision_paths(hierarchy, probs, "climbing")
     tight = climbing_tight_thresholds(hierarchy, probs, labels)

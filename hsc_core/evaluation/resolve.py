@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..core.hierarchy import Hierarchy
+from ..core.validation import PATH_CHARS, clip, clip_path, quote
 from ..datasets.formats import load_hierarchy
 from ..datasets.logits_io import LogitsBundle, list_cached_logits
 from ..datasets.registry import dataset_for_manifest, load_dataset
@@ -30,16 +31,16 @@ def expand_inputs(specs: Iterable[str]) -> list[Path]:
         if path.is_dir():
             found = list_cached_logits(path)
             if not found:
-                raise ValueError(f"folder {spec} holds no .npz files")
+                raise ValueError(f"folder {clip_path(spec)} holds no .npz files")
         elif path.exists():
             found = [path]
         elif any(c in spec for c in "*?["):
             found = sorted(Path(p) for p in glob.glob(os.path.expanduser(spec), recursive=True)
                            if p.endswith(".npz") and Path(p).is_file())
             if not found:
-                raise ValueError(f"pattern {spec!r} matches no .npz files")
+                raise ValueError(f"pattern {quote(spec, PATH_CHARS)} matches no .npz files")
         else:
-            raise ValueError(f"logits file {spec} not found")
+            raise ValueError(f"logits file {clip_path(spec)} not found")
         for p in found:
             key = p.resolve()
             if key not in seen:
@@ -61,12 +62,13 @@ def builtin_hierarchy(bundle: LogitsBundle, where: str) -> tuple[str, Hierarchy]
     manifest's ``dataset_id`` names, else ImageNet-1k for 1000 classes."""
     name = dataset_for_manifest(bundle.manifest, bundle.n_classes)
     if name is None:
-        raise ValueError(f"{where}: no built-in hierarchy for {bundle.n_classes}-class logits (the manifest names "
+        raise ValueError(f"{clip_path(where)}: no built-in hierarchy for {bundle.n_classes}-class logits (the "
+                         "manifest names "
                          "no dataset_id); pass --hierarchy FILE")
     try:
         return name, load_dataset(name).hierarchy
     except ValueError as exc:
-        raise ValueError(f"{where}: {exc}; or pass --hierarchy FILE") from exc
+        raise ValueError(f"{clip_path(where)}: {clip(exc, 240)}; or pass --hierarchy FILE") from exc
 
 
 def dataset_name(bundle: LogitsBundle) -> str:
@@ -85,6 +87,6 @@ def resolve_hierarchy(bundle: LogitsBundle, where: str, tree: Hierarchy | None =
     else:
         name, hierarchy = dataset_name(bundle), tree
     if bundle.n_classes != hierarchy.n_leaves:
-        raise ValueError(f"{where}: logits have {bundle.n_classes} classes but the hierarchy has "
+        raise ValueError(f"{clip_path(where)}: logits have {bundle.n_classes} classes but the hierarchy has "
                          f"{hierarchy.n_leaves} leaves")
     return name, hierarchy

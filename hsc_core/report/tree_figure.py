@@ -15,12 +15,12 @@ trip. A frame only changes the node symbols (filled when p ≥ θ), the four pic
 line and the title, so 101 frames stay small.
 
 Pure function of the sample's node probabilities and its rules' decision records
-(``DecisionPaths`` rows); nothing here depends on a data set.
+(``DecisionPaths`` rows); nothing here depends on a data set. Node names and ids come from
+hierarchy files, so they are escaped (``style.plain``) and cut before they reach the figure.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,10 +59,9 @@ def record_rows(paths: dict, i: int) -> dict[str, tuple[np.ndarray, np.ndarray]]
 
 
 def node_label(h: Hierarchy, v: int) -> str:
-    """Display name of a node; the root says what predicting it means."""
-    name = h.names[int(v)].replace("_", " ")
-    if len(name) > NAME_CHARS:
-        name = name[: NAME_CHARS - 1] + "…"
+    """Display name of a node for the figure (escaped Plotly text, cut at ``NAME_CHARS``); the
+    root says what predicting it means."""
+    name = style.plain(h.names[int(v)].replace("_", " "), NAME_CHARS)
     return f"{REJECT}: {name}" if int(v) == h.root else name
 
 
@@ -191,9 +190,10 @@ def _label_parts(h: Hierarchy, lay: TreeLayout, probs: np.ndarray, correct: dict
 
 
 def _text_px(html: str, font_size: int) -> float:
-    """Estimated drawn width of one line of Plotly text at ``font_size`` (tags removed; smaller
-    spans are counted at full size, which errs on the wide side)."""
-    return len(re.sub(r"</?[a-z][^>]*>", "", html)) * CHAR_EM * font_size
+    """Estimated drawn width of one line of Plotly text at ``font_size`` (tags removed, character
+    references counted as the character they draw; smaller spans are counted at full size, which
+    errs on the wide side)."""
+    return len(style.shown_text(html)) * CHAR_EM * font_size
 
 
 def _label_html(main: str, note: str, small: int, note_first: bool) -> str:
@@ -211,7 +211,8 @@ def _geometry(lay: TreeLayout, parts: list[tuple[str, str]], font_size: int, sma
     labels on the right; column 1 (the true label's branch) sits left of it with labels on the
     left and slots on the right, facing the path; further columns follow right of the path."""
     char, small_char = CHAR_EM * font_size, CHAR_EM * small
-    width = np.array([len(m) * char + (len(n) * small_char + 2 * char if n else 0) for m, n in parts])
+    shown = [(len(style.shown_text(m)), len(style.shown_text(n))) for m, n in parts]
+    width = np.array([m * char + (n * small_char + 2 * char if n else 0) for m, n in shown])
     col = lay.x.astype(int)
     slots_w = (n_rules + 0.8) * slot
     x = np.zeros(len(parts))
@@ -270,7 +271,8 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
     hover = []
     for v in nodes:
         state = "" if correct[v] is None else ("ancestor of the true leaf (correct)" if correct[v] else "wrong")
-        hover.append(f"{h.names[v]} ({h.node_ids[v]})<br>p = {probs[v]:.4f}<br>coverage {h.coverage[v]:.3f} · "
+        hover.append(f"{style.plain(h.names[v], style.HOVER_CHARS)} ({style.plain(h.node_ids[v], 40)})<br>"
+                     f"p = {probs[v]:.4f}<br>coverage {h.coverage[v]:.3f} · "
                      f"{int(h.leaf_count[v])} leaves<br>"
                      + ("predicting the root = abstaining (reject)" if v == h.root else state))
 

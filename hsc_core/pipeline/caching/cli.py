@@ -39,6 +39,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from ...core.validation import clip_path, quote
 from .errors import CacheRunError, DatasetError
 from .options import AMP_DTYPES, DECODE_MODES, DEVICES, CacheOptions
 from .samples import SampleList, describe_dataset, make_synthetic_jpegs, read_samples
@@ -64,7 +65,7 @@ def _non_negative_int(text: str) -> int:
 
 def _npz_path(text: str) -> str:
     if Path(text).suffix != ".npz":
-        raise argparse.ArgumentTypeError(f"must end in .npz, got {text}")
+        raise argparse.ArgumentTypeError(f"must end in .npz, got {clip_path(text)}")
     return text
 
 
@@ -73,7 +74,7 @@ def _model_list(text: str) -> list[str]:
     if not names:
         raise argparse.ArgumentTypeError("no model name given")
     if len(set(names)) != len(names):
-        raise argparse.ArgumentTypeError(f"a model is listed twice in {text!r}")
+        raise argparse.ArgumentTypeError(f"a model is listed twice in {quote(text)}")
     return names
 
 

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...core.validation import quote
+
 __all__ = ["AMP_DTYPES", "DECODE_MODES", "DEVICES", "CacheOptions"]
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -93,7 +95,7 @@ class CacheOptions:
             value = getattr(self, name)
             if not ok(value):
                 # repr squeezed onto one line: the CLI prints the message as its one error line
-                raise ValueError(f"{name} must be {expected}, got {' '.join(repr(value).split())}")
+                raise ValueError(f"{name} must be {expected}, got {' '.join(quote(value).split())}")
         if self.dataset_info is not None:
             object.__setattr__(self, "dataset_info", dict(self.dataset_info))  # frozen: copy, do not alias
 

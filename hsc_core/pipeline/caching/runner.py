@@ -19,6 +19,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 
+from ...core.validation import clip_path, quote
 from ...datasets.imagenet import imagenet_wnids
 from ...datasets.logits_io import LogitsFileError
 from ..inference import ImageReadError
@@ -132,7 +133,7 @@ def _load_imagenet_model(model_name: str, device: torch.device, pretrained: bool
     n_classes = len(imagenet_wnids())
     if info.num_classes != n_classes:
         # The labels are ImageNet-1k class indices, so other heads (in21k, feature models) do not fit.
-        raise CacheRunError(f"model {model_name!r} has {info.num_classes} outputs, but the labels are ImageNet-1k "
+        raise CacheRunError(f"model {quote(model_name)} has {info.num_classes} outputs, but the labels are ImageNet-1k "
                             f"classes ({n_classes}); pick an ImageNet-1k checkpoint (a timm name ending in "
                             f"_in1k, or a registered model)")
     return model, info
@@ -230,7 +231,7 @@ def cache_logits(model_name: str, samples: SampleList, out: str | os.PathLike, o
     options = dataclasses.replace(options or CacheOptions(), **overrides)
     out = Path(out)
     if out.suffix != ".npz":
-        raise CacheRunError(f"--out must end in .npz, got {out}")
+        raise CacheRunError(f"--out must end in .npz, got {clip_path(out)}")
     if len(samples) == 0:
         raise ValueError("no images to run")
     d = _init_distributed(options.device)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...core.validation import clip, clip_path, quote
 from ...datasets.imagenet import imagenet_wnids
 from .errors import DatasetError
 
@@ -76,28 +77,29 @@ def read_labels_csv(csv_path: str | os.PathLike, images_dir: str | os.PathLike |
         images_dir = csv_path.parent / "images" if (csv_path.parent / "images").is_dir() else csv_path.parent
     images_dir = Path(images_dir)
     if not images_dir.is_dir():
-        raise DatasetError(f"images directory {images_dir} not found")
+        raise DatasetError(f"images directory {clip_path(images_dir)} not found")
+    where = clip_path(csv_path)
     try:
         fields, rows = _read_csv_rows(csv_path)
     except (UnicodeDecodeError, csv.Error, OSError) as exc:
-        raise DatasetError(f"{csv_path}: not a readable labels CSV ({type(exc).__name__}: {exc})") from None
+        raise DatasetError(f"{where}: not a readable labels CSV ({type(exc).__name__}: {clip(exc)})") from None
     if "file" not in fields or not ({"label", "wnid"} & fields):
-        raise DatasetError(f"{csv_path}: needs columns file and label or wnid, has {sorted(fields)}")
+        raise DatasetError(f"{where}: needs columns file and label or wnid, has {quote(sorted(fields))}")
     wnids = imagenet_wnids()
     index = {w: i for i, w in enumerate(wnids)}
     names, labels, sources = [], [], []
     first_line: dict[str, int] = {}
     for line, row in enumerate(rows, start=2):
-        name, label = _parse_row(row, f"{csv_path}:{line}", wnids, index)
+        name, label = _parse_row(row, f"{where}:{line}", wnids, index)
         if name in first_line:
             # Sample ids must be unique; finding out only when the file is saved would waste the run.
-            raise DatasetError(f"{csv_path}:{line}: {name!r} is listed twice (first on line {first_line[name]})")
+            raise DatasetError(f"{where}:{line}: {quote(name)} is listed twice (first on line {first_line[name]})")
         first_line[name] = line
         names.append(name)
         labels.append(label)
         sources.append((row.get("source") or "").strip())
     if not names:
-        raise DatasetError(f"{csv_path}: no rows")
+        raise DatasetError(f"{where}: no rows")
     paths = [images_dir / name for name in names]
     _check_files_exist(paths, csv_path, images_dir)
     has_sources = "source" in fields and any(sources)
@@ -121,11 +123,11 @@ def _parse_row(row: dict[str, str], where: str, wnids: Sequence[str], index: dic
     try:
         label = int(raw) if raw else index[wnid]
     except (ValueError, KeyError):
-        raise DatasetError(f"{where}: bad label {raw!r} / wnid {wnid!r}") from None
+        raise DatasetError(f"{where}: bad label {quote(raw)} / wnid {quote(wnid)}") from None
     if not 0 <= label < len(wnids):
         raise DatasetError(f"{where}: label {label} out of range [0, {len(wnids)})")
     if wnid and wnids[label] != wnid:
-        raise DatasetError(f"{where}: label {label} is {wnids[label]}, but the row says {wnid}")
+        raise DatasetError(f"{where}: label {label} is {wnids[label]}, but the row says {clip(wnid)}")
     name = (row.get("file") or "").strip()
     if not name:
         raise DatasetError(f"{where}: empty file name")
@@ -136,8 +138,8 @@ def _check_files_exist(paths: list[Path], csv_path: Path, images_dir: Path) -> N
     # Checked before the model loads: a wrong --images-dir should fail at once, not on the first batch.
     missing = [p for p in paths if not p.is_file()]
     if missing:
-        raise DatasetError(f"{len(missing)} of {len(paths)} images listed in {csv_path} are not in {images_dir}, "
-                           f"e.g. {missing[0].name}; is --images-dir right?")
+        raise DatasetError(f"{len(missing)} of {len(paths)} images listed in {clip_path(csv_path)} are not in "
+                           f"{clip_path(images_dir)}, e.g. {clip(missing[0].name)}; is --images-dir right?")
 
 
 def read_image_folder(root: str | os.PathLike) -> SampleList:
@@ -148,7 +150,7 @@ def read_image_folder(root: str | os.PathLike) -> SampleList:
     for class_dir in sorted(p for p in root.iterdir() if p.is_dir()):
         if class_dir.name not in index:
             hint = f"; for a labels CSV pass --data {root / 'labels.csv'}" if (root / "labels.csv").is_file() else ""
-            raise DatasetError(f"{class_dir}: folder name is not an ImageNet-1k wnid "
+            raise DatasetError(f"{clip_path(class_dir)}: folder name is not an ImageNet-1k wnid "
                                f"(expected root/<wnid>/<image>){hint}")
         for f in sorted(class_dir.iterdir()):
             if f.is_file() and f.suffix.lower() in IMAGE_EXTENSIONS:
@@ -156,7 +158,7 @@ def read_image_folder(root: str | os.PathLike) -> SampleList:
                 labels.append(index[class_dir.name])
                 ids.append(f"{class_dir.name}/{f.name}")
     if not paths:
-        raise DatasetError(f"{root}: no images in wnid-named class folders")
+        raise DatasetError(f"{clip_path(root)}: no images in wnid-named class folders")
     return SampleList(tuple(paths), np.asarray(labels, dtype=np.int64), tuple(ids), None, root.name)
 
 
@@ -167,7 +169,7 @@ def read_samples(data: str | os.PathLike, images_dir: str | os.PathLike | None =
         return read_image_folder(data)
     if data.is_file():
         return read_labels_csv(data, images_dir)
-    raise DatasetError(f"--data {data} is neither a labels CSV nor an image folder")
+    raise DatasetError(f"--data {clip_path(data)} is neither a labels CSV nor an image folder")
 
 
 def describe_dataset(samples: SampleList) -> dict:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ...core.validation import clip, clip_path, quote
 from ...datasets.logits_io import (
     LogitsBundle,
     LogitsFileError,
@@ -60,15 +61,16 @@ def output_name(model: str) -> str:
 def check_writable(out: Path) -> None:
     """Refuse, before the model loads, an ``out`` that cannot be created: its nearest existing
     ancestor must be a folder this process may write in."""
+    where = clip_path(out)
     if out.is_dir():
-        raise CacheRunError(f"cannot write {out}: it is a folder")
+        raise CacheRunError(f"cannot write {where}: it is a folder")
     probe = out.parent
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     if not probe.is_dir():
-        raise CacheRunError(f"cannot write {out}: {probe} is not a folder")
+        raise CacheRunError(f"cannot write {where}: {clip_path(probe)} is not a folder")
     if not os.access(probe, os.W_OK | os.X_OK):
-        raise CacheRunError(f"cannot write {out}: no write permission in {probe}")
+        raise CacheRunError(f"cannot write {where}: no write permission in {clip_path(probe)}")
 
 
 def existing_output(out: Path, model: str, samples: SampleList) -> str | None:
@@ -80,9 +82,11 @@ def existing_output(out: Path, model: str, samples: SampleList) -> str | None:
     try:
         bundle = load_logits(out, require_manifest=True)
     except LogitsFileError as exc:
-        raise CacheRunError(f"{out} exists but is not a valid logits file ({exc}); move it away to recompute") from None
+        raise CacheRunError(f"{clip_path(out)} exists but is not a valid logits file ({clip(exc, 240)}); "
+                            "move it away to recompute") from None
     if bundle.manifest.get("model") != model or bundle.sample_ids.tolist() != list(samples.sample_ids):
-        raise CacheRunError(f"{out} exists and holds another run (model {bundle.manifest.get('model')!r}, "
+        raise CacheRunError(f"{clip_path(out)} exists and holds another run "
+                            f"(model {quote(bundle.manifest.get('model'))}, "
                             f"{bundle.n_samples} images); move it away or choose another --out-dir")
     return "done"
 
@@ -120,7 +124,8 @@ def open_partial(partial: Path, fp: Mapping[str, Any]) -> None:
     except (OSError, json.JSONDecodeError):
         old = None
     if old != fp:
-        raise CacheRunError(f"{partial} holds chunks from a different run (model, data, preprocessing or chunk "
+        raise CacheRunError(f"{clip_path(partial)} holds chunks from a different run (model, data, "
+                            "preprocessing or chunk "
                             f"size differ); delete it or rerun with the original arguments")
 
 
@@ -206,7 +211,7 @@ def merge_chunks(partial: Path, ranges: Sequence[tuple[int, int]], n_classes: in
     for c, (s, e) in enumerate(ranges):
         path = _chunk_path(partial, c)
         if not _chunk_done(partial, c, s, e):
-            raise CacheRunError(f"chunk {c} ({path}) is missing or damaged; rerun to recompute it")
+            raise CacheRunError(f"chunk {c} ({clip_path(path)}) is missing or damaged; rerun to recompute it")
         with np.load(path, allow_pickle=False) as z:
             logits[s:e] = z["logits"]
     return logits

@@ -1,0 +1,243 @@
+"""Names are untrusted: every figure draws them as text, and every error message quotes a bounded
+part of them.
+
+Plotly draws a little HTML in trace names, hover text, tick labels, annotations and titles, so a
+class called ``<a href=…>`` would be a live link and ``<span style=…>`` a restyled label. Each
+figure builder is run here with hostile class, node, model, data-set and subset names (links,
+styled spans, bold, text that looks escaped, a 10,000-character name), and every string of the
+figure's JSON may hold only the figure's own markup. The browser version (no ``<a>`` in the
+story's chart) is in test_hostile_names_browser.py.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from hsc_core.core.curves import CCCurve  # noqa: E402
+from hsc_core.core.hierarchy import Hierarchy  # noqa: E402
+from hsc_core.core.probabilities import node_probabilities  # noqa: E402
+from hsc_core.core.rules import RULES, decision_paths  # noqa: E402
+from hsc_core.core.validation import QUOTE_CHARS, clip, quote  # noqa: E402
+from hsc_core.report import figures, style  # noqa: E402
+from hsc_core.report.sweep import rc_sweep_figure  # noqa: E402
+from hsc_core.report.tree_figure import THETA_GRID, record_rows, tree_figure  # noqa: E402
+
+LINK = '<a href="https://x.example">click</a>'
+BIG = '<span style="font-size:60px">big</span>'
+BOLD = "<b>bold</b>"
+LOOKS_ESCAPED = "&lt;b&gt;not a tag&lt;/b&gt; &amp; 100%{y}"
+LONG = "x" * 10_000
+HOSTILE = [LINK, BIG, BOLD, LOOKS_ESCAPED, LONG]
+
+# The figures' own markup: bold, line breaks, the hover box's <extra>, and the tree's styled notes.
+OWN_TAG = re.compile(r"</?b>|<br>|</?extra>|</span>"
+                     r"|<span style='(font-size:\d+px(;color:#[0-9A-Fa-f]{6})?|color:#[0-9A-Fa-f]{6})'>")
+
+
+def hostile_hierarchy() -> Hierarchy:
+    """Five leaves (every hostile name) under two internal nodes that are hostile too."""
+    parent_of = {"c0": "p1", "c1": "p1", "c2": "p1", "c3": "p2", "c4": "p2", "p1": "r", "p2": "r"}
+    names = {f"c{k}": name for k, name in enumerate(HOSTILE)}
+    names.update(p1='<a href="https://y.example">parent</a>', p2="<i>p2</i> & <sub>low</sub>", r=BIG)
+    return Hierarchy.from_parent_map(parent_of, [f"c{k}" for k in range(5)], names)
+
+
+@pytest.fixture(scope="module")
+def hostile():
+    h = hostile_hierarchy()
+    leaf_probs = np.array([[0.30, 0.25, 0.05, 0.35, 0.05],   # top-1 c3 (wrong), true c0
+                           [0.05, 0.05, 0.10, 0.20, 0.60]])
+    probs = node_probabilities(h, leaf_probs)
+    paths = {r: decision_paths(h, probs, r) for r in RULES}
+    return h, probs, paths
+
+
+def strings(obj) -> list[str]:
+    if isinstance(obj, str):
+        return [obj]
+    if isinstance(obj, dict):
+        return [s for v in obj.values() for s in strings(v)]
+    if isinstance(obj, (list, tuple)):
+        return [s for v in obj for s in strings(v)]
+    return []
+
+
+def assert_only_own_markup(fig, must_show: tuple[str, ...] = ()) -> str:
+    """Every tag in every string of ``fig`` is the figure's own; no user name is drawn longer than
+    the caps; the escaped form of each of ``must_show`` is there. All its strings, one per line."""
+    text = fig.to_json()
+    found = strings(json.loads(text))
+    for s in found:
+        for tag in re.findall(r"<[^<>]*>", s):
+            assert OWN_TAG.fullmatch(tag), f"foreign markup {tag!r} in {s[:200]!r}"
+        assert "<a " not in s and "<span style=\"" not in s and "<i>" not in s and "<sub>" not in s
+        assert "x" * (style.HOVER_CHARS + 1) not in s  # the 10,000-character name is cut
+    joined = "\n".join(found)
+    for name in must_show:
+        assert style.plain(name) in joined, name
+    return joined
+
+
+def test_plain_escapes_markup_and_caps_length():
+    assert style.plain(LINK) == "&lt;a href=&#34;https://x.example&#34;&gt;click&lt;/a&gt;"
+    assert style.plain("it's 100%{y} & more") == "it&#39;s 100&#37;{y} &amp; more"
+    assert style.plain(LOOKS_ESCAPED).startswith("&amp;lt;b&amp;gt;")
+    assert style.plain("golden retriever") == "golden retriever"  # ordinary names are unchanged
+    cut = style.plain(LONG)
+    assert len(cut) == style.NAME_CHARS and cut.endswith("…")
+    assert style.clip("abcdefghijklmnop · Climbing · TS", 24, tail=16) == "abcdefg… · Climbing · TS"
+    assert style.clip("two\nlines") == "two lines"
+    assert html.unescape(style.plain(LINK)) == LINK  # Plotly draws exactly the name
+
+
+def test_tree_figure_draws_names_as_text(hostile):
+    h, probs, paths = hostile
+    for i, true_leaf in ((0, 0), (1, 4)):
+        fig = tree_figure(h, probs[i], record_rows(paths, i), true_leaf, 0.5)
+        text = assert_only_own_markup(fig)
+        assert "reject (root): &lt;span style=&#34;font-size:60px" in text  # shown (escaped), not dropped
+        assert i == 1 or "&lt;a href=&#34;https://" in text
+        assert len(fig.frames) == len(THETA_GRID)
+    assert fig.layout.width < 3000  # the long name is cut before the width is estimated
+
+
+def test_path_figure_draws_names_as_text(hostile):
+    from dashboard.views import sample_view
+
+    h, probs, paths = hostile
+    view = sample_view(h, probs[0], paths, 0, 0.5, true_leaf=0)
+    assert_only_own_markup(figures.path_figure(h, view), must_show=(LINK,))
+
+
+def test_illustration_figure_draws_names_as_text(hostile):
+    h, _, _ = hostile
+    fig = figures.illustration_figure(h, leaf_name="c0")
+    text = assert_only_own_markup(fig)
+    assert "&lt;a href=&#34;https://x.example&#34;&gt;click&lt;/a&gt;" in text
+    assert "&lt;span" in text and "font-size:60px" in text  # the root's name, as text
+
+
+def test_story_and_image_bar_charts_draw_names_as_text():
+    names = HOSTILE
+    assert_only_own_markup(figures.leaf_bars_figure(names, [0.4, 0.2, 0.1, 0.05, 0.01], [False, True] + [False] * 3),
+                           must_show=(LINK, BIG, BOLD, LOOKS_ESCAPED))
+    fig = figures.top5_figure(names, [0.4, 0.2, 0.1, 0.05, 0.01])
+    assert_only_own_markup(fig, must_show=(LINK, BIG))
+    # Two names cut to the same text still get two bars.
+    fig = figures.top5_figure([LONG, LONG + "y"], [0.6, 0.4])
+    assert len(set(fig.data[0].y)) == 2
+
+
+def context() -> figures.ExportContext:
+    return figures.ExportContext(model=LINK + LONG, dataset=BIG, subset=BOLD, ts=True, temperature=1.2, theta=0.5,
+                                 n_samples=10)
+
+
+def test_rc_cc_and_sweep_figures_keep_context_names_as_text():
+    cov = np.linspace(0, 1, 20)
+    curves = {r: (cov, 0.2 * cov) for r in RULES}
+    haurc = {r: 0.1 for r in RULES}
+    points = pd.DataFrame([{"key": r, "rule": r, "θ": 0.5, "coverage": 0.5, "risk": 0.1} for r in RULES])
+    rc = figures.titled(figures.rc_figure(curves, haurc, points), "Risk–coverage", context())
+    assert_only_own_markup(rc)
+    assert "&lt;a href" in rc.layout.title.subtitle.text and len(rc.layout.title.subtitle.text) < 400
+    cc = {r: CCCurve(r, np.linspace(0, 1, 5), np.linspace(1, 0, 5), np.full(5, 0.05)) for r in RULES}
+    assert_only_own_markup(figures.titled(figures.cc_figure(cc), "Calibration–coverage", context()))
+    sweep = rc_sweep_figure(curves, {r: np.column_stack([cov, 0.2 * cov])[: len(THETA_GRID)].repeat(6, 0)[:101]
+                                     for r in RULES}, haurc, 0.5)
+    assert_only_own_markup(figures.titled(sweep, "Sweep", context()))
+
+
+def test_compare_and_gain_figures_draw_model_names_as_text():
+    cov = np.linspace(0, 1, 10)
+    models = {name: (cov, 0.1 * cov) for name in HOSTILE}
+    fig = figures.compare_figure(models, {m: 0.01 for m in models})
+    assert_only_own_markup(figures.titled(fig, "Compare", context()), must_show=(LINK, BIG, BOLD))
+    rows = [{"label": f"{name} · Climbing · TS", "rule": "climbing", "estimate": 1.0, "low": 0.5, "high": 1.5}
+            for name in HOSTILE + [LONG + "z"]]
+    gain = figures.gain_figure(rows)
+    assert_only_own_markup(gain, must_show=(LINK,))
+    labels = list(gain.data[0].y)
+    assert len(set(labels)) == len(labels)  # the two long names stay two rows
+    assert all(label.endswith("· Climbing · TS") or label.endswith(")") for label in labels)
+
+
+def test_report_figures_escape_names(tmp_path):
+    """``hsc report``'s figures take the same path: a hostile model name stays text in its JSON."""
+    from hsc_core.evaluation import ModelEvaluation
+    from hsc_core.report.html_report import build_report
+
+    h = hostile_hierarchy()
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(400, 5)).astype(np.float32)
+    labels = rng.integers(0, 5, 400)
+    ev = ModelEvaluation(h, logits, labels, name=LINK, dataset=BIG, sample_ids=np.array([f"s{k}" for k in range(400)]))
+    text = build_report([ev], n_resamples=100)
+    assert '<a href="https://x.example">' not in text and '<span style="font-size:60px">' not in text
+
+
+# ---------------------------------------------------------------------------- error messages
+def test_quote_keeps_the_start_and_says_how_long():
+    assert quote("abc") == "'abc'"
+    q = quote("y" * 1_000_000)
+    assert q.startswith("'yyyy") and q.endswith("…(1,000,000 characters)") and len(q) < QUOTE_CHARS + 40
+    assert clip("z" * 500, 10) == "zzzzzzzzzz…(500 characters)"
+    listed = quote([f"name{k}" * 1000 for k in range(100)])
+    assert len(listed) < 400 and "100 items" in listed
+    assert quote(3.5) == "3.5"
+
+
+MEGA = "evil" + "n" * 1_000_000
+
+
+def _message(call) -> str:
+    with pytest.raises(Exception) as info:
+        call()
+    return str(info.value)
+
+
+@pytest.mark.parametrize("case", ["loss", "rule", "protocol", "dataset", "upload", "subset", "registry"])
+def test_errors_quote_a_bounded_part_of_a_huge_name(case, tmp_path, monkeypatch):
+    """A 1 MB value in an error path: a message under 300 characters that still names its start."""
+    from hsc_core.core import protocol, risk, rules
+
+    h = hostile_hierarchy()
+    rng = np.random.default_rng(0)
+    if case == "loss":
+        msg = _message(lambda: risk.sample_loss(h, np.zeros(3, int), np.zeros(3, int), MEGA))
+    elif case == "rule":
+        msg = _message(lambda: rules.decision_paths(h, node_probabilities(h, np.full((2, 5), 0.2)), MEGA))
+    elif case == "protocol":
+        msg = _message(lambda: protocol.check_protocol(MEGA))
+    elif case == "dataset":
+        monkeypatch.setenv("HSC_DATASETS_DIR", str(tmp_path))
+        from dashboard import data
+
+        msg = _message(lambda: data.get_dataset(MEGA))
+    elif case == "upload":
+        from hsc_core.datasets.logits_io import load_logits_bytes
+
+        msg = _message(lambda: load_logits_bytes(b"not a zip", MEGA + ".npz"))
+    elif case == "subset":
+        from hsc_core.evaluation import ModelEvaluation
+
+        ev = ModelEvaluation(h, rng.normal(size=(50, 5)), rng.integers(0, 5, 50), name=MEGA,
+                             subset=np.zeros(50, bool), subset_name=MEGA)
+        msg = _message(lambda: ev.setting(False))
+    else:
+        from hsc_core.datasets.registry import dataset_for_manifest
+
+        msg = _message(lambda: dataset_for_manifest({"dataset_id": [MEGA] * 5}, 5))
+    assert len(msg) < 300, (case, len(msg), msg[:300])
+    assert "evilnnn" in msg, msg
