@@ -7,7 +7,7 @@ end of each full run, and by ``state.fragment`` after each fragment rerun).
 
 import streamlit as st
 
-from dashboard import report, state, ui
+from dashboard import data, report, state, ui
 
 st.set_page_config(page_title="Hierarchical Selective Classification", page_icon="🌳", layout="wide")
 state.init_state()
@@ -48,3 +48,4 @@ finally:
     # sample, the story's step) is in the link too; also when the page stops early (st.stop).
     # Fragment-only reruns write through state.fragment.
     state.write_query_params()
+    data.track_uploaded_files()  # this run's file objects: closed when the session ends
