@@ -7,7 +7,7 @@ and after the page in each full run, and by ``state.fragment`` after each fragme
 
 import streamlit as st
 
-from dashboard import report, state, ui
+from dashboard import data, report, state, ui
 
 st.set_page_config(page_title="Hierarchical Selective Classification", page_icon="🌳", layout="wide")
 state.init_state()
@@ -50,3 +50,4 @@ try:
     page.run()
 finally:
     state.write_query_params()
+    data.track_uploaded_files()  # this run's file objects: closed when the session ends

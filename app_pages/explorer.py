@@ -6,7 +6,7 @@ from urllib.parse import urlencode
 import numpy as np
 import streamlit as st
 
-from dashboard import state, ui, views
+from dashboard import data, state, ui, views
 from hsc_core.datasets.images import ImageReadError, display_image, open_image_safely, safe_image_path
 from hsc_core.report.tree_figure import record_rows, tree_figure
 
@@ -27,17 +27,17 @@ def _es_key() -> tuple:
     return es.key
 
 
-@st.cache_resource(max_entries=24, show_spinner=False)
+@data.cache_resource(max_entries=24, show_spinner=False)
 def _curated(_es, key: tuple, theta: float) -> dict[str, np.ndarray]:
     return views.curated_rows(_es.hierarchy, _es.paths, _es.labels, _es.leaf_pred, _es.leaf_conf, theta)
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+@data.cache_resource(max_entries=8, show_spinner=False)
 def _figure1(_es, key: tuple) -> int | None:
     return views.figure1_example(_es.hierarchy, _es.node_probs, _es.paths, _es.labels, _es.leaf_pred, _es.leaf_conf)
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@data.cache_resource(max_entries=64, show_spinner=False)
 def _tree(_es, key: tuple, i: int, font_size: int, _theta: float):
     """The tree figure with its 101 θ frames, built once per sample (≈ 0.1–0.3 s); it opens at the θ
     it was first asked for, and the page shows any other θ by animating to its frame in the browser."""

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import state, ui, views
+from dashboard import data, state, ui, views
 from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.rules import RULE_LABELS, RULES
 from hsc_core.report.sweep import operating_point_grid, rc_sweep_figure
@@ -37,7 +37,7 @@ dec = None if state.get("dec") == "exact" else 2
 cs = ui.curve_set_or_stop(es, loss, dec)
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@data.cache_resource(max_entries=32, show_spinner=False)
 def _sweep_figure(_cs, key: tuple, rules: tuple, loss: str, font_size: int, _theta: float):
     """The RC figure with one frame per θ of the 0.01 grid (operating points from the exact curves),
     built once per curve set; the page shows any θ by animating to its frame in the browser."""

@@ -49,7 +49,7 @@ with nav[2]:
 st.subheader(f"{step}. {STEPS[step]}")
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+@data.cache_resource(max_entries=8, show_spinner=False)
 def _example(_es, key: tuple) -> int | None:
     return views.figure1_example(_es.hierarchy, _es.node_probs, _es.paths, _es.labels, _es.leaf_pred, _es.leaf_conf)
 
@@ -74,7 +74,7 @@ def _stay(theta: float) -> None:
     """The story's charts sweep θ in the browser only (keys and ▶ Play); its text stays at θ = 0.5."""
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@data.cache_resource(max_entries=16, show_spinner=False)
 def _tree(_es, key: tuple, i: int, rules: tuple, font: int):
     return tree_figure(_es.hierarchy, _es.node_row(i), record_rows(_es.paths, i), int(_es.labels[i]), THETA,
                        font_size=font, rules=rules)
@@ -116,7 +116,7 @@ elif step == 4:
     cs = ui.curve_set_or_stop(es)
     rules = ("selective", "climbing")
 
-    @st.cache_resource(max_entries=8, show_spinner=False)
+    @data.cache_resource(max_entries=8, show_spinner=False)
     def _rc(_cs, key: tuple, font: int):
         points = {r: operating_point_grid(_cs.exact[r]) for r in rules}
         return rc_sweep_figure({r: _cs.display[r] for r in rules}, points,

@@ -61,9 +61,10 @@ if state.get("tmodel") not in models:
     state.set("tmodel", current if current in models else models[0])
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@st.cache_data(max_entries=8, show_spinner=False, scope="session")
 def classify(image: bytes, model: str, name: str) -> tuple[np.ndarray, bytes]:
-    """(logits, a ≤ 1024 px PNG preview) of an image, decoded once per image and model.
+    """(logits, a ≤ 1024 px PNG preview) of an image, decoded once per image and model, kept for
+    this browser session only (an uploaded image and its preview leave with the session).
 
     open_image_safely (what the pipeline's read_image calls) refuses images above the pixel cap
     before decoding them and turns 16-bit, palette, CMYK and alpha images into 8-bit RGB, so the

@@ -24,16 +24,20 @@ budget, ``HSC_MEMORY_BUDGET_MB`` (``hsc_core.config``).
 Evaluation protocol (``hsc_core.core.protocol``): T is fitted on a fixed, seeded, class-stratified
 10 % calibration split of each file, and every metric, with or without TS, on the other 90 %.
 Whatever is computed from this session's uploads (files or data sets) is cached for this session
-only and released with it (``_cache_resource``).
+only and released with it (``cache_resource``, ``_release_uploads``).
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import gc
 import os
 import re
 import tempfile
+import threading
 import uuid
+import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -346,10 +350,13 @@ def _private(value) -> bool:
     return isinstance(value, tuple) and any(_private(v) for v in value)
 
 
-def _cache_resource(**kwargs):
+def cache_resource(**kwargs):
     """``st.cache_resource`` that keeps whatever is computed from this session's uploads (files or
     data sets) in a session-scoped cache: Streamlit drops it when the session disconnects, and no
-    other session can reach it. Results for shared files stay in the global cache."""
+    other session can reach it. Results for shared files stay in the global cache. A call is the
+    session's when any argument (or any item of a tuple argument, e.g. an ``EvalSet.key``) names an
+    upload (``upload:…``) or an uploaded data set (``session:…``): pages key their own caches of
+    figures and arrays by ``EvalSet.key`` and use this decorator, so an upload's are never shared."""
     def wrap(func):
         shared = st.cache_resource(**kwargs)(func)
         private = st.cache_resource(scope="session", **kwargs)(func)
@@ -376,22 +383,129 @@ def validate_upload(data: bytes, name: str) -> LogitsBundle:
     return bundle
 
 
-@dataclass
+# ---------------------------------------------------------------------------- a session's memory
+# Streamlit keeps a closed tab's session for reconnecting (``server.disconnectedSessionTTL``), and
+# never shuts one down when it expires: it is dropped only when a later session disconnects. So
+# everything large that a session holds is released here, when its tab disconnects (Streamlit then
+# clears the session-scoped caches and calls ``_release_uploads``): its uploaded logits and data
+# sets, the upload's raw bytes, the evaluations of its uploads (session-scoped caches), the objects
+# its last page run left in that page's globals (reachable from fragments, widget callbacks and
+# deferred downloads, which Streamlit keeps with the session), its report buttons' jobs and its
+# media files. The freed heap then goes back to the operating system (``release_memory``).
+@dataclass(eq=False)
 class _SessionUploads:
+    """What one browser session holds beyond small values in its state, released together."""
+
     session_id: str
     bundles: dict  # the dict in this session's state: upload location → LogitsBundle
+    datasets: dict = field(default_factory=dict)  # the dict in its state: "session:<token>" → Dataset
+    files: weakref.WeakSet = field(default_factory=weakref.WeakSet)  # uploaded files (their bytes) in its state
+    pages: dict = field(default_factory=dict)  # page → the globals of its latest run
+    jobs: weakref.WeakSet = field(default_factory=weakref.WeakSet)  # objects with .release(), e.g. report jobs
 
 
 def _release_uploads(uploads: _SessionUploads) -> None:
-    # Streamlit keeps a closed tab's session (and its uploaded bytes) for reconnecting, and never
-    # shuts down one that expires; so drop the bundles and the raw upload when the tab disconnects.
+    """Release what the session holds (see above), then return the freed heap (``release_memory``)."""
     uploads.bundles.clear()
+    uploads.datasets.clear()
+    for job in list(uploads.jobs):
+        job.release()
+    for f in list(uploads.files):
+        f.close()  # a BytesIO: drops its buffer, the upload's raw bytes (widget state keeps the object)
+    uploads.files.clear()
     try:
         from streamlit.runtime import Runtime
 
-        Runtime.instance().uploaded_file_mgr.remove_session_files(uploads.session_id)
+        rt = Runtime.instance()
+        rt.uploaded_file_mgr.remove_session_files(uploads.session_id)
+        # What AppSession.shutdown() would do, which an expiring session never gets: its media
+        # files and deferred downloads (whose callables reach the page's data) are let go.
+        rt.media_file_mgr.clear_session_refs(uploads.session_id)
+        rt.media_file_mgr.remove_orphaned_files()
     except Exception:  # no runtime (AppTest, plain Python): nothing else holds the bytes
         pass
+    # The session's last page runs: only its fragments, callbacks and deferred downloads can still
+    # reach them, and the session that would run those has ended (a reconnecting tab reruns its page).
+    for page_globals in uploads.pages.values():
+        page_globals.clear()
+    uploads.pages.clear()
+    release_memory()
+
+
+_TRIM_DELAYS_S = (1.0, 9.0)  # after a session ends: once its caches are cleared, and again 9 s later
+_trim_lock = threading.Lock()
+_trim_timer: threading.Timer | None = None
+
+
+def release_memory(delays: tuple[float, ...] = _TRIM_DELAYS_S) -> None:
+    """After ``delays[0]`` seconds (once Streamlit has cleared all of an ended session's caches,
+    which it does right after this module's release hook), then each further delay after the last
+    pass (for what stopping threads let go later): collect garbage and give the freed heap back to
+    the operating system (``trim_heap``). Calls while a pass is pending share it."""
+    global _trim_timer
+    with _trim_lock:
+        if _trim_timer is None and delays:
+            _trim_timer = threading.Timer(delays[0], _release_now, args=(tuple(delays[1:]),))
+            _trim_timer.daemon = True
+            _trim_timer.start()
+
+
+def _release_now(later: tuple[float, ...]) -> None:
+    global _trim_timer
+    with _trim_lock:
+        _trim_timer = None
+    gc.collect()
+    trim_heap()
+    if later:
+        release_memory(later)
+
+
+# glibc raises its mmap threshold (up to 32 MB) each time a large array is freed, and then keeps up
+# to twice that at the top of each thread's malloc arena: after a session's large arrays are gone,
+# each arena a script thread used could hold 64 MB that ``malloc_trim`` does not return. Fixed
+# thresholds keep arrays of 4 MB and more in their own mappings (returned the moment they are
+# freed) and let an arena keep at most 16 MB of free top.
+MMAP_THRESHOLD_BYTES = 4 << 20
+TRIM_THRESHOLD_BYTES = 16 << 20
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
+
+
+@functools.cache
+def configure_malloc() -> bool:
+    """Set glibc's fixed mmap and trim thresholds (above) for this process, once; False where there
+    is no glibc."""
+    try:
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)) and bool(mallopt(_M_TRIM_THRESHOLD,
+                                                                                   TRIM_THRESHOLD_BYTES))
+
+
+@functools.cache
+def _malloc_trim():
+    """glibc's ``malloc_trim``, or None (musl, macOS, Windows: they return memory on their own terms)."""
+    try:
+        trim = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return trim
+
+
+def trim_heap() -> bool:
+    """Return the heap's free pages to the operating system (glibc ``malloc_trim(0)``): without it,
+    memory freed by a session's many medium-sized arrays stays in the process's malloc arenas. False
+    where there is no glibc."""
+    trim = _malloc_trim()
+    if trim is None:
+        return False
+    trim(0)
+    return True
+
+
+configure_malloc()
 
 
 @st.cache_resource(scope="session", on_release=_release_uploads, show_spinner=False)
@@ -402,14 +516,64 @@ def _session_uploads() -> _SessionUploads:
     return _SessionUploads(ctx.session_id if ctx else "", st.session_state.setdefault(UPLOADED_BUNDLES, {}))
 
 
-def keep_upload(bundle: LogitsBundle) -> str:
+def _this_session() -> _SessionUploads | None:
+    """This session's ``_SessionUploads`` with its state's dicts attached; None outside a session."""
+    try:
+        uploads = _session_uploads()
+        uploads.bundles = st.session_state.setdefault(UPLOADED_BUNDLES, {})  # this session state's own dicts
+        uploads.datasets = st.session_state.setdefault(SESSION_DATASET_OBJECTS, {})
+    except Exception:  # no script run context (plain Python, benchmarks)
+        return None
+    return uploads
+
+
+def keep_upload(bundle: LogitsBundle, source=None) -> str:
     """Keep a validated upload in this session's state, released when the session disconnects
-    (``_release_uploads``); its location."""
+    (``_release_uploads``), with ``source`` (the uploaded file, whose bytes Streamlit's widget state
+    keeps) closed then; its location."""
     location = f"{UPLOAD_PREFIX}{uuid.uuid4().hex}/{bundle.name}"
-    uploads = _session_uploads()
-    uploads.bundles = st.session_state.setdefault(UPLOADED_BUNDLES, {})  # this session state's own dict
+    uploads = _this_session()
+    if uploads is None:
+        raise DataError("uploads need a browser session")
     uploads.bundles[location] = bundle
+    if source is not None:
+        uploads.files.add(source)
     return location
+
+
+def track_page(page: str, page_globals: dict) -> None:
+    """Remember the globals of this run of ``page`` (they replace its last run's): when the session
+    ends they are emptied, so what the page computed (evaluation views, curves, tables) goes with it
+    although Streamlit keeps the page's fragments and callbacks with the session."""
+    uploads = _this_session()
+    if uploads is not None:
+        uploads.pages[page] = page_globals
+        track_uploaded_files(uploads)
+
+
+def track_uploaded_files(uploads: _SessionUploads | None = None) -> None:
+    """Note every uploaded file in this session's state (``st.file_uploader`` values: each run makes
+    new file objects over the upload's bytes), so that ``_release_uploads`` closes them all."""
+    uploads = uploads or _this_session()
+    if uploads is None:
+        return
+    from streamlit.runtime.uploaded_file_manager import UploadedFile
+
+    for key in list(st.session_state.keys()):
+        try:
+            value = st.session_state[key]
+        except Exception:  # a widget of another page whose value cannot be read now
+            continue
+        for f in value if isinstance(value, list) else [value]:
+            if isinstance(f, UploadedFile):
+                uploads.files.add(f)
+
+
+def release_with_session(obj) -> None:
+    """Call ``obj.release()`` when this browser session ends (held weakly until then)."""
+    uploads = _this_session()
+    if uploads is not None:
+        uploads.jobs.add(obj)
 
 
 def _uploaded_bundle(location: str) -> LogitsBundle:
@@ -419,7 +583,7 @@ def _uploaded_bundle(location: str) -> LogitsBundle:
     return bundle
 
 
-@_cache_resource(max_entries=8, show_spinner="Loading logits…")
+@cache_resource(max_entries=8, show_spinner="Loading logits…")
 def _bundle(location: str, file_stamp: tuple) -> LogitsBundle:
     if location.startswith(UPLOAD_PREFIX):
         return _uploaded_bundle(location)
@@ -500,7 +664,7 @@ class _ProgressBar:
 
 
 # ---------------------------------------------------------------------------- the evaluation
-@_cache_resource(max_entries=12, show_spinner=False)
+@cache_resource(max_entries=12, show_spinner=False)
 def _evaluation(location: str, file_stamp: tuple, dataset_key: tuple, subset: str, _model: str) -> ModelEvaluation:
     # Cheap to build: T, decision paths and curves are computed (once) when first asked for.
     bundle = _bundle(location, file_stamp)

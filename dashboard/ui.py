@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -39,6 +40,7 @@ def ensure_entrypoint() -> None:
     The pages live in ``app_pages/``, not ``pages/``, so Streamlit never runs a page file alone
     through its legacy "pages/ folder" mode: a deep link such as ``/explorer`` always runs app.py.
     """
+    data.track_page(sys._getframe(1).f_globals.get("__file__", "page"), sys._getframe(1).f_globals)
     if st.session_state.pop(ENTRY_FLAG, False):
         return
     st.set_page_config(page_title="Hierarchical Selective Classification", layout="wide")
@@ -210,7 +212,7 @@ def _upload_widget() -> None:
             while name in catalog():  # never shadow a cached model or an earlier upload
                 k += 1
                 name = f"{stem} (uploaded{'' if k == 2 else f' {k - 1}'})"
-            ss[UPLOADED][name] = data.keep_upload(bundle)
+            ss[UPLOADED][name] = data.keep_upload(bundle, up)
             state.set("model", name)
             ss["_upload_msg"] = ("success", f"Added **{plain(name)}** to the model list.")
     kind, msg = ss.get("_upload_msg", ("info", ""))

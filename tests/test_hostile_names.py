@@ -241,3 +241,33 @@ def test_errors_quote_a_bounded_part_of_a_huge_name(case, tmp_path, monkeypatch)
         msg = _message(lambda: dataset_for_manifest({"dataset_id": [MEGA] * 5}, 5))
     assert len(msg) < 300, (case, len(msg), msg[:300])
     assert "evilnnn" in msg, msg
+
+
+# ---------------------------------------------------------------------------- the report button's job
+def test_report_job_runs_outside_the_script_thread_and_says_what_failed():
+    """``dashboard.report.ReportJob`` is what the download button runs, in a thread of its own:
+    it needs nothing from Streamlit; a failure becomes a page that says why; after the session
+    ended it says that instead of holding the data."""
+    import threading
+
+    from dashboard.report import ENDED, ReportJob
+    from hsc_core.evaluation import ModelEvaluation
+
+    h = hostile_hierarchy()
+    rng = np.random.default_rng(1)
+    logits, labels = rng.normal(size=(300, 5)).astype(np.float32), rng.integers(0, 5, 300)
+    good = ReportJob([ModelEvaluation(h, logits, labels, name="tiny_model")], [])
+    empty = ModelEvaluation(h, logits, labels, name="empty_model", subset=np.zeros(300, bool), subset_name="none")
+    broken = ReportJob([empty], ["other (cannot be read)"])
+    out: dict[str, bytes] = {}
+    threads = [threading.Thread(target=lambda k=k, j=j: out.__setitem__(k, j()))
+               for k, j in (("good", good), ("broken", broken))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert b"tiny_model" in out["good"] and b"could not be built" not in out["good"]
+    text = out["broken"].decode()
+    assert "could not be built" in text and "no samples to evaluate" in text and "other (cannot be read)" in text
+    good.release()
+    assert html.escape(ENDED) in good().decode()
