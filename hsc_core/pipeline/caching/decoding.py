@@ -111,13 +111,8 @@ class EncodedImageDataset(ImageDataset):
 def collate(items: list[tuple[torch.Tensor | str, int]]) -> tuple[torch.Tensor | None, torch.Tensor, str | None]:
     """Stack a batch into (uint8 (N, 3, H, W), indices (N,), None), or (None, indices, message) when
     an image is unreadable. This runs inside the worker, so the error is reported, not raised, here."""
-    idx = torch.as_tensor([i for _, i in items])
-    images: list[torch.Tensor] = []
-    for x, _ in items:
-        if isinstance(x, str):
-            return None, idx, x
-        images.append(x)
-    return torch.stack(images), idx, None
+    images, idx, error = collate_encoded(items)
+    return (None if images is None else torch.stack(images)), idx, error
 
 
 def collate_encoded(items: list[tuple[torch.Tensor | str, int]]
