@@ -25,7 +25,8 @@ from .curves import RCCurve, rc_curve_from_paths, threshold_grid_keys
 from .hierarchy import Hierarchy
 from .probabilities import node_probabilities, softmax
 from .risk import LOSSES, Loss
-from .rules import RULES, DecisionPaths, Rule, argmax_leaf, concat_decision_paths, decision_paths
+from .metric_rules import any_decision_paths, check_rule
+from .rules import RULES, DecisionPaths, Rule, argmax_leaf, concat_decision_paths
 from .validation import check_labels, check_logits, quote
 
 Precision = Literal["float32", "float64"]
@@ -47,7 +48,7 @@ def decision_paths_from_logits(
     hierarchy: Hierarchy,
     logits: np.ndarray,
     temperature: float = 1.0,
-    rules: Sequence[Rule] = RULES,
+    rules: Sequence[str] = RULES,
     chunk_size: int | None = None,
     progress: Progress | None = None,
     precision: Precision | None = None,
@@ -61,7 +62,8 @@ def decision_paths_from_logits(
     logits : (n_samples, n_leaves) model outputs, any float dtype (float16 stays float16 in
         memory; each chunk is cast on the fly). Not copied as a whole.
     temperature : softmax temperature (1.0 = none).
-    rules : which rules to build, a subset of ``rules.RULES``.
+    rules : which rules to build: names from ``metric_rules.ALL_RULES`` (the paper's four and the
+        metric-optimal / Pareto rules) or ``hf<β>``.
     chunk_size : samples per chunk; None picks one from the memory budget (``auto_chunk_size``).
     rows : evaluate only these rows of ``logits`` (1-D indices, in the order given), without
         copying them; None for all rows.
@@ -131,7 +133,7 @@ def rc_curves_from_logits(
     labels: np.ndarray,
     *,
     temperature: float = 1.0,
-    rules: tuple[Rule, ...] = RULES,
+    rules: tuple[str, ...] = RULES,
     losses: tuple[Loss, ...] = LOSSES,
     dec: int | None = None,
     chunk_size: int | None = None,
@@ -237,14 +239,13 @@ def node_probability_chunks(
             progress(min(start + chunk_size, n), n)
 
 
-def _scan(hierarchy: Hierarchy, logits: np.ndarray, temperature: float, rules: tuple[Rule, ...], dec: int | None,
+def _scan(hierarchy: Hierarchy, logits: np.ndarray, temperature: float, rules: tuple[str, ...], dec: int | None,
           chunk_size: int | None, progress: Progress | None, precision: Precision | None,
           rows: np.ndarray | None = None) -> tuple[dict[str, DecisionPaths], np.ndarray | None]:
     """One pass over the logits: every rule's records and (if ``dec``) the θ grid."""
     arr = _check_logits_shape(hierarchy, logits)
     for rule in rules:
-        if rule not in RULES:
-            raise ValueError(f"unknown rule {quote(rule)}; choose one of {', '.join(RULES)}")
+        check_rule(rule)
     present = np.zeros(0, dtype=bool)  # grid values seen, when dec asks for the grid
     if dec is not None:
         if isinstance(dec, bool) or not isinstance(dec, (int, np.integer)) or not 0 <= dec <= 6:
@@ -255,7 +256,7 @@ def _scan(hierarchy: Hierarchy, logits: np.ndarray, temperature: float, rules: t
                                             progress=progress, precision=precision):
         leaf = argmax_leaf(hierarchy, probs)
         for rule in rules:
-            parts[rule].append(decision_paths(hierarchy, probs, rule, leaf=leaf))
+            parts[rule].append(any_decision_paths(hierarchy, probs, rule, leaf=leaf))
         if dec is not None:
             threshold_grid_keys(probs, dec, present)
     paths = {rule: concat_decision_paths(p) for rule, p in parts.items()}

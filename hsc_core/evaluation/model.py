@@ -30,6 +30,7 @@ from ..core.evaluation import (
     threshold_grid_from_logits,
 )
 from ..core.hierarchy import Hierarchy
+from ..core.metric_rules import check_rule
 from ..core.probabilities import fit_temperature
 from ..core.protocol import CALIBRATION_FRACTION, SPLIT_SEED, calibration_mask, check_protocol, evaluation_mask
 from ..core.risk import LOSSES, Loss, hierarchical_correctness
@@ -169,9 +170,21 @@ class EvaluationSet:
         row[self.hierarchy.root] = 1.0
         return row
 
-    def predict(self, rule: Rule, theta: float) -> tuple[np.ndarray, np.ndarray]:
+    def rule_paths(self, rule: str) -> DecisionPaths:
+        """Decision paths of any rule (``metric_rules.ALL_RULES`` or ``hf<β>``), (n, n_records).
+
+        The paper's four are built with the setting; the others on first use, once.
+        """
+        if rule in self.paths:
+            return self.paths[rule]
+        check_rule(rule)
+        ev = self.evaluation
+        return self._memo.get(("paths", rule), lambda: decision_paths_from_logits(
+            self.hierarchy, ev.logits, self.temperature, (rule,), precision=ev.precision, rows=self.rows)[rule])
+
+    def predict(self, rule: str, theta: float) -> tuple[np.ndarray, np.ndarray]:
         """(nodes, confidences) of ``rule`` at θ for every evaluated sample, each (n,)."""
-        return self.paths[rule].predict(theta)
+        return self.rule_paths(rule).predict(theta)
 
     def correctness(self, nodes: np.ndarray, positions: np.ndarray | None = None) -> np.ndarray:
         """Hierarchical correctness of predicted ``nodes`` for the samples at ``positions`` (all)."""
@@ -197,14 +210,21 @@ class EvaluationSet:
                     for rule, p in self.paths.items()}
         return self._memo.get(("curves", loss, dec), compute)
 
-    def curve(self, rule: Rule, loss: Loss = "01", dec: int | None = None) -> RCCurve:
-        return self.curves(loss, dec)[rule]
+    def curve(self, rule: str, loss: Loss = "01", dec: int | None = None) -> RCCurve:
+        """``rule``'s hierarchical RC curve: any rule (``metric_rules.ALL_RULES`` or ``hf<β>``)."""
+        if rule in self.paths:
+            return self.curves(loss, dec)[rule]
+        if loss not in LOSSES:
+            raise ValueError(f"unknown loss {quote(loss)}; choose one of {', '.join(LOSSES)}")
+        paths = self.rule_paths(rule)
+        return self._memo.get(("curve", rule, loss, dec), lambda: rc_curve_from_paths(
+            self.hierarchy, paths, self.labels, loss, None if dec is None else self.theta_grid(dec)))
 
-    def haurc(self, rule: Rule, loss: Loss = "01", dec: int | None = None) -> float:
+    def haurc(self, rule: str, loss: Loss = "01", dec: int | None = None) -> float:
         """Area under ``rule``'s hierarchical RC curve (raw; the paper prints ×1000)."""
         return self.curve(rule, loss, dec).haurc
 
-    def gain(self, rule: Rule, loss: Loss = "01", dec: int | None = None) -> float:
+    def gain(self, rule: str, loss: Loss = "01", dec: int | None = None) -> float:
         """hAURC reduction of ``rule`` vs Selective, in percent (Selective's own is 0)."""
         if rule == "selective":
             return 0.0
