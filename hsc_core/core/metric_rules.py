@@ -130,18 +130,3 @@ def any_decision_paths(hierarchy: Hierarchy, node_probs: np.ndarray, rule: str,
         raise ValueError("node_probs contain NaN or inf")
     return pareto_paths(rule, rule_scores(hierarchy, probs, rule), record_values(hierarchy, probs))
 
-
-def brute_force_predict(hierarchy: Hierarchy, node_probs: np.ndarray, rule: str, theta: float) -> np.ndarray:
-    """Reference: for each sample, a literal argmax over all nodes with probability ≥ θ of the
-    rule's score (ties: more probable, then lower index). O(n × n_nodes) Python-free but unpruned;
-    for tests and small trees. Shape (n_samples,)."""
-    probs = check_node_probs(node_probs, hierarchy.n_nodes)
-    vals = record_values(hierarchy, probs)
-    scores = np.asarray(rule_scores(hierarchy, probs, rule), dtype=np.float64)
-    theta_in = vals.dtype.type(theta)
-    out = np.empty(probs.shape[0], dtype=np.int64)
-    for i in range(probs.shape[0]):
-        feasible = np.flatnonzero(vals[i] >= theta_in)
-        key = np.lexsort((feasible, -vals[i, feasible], -scores[i, feasible]))
-        out[i] = feasible[key[0]]
-    return out
