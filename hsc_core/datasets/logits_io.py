@@ -193,6 +193,14 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     _atomic_write(Path(path), write)
 
 
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
+    """``data`` to ``path``, atomically (a reader sees the old file or the whole new one)."""
+    def write(fh: IO[bytes]) -> None:
+        fh.write(data)
+
+    _atomic_write(Path(path), write)
+
+
 def _label_dtype(labels: np.ndarray) -> type:
     # int16 suffices for ImageNet (1000 classes); iNat21's 10,000 also fit, larger sets need int32.
     return np.int16 if labels.size == 0 or labels.max() < np.iinfo(np.int16).max else np.int32

@@ -29,11 +29,14 @@ from ..core.evaluation import (
     node_probability_chunks,
     threshold_grid_from_logits,
 )
+from ..core.events import RuleEvents, rule_events
+from ..core.hierarchical_prf import Average, hierarchical_prf, mistake_severity_histogram
 from ..core.hierarchy import Hierarchy
 from ..core.metric_rules import check_rule
 from ..core.probabilities import fit_temperature
 from ..core.protocol import CALIBRATION_FRACTION, SPLIT_SEED, calibration_mask, check_protocol, evaluation_mask
 from ..core.risk import LOSSES, Loss, hierarchical_correctness
+from ..core.selective_metrics import AurcEstimator, achievable_haurc, aurc, augrc, oracle_haurc
 from ..core.rules import RULES, DecisionPaths, Rule
 from ..core.thresholds import climbing_tight_thresholds
 from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, BootstrapResult, bootstrap_haurc
@@ -240,10 +243,53 @@ class EvaluationSet:
         return self._memo.get(("cc", n_bins), compute)
 
     def bootstrap(self, loss: Loss = "01", *, n_resamples: int = N_RESAMPLES,
-                  seed: int = BOOTSTRAP_SEED) -> BootstrapResult:
-        """95 % paired percentile-bootstrap intervals of every rule's hAURC and gain."""
-        return self._memo.get(("boot", loss, n_resamples, seed), lambda: bootstrap_haurc(
-            self.hierarchy, self.labels, self.paths, loss=loss, n_resamples=n_resamples, seed=seed))
+                  seed: int = BOOTSTRAP_SEED, rules: Sequence[str] | None = None) -> BootstrapResult:
+        """95 % paired percentile-bootstrap intervals of every rule's hAURC and gain.
+
+        rules : which rules (default the paper's four); Selective is always included for the gains.
+        """
+        names = tuple(RULES) if rules is None else tuple(dict.fromkeys(("selective", *rules)))
+        paths = {r: self.rule_paths(r) for r in names}
+        return self._memo.get(("boot", loss, n_resamples, seed, names), lambda: bootstrap_haurc(
+            self.hierarchy, self.labels, paths, loss=loss, n_resamples=n_resamples, seed=seed))
+
+    # ------------------------------------------------------------------ metrics beyond hAURC
+    def events(self, rule: str, loss: Loss = "01") -> RuleEvents:
+        """``rule``'s operating-point changes sorted by θ (``core.events.rule_events``), cached."""
+        return self._memo.get(("events", rule, loss), lambda: rule_events(
+            self.hierarchy, self.rule_paths(rule), self.labels, loss))
+
+    def oracle_haurc(self, rule: str, loss: Loss = "01") -> float:
+        """hAURC of the oracle ordering of ``rule``'s moves (``selective_metrics.oracle_haurc``)."""
+        return oracle_haurc(self.events(rule, loss))
+
+    def excess_haurc(self, rule: str, loss: Loss = "01") -> float:
+        """hAURC − oracle hAURC (E-AURC for hierarchical rules; raw, tables show ×1000)."""
+        return self.haurc(rule, loss) - self.oracle_haurc(rule, loss)
+
+    def achievable_haurc(self, rule: str, loss: Loss = "01") -> float:
+        """Area under the convex hull of ``rule``'s RC points (``selective_metrics.achievable_haurc``)."""
+        return achievable_haurc(self.curve(rule, loss))
+
+    def flat_aurc(self, estimator: AurcEstimator = "plugin") -> float:
+        """Flat AURC of the arg-max leaf (0/1 loss, ranked by its probability), by ``estimator``
+        (``"zhou"``: the finite-sample-corrected estimator of Zhou et al., ICML 2025)."""
+        return aurc(self.leaf_conf, (self.leaf_pred != self.labels).astype(float), estimator=estimator)
+
+    def flat_augrc(self) -> float:
+        """AUGRC of the arg-max leaf (Traub et al., 2024); equals Selective's hAURC on a flat tree."""
+        return augrc(self.leaf_conf, (self.leaf_pred != self.labels).astype(float))
+
+    def hierarchical_prf(self, rule: str, theta: float = 0.0, *, average: Average = "micro",
+                         beta: float = 1.0) -> tuple[float, float, float]:
+        """(hP, hR, hFβ) of ``rule``'s predictions at θ (``core.hierarchical_prf``)."""
+        nodes, _ = self.predict(rule, theta)
+        return hierarchical_prf(self.hierarchy, self.labels, nodes, average=average, beta=beta)
+
+    def severity_histogram(self, rule: str, theta: float = 0.0) -> np.ndarray:
+        """Wrong predictions of ``rule`` at θ by LCA depth (``mistake_severity_histogram``)."""
+        nodes, _ = self.predict(rule, theta)
+        return mistake_severity_histogram(self.hierarchy, nodes, self.labels)
 
     def tight_thresholds(self, *, progress: Progress | None = None) -> np.ndarray:
         """(n,) each sample's minimal θ at which Climbing is correct (``climbing_tight_thresholds``)."""

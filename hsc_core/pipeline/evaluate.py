@@ -19,6 +19,12 @@ layer returns. Outputs, beside ``--out``:
   e.g. ``hAURC×1000 Climbing (TS)``);
 * ``results_summary.csv`` and the printed table — the paper's Table 1 (``summary_rows``): mean ±
   SEM over models;
+* with ``--rc-table PATH`` (``.csv``, or ``.parquet`` where pyarrow is installed): every exact
+  operating point of the chosen ``--rules`` (default: all, the paper's four and the
+  metric-optimal / Pareto ones), per loss and TS setting, in the stable schema
+  ``evaluation.rc_table.RC_TABLE_COLUMNS`` (model, dataset, hierarchy_hash, subset, ts, rule,
+  loss, theta, coverage, risk, n_accepted, n); with ``--coverage-points`` / ``--risk-points``,
+  risk@coverage and coverage@risk rows (``POINT_COLUMNS``) go to ``<PATH stem>_points<suffix>``;
 * ``results.csv.d/`` — one small JSON per finished model, keyed by the content it was computed
   from and the settings, so a rerun skips finished models and an interrupted run loses at most
   the models in flight.
@@ -56,6 +62,7 @@ from typing import TYPE_CHECKING
 from ..core.hierarchy import Hierarchy
 from ..core.protocol import CALIBRATION_FRACTION, PROTOCOLS, SPLIT_SEED, check_protocol, protocol_text
 from ..core.risk import LOSSES
+from ..core.validation import quote
 from ..core.rules import RULE_LABELS, RULES
 from ..datasets.logits_io import (
     LogitsBundle,
@@ -64,11 +71,21 @@ from ..datasets.logits_io import (
     load_logits_bytes,
     manifest_from_bytes,
     manifest_path,
+    write_bytes_atomic,
     write_json_atomic,
     write_text_atomic,
 )
 from ..datasets.registry import dataset_for_manifest, load_dataset
+from ..core.metric_rules import ALL_RULES, check_rule
 from ..evaluation.model import ModelEvaluation
+from ..evaluation.rc_table import (
+    POINT_COLUMNS,
+    RC_TABLE_COLUMNS,
+    check_table_path,
+    operating_point_rows,
+    rc_table_rows,
+    table_bytes,
+)
 from ..evaluation.resolve import builtin_hierarchy, expand_inputs, load_user_hierarchy, resolve_hierarchy
 from ..evaluation.results import RESULT_COLUMNS, SUMMARY_COLUMNS, hierarchy_hash, summary_rows, to_csv, wide_table
 from .distributed import LOCAL_RAY, default_workers, map_jobs
@@ -670,6 +687,16 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help=f"run models as Ray tasks: '{LOCAL_RAY}' (a private Ray on this machine), 'auto' (the "
                              "running cluster) or a cluster address; logits paths must be readable on every node")
     parser.add_argument("--recompute", action="store_true", help="ignore finished results in <out>.d/")
+    parser.add_argument("--rc-table", metavar="PATH",
+                        help="also write every exact operating point (model, dataset, hierarchy_hash, subset, ts, rule, "
+                             "loss, theta, coverage, risk, n_accepted, n) to PATH: .csv, or .parquet with pyarrow")
+    parser.add_argument("--rules", metavar="LIST",
+                        help="comma-separated rules for --rc-table (default: all: " + ",".join(ALL_RULES)
+                             + "; hf<β> for any β > 0, e.g. hf0.5)")
+    parser.add_argument("--coverage-points", metavar="LIST",
+                        help="comma-separated coverages in [0, 1]: risk@coverage rows in <rc-table stem>_points")
+    parser.add_argument("--risk-points", metavar="LIST",
+                        help="comma-separated risks in [0, 1]: coverage@risk rows in <rc-table stem>_points")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -688,6 +715,7 @@ def run(args: argparse.Namespace) -> int:
     out = output_paths(Path(args.out))
     if out["rows"].suffix.lower() != ".csv":
         raise ValueError(f"--out must name a .csv file, got {args.out}")
+    rc = rc_options(args)  # checked before any work, as every other option
 
     # Whether this run had saved results for its files: then it says how many it reused and recomputed.
     had_entries = not args.recompute and any(cache_file(out["cache"], p).exists() for p in paths)
@@ -704,6 +732,10 @@ def run(args: argparse.Namespace) -> int:
         counts = f", {n_cached} reused, {n_models - n_cached} recomputed" if had_entries else ""
         print(f"\n{n_models} model{'s' * (n_models != 1)}{counts} → {out['rows']} ({len(rows)} rows), "
               f"{out['models'].name}, {out['summary'].name}")
+        if rc is not None:
+            done = [p for p in paths if str(p) not in errors]
+            print(write_rc_tables(done, hierarchy, rc, protocol=args.protocol, cal_fraction=args.cal_fraction,
+                                  seed=args.seed))
     if errors:
         file, message = next(iter(errors.items()))
         if file not in message:
@@ -713,3 +745,65 @@ def run(args: argparse.Namespace) -> int:
         head = f"{len(errors)} of {len(paths)} models failed, first: " if len(errors) > 1 else ""
         raise ValueError(f"{head}{message}{kept}")
     return 0
+
+
+# ---------------------------------------------------------------------------- RC tables
+def parse_points(text: str | None, option: str) -> tuple[float, ...]:
+    """Comma-separated numbers in [0, 1] (``--coverage-points 0.5,0.9``); one clear ValueError."""
+    if text is None:
+        return ()
+    points = []
+    for part in str(text).split(","):
+        try:
+            value = float(part)
+        except ValueError:
+            raise ValueError(f"{option}: {quote(part.strip())} is not a number") from None
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{option}: point {quote(value)} is outside [0, 1]")
+        points.append(value)
+    return tuple(points)
+
+
+def rc_options(args: argparse.Namespace) -> dict | None:
+    """The checked --rc-table options (None without --rc-table); bad input is one ValueError."""
+    rules_given = args.rules is not None
+    points_given = args.coverage_points is not None or args.risk_points is not None
+    if args.rc_table is None:
+        if rules_given or points_given:
+            raise ValueError("--rules, --coverage-points and --risk-points need --rc-table PATH")
+        return None
+    path = check_table_path(args.rc_table)
+    rules = tuple(ALL_RULES) if not rules_given else tuple(r.strip() for r in args.rules.split(",") if r.strip())
+    if not rules:
+        raise ValueError("--rules: give at least one rule")
+    for rule in rules:
+        check_rule(rule)
+    return {"path": path, "rules": rules, "coverages": parse_points(args.coverage_points, "--coverage-points"),
+            "risks": parse_points(args.risk_points, "--risk-points")}
+
+
+def write_rc_tables(paths: Sequence[Path], hierarchy: Hierarchy | None, rc: dict, *, protocol: str,
+                    cal_fraction: float, seed: int) -> str:
+    """Write the RC table (and the operating points) of every file; returns the line to print."""
+    names = model_names(list(paths))
+    table: list[dict] = []
+    points: list[dict] = []
+    for name, p in zip(names, paths, strict=True):
+        bundle = load_logits(p)
+        dataset, tree = resolve_hierarchy(bundle, str(p), hierarchy)
+        ev = ModelEvaluation.from_bundle(bundle, tree, name=name, dataset=dataset, protocol=protocol,
+                                         cal_fraction=cal_fraction, seed=seed, file=str(p))
+        for ts in (False, True):
+            es = ev.setting(ts)
+            table += rc_table_rows(es, rc["rules"], LOSSES)
+            if rc["coverages"] or rc["risks"]:
+                points += operating_point_rows(es, rc["rules"], coverages=rc["coverages"], risks=rc["risks"],
+                                               losses=LOSSES)
+    path: Path = rc["path"]
+    write_bytes_atomic(path, table_bytes(table, RC_TABLE_COLUMNS, path.suffix))
+    line = f"RC table → {path} ({len(table)} rows)"
+    if points:
+        where = path.with_name(f"{path.stem}_points{path.suffix}")
+        write_bytes_atomic(where, table_bytes(points, POINT_COLUMNS, path.suffix))
+        line += f", operating points → {where} ({len(points)} rows)"
+    return line
