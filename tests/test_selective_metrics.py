@@ -1,0 +1,222 @@
+"""Metrics beyond hAURC against maintained oracles (torch-uncertainty's AURC/AUGRC/RiskAtxCov,
+HiClass's hierarchical P/R/F), hand-computed toys and brute force."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import random_tree
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hsc_core.core.curves import RCCurve, flat_aurc, hierarchical_rc_curve
+from hsc_core.core.events import rule_events
+from hsc_core.core.hierarchical_prf import hierarchical_prf, mistake_severity_histogram
+from hsc_core.core.hierarchy import Hierarchy
+from hsc_core.core.probabilities import node_probabilities, softmax
+from hsc_core.core.rules import decision_paths
+from hsc_core.core.selective_metrics import (
+    achievable_haurc,
+    aurc,
+    augrc,
+    coverage_at_risk,
+    excess_haurc,
+    lower_hull,
+    oracle_haurc,
+    risk_at_coverage,
+)
+from hsc_core.core.synthetic import synthetic_logits
+from hsc_core.evaluation import ModelEvaluation
+
+torch = pytest.importorskip("torch")
+tu = pytest.importorskip("torch_uncertainty.metrics")
+
+
+def _flat(seed: int, n: int = 200, k: int = 5):
+    rng = np.random.default_rng(seed)
+    probs = softmax(rng.normal(size=(n, k)) * 2)
+    labels = rng.integers(0, k, n)
+    return probs, labels
+
+
+def _tu(metric, probs, labels) -> float:
+    m = metric
+    m.update(torch.tensor(probs, dtype=torch.float64), torch.tensor(labels))
+    return float(m.compute())
+
+
+# ------------------------------------------------------------------ flat special cases: torch-uncertainty
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_flat_selective_haurc_is_augrc_of_torch_uncertainty(seed):
+    probs, labels = _flat(seed)
+    h = Hierarchy.flat(probs.shape[1])
+    conf, err = probs.max(1), (probs.argmax(1) != labels).astype(float)
+    n = labels.size
+    ours = augrc(conf, err)
+    # The paper's hAURC of Selective on a flat tree is the AUGRC (generalized risk, all n samples).
+    assert hierarchical_rc_curve(h, node_probabilities(h, probs), labels, "selective").haurc == pytest.approx(ours)
+    # torch-uncertainty integrates from coverage 1/n and rescales by 1/(1 − 1/n): undo that first trapezoid.
+    first = err[np.argmax(conf)] / n
+    assert _tu(tu.AUGRC(), probs, labels) == pytest.approx((ours - first / n / 2) / (1 - 1 / n), rel=1e-6)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_flat_aurc_estimators_against_torch_uncertainty(seed):
+    probs, labels = _flat(seed)
+    conf, err = probs.max(1), (probs.argmax(1) != labels).astype(float)
+    assert aurc(conf, err, estimator="trapezoid") == pytest.approx(_tu(tu.AURC(), probs, labels), rel=1e-6)
+    assert aurc(conf, err) == pytest.approx(flat_aurc(conf, 1 - err), rel=1e-12)
+
+
+def test_zhou_estimator_hand_computed_and_its_bias_correction():
+    conf, loss = np.array([0.9, 0.8, 0.6]), np.array([0.0, 1.0, 1.0])
+    # weights (H₂ − H_{i−1}) / 3 for i = 1, 2, 3: 1.5/3, 0.5/3, 0
+    assert aurc(conf, loss, estimator="zhou") == pytest.approx(0.5 / 3)
+    probs, labels = _flat(4, n=500)
+    c, e = probs.max(1), (probs.argmax(1) != labels).astype(float)
+    assert aurc(c, e, estimator="zhou") == pytest.approx(aurc(c, e) - e.mean() / e.size, rel=1e-12)
+
+
+@pytest.mark.parametrize("cov", [0.33, 0.5, 0.81])
+def test_risk_at_coverage_flat_against_torch_uncertainty(cov):
+    probs, labels = _flat(7, n=101)
+    h = Hierarchy.flat(probs.shape[1])
+    curve = hierarchical_rc_curve(h, node_probabilities(h, probs), labels, "selective")
+    (risk,), (theta,) = risk_at_coverage(curve, [cov])
+    k = int(np.ceil(cov * labels.size))
+    selective_risk = _tu(tu.RiskAtxCov(cov_threshold=cov), probs, labels)
+    # torch-uncertainty reports the selective risk (errors / accepted); the paper's risk is over all n.
+    assert risk == pytest.approx(selective_risk * k / labels.size, rel=1e-6)
+    assert curve.at(theta)[0] == pytest.approx(k / labels.size)
+
+
+# ------------------------------------------------------------------ oracle, excess, achievable
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_flat_oracle_accepts_correct_first(seed):
+    probs, labels = _flat(seed)
+    h = Hierarchy.flat(probs.shape[1])
+    p = node_probabilities(h, probs)
+    paths = decision_paths(h, p, "selective")
+    err = float((probs.argmax(1) != labels).mean())
+    # Correct first: risk 0 up to coverage = accuracy, then rising linearly to err: area err²/2.
+    assert oracle_haurc(rule_events(h, paths, labels)) == pytest.approx(err**2 / 2, abs=1e-12)
+    # …which is the AUGRC of a confidence that ranks every correct sample first.
+    correct = (probs.argmax(1) == labels).astype(float)
+    assert oracle_haurc(rule_events(h, paths, labels)) == pytest.approx(augrc(correct, 1 - correct))
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), rule=st.sampled_from(["selective", "climbing", "max_coverage"]))
+def test_excess_and_achievable_bounds(seed, rule):
+    h = random_tree(15, seed)
+    rng = np.random.default_rng(seed)
+    probs = node_probabilities(h, softmax(rng.normal(size=(60, 15)) * 2))
+    labels = rng.integers(0, 15, 60)
+    paths = decision_paths(h, probs, rule)
+    curve = hierarchical_rc_curve(h, probs, labels, rule, paths=paths)
+    ev = rule_events(h, paths, labels)
+    assert excess_haurc(curve, ev) >= -1e-12
+    assert oracle_haurc(ev) <= achievable_haurc(curve) + 1e-12   # the oracle path is convex and lowest
+    assert achievable_haurc(curve) <= curve.haurc + 1e-12
+
+
+def test_lower_hull_hand_toy():
+    c, r = lower_hull(np.array([0.0, 0.5, 1.0]), np.array([0.0, 0.4, 0.5]))
+    assert c.tolist() == [0.0, 1.0] and r.tolist() == [0.0, 0.5]   # (0.5, 0.4) lies above the chord
+    curve = RCCurve("x", "01", np.array([1.0, 0.5, 0.0]), np.array([0.5, 0.1, 0.0]), np.array([0.2, 0.6, 1.0]),
+                    np.array([0.2, 0.6]))
+    assert achievable_haurc(curve) == pytest.approx(0.5 * 0.05 + 0.5 * 0.3)   # already convex: unchanged
+    assert achievable_haurc(curve) == pytest.approx(curve.haurc)
+
+
+def test_coverage_at_risk_brute_force():
+    probs, labels = _flat(9, n=80)
+    h = Hierarchy.flat(probs.shape[1])
+    curve = hierarchical_rc_curve(h, node_probabilities(h, probs), labels, "selective")
+    for r in (0.0, 0.05, 0.1, 0.3, 1.0):
+        (cov,), _ = coverage_at_risk(curve, [r])
+        ok = curve.risk <= r
+        assert cov == (curve.coverage[ok].max() if ok.any() else np.nan)
+
+
+@pytest.mark.parametrize("bad", [[-0.1], [1.5], [float("nan")], ["x"]])
+def test_points_outside_unit_interval(bad):
+    curve = RCCurve("x", "01", np.array([1.0, 0.0]), np.array([0.5, 0.0]), np.array([0.5, 1.0]), np.array([0.5]))
+    with pytest.raises(ValueError, match="coverage point|coverage points"):
+        risk_at_coverage(curve, bad)
+
+
+# ------------------------------------------------------------------ hierarchical P/R/F: HiClass
+
+
+def _hiclass_paths(h: Hierarchy, nodes) -> np.ndarray:
+    rows = [[h.node_ids[u] for u in h.path_to_root(int(v))[::-1][1:]] for v in nodes]
+    width = max(len(r) for r in rows)
+    return np.array([r + [""] * (width - len(r)) for r in rows], dtype=object)
+
+
+@pytest.mark.parametrize("average", ["micro", "macro"])
+def test_hierarchical_prf_against_hiclass(toy, average):
+    hm = pytest.importorskip("hiclass.metrics")
+    rng = np.random.default_rng(0)
+    true = rng.integers(0, toy.n_leaves, 40)
+    pred = rng.integers(0, toy.n_nodes - 1, 40)   # any node but the root (HiClass has no empty prediction)
+    names_true = [toy.node_ids[v] for v in true]
+    names_pred = [toy.node_ids[v] for v in pred]
+    p, r, f = hierarchical_prf(toy, names_true, names_pred, average=average)
+    yt, yp = _hiclass_paths(toy, true), _hiclass_paths(toy, pred)
+    width = max(yt.shape[1], yp.shape[1])
+    yt = np.array([list(row) + [""] * (width - len(row)) for row in yt], dtype=object)
+    yp = np.array([list(row) + [""] * (width - len(row)) for row in yp], dtype=object)
+    assert p == pytest.approx(hm.precision(yt, yp, average=average))
+    assert r == pytest.approx(hm.recall(yt, yp, average=average))
+    assert f == pytest.approx(hm.f1(yt, yp, average=average))
+    # indices and names agree
+    assert hierarchical_prf(toy, true, pred, average=average) == (p, r, f)
+
+
+def test_prf_bad_labels_and_beta(toy):
+    with pytest.raises(ValueError, match="unknown true label 'zebra'"):
+        hierarchical_prf(toy, ["zebra"], ["0"])
+    with pytest.raises(ValueError, match="beta must be a finite number > 0"):
+        hierarchical_prf(toy, ["0"], ["0"], beta=0)
+
+
+def test_mistake_severity_histogram_brute_force(toy):
+    rng = np.random.default_rng(1)
+    true = rng.integers(0, toy.n_leaves, 200)
+    pred = rng.integers(0, toy.n_nodes, 200)
+    want = np.zeros(toy.max_depth + 1, dtype=int)
+    for v, y in zip(pred, true, strict=True):
+        anc_y = set(toy.path_to_root(int(y)).tolist())
+        if int(v) in anc_y:
+            continue
+        common = [u for u in toy.path_to_root(int(v)).tolist() if u in anc_y]
+        want[toy.depth[common[0]]] += 1
+    assert mistake_severity_histogram(toy, pred, true).tolist() == want.tolist()
+
+
+# ------------------------------------------------------------------ the evaluation layer
+
+
+def test_evaluation_set_metrics_on_a_flat_tree():
+    h = Hierarchy.flat(6)
+    logits, labels = synthetic_logits(h, 600, seed=2)
+    es = ModelEvaluation(h, logits, labels, name="flat").setting(ts=False)
+    assert es.haurc("selective") == pytest.approx(es.flat_augrc(), rel=1e-9)
+    assert es.excess_haurc("selective") >= 0
+    assert es.achievable_haurc("climbing") <= es.haurc("climbing") + 1e-12
+    err = float((es.leaf_pred != es.labels).mean())
+    assert es.oracle_haurc("selective") == pytest.approx(err**2 / 2)
+    assert es.flat_aurc("zhou") == pytest.approx(es.flat_aurc() - err / es.n)
+    p, r, f = es.hierarchical_prf("selective")
+    assert p == r == f == pytest.approx(1 - err)   # a flat tree: every set is the leaf itself
+    assert es.severity_histogram("selective").tolist() == [int(round(err * es.n)), 0]
+    # new rules through the same layer: cached paths, curves, bootstrap
+    assert es.haurc("hf1") >= 0 and es.rule_paths("hf1") is es.rule_paths("hf1")
+    boot = es.bootstrap(rules=("hf1", "min_severity"), n_resamples=50)
+    assert set(boot.haurc) == {"selective", "hf1", "min_severity"}
