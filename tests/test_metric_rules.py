@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import TOY_LEAF_PROBS, TOY_LABELS
+from conftest import TOY_LABELS, TOY_LEAF_PROBS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -17,8 +17,8 @@ from hsc_core.core.probabilities import node_probabilities, softmax
 from hsc_core.core.rules import decision_paths
 from hsc_core.core.selective_metrics import (
     achievable_haurc,
-    aurc,
     augrc,
+    aurc,
     coverage_at_risk,
     excess_haurc,
     lower_hull,

@@ -23,10 +23,10 @@ import numpy as np
 from ..config import rows_per_chunk
 from .curves import RCCurve, rc_curve_from_paths, threshold_grid_keys
 from .hierarchy import Hierarchy
+from .metric_rules import any_decision_paths, check_rule
 from .probabilities import node_probabilities, softmax
 from .risk import LOSSES, Loss
-from .metric_rules import any_decision_paths, check_rule
-from .rules import RULES, DecisionPaths, Rule, argmax_leaf, concat_decision_paths
+from .rules import RULES, DecisionPaths, argmax_leaf, concat_decision_paths
 from .validation import check_labels, check_logits, quote
 
 Precision = Literal["float32", "float64"]

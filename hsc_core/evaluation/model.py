@@ -36,8 +36,8 @@ from ..core.metric_rules import check_rule
 from ..core.probabilities import fit_temperature
 from ..core.protocol import CALIBRATION_FRACTION, SPLIT_SEED, calibration_mask, check_protocol, evaluation_mask
 from ..core.risk import LOSSES, Loss, hierarchical_correctness
-from ..core.selective_metrics import AurcEstimator, achievable_haurc, aurc, augrc, oracle_haurc
-from ..core.rules import RULES, DecisionPaths, Rule
+from ..core.rules import RULES, DecisionPaths
+from ..core.selective_metrics import AurcEstimator, achievable_haurc, augrc, aurc, oracle_haurc
 from ..core.thresholds import climbing_tight_thresholds
 from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, BootstrapResult, bootstrap_haurc
 from ..core.validation import check_labels, check_logits, clip, clip_path, quote

@@ -60,10 +60,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.hierarchy import Hierarchy
+from ..core.metric_rules import ALL_RULES, check_rule
 from ..core.protocol import CALIBRATION_FRACTION, PROTOCOLS, SPLIT_SEED, check_protocol, protocol_text
 from ..core.risk import LOSSES
-from ..core.validation import quote
 from ..core.rules import RULE_LABELS, RULES
+from ..core.validation import quote
 from ..datasets.logits_io import (
     LogitsBundle,
     LogitsFileError,
@@ -76,7 +77,6 @@ from ..datasets.logits_io import (
     write_text_atomic,
 )
 from ..datasets.registry import dataset_for_manifest, load_dataset
-from ..core.metric_rules import ALL_RULES, check_rule
 from ..evaluation.model import ModelEvaluation
 from ..evaluation.rc_table import (
     POINT_COLUMNS,
@@ -688,8 +688,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                              "running cluster) or a cluster address; logits paths must be readable on every node")
     parser.add_argument("--recompute", action="store_true", help="ignore finished results in <out>.d/")
     parser.add_argument("--rc-table", metavar="PATH",
-                        help="also write every exact operating point (model, dataset, hierarchy_hash, subset, ts, rule, "
-                             "loss, theta, coverage, risk, n_accepted, n) to PATH: .csv, or .parquet with pyarrow")
+                        help="also write every exact operating point (model, dataset, hierarchy_hash, subset, ts, "
+                             "rule, loss, theta, coverage, risk, n_accepted, n) to PATH: .csv, or .parquet with "
+                             "pyarrow")
     parser.add_argument("--rules", metavar="LIST",
                         help="comma-separated rules for --rc-table (default: all: " + ",".join(ALL_RULES)
                              + "; hf<β> for any β > 0, e.g. hf0.5)")
