@@ -9,6 +9,10 @@ collapsing) and float16 logits (as cached logits are stored; 2 GB at full size).
   chunked), wall time against the ≤ 60 s target;
 * a per-rule split of the same work from a second chunked pass: the shared softmax + node
   probabilities, then each rule's decision paths and its exact curves + hAURC for both losses;
+* the same entry point with every rule (``metric_rules.ALL_RULES``: the paper's four, hF1-, severity- and
+  information-optimal, Valmadre's Pareto), the "all rules together ≤ 60 s" number;
+* per new rule: decision paths, curves + hAURC, and the new metrics (excess / achievable hAURC,
+  hierarchical P/R/F, mistake-severity histogram), plus the flat AURC estimators and AUGRC;
 * peak RSS of the process (``ru_maxrss``) against the ≤ 6 GB target.
 
 Numbers are wall-clock on whatever else the machine is running; say so when reporting them.
@@ -29,7 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hsc_core.core.curves import rc_curve_from_paths  # noqa: E402
 from hsc_core.core.evaluation import auto_chunk_size, node_probabilities_rows, rc_curves_from_logits  # noqa: E402
+from hsc_core.core.events import rule_events  # noqa: E402
+from hsc_core.core.hierarchical_prf import hierarchical_prf, mistake_severity_histogram  # noqa: E402
+from hsc_core.core.metric_rules import ALL_RULES, EXTRA_RULES, any_decision_paths, rule_label  # noqa: E402
 from hsc_core.core.rules import RULE_LABELS, RULES, argmax_leaf, concat_decision_paths, decision_paths  # noqa: E402
+from hsc_core.core.selective_metrics import achievable_haurc, augrc, aurc, oracle_haurc  # noqa: E402
 from hsc_core.core.synthetic import synthetic_logits, synthetic_taxonomy  # noqa: E402
 
 
@@ -45,6 +53,7 @@ def main() -> None:
     ap.add_argument("--logits-dtype", choices=["float16", "float32"], default="float16")
     ap.add_argument("--chunk-size", type=int, default=None, help="samples per chunk (default: automatic)")
     ap.add_argument("--no-split", action="store_true", help="skip the per-rule split (second pass)")
+    ap.add_argument("--no-extra", action="store_true", help="skip the rules and metrics beyond the paper")
     args = ap.parse_args()
 
     t0 = time.perf_counter()
@@ -101,8 +110,61 @@ def main() -> None:
             print(f"{RULE_LABELS[rule]:<14}{t_paths[rule]:>20.2f}{t_curve:>28.2f}{paths.nodes.shape[1]:>16}"
                   f"{c01.events.size:>13,}{areas[0]:>11.5f}{areas[1]:>10.5f}")
 
+    if not args.no_extra:
+        extra_bench(h, logits, labels, chunk, args.chunk_size, report)
+
     print(f"\npeak RSS: {peak_rss_gb():.2f} GB (after setup {rss_setup:.2f} GB, after rc_curves_from_logits "
           f"{rss_api:.2f} GB; target ≤ 6 GB)")
+
+
+def extra_bench(h, logits, labels, chunk, chunk_size, report) -> None:
+    """All eight rules through the entry point, then a per-rule split of the new rules and metrics."""
+    t0 = time.perf_counter()
+    rc_curves_from_logits(h, logits, labels, rules=ALL_RULES, chunk_size=chunk_size, progress=report)
+    print(f"\nrc_curves_from_logits, all {len(ALL_RULES)} rules × 2 losses, exact curves + hAURC: "
+          f"{time.perf_counter() - t0:.1f} s (target ≤ 60 s)")
+    n = labels.size
+    t_paths = dict.fromkeys(EXTRA_RULES, 0.0)
+    parts: dict[str, list] = {r: [] for r in EXTRA_RULES}
+    for start in range(0, n, chunk):
+        probs = node_probabilities_rows(h, logits, np.arange(start, min(start + chunk, n)))
+        for rule in EXTRA_RULES:
+            t = time.perf_counter()
+            parts[rule].append(any_decision_paths(h, probs, rule))
+            t_paths[rule] += time.perf_counter() - t
+    print(f"{'rule':<22}{'paths (s)':>10}{'curves 2 losses (s)':>21}{'excess+achievable (s)':>23}"
+          f"{'hP/hR/hF+histogram (s)':>24}{'records':>9}{'hAURC 0/1':>11}")
+    for rule in EXTRA_RULES:
+        paths = concat_decision_paths(parts.pop(rule))
+        t = time.perf_counter()
+        c01 = rc_curve_from_paths(h, paths, labels, "01")
+        rc_curve_from_paths(h, paths, labels, "severity")
+        t_curve = time.perf_counter() - t
+        t = time.perf_counter()
+        oracle_haurc(rule_events(h, paths, labels, "01"))
+        achievable_haurc(c01)
+        t_metrics = time.perf_counter() - t
+        t = time.perf_counter()
+        nodes, _ = paths.predict(0.0)
+        hierarchical_prf(h, labels, nodes, average="micro")
+        hierarchical_prf(h, labels, nodes, average="macro")
+        mistake_severity_histogram(h, nodes, labels)
+        t_prf = time.perf_counter() - t
+        print(f"{rule_label(rule):<22}{t_paths[rule]:>10.2f}{t_curve:>21.2f}{t_metrics:>23.2f}{t_prf:>24.2f}"
+              f"{paths.nodes.shape[1]:>9}{c01.haurc:>11.5f}")
+    t = time.perf_counter()
+    leaf_probs = np.empty(n)
+    leaf = np.empty(n, dtype=np.int64)
+    for start in range(0, n, chunk):
+        block = np.asarray(logits[start: start + chunk], dtype=np.float32)
+        e = np.exp(block - block.max(axis=1, keepdims=True))
+        leaf[start: start + chunk] = block.argmax(axis=1)
+        leaf_probs[start: start + chunk] = 1.0 / e.sum(axis=1)
+    err = (leaf != labels).astype(float)
+    for estimator in ("plugin", "zhou", "trapezoid"):
+        aurc(leaf_probs, err, estimator=estimator)
+    augrc(leaf_probs, err)
+    print(f"flat AURC (3 estimators) + AUGRC of the arg-max leaf: {time.perf_counter() - t:.2f} s")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import TOY_LABELS, TOY_LEAF_PROBS
+from conftest import TOY_LABELS, TOY_LEAF_PROBS, random_tree
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -116,9 +116,9 @@ def test_knob_sweeps_from_metric_optimum_to_root():
 
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10_000), rule=st.sampled_from(list(EXTRA_RULES) + ["hf0.5", "hf2"]),
-       theta=st.floats(0, 1), sharp=st.sampled_from([0.5, 2.0, 6.0]))
-def test_choice_matches_literal_argmax_over_all_nodes(seed, rule, theta, sharp):
-    h = unbalanced_tree(9, seed)
+       theta=st.floats(0, 1), sharp=st.sampled_from([0.5, 2.0, 6.0]), balanced=st.booleans())
+def test_choice_matches_literal_argmax_over_all_nodes(seed, rule, theta, sharp, balanced):
+    h = random_tree(9, seed) if balanced else unbalanced_tree(9, seed)
     rng = np.random.default_rng(seed)
     probs = node_probabilities(h, softmax(rng.normal(size=(12, h.n_leaves)) * sharp))
     paths = any_decision_paths(h, probs, rule)
@@ -126,6 +126,21 @@ def test_choice_matches_literal_argmax_over_all_nodes(seed, rule, theta, sharp):
         got = paths.predict(t)[0]
         want = [literal_choice(h, probs[i], rule, t) for i in range(probs.shape[0])]
         assert got.tolist() == want, (rule, t)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), rule=st.sampled_from(["hf1", "hf0.5", "hf3", "min_severity", "max_information"]),
+       sharp=st.sampled_from([0.3, 1.0, 3.0, 8.0]), balanced=st.booleans(), f32=st.booleans())
+def test_pruned_candidates_give_the_dense_front_bit_for_bit(seed, rule, sharp, balanced, f32):
+    """Scoring only the nodes that can be on a front (the speed-up) changes nothing."""
+    h = random_tree(30, seed) if balanced else unbalanced_tree(30, seed)
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(40, h.n_leaves)) * sharp
+    probs = node_probabilities(h, softmax(logits.astype(np.float32) if f32 else logits))
+    fast = any_decision_paths(h, probs, rule)
+    dense = any_decision_paths(h, probs, rule, pruned=False)
+    assert fast.nodes.tolist() == dense.nodes.tolist()
+    assert fast.values.tolist() == dense.values.tolist() and fast.values.dtype == dense.values.dtype
 
 
 def test_toy_tree_of_the_definitions_brute_force(toy, toy_probs):

@@ -45,7 +45,7 @@ def pareto_records(scores: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, 
     >>> nodes.tolist(), vals.tolist(), n.tolist()
     ([[0, 1, 3]], [[0.2, 0.5, 1.0]], [3])
     """
-    n, m = scores.shape
+    n = scores.shape[0]
     rows = np.arange(n)
     best = scores.max(axis=1)
     # The best-score node, ties to the more probable, then the lower index.
@@ -53,7 +53,15 @@ def pareto_records(scores: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, 
     first = tied.argmax(axis=1)
     floor = values[rows, first]
     r, c = np.nonzero(values >= floor[:, None])
-    s, v = scores[r, c], values[r, c]
+    return front_from_pairs(n, r, c, np.asarray(scores[r, c], dtype=np.float64), values[r, c])
+
+
+def front_from_pairs(n: int, r: np.ndarray, c: np.ndarray, s: np.ndarray,
+                     v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``pareto_records`` from candidate (row, node, score, value) lists, every row present at least
+    once (the root). Candidates that some other candidate dominates may be left in or out: the front
+    is the same."""
+    rows = np.arange(n)
     # Per row: most probable first, then higher score, then lower index.
     order = np.lexsort((c, -s, -v, r))
     r, c, s, v = r[order], c[order], s[order], v[order]
@@ -73,7 +81,7 @@ def pareto_records(scores: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, 
     slot = lengths[r] - 1 - (np.arange(r.size) - starts[r])
     width = int(lengths.max())
     nodes = np.empty((n, width), dtype=np.int64)
-    vals = np.empty((n, width), dtype=values.dtype)
+    vals = np.empty((n, width), dtype=v.dtype)
     nodes[r, slot] = c
     vals[r, slot] = v
     padding = np.arange(width)[None, :] >= lengths[:, None]
