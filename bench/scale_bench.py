@@ -35,7 +35,7 @@ from hsc_core.core.curves import rc_curve_from_paths  # noqa: E402
 from hsc_core.core.evaluation import auto_chunk_size, node_probabilities_rows, rc_curves_from_logits  # noqa: E402
 from hsc_core.core.events import rule_events  # noqa: E402
 from hsc_core.core.hierarchical_prf import hierarchical_prf, mistake_severity_histogram  # noqa: E402
-from hsc_core.core.metric_rules import ALL_RULES, EXTRA_RULES, any_decision_paths, rule_label  # noqa: E402
+from hsc_core.core.metric_rules import EXTRA_RULES, any_decision_paths, rule_label  # noqa: E402
 from hsc_core.core.rules import RULE_LABELS, RULES, argmax_leaf, concat_decision_paths, decision_paths  # noqa: E402
 from hsc_core.core.selective_metrics import achievable_haurc, augrc, aurc, oracle_haurc  # noqa: E402
 from hsc_core.core.synthetic import synthetic_logits, synthetic_taxonomy  # noqa: E402
@@ -54,6 +54,9 @@ def main() -> None:
     ap.add_argument("--chunk-size", type=int, default=None, help="samples per chunk (default: automatic)")
     ap.add_argument("--no-split", action="store_true", help="skip the per-rule split (second pass)")
     ap.add_argument("--no-extra", action="store_true", help="skip the rules and metrics beyond the paper")
+    ap.add_argument("--extra-rules", default=",".join(EXTRA_RULES),
+                    help="comma-separated new rules to time (default: all; hF on a tree whose leaves lie at several "
+                         "depths scores every node, one pass per leaf depth)")
     args = ap.parse_args()
 
     t0 = time.perf_counter()
@@ -111,30 +114,33 @@ def main() -> None:
                   f"{c01.events.size:>13,}{areas[0]:>11.5f}{areas[1]:>10.5f}")
 
     if not args.no_extra:
-        extra_bench(h, logits, labels, chunk, args.chunk_size, report)
+        extra_bench(h, logits, labels, chunk, args.chunk_size, report, tuple(args.extra_rules.split(",")))
 
     print(f"\npeak RSS: {peak_rss_gb():.2f} GB (after setup {rss_setup:.2f} GB, after rc_curves_from_logits "
           f"{rss_api:.2f} GB; target ≤ 6 GB)")
 
 
-def extra_bench(h, logits, labels, chunk, chunk_size, report) -> None:
-    """All eight rules through the entry point, then a per-rule split of the new rules and metrics."""
+def extra_bench(h, logits, labels, chunk, chunk_size, report, extra: tuple[str, ...]) -> None:
+    """The paper's rules and ``extra`` through the entry point, then a per-rule split of the new
+    rules and metrics."""
+    rules = tuple(RULES) + extra
     t0 = time.perf_counter()
-    rc_curves_from_logits(h, logits, labels, rules=ALL_RULES, chunk_size=chunk_size, progress=report)
-    print(f"\nrc_curves_from_logits, all {len(ALL_RULES)} rules × 2 losses, exact curves + hAURC: "
+    rc_curves_from_logits(h, logits, labels, rules=rules, chunk_size=chunk_size, progress=report)
+    print(f"\nrc_curves_from_logits, {len(rules)} rules ({', '.join(rules)}) × 2 losses, exact curves + hAURC: "
           f"{time.perf_counter() - t0:.1f} s (target ≤ 60 s)")
     n = labels.size
-    t_paths = dict.fromkeys(EXTRA_RULES, 0.0)
-    parts: dict[str, list] = {r: [] for r in EXTRA_RULES}
+    t_paths = dict.fromkeys(extra, 0.0)
+    parts: dict[str, list] = {r: [] for r in extra}
     for start in range(0, n, chunk):
         probs = node_probabilities_rows(h, logits, np.arange(start, min(start + chunk, n)))
-        for rule in EXTRA_RULES:
+        leaf = argmax_leaf(h, probs)
+        for rule in extra:
             t = time.perf_counter()
-            parts[rule].append(any_decision_paths(h, probs, rule))
+            parts[rule].append(any_decision_paths(h, probs, rule, leaf=leaf))
             t_paths[rule] += time.perf_counter() - t
     print(f"{'rule':<22}{'paths (s)':>10}{'curves 2 losses (s)':>21}{'excess+achievable (s)':>23}"
           f"{'hP/hR/hF+histogram (s)':>24}{'records':>9}{'hAURC 0/1':>11}")
-    for rule in EXTRA_RULES:
+    for rule in extra:
         paths = concat_decision_paths(parts.pop(rule))
         t = time.perf_counter()
         c01 = rc_curve_from_paths(h, paths, labels, "01")

@@ -135,17 +135,24 @@ def any_decision_paths(hierarchy: Hierarchy, node_probs: np.ndarray, rule: str,
         p = decision_paths(hierarchy, node_probs, "max_coverage", leaf=leaf)
         return DecisionPaths(rule=rule, nodes=p.nodes, values=p.values, lengths=p.lengths)
     probs = check_node_probs(node_probs, hierarchy.n_nodes)
-    if not np.isfinite(probs).all():
-        raise ValueError("node_probs contain NaN or inf")
     metric = _METRIC[kind]
     if not pruned or (metric == "hf" and not _uniform_leaf_depth(hierarchy)):
+        if not np.isfinite(probs).all():
+            raise ValueError("node_probs contain NaN or inf")
         return pareto_paths(rule, rule_scores(hierarchy, probs, rule), record_values(hierarchy, probs))
     if leaf is None:
         leaf = argmax_leaf(hierarchy, probs)
+    # A NaN or inf leaf makes its root sum non-finite: checking the root column (and the
+    # candidates) avoids a pass over every node.
+    if not np.isfinite(probs[:, hierarchy.root]).all():
+        raise ValueError("node_probs contain NaN or inf")
     r, c = _candidates(hierarchy, probs, metric, beta, leaf)
+    raw = probs[r, c]
+    if not np.isfinite(raw).all():
+        raise ValueError("node_probs contain NaN or inf")
     scores = _pair_scores(hierarchy, probs, r, c, metric, beta)
     dtype = value_dtype(probs.dtype)
-    vals = np.minimum(probs[r, c].astype(dtype, copy=False), dtype(1.0))
+    vals = np.minimum(raw.astype(dtype, copy=False), dtype(1.0))
     if dtype == np.float64:
         vals = np.round(vals, 12)
     vals[c == hierarchy.root] = 1.0
@@ -211,8 +218,10 @@ def _candidates(hierarchy: Hierarchy, probs: np.ndarray, metric: Metric, beta: f
         # arg-max leaf scores ≥ its probability m. A node under a top node less probable than m is
         # beaten by that leaf in both. With P(v) ≥ q·P(top(v)) this needs P(v) ≥ q·m: a cheap pre-filter.
         m = probs[rows, leaf].astype(np.float64)
-        floor = np.nextafter((q[None, :] * m[:, None]).astype(probs.dtype), probs.dtype.type(-np.inf))
-        r, c = np.nonzero(probs >= floor)  # rounded down: never drops a node the exact test keeps
+        # In the probabilities' precision with a 1e-6 margin below (float32 rounding is ~6e-8):
+        # never drops a node that the exact test below keeps.
+        loose = (q * (1.0 - 1e-6)).astype(probs.dtype)
+        r, c = np.nonzero(probs >= loose[None, :] * m.astype(probs.dtype)[:, None])
         p_top = probs[r, top[c]].astype(np.float64)
         ok = (p_top >= m[r]) & (probs[r, c] >= q[c] * p_top)
         r, c = r[ok], c[ok]
