@@ -5,6 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data, plots, state, ui
+from hsc_core.core.metric_rules import ALL_RULES
 from hsc_core.core.rules import RULE_LABELS, RULES
 
 ui.ensure_entrypoint()
@@ -12,7 +13,7 @@ ui.ensure_entrypoint()
 st.title("Calibration–coverage")
 controls = st.columns([2.2, 1.2, 1])
 with controls[0]:
-    state.bind(st.multiselect, "Rules", "rules", scope="cc", options=list(RULES), format_func=RULE_LABELS.get)
+    state.bind(st.multiselect, "Rules", "rules", scope="cc", options=list(ALL_RULES), format_func=RULE_LABELS.get)
 with controls[1]:
     state.bind(st.slider, "ECE bins", "bins", scope="cc", step=1)  # range: state.SETTINGS["bins"]
 with controls[2]:
@@ -23,7 +24,7 @@ es = ui.require_eval_set()
 st.caption(ui.eval_caption(es))
 rules = [r for r in RULES if r in state.get("rules")]
 if not rules:
-    st.info("Select at least one rule.")
+    st.info("Select at least one of the paper's four rules: calibration–coverage curves are drawn for those.")
     st.stop()
 curves = data.cc_curves(es, int(state.get("bins")))
 context = ui.export_context(es)

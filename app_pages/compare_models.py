@@ -3,7 +3,8 @@
 import streamlit as st
 
 from dashboard import data, plots, state, ui, views
-from hsc_core.core.rules import RULE_LABELS, RULES
+from hsc_core.core.metric_rules import ALL_RULES
+from hsc_core.core.rules import RULE_LABELS
 from hsc_core.report.figures import ExportContext
 
 ui.ensure_entrypoint()
@@ -11,7 +12,7 @@ ui.ensure_entrypoint()
 st.title("Compare models")
 controls = st.columns([1.4, 1.2, 1.4, 1])
 with controls[0]:
-    state.bind(st.selectbox, "Rule", "cmp_rule", scope="cmp", options=list(RULES), format_func=RULE_LABELS.get)
+    state.bind(st.selectbox, "Rule", "cmp_rule", scope="cmp", options=list(ALL_RULES), format_func=RULE_LABELS.get)
 with controls[1]:
     state.bind(st.radio, "Risk", "loss", scope="cmp", options=["01", "severity"],
                format_func={"01": "0/1 (hierarchical)", "severity": "LCA severity"}.get)

@@ -1,11 +1,13 @@
-"""Risk–Coverage: the four rules' hierarchical RC curves and their operating points at θ."""
+"""Risk–Coverage: every rule's hierarchical RC curve (the paper's four and the metric-optimal / Pareto
+ones) and their operating points at θ."""
 
 import pandas as pd
 import streamlit as st
 
 from dashboard import data, state, ui, views
 from hsc_core.core.protocol import PROTOCOL_TEXT
-from hsc_core.core.rules import RULE_LABELS, RULES
+from hsc_core.core.metric_rules import ALL_RULES
+from hsc_core.core.rules import RULE_LABELS
 from hsc_core.report.sweep import operating_point_grid, rc_sweep_figure
 
 ui.ensure_entrypoint()
@@ -14,7 +16,7 @@ st.title("Risk–coverage")
 with ui.controls("Rules, risk and curve"):
     controls = st.columns([2.4, 1.1, 1.5, 1.1])
 with controls[0]:
-    state.bind(st.multiselect, "Rules", "rules", scope="rc", options=list(RULES), format_func=RULE_LABELS.get)
+    state.bind(st.multiselect, "Rules", "rules", scope="rc", options=list(ALL_RULES), format_func=RULE_LABELS.get)
 with controls[1]:
     state.bind(st.radio, "Risk", "loss", scope="rc", options=["01", "severity"],
                format_func={"01": "0/1 (hierarchical)", "severity": "LCA severity"}.get)
@@ -28,7 +30,7 @@ with controls[3]:
 es = ui.require_eval_set()
 if not ui.presenter():
     st.caption(ui.eval_caption(es))
-rules = [r for r in RULES if r in state.get("rules")]
+rules = [r for r in ALL_RULES if r in state.get("rules")]
 if not rules:
     st.info("Select at least one rule.")
     st.stop()
@@ -74,8 +76,7 @@ def theta_view() -> None:
 theta_view()
 
 st.subheader("Area under the curves")
-table = cs.haurc_table()
-table = table[table["rule"].isin([RULE_LABELS[r] for r in rules])]
+table = cs.haurc_table(rules)
 st.dataframe(table, hide_index=True, key="rc_table",
              column_config={"hAURC×1000": st.column_config.NumberColumn(format="%.3f"),
                             "gain %": st.column_config.NumberColumn(format="%.2f",

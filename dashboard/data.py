@@ -38,10 +38,11 @@ import tempfile
 import threading
 import uuid
 import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -50,6 +51,7 @@ import streamlit as st
 from hsc_core import config
 from hsc_core.core.curves import RCCurve
 from hsc_core.core.hierarchy import LIMITS, Hierarchy, file_too_large
+from hsc_core.core.metric_rules import ALL_RULES
 from hsc_core.core.risk import Loss
 from hsc_core.core.rules import RULE_LABELS, RULES
 from hsc_core.core.validation import clip, quote
@@ -95,6 +97,8 @@ KNOWN_SUBSETS = {
 }
 ALL = "all"
 
+
+V = TypeVar("V")
 
 class DataError(ValueError):
     """A model's file cannot be used by the dashboard (the message says why)."""
@@ -831,23 +835,49 @@ class CurveSet:
     es: EvalSet
     loss: Loss
     dec: int | None
-    curves: dict[str, RCCurve]
-    display: dict[str, tuple[np.ndarray, np.ndarray]]
-    exact: dict[str, RCCurve]
+    curves: Mapping[str, RCCurve]
+    display: Mapping[str, tuple[np.ndarray, np.ndarray]]
+    exact: Mapping[str, RCCurve]
 
     def at(self, rule: str, theta: float) -> tuple[float, float]:
         """(coverage, risk) of ``rule`` at θ: ``exact[rule].at(theta)``."""
         return self.exact[rule].at(theta)
 
-    def haurc_table(self) -> pd.DataFrame:
-        """One row per rule: the layer's hAURC×1000 and gain % (``column_label`` names), and the
-        curve's number of points."""
+    def haurc_table(self, rules: Sequence[str] = RULES) -> pd.DataFrame:
+        """One row per rule (default the paper's four; any of ``ALL_RULES``): the layer's
+        hAURC×1000 and gain % (``column_label`` names), and the curve's number of points."""
         v, loss, dec = self.es.view, self.loss, self.dec
-        # self.curves holds every rule, in RULES order
         return pd.DataFrame([{"rule": RULE_LABELS[rule], column_label("haurc"): 1000 * v.haurc(rule, loss, dec),
                               column_label("gain_percent"): v.gain(rule, loss, dec),
                               "points": int(self.curves[rule].coverage.size)}
-                             for rule in RULES])
+                             for rule in rules])
+
+
+class RuleCurves(Mapping[str, V]):
+    """rule → value, the paper's four given, any other rule of ``ALL_RULES`` (``metric_rules``)
+    computed by the layer on first use: pages pick rules from one list and never build curves.
+    Iterates over the given rules only."""
+
+    def __init__(self, given: dict[str, V], compute: Callable[[str], V]) -> None:
+        self._given, self._compute = given, compute
+        self._more: dict[str, V] = {}
+        self._lock = threading.Lock()
+
+    def __getitem__(self, rule: str) -> V:
+        if rule in self._given:
+            return self._given[rule]
+        if rule not in ALL_RULES:
+            raise KeyError(rule)
+        with self._lock:
+            if rule not in self._more:
+                self._more[rule] = self._compute(rule)
+            return self._more[rule]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._given)
+
+    def __len__(self) -> int:
+        return len(self._given)
 
 
 def decimate(x: np.ndarray, y: np.ndarray, max_points: int = DISPLAY_POINTS) -> tuple[np.ndarray, np.ndarray]:
@@ -867,9 +897,13 @@ def curve_set(es: EvalSet, loss: Loss = "01", dec: int | None = None) -> CurveSe
     """The layer's RC curves of ``es`` with their plotting copies (in θ order, the curve's own, so
     non-monotone rules draw their true path)."""
     with st.spinner("Computing risk–coverage curves…"), _grid_bar(es) as bar:
-        curves = es.view.curves(loss, dec, progress=bar)
-        exact = es.view.curves(loss)
-    return CurveSet(es, loss, dec, curves, {rule: decimate(c.coverage, c.risk) for rule, c in curves.items()}, exact)
+        given = es.view.curves(loss, dec, progress=bar)
+        given_exact = es.view.curves(loss)
+    curves = RuleCurves(given, lambda rule: es.view.curve(rule, loss, dec))
+    exact = RuleCurves(given_exact, lambda rule: es.view.curve(rule, loss))
+    display = RuleCurves({rule: decimate(c.coverage, c.risk) for rule, c in given.items()},
+                         lambda rule: decimate(curves[rule].coverage, curves[rule].risk))
+    return CurveSet(es, loss, dec, curves, display, exact)
 
 
 def cc_curves(es: EvalSet, n_bins: int = 15):

@@ -20,6 +20,7 @@ from typing import Any
 
 import streamlit as st
 
+from hsc_core.core.metric_rules import ALL_RULES
 from hsc_core.core.rules import RULES
 
 _LOADED = "_query_params_loaded"
@@ -74,9 +75,9 @@ def _choice(*options: str) -> Callable[[str], str]:
 
 def _rules(s: str) -> list[str]:
     parts = s.split(",") if s else []
-    if any(r not in RULES for r in parts):
-        raise Invalid("rule names from " + ", ".join(RULES) + ", separated by commas")
-    return [r for r in RULES if r in parts]
+    if any(r not in ALL_RULES for r in parts):
+        raise Invalid("rule names from " + ", ".join(ALL_RULES) + ", separated by commas")
+    return [r for r in ALL_RULES if r in parts]
 
 
 def _text(s: str) -> str:
@@ -143,7 +144,7 @@ SETTINGS: dict[str, Setting] = {
     "loss": Setting("01", _choice("01", "severity")),
     "dec": Setting("exact", _choice("exact", "2")),
     "bins": _int_setting(15, 5, 30),
-    "cmp_rule": Setting("climbing", _choice(*RULES)),
+    "cmp_rule": Setting("climbing", _choice(*ALL_RULES)),
     # Explorer (rank and cls are further limited by the data, in the page)
     "sample": Setting(None, _text),
     "pick": Setting("rescue", _choice("rescue", "disagree", "worst", "easy", "random", "class")),

@@ -35,11 +35,7 @@ from .validation import check_node_probs, quote
 EXTRA_RULES: tuple[str, ...] = ("hf1", "min_severity", "max_information", "pareto")
 #: Every rule a front end offers, the paper's four first.
 ALL_RULES: tuple[str, ...] = RULES + EXTRA_RULES
-EXTRA_RULE_LABELS: dict[str, str] = {
-    "min_severity": "Severity-optimal",
-    "max_information": "Information-optimal",
-    "pareto": "Pareto (Valmadre)",
-}
+EXTRA_RULE_LABELS: dict[str, str] = {rule: RULE_LABELS[rule] for rule in EXTRA_RULES}
 _HF = re.compile(r"hf(.*)")
 
 
@@ -55,7 +51,7 @@ def parse_rule(rule: str) -> tuple[str, float]:
     """
     if not isinstance(rule, str):
         raise ValueError(f"unknown rule {quote(rule)}; choose one of {', '.join(ALL_RULES)} (hf<β> for any β > 0)")
-    if rule in RULES or rule in EXTRA_RULE_LABELS:
+    if rule in RULES or (rule in EXTRA_RULE_LABELS and rule != "hf1"):
         return rule, 1.0
     m = _HF.fullmatch(rule)
     if m:
@@ -79,7 +75,7 @@ def rule_label(rule: str) -> str:
     kind, beta = parse_rule(rule)
     if kind == "hf":
         return f"hF{beta:g}-optimal"
-    return RULE_LABELS.get(rule) or EXTRA_RULE_LABELS[rule]
+    return RULE_LABELS[rule]
 
 
 def record_values(hierarchy: Hierarchy, probs: np.ndarray) -> np.ndarray:

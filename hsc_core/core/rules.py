@@ -31,11 +31,17 @@ from .validation import check_node_probs, check_theta, check_theta_array, quote
 
 Rule = Literal["selective", "climbing", "jumping", "max_coverage"]
 RULES: tuple[Rule, ...] = ("selective", "climbing", "jumping", "max_coverage")
+#: Display name of every named rule: the paper's four, then those of ``metric_rules`` (one table,
+#: so every table, legend and export names a rule alike; ``metric_rules.rule_label`` adds hf<β>).
 RULE_LABELS: dict[str, str] = {
     "selective": "Selective",
     "climbing": "Climbing",
     "jumping": "Jumping",
     "max_coverage": "Max-Coverage",
+    "hf1": "hF1-optimal",
+    "min_severity": "Severity-optimal",
+    "max_information": "Information-optimal",
+    "pareto": "Pareto (Valmadre)",
 }
 
 

@@ -25,14 +25,15 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from hsc_core.core.hierarchy import Hierarchy
+from hsc_core.core.metric_rules import ALL_RULES
 from hsc_core.core.rules import RULE_LABELS, RULES
 
 from . import style
 
 # Kept under the names the dashboard has always used; the values are THE palette.
-RULE_COLORS: dict[str, str] = {rule: style.rule_colour(rule) for rule in RULES}
-RULE_SYMBOLS: dict[str, str] = {rule: style.rule_symbol(rule) for rule in RULES}
-RULE_DASHES: dict[str, str] = {rule: style.rule_dash(rule) for rule in RULES}
+RULE_COLORS: dict[str, str] = {rule: style.rule_colour(rule) for rule in ALL_RULES}
+RULE_SYMBOLS: dict[str, str] = {rule: style.rule_symbol(rule) for rule in ALL_RULES}
+RULE_DASHES: dict[str, str] = {rule: style.rule_dash(rule) for rule in ALL_RULES}
 METHOD_COLORS = {"hsc": style.OKABE_ITO["blue"], "darts": style.OKABE_ITO["vermillion"],
                  "crc": style.OKABE_ITO["reddish_purple"]}
 METHOD_LABELS = {"hsc": "Ours (Algorithm 1)", "darts": "DARTS", "crc": "CRC"}

@@ -24,6 +24,11 @@ RULE_STYLE: dict[str, tuple[str, str, str]] = {
     "climbing": (OKABE_ITO["blue"], "solid", "circle"),
     "jumping": (OKABE_ITO["orange"], "dash", "triangle-up"),
     "max_coverage": (OKABE_ITO["reddish_purple"], "dashdot", "diamond"),
+    # beyond the paper (``core.metric_rules``): every pair differs in at least two of colour, dash, marker
+    "hf1": (OKABE_ITO["sky_blue"], "longdash", "star"),
+    "min_severity": (OKABE_ITO["vermillion"], "longdashdot", "hexagon"),
+    "max_information": (OKABE_ITO["bluish_green"], "dash", "pentagon"),
+    "pareto": (OKABE_ITO["black"], "longdashdot", "cross"),
 }
 
 # Correct vs wrong: blue-green ✓ vs vermillion ✗ — distinct in hue, lightness and shape.
@@ -40,16 +45,21 @@ BASE_FONT_SIZE = 16
 PRESENTER_FONT_SIZE = 22
 
 
+def _rule_style(rule: str) -> tuple[str, str, str]:
+    # hf<β> for any β shares hF1's style (one of them is shown at a time)
+    return RULE_STYLE.get(rule) or RULE_STYLE["hf1" if rule.startswith("hf") else "selective"]
+
+
 def rule_colour(rule: str) -> str:
-    return RULE_STYLE[rule][0]
+    return _rule_style(rule)[0]
 
 
 def rule_dash(rule: str) -> str:
-    return RULE_STYLE[rule][1]
+    return _rule_style(rule)[1]
 
 
 def rule_symbol(rule: str) -> str:
-    return RULE_STYLE[rule][2]
+    return _rule_style(rule)[2]
 
 
 # ---------------------------------------------------------------------------- user text in figures

@@ -1,0 +1,81 @@
+"""The rules beyond the paper on the dashboard: selectable where the four are (Risk–Coverage,
+Compare, the shared rule list), with numbers recomputed independently from ``hsc_core``."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from app_support import open_page
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from hsc_core.core.curves import rc_curve_from_paths  # noqa: E402
+from hsc_core.core.metric_rules import any_decision_paths  # noqa: E402
+from hsc_core.core.probabilities import node_probabilities, softmax  # noqa: E402
+from hsc_core.core.protocol import calibration_mask  # noqa: E402
+from hsc_core.core.rules import RULE_LABELS  # noqa: E402
+from hsc_core.core.synthetic import synthetic_logits  # noqa: E402
+from hsc_core.datasets.imagenet import imagenet_hierarchy  # noqa: E402
+from hsc_core.datasets.logits_io import load_logits, save_logits  # noqa: E402
+
+pytestmark = pytest.mark.slow  # AppTest runs of whole pages: seconds each
+
+OP_RE = re.compile(r"\*\*(?P<rule>[^*]+)\*\* at θ = (?P<theta>[0-9.]+): coverage \*\*(?P<cov>[0-9.]+)\*\*, "
+                   r"risk \*\*(?P<risk>[0-9.]+)\*\*")
+NEW = ("hf1", "min_severity", "max_information", "pareto")
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("cached_logits_new_rules")
+    h = imagenet_hierarchy()
+    logits, labels = synthetic_logits(h, 400, top1=0.7, seed=4)
+    save_logits(d / "gamma_net.npz", logits, labels, [f"g{i}" for i in range(400)], manifest={"model": "gamma_net"},
+                dtype="float32")
+    return d
+
+
+@pytest.fixture
+def use_dir(monkeypatch, model_dir):
+    monkeypatch.delenv("HSC_SYNTHETIC", raising=False)
+    monkeypatch.setenv("HSC_CACHED_LOGITS_DIR", str(model_dir))
+    return model_dir
+
+
+def _reference(location: Path):
+    b = load_logits(location)
+    h = imagenet_hierarchy()
+    mask = ~calibration_mask(b.labels)
+    return h, node_probabilities(h, softmax(b.logits[mask])), b.labels[mask]
+
+
+def test_risk_coverage_shows_the_new_rules_from_a_link(use_dir):
+    at = open_page("app_pages/risk_coverage.py", {"rules": ",".join(("climbing", *NEW)), "theta": "0.6"})
+    assert not at.error, [e.value for e in at.error]
+    text = "\n".join(m.value for m in at.markdown)
+    shown = {m["rule"]: (m["cov"], m["risk"]) for m in OP_RE.finditer(text)}
+    assert set(shown) == {RULE_LABELS[r] for r in ("climbing", *NEW)}
+    h, probs, labels = _reference(use_dir / "gamma_net.npz")
+    for rule in NEW:
+        curve = rc_curve_from_paths(h, any_decision_paths(h, probs, rule, pruned=False), labels)
+        cov, risk = curve.at(0.6)
+        assert shown[RULE_LABELS[rule]] == (f"{cov:.4f}", f"{risk:.4f}"), rule
+    table = next(d.value for d in at.dataframe if "hAURC×1000" in d.value.columns)
+    assert list(table["rule"]) == [RULE_LABELS[r] for r in ("climbing", *NEW)]
+    hf = rc_curve_from_paths(h, any_decision_paths(h, probs, "hf1", pruned=False), labels)
+    got = float(table.loc[table["rule"] == "hF1-optimal", "hAURC×1000"].iloc[0])
+    assert got == pytest.approx(1000 * hf.haurc, rel=1e-9)
+    assert at.query_params["rules"] in ([",".join(("climbing", *NEW))], ",".join(("climbing", *NEW)))
+
+
+def test_compare_and_calibration_pages_accept_a_new_rule(use_dir):
+    at = open_page("app_pages/compare_models.py", {"cmp_rule": "min_severity"})
+    assert not at.error and not at.exception
+    assert at.selectbox(key="_w.cmp.cmp_rule").value == "min_severity"
+    at = open_page("app_pages/calibration_coverage.py", {"rules": "hf1,climbing"})
+    assert not at.error and not at.exception   # its curves are the paper's rules; hF1 stays in the link
+    assert at.multiselect(key="_w.cc.rules").value == ["climbing", "hf1"]
