@@ -5,8 +5,8 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data, state, ui, views
-from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.metric_rules import ALL_RULES
+from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.rules import RULE_LABELS
 from hsc_core.report.sweep import operating_point_grid, rc_sweep_figure
 
