@@ -220,3 +220,63 @@ def test_evaluation_set_metrics_on_a_flat_tree():
     assert es.haurc("hf1") >= 0 and es.rule_paths("hf1") is es.rule_paths("hf1")
     boot = es.bootstrap(rules=("hf1", "min_severity"), n_resamples=50)
     assert set(boot.haurc) == {"selective", "hf1", "min_severity"}
+
+
+# ------------------------------------------------------------------ bootstrap by weights
+
+
+def test_weighted_statistics_equal_the_plain_ones_and_explicit_resamples():
+    from hsc_core.core.metric_intervals import (
+        oracle_order,
+        weighted_augrc,
+        weighted_aurc_zhou,
+        weighted_oracle_haurc,
+        weighted_prf,
+    )
+
+    h = random_tree(15, 3)
+    rng = np.random.default_rng(3)
+    n = 80
+    probs = node_probabilities(h, softmax(rng.normal(size=(n, 15)) * 2))
+    labels = rng.integers(0, 15, n)
+    paths = decision_paths(h, probs, "climbing")
+    ev = rule_events(h, paths, labels)
+    conf = paths.values[:, 0].astype(float) + rng.normal(size=n) * 1e-3   # distinct confidences
+    err = (paths.nodes[:, 0] != labels).astype(float)
+    order = np.argsort(-conf, kind="stable")
+    ones = np.ones((1, n))
+    assert weighted_oracle_haurc(ev, ones)[0] == pytest.approx(oracle_haurc(ev), rel=1e-12)
+    assert weighted_aurc_zhou(err[order], ones)[0] == pytest.approx(aurc(conf, err, estimator="zhou"), rel=1e-12)
+    assert weighted_augrc(err[order], ones)[0] == pytest.approx(augrc(conf, err), rel=1e-12)
+    # A resample given as counts equals the statistic of the explicitly repeated samples.
+    idx = rng.integers(0, n, n)
+    w = np.bincount(idx, minlength=n).astype(float)[None, :]
+    rep_paths = decision_paths(h, probs[idx], "climbing")
+    rep_ev = rule_events(h, rep_paths, labels[idx])
+    assert weighted_oracle_haurc(ev, w, oracle_order(ev))[0] == pytest.approx(oracle_haurc(rep_ev), rel=1e-9)
+    assert weighted_aurc_zhou(err[order], w[:, order])[0] == pytest.approx(
+        aurc(conf[idx], err[idx], estimator="zhou"), rel=1e-9)
+    assert weighted_augrc(err[order], w[:, order])[0] == pytest.approx(augrc(conf[idx], err[idx]), rel=1e-9)
+    nodes = paths.nodes[:, 0]
+    both = h.depth[h.lca(nodes, labels)].astype(float)
+    got = [x[0] for x in weighted_prf(both, h.depth[nodes].astype(float), h.depth[labels].astype(float), w)]
+    assert got == pytest.approx(list(hierarchical_prf(h, labels[idx], nodes[idx])))
+
+
+def test_extra_results_rows_with_intervals():
+    from hsc_core.evaluation.results import EXTRA_METRICS, wide_table
+
+    h = random_tree(20, 1)
+    logits, labels = synthetic_logits(h, 500, seed=1)
+    es = ModelEvaluation(h, logits, labels, name="m").setting(ts=False)
+    rows = es.extra_results(("selective", "climbing", "hf1"), intervals=True, n_resamples=200)
+    by = {(r["rule"], r["metric"]): r for r in rows}
+    assert {m for _, m in by} == set(EXTRA_METRICS)
+    assert by[("climbing", "excess_haurc")]["value"] == pytest.approx(es.excess_haurc("climbing"))
+    assert by[("", "aurc_zhou")]["value"] == pytest.approx(es.flat_aurc("zhou"))
+    for key in [("climbing", "excess_haurc"), ("hf1", "hf1_micro"), ("", "augrc")]:
+        r = by[key]
+        assert r["ci_low"] <= r["value"] <= r["ci_high"] and r["n_resamples"] == 200
+    assert by[("climbing", "achievable_haurc")]["ci_low"] is None   # no interval for the hull
+    table = wide_table(rows, metrics=EXTRA_METRICS, intervals=True)
+    assert "excess hAURC×1000 Climbing (no TS) low" in table[0] and "AUGRC×1000 (no TS) high" in table[0]

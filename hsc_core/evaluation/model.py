@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any, TypeVar
 
 import numpy as np
@@ -32,14 +32,22 @@ from ..core.evaluation import (
 from ..core.events import RuleEvents, rule_events
 from ..core.hierarchical_prf import Average, hierarchical_prf, mistake_severity_histogram
 from ..core.hierarchy import Hierarchy
-from ..core.metric_rules import check_rule
+from ..core.metric_intervals import (
+    bootstrap_statistics,
+    oracle_order,
+    weighted_augrc,
+    weighted_aurc_zhou,
+    weighted_oracle_haurc,
+    weighted_prf,
+)
+from ..core.metric_rules import ALL_RULES, check_rule
 from ..core.probabilities import fit_temperature
 from ..core.protocol import CALIBRATION_FRACTION, SPLIT_SEED, calibration_mask, check_protocol, evaluation_mask
 from ..core.risk import LOSSES, Loss, hierarchical_correctness
 from ..core.rules import RULES, DecisionPaths
 from ..core.selective_metrics import AurcEstimator, achievable_haurc, augrc, aurc, oracle_haurc
 from ..core.thresholds import climbing_tight_thresholds
-from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, BootstrapResult, bootstrap_haurc
+from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, BootstrapResult, bootstrap_haurc, weighted_haurc
 from ..core.validation import check_labels, check_logits, clip, clip_path, quote
 from .results import ResultRow, hierarchy_hash, result_row
 
@@ -291,6 +299,43 @@ class EvaluationSet:
         nodes, _ = self.predict(rule, theta)
         return mistake_severity_histogram(self.hierarchy, nodes, self.labels)
 
+    def extra_results(self, rules: Sequence[str] = ALL_RULES, loss: Loss = "01", *, intervals: bool = False,
+                      n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> list[ResultRow]:
+        """Tidy rows of the metrics beyond hAURC (``results.EXTRA_METRICS``): per rule excess and
+        achievable hAURC and micro hF1 at θ = 0; per model Zhou's AURC and AUGRC of the arg-max
+        leaf. With ``intervals``, paired 95 % percentile-bootstrap limits (``core.metric_intervals``;
+        achievable hAURC and rules whose coverage can rise with θ have none)."""
+        ev = self.evaluation
+        err = (self.leaf_pred != self.labels).astype(float)
+        order = np.argsort(-self.leaf_conf, kind="stable")
+        values: dict[tuple[str, str], float] = {("", "aurc_zhou"): self.flat_aurc("zhou"),
+                                                ("", "augrc"): self.flat_augrc()}
+        stats_: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+            "|aurc_zhou": lambda w: weighted_aurc_zhou(err[order], w[:, order]),
+            "|augrc": lambda w: weighted_augrc(err[order], w[:, order]),
+        }
+        d = self.hierarchy.depth
+        for rule in rules:
+            events = self.events(rule, loss)
+            values[(rule, "excess_haurc")] = self.excess_haurc(rule, loss)
+            values[(rule, "achievable_haurc")] = self.achievable_haurc(rule, loss)
+            nodes, _ = self.predict(rule, 0.0)
+            values[(rule, "hf1_micro")] = self.hierarchical_prf(rule)[2]
+            counts = (d[self.hierarchy.lca(nodes, self.labels)].astype(float), d[nodes].astype(float),
+                      d[self.labels].astype(float))
+            stats_[f"{rule}|hf1_micro"] = partial(_weighted_hf1, counts)
+            if events.monotone:
+                stats_[f"{rule}|excess_haurc"] = partial(_weighted_excess, events, oracle_order(events))
+        limits = (self._memo.get(("extra_boot", tuple(rules), loss, n_resamples, seed), lambda: bootstrap_statistics(
+            stats_, self.n, n_resamples=n_resamples, seed=seed)) if intervals else {})
+        rows = []
+        for (rule, metric), value in values.items():
+            lim = limits.get(f"{rule}|{metric}")
+            rows.append(ev.row(self, rule, loss if rule else "", metric, value,
+                               None if lim is None else (lim.low, lim.high), None,
+                               n_resamples if lim is not None else None))
+        return rows
+
     def tight_thresholds(self, *, progress: Progress | None = None) -> np.ndarray:
         """(n,) each sample's minimal θ at which Climbing is correct (``climbing_tight_thresholds``)."""
         def compute() -> np.ndarray:
@@ -461,6 +506,14 @@ class ModelEvaluation:
                           subset=self.subset_name, protocol=self.protocol, rule=rule, loss=loss, ts=es.ts,
                           temperature=es.temperature, dec=dec, metric=metric, value=value, ci=ci,
                           n_resamples=n_resamples, n_eval=es.n, n_cal=self.n_cal, seed=self.seed)
+
+
+def _weighted_hf1(counts: tuple[np.ndarray, np.ndarray, np.ndarray], w: np.ndarray) -> np.ndarray:
+    return weighted_prf(*counts, w)[2]
+
+
+def _weighted_excess(events: RuleEvents, order: np.ndarray, w: np.ndarray) -> np.ndarray:
+    return np.asarray(weighted_haurc(events, w)) - weighted_oracle_haurc(events, w, order)
 
 
 def _per_sample(values: Any, n: int, what: str) -> np.ndarray:

@@ -14,6 +14,11 @@ metric             value
 ``haurc``          area under the hierarchical RC curve, raw (tables show ×1000, as the paper)
 ``gain_percent``   hAURC reduction vs Selective with the same loss and TS setting, in % (0 for
                    Selective; NaN when Selective's hAURC is 0)
+``excess_haurc``   hAURC minus the oracle ordering's (``core.selective_metrics``), raw
+``achievable_…``   area under the convex hull of the rule's RC points, raw
+``hf1_micro``      micro hierarchical F1 of the rule's predictions at θ = 0
+``aurc_zhou``      flat AURC of the arg-max leaf, Zhou et al.'s estimator (``rule`` empty), raw
+``augrc``          flat AUGRC of the arg-max leaf (``rule`` empty), raw
 =================  =============================================================================
 
 ``ci_low``/``ci_high`` are 95 % paired bootstrap limits when computed (``n_resamples`` says how
@@ -49,9 +54,18 @@ METRICS: dict[str, str] = {
     "temperature": "T",
     "haurc": "hAURC×1000",
     "gain_percent": "gain %",
+    # beyond the paper (``EvaluationSet.extra_results``; not in ``hsc evaluate``'s rows)
+    "excess_haurc": "excess hAURC×1000",
+    "achievable_haurc": "achievable hAURC×1000",
+    "hf1_micro": "hF1 micro (θ = 0)",
+    "aurc_zhou": "AURC×1000 (Zhou)",
+    "augrc": "AUGRC×1000",
 }
+#: The metrics of ``EvaluationSet.extra_results``, in table order.
+EXTRA_METRICS: tuple[str, ...] = ("excess_haurc", "achievable_haurc", "hf1_micro", "aurc_zhou", "augrc")
 #: How each metric is shown in tables (the paper prints hAURC ×1000).
-DISPLAY_SCALE = {"haurc": 1000.0}
+DISPLAY_SCALE = {"haurc": 1000.0, "excess_haurc": 1000.0, "achievable_haurc": 1000.0, "aurc_zhou": 1000.0,
+                 "augrc": 1000.0}
 LOSS_LABELS = {"01": "", "severity": "severity"}
 
 SUMMARY_COLUMNS: tuple[str, ...] = (
