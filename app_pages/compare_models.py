@@ -5,6 +5,7 @@ import streamlit as st
 from dashboard import data, plots, state, ui, views
 from hsc_core.core.metric_rules import ALL_RULES
 from hsc_core.core.rules import RULE_LABELS
+from hsc_core.evaluation.results import EXTRA_METRICS
 from hsc_core.report.figures import ExportContext
 
 ui.ensure_entrypoint()
@@ -76,3 +77,12 @@ if gains:
               title="Hierarchical gain vs Selective, 95 % bootstrap intervals")
 st.caption("Click a column header to sort. Gain = % hAURC reduction of the rule relative to Selective; an interval "
            "that contains 0 is no clear difference.")
+
+if state.bind(st.toggle, "Metrics beyond the paper", "cmp_more", scope="cmp",
+              help="Excess hAURC (vs the oracle ordering), achievable hAURC (convex hull), micro hF1 at θ = 0, and "
+                   "the arg-max leaf's AURC (Zhou et al.'s estimator) and AUGRC; with the intervals toggle, 95 % "
+                   "bootstrap intervals."):
+    extra = [r for cs in sets.values() for r in cs.es.view.extra_results((rule,), loss, intervals=show_ci)]
+    more = views.model_rows(extra, loss=None, metrics=EXTRA_METRICS, label_ts=False, ts=bool(ts))
+    st.dataframe(views.with_interval_text(more), hide_index=True, key="compare_more_table")
+    ui.csv_download(more, f"compare_more_{rule}_{loss}", key="dl_compare_more", context=context)
