@@ -54,16 +54,20 @@ def main() -> None:
     ap.add_argument("--chunk-size", type=int, default=None, help="samples per chunk (default: automatic)")
     ap.add_argument("--no-split", action="store_true", help="skip the per-rule split (second pass)")
     ap.add_argument("--no-extra", action="store_true", help="skip the rules and metrics beyond the paper")
+    ap.add_argument("--no-collapse", action="store_true",
+                    help="keep single-child chains: every leaf at depth --depth, as iNat21's species")
     ap.add_argument("--extra-rules", default=",".join(EXTRA_RULES),
                     help="comma-separated new rules to time (default: all; hF on a tree whose leaves lie at several "
                          "depths scores every node, one pass per leaf depth)")
     args = ap.parse_args()
 
     t0 = time.perf_counter()
-    h = synthetic_taxonomy(args.leaves, args.depth, seed=0)
+    h = synthetic_taxonomy(args.leaves, args.depth, seed=0, collapse=not args.no_collapse)
     _ = h.leaf_paths, h.leaf_matrix, h.coverage, h.ancestors_by_depth
     print(f"machine: {platform.processor() or platform.machine()}, python {platform.python_version()}")
-    print(f"taxonomy: {h.n_leaves:,} leaves, {h.n_nodes:,} nodes after collapsing, depth {h.max_depth} "
+    leaf_depths = np.unique(h.depth[: h.n_leaves])
+    print(f"taxonomy: {h.n_leaves:,} leaves, {h.n_nodes:,} nodes{'' if args.no_collapse else ' after collapsing'}, "
+          f"depth {h.max_depth}, leaves at depths {leaf_depths.min()}–{leaf_depths.max()} "
           f"({time.perf_counter() - t0:.2f} s)")
     t0 = time.perf_counter()
     logits, labels = synthetic_logits(h, args.samples, top1=0.7, seed=0, dtype=np.dtype(args.logits_dtype).type)

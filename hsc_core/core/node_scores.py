@@ -85,16 +85,25 @@ def node_scores(hierarchy: Hierarchy, nodes: np.ndarray, leaves: np.ndarray, met
 def _down_sums(hierarchy: Hierarchy, weighted: np.ndarray) -> np.ndarray:
     """S(v) = Σ over v's ancestors u (v included, the root excluded) of ``weighted[:, u]``.
 
-    One pass per depth level, each a gather of the parents' sums: O(n_nodes) per row.
+    One pass per depth level, each adding the parents' sums: O(n_nodes) per row. Worked in a
+    node-major copy with the nodes sorted by depth, so each level is a block of contiguous rows
+    and the parents' sums a row gather (~3× faster than gathering columns).
     """
-    out = np.zeros_like(weighted)
-    depth, parent = hierarchy.depth, hierarchy.parent
-    order = np.argsort(depth, kind="stable")
-    bounds = np.searchsorted(depth[order], np.arange(1, hierarchy.max_depth + 2))
+    key = ("depth_order",)
+    cache = hierarchy._cache
+    if key not in cache:
+        order = np.argsort(hierarchy.depth, kind="stable")
+        pos = np.empty_like(order)
+        pos[order] = np.arange(order.size)
+        bounds = np.searchsorted(hierarchy.depth[order], np.arange(hierarchy.max_depth + 2))
+        cache[key] = (order, pos, bounds, pos[np.maximum(hierarchy.parent[order], 0)])
+    order, pos, bounds, parent_pos = cache[key]
+    w = np.take(weighted.T, order, axis=0)  # (n_nodes, n) in depth order
+    out = np.zeros_like(w)
     for d in range(1, hierarchy.max_depth + 1):
-        level = order[bounds[d - 1]: bounds[d]]
-        out[:, level] = out[:, parent[level]] + weighted[:, level]
-    return out
+        a, b = bounds[d], bounds[d + 1]
+        out[a:b] = out[parent_pos[a:b]] + w[a:b]
+    return np.take(out, pos, axis=0).T
 
 
 def expected_scores(hierarchy: Hierarchy, node_probs: np.ndarray, metric: Metric = "hf", *,

@@ -20,14 +20,16 @@ from .hierarchy import Hierarchy
 INAT21_LEVELS = (3, 13, 51, 273, 1103, 4884, 10_000)
 
 
-def synthetic_taxonomy(n_leaves: int = 10_000, depth: int = 7, seed: int = 0, skew: float = 1.3) -> Hierarchy:
+def synthetic_taxonomy(n_leaves: int = 10_000, depth: int = 7, seed: int = 0, skew: float = 1.3,
+                       collapse: bool = True) -> Hierarchy:
     """A seeded ``depth``-level taxonomy with ``n_leaves`` leaves, all at depth ``depth``.
 
     Level sizes follow iNat21's proportions when ``depth`` is 7 (else grow geometrically). Every
     node gets at least one child and the remaining children go to parents with heavy-tailed
     (Pareto(``skew``)) weights, so many nodes have one child, as genera with one species do; those
     chains are collapsed (``Hierarchy.from_parent_map``). The defaults give 16,328 nodes before
-    and 12,386 after collapsing, with 10,000 leaves at depths 3–7.
+    and 12,386 after collapsing, with 10,000 leaves at depths 3–7; ``collapse=False`` keeps the
+    chains, so every leaf stays at depth ``depth`` (as iNat21's species are all at depth 7).
     """
     if n_leaves < 2 or depth < 1:
         raise ValueError(f"need n_leaves ≥ 2 and depth ≥ 1, got {n_leaves} and {depth}")
@@ -47,7 +49,7 @@ def synthetic_taxonomy(n_leaves: int = 10_000, depth: int = 7, seed: int = 0, sk
         parents = np.r_[np.arange(len(above)), extra][rng.permutation(size)]
         parent_of.update(zip(names, (above[i] for i in parents.tolist()), strict=True))
         above = names
-    return Hierarchy.from_parent_map(parent_of, above)
+    return Hierarchy.from_parent_map(parent_of, above, collapse_single_child=collapse)
 
 
 def _draw(hierarchy: Hierarchy, labels: np.ndarray, ancestor: np.ndarray, difficulty: np.ndarray,
