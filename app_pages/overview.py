@@ -165,3 +165,13 @@ st.caption(
     "Selective (0 for Selective itself); positive is better. CI columns are empty for models without intervals "
     f"(switch them on above; above {ON_DEMAND_SAMPLES:,} evaluation samples they wait for a request)."
 )
+
+if state.bind(st.toggle, "Metrics beyond the paper (the model picked in the sidebar, with TS)", "ov_more",
+              scope="ov", help="Per rule, the paper's four and the metric-optimal / Pareto ones: excess hAURC (vs the "
+                               "oracle ordering), achievable hAURC (convex hull), micro hF1 at θ = 0; and the arg-max "
+                               "leaf's AURC (Zhou et al.'s estimator) and AUGRC. Intervals as for hAURC."):
+    es_more = data.eval_set(name, location, subset, True)
+    more = views.metric_rule_rows(es_more.view.extra_results(intervals=intervals_ready(name, es_more)))
+    st.dataframe(views.with_interval_text(more), hide_index=True, key="overview_more")
+    ui.csv_download(more, "hsc_more_metrics", key="dl_overview_more",
+                    context=ExportContext(name, dataset_of.get(name, ""), subset, True))

@@ -146,6 +146,7 @@ SETTINGS: dict[str, Setting] = {
     "bins": _int_setting(15, 5, 30),
     "cmp_rule": Setting("climbing", _choice(*ALL_RULES)),
     "cmp_more": Setting(False, _bool, lambda v: "1" if v else "0"),  # Compare: metrics beyond the paper
+    "ov_more": Setting(False, _bool, lambda v: "1" if v else "0"),  # Overview: the same for the picked model
     # Explorer (rank and cls are further limited by the data, in the page)
     "sample": Setting(None, _text),
     "pick": Setting("rescue", _choice("rescue", "disagree", "worst", "easy", "random", "class")),

@@ -281,6 +281,23 @@ def interval_text(low: float | None, high: float | None, gain: bool = False) -> 
     return f"[{low:+.1f}, {high:+.1f}]" if gain else f"[{low:.2f}, {high:.2f}]"
 
 
+def metric_rule_rows(rows: list[ResultRow]) -> list[dict]:
+    """One dict per (model, TS setting, rule) of the metrics beyond the paper
+    (``EvaluationSet.extra_results``): ``model, rule, TS``, then one column per metric
+    (``column_label``, display units) with its ``… low``/``… high`` limits; the model-level metrics
+    (arg-max leaf AURC and AUGRC) sit in a row whose rule is "(arg-max leaf)"."""
+    out: dict[tuple, dict] = {}
+    for r in rows:
+        rule = RULE_LABELS.get(r["rule"], r["rule"]) if r["rule"] else "(arg-max leaf)"
+        key = (r["model"], r["subset"], r["loss"] if r["rule"] else "", r["ts"], rule)
+        entry = out.setdefault(key, {"model": r["model"], "rule": rule, "TS": "on" if r["ts"] else "off"})
+        name = column_label(r["metric"])
+        entry[name] = display_value(r)
+        if r.get("ci_low") is not None:
+            entry[f"{name} low"], entry[f"{name} high"] = display_value(r, "ci_low"), display_value(r, "ci_high")
+    return list(out.values())
+
+
 def with_interval_text(table: list[dict]) -> pd.DataFrame:
     """``table`` for the screen: each ``X low``/``X high`` pair becomes one text column ``X 95 % CI``
     right after ``X`` ("" where no interval was computed)."""

@@ -97,3 +97,22 @@ def test_compare_shows_metrics_beyond_the_paper(use_dir):
     flat = augrc(leaf.max(1), (leaf.argmax(1) != labels).astype(float))
     assert float(table["AUGRC×1000"].iloc[0]) == pytest.approx(1000 * flat, rel=1e-6)
     assert at.query_params["cmp_more"] in (["1"], "1")
+
+
+def test_overview_shows_metrics_beyond_the_paper_per_rule(use_dir):
+    from hsc_core.core.probabilities import fit_temperature
+    from hsc_core.core.selective_metrics import achievable_haurc
+
+    at = open_page("app_pages/overview.py", {"ov_more": "1"})
+    assert not at.error and not at.exception
+    table = next(d.value for d in at.dataframe if "achievable hAURC×1000" in d.value.columns)
+    assert list(table["rule"]) == ["(arg-max leaf)"] + [RULE_LABELS[r] for r in ("selective", "climbing", "jumping",
+                                                                                 "max_coverage", *NEW)]
+    b = load_logits(use_dir / "gamma_net.npz")
+    h = imagenet_hierarchy()
+    cal = calibration_mask(b.labels)
+    t = fit_temperature(b.logits[cal], b.labels[cal])
+    probs = node_probabilities(h, softmax(b.logits[~cal], t))
+    curve = rc_curve_from_paths(h, any_decision_paths(h, probs, "max_information", pruned=False), b.labels[~cal])
+    got = float(table.loc[table["rule"] == "Information-optimal", "achievable hAURC×1000"].iloc[0])
+    assert got == pytest.approx(1000 * achievable_haurc(curve), rel=1e-6)
