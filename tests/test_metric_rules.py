@@ -248,3 +248,15 @@ def test_bad_metric_and_beta():
         node_scores(PAIRS, [0], [0], "wu_palmer")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="beta must be a finite number > 0"):
         expected_scores(PAIRS, np.ones((1, 7)), "hf", beta=-2)
+
+
+def test_every_selectable_rule_has_a_colour_blind_safe_style():
+    """No meaning on colour alone: any two rules differ in at least two of colour, dash and marker."""
+    from itertools import combinations
+
+    from hsc_core.report import style
+
+    styles = {r: (style.rule_colour(r), style.rule_dash(r), style.rule_symbol(r)) for r in ALL_RULES}
+    for a, b in combinations(ALL_RULES, 2):
+        assert sum(x != y for x, y in zip(styles[a], styles[b], strict=True)) >= 2, (a, b)
+    assert style.rule_colour("hf0.5") == style.rule_colour("hf1")

@@ -293,7 +293,9 @@ def test_dashboard_plots_reexport_the_shared_builders():
     from dashboard import plots
 
     assert plots.cc_figure is figures.cc_figure and plots.path_figure is figures.path_figure
-    assert plots.RULE_COLORS == {r: style.rule_colour(r) for r in RULES}
+    from hsc_core.core.metric_rules import ALL_RULES
+
+    assert plots.RULE_COLORS == {r: style.rule_colour(r) for r in ALL_RULES}  # every selectable rule
     assert plots.plot_config("a b/c")["toImageButtonOptions"]["filename"] == "a_b_c"
 
 
