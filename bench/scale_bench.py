@@ -33,11 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hsc_core.core.curves import rc_curve_from_paths  # noqa: E402
 from hsc_core.core.evaluation import auto_chunk_size, node_probabilities_rows, rc_curves_from_logits  # noqa: E402
-from hsc_core.core.events import rule_events  # noqa: E402
 from hsc_core.core.hierarchical_prf import hierarchical_prf, mistake_severity_histogram  # noqa: E402
 from hsc_core.core.metric_rules import EXTRA_RULES, any_decision_paths, rule_label  # noqa: E402
 from hsc_core.core.rules import RULE_LABELS, RULES, argmax_leaf, concat_decision_paths, decision_paths  # noqa: E402
-from hsc_core.core.selective_metrics import achievable_haurc, augrc, aurc, oracle_haurc  # noqa: E402
+from hsc_core.core.selective_metrics import achievable_haurc, augrc, aurc, oracle_haurc, oracle_moves  # noqa: E402
 from hsc_core.core.synthetic import synthetic_logits, synthetic_taxonomy  # noqa: E402
 
 
@@ -151,7 +150,7 @@ def extra_bench(h, logits, labels, chunk, chunk_size, report, extra: tuple[str, 
         rc_curve_from_paths(h, paths, labels, "severity")
         t_curve = time.perf_counter() - t
         t = time.perf_counter()
-        oracle_haurc(rule_events(h, paths, labels, "01"))
+        oracle_haurc(oracle_moves(h, paths, labels, "01"))
         achievable_haurc(c01)
         t_metrics = time.perf_counter() - t
         t = time.perf_counter()

@@ -23,6 +23,7 @@ from hsc_core.core.selective_metrics import (
     excess_haurc,
     lower_hull,
     oracle_haurc,
+    oracle_moves,
     risk_at_coverage,
 )
 from hsc_core.core.synthetic import synthetic_logits
@@ -103,25 +104,34 @@ def test_flat_oracle_accepts_correct_first(seed):
     paths = decision_paths(h, p, "selective")
     err = float((probs.argmax(1) != labels).mean())
     # Correct first: risk 0 up to coverage = accuracy, then rising linearly to err: area err²/2.
-    assert oracle_haurc(rule_events(h, paths, labels)) == pytest.approx(err**2 / 2, abs=1e-12)
+    assert oracle_haurc(oracle_moves(h, paths, labels)) == pytest.approx(err**2 / 2, abs=1e-12)
     # …which is the AUGRC of a confidence that ranks every correct sample first.
     correct = (probs.argmax(1) == labels).astype(float)
-    assert oracle_haurc(rule_events(h, paths, labels)) == pytest.approx(augrc(correct, 1 - correct))
+    assert oracle_haurc(oracle_moves(h, paths, labels)) == pytest.approx(augrc(correct, 1 - correct))
 
 
-@settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 10_000), rule=st.sampled_from(["selective", "climbing", "max_coverage"]))
-def test_excess_and_achievable_bounds(seed, rule):
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), loss=st.sampled_from(["01", "severity"]),
+       rule=st.sampled_from(["selective", "climbing", "jumping", "max_coverage", "hf1", "min_severity",
+                             "max_information"]))
+def test_excess_and_achievable_bounds(seed, rule, loss):
+    from hsc_core.core.metric_rules import any_decision_paths
+
     h = random_tree(15, seed)
     rng = np.random.default_rng(seed)
     probs = node_probabilities(h, softmax(rng.normal(size=(60, 15)) * 2))
     labels = rng.integers(0, 15, 60)
-    paths = decision_paths(h, probs, rule)
-    curve = hierarchical_rc_curve(h, probs, labels, rule, paths=paths)
-    ev = rule_events(h, paths, labels)
-    assert excess_haurc(curve, ev) >= -1e-12
-    assert oracle_haurc(ev) <= achievable_haurc(curve) + 1e-12   # the oracle path is convex and lowest
-    assert achievable_haurc(curve) <= curve.haurc + 1e-12
+    paths = any_decision_paths(h, probs, rule)
+    curve = hierarchical_rc_curve(h, probs, labels, rule, loss, paths=paths)
+    moves = oracle_moves(h, paths, labels, loss)
+    # the oracle's path is a real one: its risk never leaves [0, 1] and it ends where the rule ends
+    risk = (moves.base_loss.sum() + np.cumsum(moves.d_loss)) / 60
+    assert risk.min() >= -1e-12 and risk[-1] == pytest.approx(curve.risk[-1], abs=1e-12)
+    assert oracle_haurc(moves) >= -1e-12
+    if rule_events(h, paths, labels, loss).monotone:
+        assert excess_haurc(curve, moves) >= -1e-12
+        assert oracle_haurc(moves) <= achievable_haurc(curve) + 1e-12   # the oracle's path is convex and lowest
+        assert achievable_haurc(curve) <= curve.haurc + 1e-12
 
 
 def test_lower_hull_hand_toy():
@@ -227,7 +237,6 @@ def test_evaluation_set_metrics_on_a_flat_tree():
 
 def test_weighted_statistics_equal_the_plain_ones_and_explicit_resamples():
     from hsc_core.core.metric_intervals import (
-        oracle_order,
         weighted_augrc,
         weighted_aurc_zhou,
         weighted_oracle_haurc,
@@ -240,7 +249,7 @@ def test_weighted_statistics_equal_the_plain_ones_and_explicit_resamples():
     probs = node_probabilities(h, softmax(rng.normal(size=(n, 15)) * 2))
     labels = rng.integers(0, 15, n)
     paths = decision_paths(h, probs, "climbing")
-    ev = rule_events(h, paths, labels)
+    ev = oracle_moves(h, paths, labels)
     conf = paths.values[:, 0].astype(float) + rng.normal(size=n) * 1e-3   # distinct confidences
     err = (paths.nodes[:, 0] != labels).astype(float)
     order = np.argsort(-conf, kind="stable")
@@ -252,8 +261,8 @@ def test_weighted_statistics_equal_the_plain_ones_and_explicit_resamples():
     idx = rng.integers(0, n, n)
     w = np.bincount(idx, minlength=n).astype(float)[None, :]
     rep_paths = decision_paths(h, probs[idx], "climbing")
-    rep_ev = rule_events(h, rep_paths, labels[idx])
-    assert weighted_oracle_haurc(ev, w, oracle_order(ev))[0] == pytest.approx(oracle_haurc(rep_ev), rel=1e-9)
+    rep_ev = oracle_moves(h, rep_paths, labels[idx])
+    assert weighted_oracle_haurc(ev, w)[0] == pytest.approx(oracle_haurc(rep_ev), rel=1e-9)
     assert weighted_aurc_zhou(err[order], w[:, order])[0] == pytest.approx(
         aurc(conf[idx], err[idx], estimator="zhou"), rel=1e-9)
     assert weighted_augrc(err[order], w[:, order])[0] == pytest.approx(augrc(conf[idx], err[idx]), rel=1e-9)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 from scipy import stats
 
-from .events import RuleEvents
+from .selective_metrics import OracleMoves
 from .uncertainty import BOOTSTRAP_SEED, CONFIDENCE, N_RESAMPLES, Interval, counts_from_indices
 
 
@@ -26,25 +26,14 @@ def _rows(weights: np.ndarray) -> np.ndarray:
     return np.atleast_2d(np.asarray(weights, dtype=np.float64))
 
 
-def oracle_order(events: RuleEvents) -> np.ndarray:
-    """Indices of ``events`` in the oracle's order (``selective_metrics.oracle_haurc``)."""
-    d_cov, d_loss = events.d_cov, events.d_loss
-    with np.errstate(divide="ignore", invalid="ignore"):
-        slope = np.where(d_cov < 0, d_loss / -d_cov, np.where(d_loss < 0, -np.inf, np.inf))
-    return np.lexsort((d_loss, slope))
-
-
-def weighted_oracle_haurc(events: RuleEvents, weights: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
-    """(B,) oracle hAURC with sample i counted ``weights[b, i]`` times, for a monotone rule
-    (coverage never rises along the oracle's path, so its area is a sum along the path)."""
-    if not events.monotone:
-        raise ValueError("weighted oracle hAURC needs a rule whose coverage never rises with θ")
+def weighted_oracle_haurc(moves: OracleMoves, weights: np.ndarray) -> np.ndarray:
+    """(B,) oracle hAURC (``selective_metrics.oracle_haurc``) with sample i counted ``weights[b, i]``
+    times: the oracle's order does not depend on the counts, so this is a weighted running sum."""
     w = _rows(weights)
-    order = oracle_order(events) if order is None else order
-    steps = w[:, events.event_sample[order]]                                   # (B, E)
+    steps = w[:, moves.sample]                                                   # (B, M)
     total = w.sum(axis=1)
-    cov = np.concatenate([(w @ events.base_cov)[:, None], steps * events.d_cov[order]], axis=1).cumsum(axis=1)
-    risk = np.concatenate([(w @ events.base_loss)[:, None], steps * events.d_loss[order]], axis=1).cumsum(axis=1)
+    cov = np.concatenate([(w @ moves.base_cov)[:, None], steps * moves.d_cov], axis=1).cumsum(axis=1)
+    risk = np.concatenate([(w @ moves.base_loss)[:, None], steps * moves.d_loss], axis=1).cumsum(axis=1)
     area = -np.sum(np.diff(cov, axis=1) * (risk[:, 1:] + risk[:, :-1]), axis=1)
     return area / (2.0 * total**2)
 

@@ -11,13 +11,16 @@ torch-uncertainty).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
 from .curves import RCCurve, area_under_rc
-from .events import RuleEvents
-from .validation import quote
+from .hierarchy import Hierarchy
+from .risk import Loss, sample_loss
+from .rules import DecisionPaths
+from .validation import check_labels, quote
 
 AurcEstimator = Literal["plugin", "zhou", "trapezoid"]
 AURC_ESTIMATORS: tuple[str, ...] = ("plugin", "zhou", "trapezoid")
@@ -89,30 +92,90 @@ def augrc(confidence: np.ndarray, loss: np.ndarray) -> float:
     return float(np.sum((gen[1:] + gen[:-1]) / 2.0) / n)
 
 
-def oracle_haurc(events: RuleEvents) -> float:
-    """hAURC of the best reordering of a rule's own moves (oracle ordering).
+@dataclass(frozen=True)
+class OracleMoves:
+    """The oracle's moves of one rule, in the oracle's order.
 
-    Each event moves one sample from one record to the next (Δcoverage, Δloss). The oracle takes
-    the moves that remove the most loss per coverage given up first (wrong predictions leave
-    first, correct ones are accepted first), which gives the smallest area any ordering of these
-    moves can. On a flat tree with Selective, it is the oracle of Geifman et al. (ICLR 2019) that
-    accepts every correct prediction before any wrong one.
+    base_cov, base_loss : (n,) each sample's coverage and loss at θ = 0 (its first record).
+    sample, d_cov, d_loss : (M,) the moves: sample, Δcoverage (< 0 or 0) and Δloss, sorted by
+        loss removed per coverage given up, best first (each sample's own moves stay in order).
     """
-    n = events.n_samples
-    d_cov, d_loss = events.d_cov, events.d_loss
-    with np.errstate(divide="ignore", invalid="ignore"):
-        slope = np.where(d_cov < 0, d_loss / -d_cov, np.where(d_loss < 0, -np.inf, np.inf))
-    # Moves that add coverage are never needed by the oracle's descent: order them last.
-    order = np.lexsort((d_loss, slope))
-    coverage = (events.base_cov.sum() + np.r_[0.0, np.cumsum(d_cov[order])]) / n
-    risk = (events.base_loss.sum() + np.r_[0.0, np.cumsum(d_loss[order])]) / n
-    return area_under_rc(np.clip(coverage, 0, 1), np.clip(risk, 0, 1), np.arange(coverage.size, dtype=float))
+
+    base_cov: np.ndarray
+    base_loss: np.ndarray
+    sample: np.ndarray
+    d_cov: np.ndarray
+    d_loss: np.ndarray
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.base_cov.size)
 
 
-def excess_haurc(curve: RCCurve, events: RuleEvents) -> float:
-    """hAURC minus the oracle's (``oracle_haurc``): what a perfect confidence ranking would save
-    (E-AURC of Geifman et al., ICLR 2019, for hierarchical rules). ≥ 0 for monotone rules."""
-    return curve.haurc - oracle_haurc(events)
+def oracle_moves(hierarchy: Hierarchy, paths: DecisionPaths, labels: np.ndarray, loss: Loss = "01") -> OracleMoves:
+    """The oracle ordering of a rule's operating points (see ``oracle_haurc``).
+
+    Each sample may sit at any of its records (its coverage φ and loss there). From θ = 0 the
+    oracle gives up coverage where it removes the most loss per coverage: each sample's moves
+    follow the lower convex hull of its (coverage given up, loss) points, and all samples' hull
+    segments are merged by slope — the greedy optimum of this separable problem, never worse than
+    any threshold on any confidence. Gift wrapping, vectorised over samples: O(n · records²).
+    """
+    labels = check_labels(labels, paths.n_samples, hierarchy.n_leaves)
+    nodes = paths.nodes
+    n, width = nodes.shape
+    cov = hierarchy.coverage[nodes]
+    los = np.asarray(sample_loss(hierarchy, nodes, np.broadcast_to(labels[:, None], nodes.shape), loss), dtype=float)
+    real = np.arange(width)[None, :] < paths.lengths[:, None]
+    x = cov[:, :1] - cov                      # coverage given up, ≥ 0 for points the oracle can move to
+    rows = np.arange(n)
+    cur = np.zeros(n, dtype=np.int64)
+    seg_rows, seg_dx, seg_dl, seg_slope, seg_step = [], [], [], [], []
+    for step in range(width):
+        dx = x - x[rows, cur][:, None]
+        dl = los - los[rows, cur][:, None]
+        cand = real & ((dx > 0) | ((dx == 0) & (dl < 0)))
+        if not cand.any():
+            break
+        with np.errstate(divide="ignore", invalid="ignore"):
+            slope = np.where(cand, np.where(dx > 0, dl / np.where(dx > 0, dx, 1.0), -np.inf), np.inf)
+        best = slope.min(axis=1)
+        tie = cand & (slope == best[:, None])
+        far = np.where(tie, dx, -np.inf).max(axis=1)       # ties: the farthest point, then the lowest loss
+        tie &= dx == far[:, None]
+        nxt = np.where(tie, -dl, -np.inf).argmax(axis=1)
+        moving = cand.any(axis=1)
+        r = rows[moving]
+        seg_rows.append(r)
+        seg_dx.append(dx[r, nxt[moving]])
+        seg_dl.append(dl[r, nxt[moving]])
+        seg_slope.append(best[moving])
+        seg_step.append(np.full(r.size, step))
+        cur = np.where(moving, nxt, cur)
+    if seg_rows:
+        r, dx_, dl_, sl, st_ = (np.concatenate(a) for a in (seg_rows, seg_dx, seg_dl, seg_slope, seg_step))
+    else:
+        r = st_ = np.zeros(0, dtype=np.int64)
+        dx_ = dl_ = sl = np.zeros(0)
+    order = np.lexsort((st_, r, sl))  # by slope; a sample's own moves keep their order
+    return OracleMoves(cov[:, 0].astype(float), los[:, 0], r[order], -dx_[order], dl_[order])
+
+
+def oracle_haurc(moves: OracleMoves) -> float:
+    """Area under the oracle's RC curve (``oracle_moves``): the least hAURC any ordering of the
+    rule's own operating points can reach. On a flat tree with Selective it is the oracle of
+    Geifman et al. (ICLR 2019) that accepts every correct prediction before any wrong one
+    (area err²/2)."""
+    n = moves.n_samples
+    coverage = (moves.base_cov.sum() + np.r_[0.0, np.cumsum(moves.d_cov)]) / n
+    risk = (moves.base_loss.sum() + np.r_[0.0, np.cumsum(moves.d_loss)]) / n
+    return float(-np.sum(np.diff(coverage) * (risk[1:] + risk[:-1])) / 2.0)
+
+
+def excess_haurc(curve: RCCurve, moves: OracleMoves) -> float:
+    """hAURC minus the oracle's (``oracle_haurc``): what a perfect ranking would save (E-AURC of
+    Geifman et al., ICLR 2019, for hierarchical rules). ≥ 0 for rules whose coverage falls with θ."""
+    return curve.haurc - oracle_haurc(moves)
 
 
 def lower_hull(coverage: np.ndarray, risk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -34,7 +34,6 @@ from ..core.hierarchical_prf import Average, hierarchical_prf, mistake_severity_
 from ..core.hierarchy import Hierarchy
 from ..core.metric_intervals import (
     bootstrap_statistics,
-    oracle_order,
     weighted_augrc,
     weighted_aurc_zhou,
     weighted_oracle_haurc,
@@ -45,7 +44,15 @@ from ..core.probabilities import fit_temperature
 from ..core.protocol import CALIBRATION_FRACTION, SPLIT_SEED, calibration_mask, check_protocol, evaluation_mask
 from ..core.risk import LOSSES, Loss, hierarchical_correctness
 from ..core.rules import RULES, DecisionPaths
-from ..core.selective_metrics import AurcEstimator, achievable_haurc, augrc, aurc, oracle_haurc
+from ..core.selective_metrics import (
+    AurcEstimator,
+    OracleMoves,
+    achievable_haurc,
+    augrc,
+    aurc,
+    oracle_haurc,
+    oracle_moves,
+)
 from ..core.thresholds import climbing_tight_thresholds
 from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, BootstrapResult, bootstrap_haurc, weighted_haurc
 from ..core.validation import check_labels, check_logits, clip, clip_path, quote
@@ -267,9 +274,14 @@ class EvaluationSet:
         return self._memo.get(("events", rule, loss), lambda: rule_events(
             self.hierarchy, self.rule_paths(rule), self.labels, loss))
 
+    def oracle_moves(self, rule: str, loss: Loss = "01") -> OracleMoves:
+        """The oracle ordering of ``rule``'s operating points (``selective_metrics.oracle_moves``), cached."""
+        return self._memo.get(("oracle", rule, loss), lambda: oracle_moves(
+            self.hierarchy, self.rule_paths(rule), self.labels, loss))
+
     def oracle_haurc(self, rule: str, loss: Loss = "01") -> float:
-        """hAURC of the oracle ordering of ``rule``'s moves (``selective_metrics.oracle_haurc``)."""
-        return oracle_haurc(self.events(rule, loss))
+        """hAURC of the oracle ordering of ``rule``'s operating points (``selective_metrics.oracle_haurc``)."""
+        return oracle_haurc(self.oracle_moves(rule, loss))
 
     def excess_haurc(self, rule: str, loss: Loss = "01") -> float:
         """hAURC − oracle hAURC (E-AURC for hierarchical rules; raw, tables show ×1000)."""
@@ -325,7 +337,7 @@ class EvaluationSet:
                       d[self.labels].astype(float))
             stats_[f"{rule}|hf1_micro"] = partial(_weighted_hf1, counts)
             if events.monotone:
-                stats_[f"{rule}|excess_haurc"] = partial(_weighted_excess, events, oracle_order(events))
+                stats_[f"{rule}|excess_haurc"] = partial(_weighted_excess, events, self.oracle_moves(rule, loss))
         limits = (self._memo.get(("extra_boot", tuple(rules), loss, n_resamples, seed), lambda: bootstrap_statistics(
             stats_, self.n, n_resamples=n_resamples, seed=seed)) if intervals else {})
         rows = []
@@ -512,8 +524,8 @@ def _weighted_hf1(counts: tuple[np.ndarray, np.ndarray, np.ndarray], w: np.ndarr
     return weighted_prf(*counts, w)[2]
 
 
-def _weighted_excess(events: RuleEvents, order: np.ndarray, w: np.ndarray) -> np.ndarray:
-    return np.asarray(weighted_haurc(events, w)) - weighted_oracle_haurc(events, w, order)
+def _weighted_excess(events: RuleEvents, moves: OracleMoves, w: np.ndarray) -> np.ndarray:
+    return np.asarray(weighted_haurc(events, w)) - weighted_oracle_haurc(moves, w)
 
 
 def _per_sample(values: Any, n: int, what: str) -> np.ndarray:

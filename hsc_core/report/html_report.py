@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.curves import RCCurve
+from ..core.metric_rules import ALL_RULES, EXTRA_RULES
 from ..core.protocol import PROTOCOLS, protocol_text
 from ..core.rules import RULE_LABELS, RULES
 from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, Interval
@@ -224,6 +225,40 @@ def _model_section(ev: ModelEvaluation, rows: dict, fig: _Figures) -> str:
     ])
 
 
+def _beyond_section(ev: ModelEvaluation, fig: _Figures, n_resamples: int, seed: int) -> str:
+    """Rules and metrics beyond the paper, with TS: every rule's hAURC, excess and achievable hAURC
+    and micro hF1 at θ = 0 (95 % intervals where the layer has them), the arg-max leaf's AURC
+    (Zhou et al.) and AUGRC, and the RC curves of the new rules beside Climbing."""
+    es = ev.setting(True)
+    rows = {(r["rule"], r["metric"]): r for r in es.extra_results(ALL_RULES, intervals=True,
+                                                                  n_resamples=n_resamples, seed=seed)}
+
+    def cell(rule: str, metric: str) -> str:
+        r = rows[(rule, metric)]
+        iv = _interval(r)
+        if r["ci_low"] is None:
+            return f"{iv.estimate:.2f}" if np.isfinite(iv.estimate) else "–"
+        return interval_text(iv, digits=4 if metric == "hf1_micro" else 2)
+
+    metrics = ("excess_haurc", "achievable_haurc", "hf1_micro")
+    header = ["rule", column_label("haurc", ts=True)] + [f"{column_label(m)} [95 % CI]" for m in metrics]
+    body = [[RULE_LABELS[rule], f"{1000 * es.haurc(rule):.2f}", *(cell(rule, m) for m in metrics)]
+            for rule in ALL_RULES]
+    shown = ("climbing", *EXTRA_RULES)
+    curves = {rule: es.curve(rule) for rule in shown}
+    rc = figures.rc_figure({rule: _decimated(c) for rule, c in curves.items()},
+                           {rule: c.haurc for rule, c in curves.items()}, rules=shown)
+    ctx = _context(ev, True)
+    return "\n".join([
+        "<h3>Beyond the paper: metric-optimal and Pareto rules, more metrics (TS on)</h3>",
+        _table(header, body),
+        f'<p class="meta">Arg-max leaf: {_e(column_label("aurc_zhou"))} {cell("", "aurc_zhou")}, '
+        f'{_e(column_label("augrc"))} {cell("", "augrc")}. Excess hAURC is measured against the oracle ordering '
+        "of each rule's own moves; achievable hAURC is the area under the convex hull of its operating points.</p>",
+        fig(figures.titled(rc, "Risk–coverage: rules beyond the paper", ctx), f"rc_beyond_{ctx.slug()}"),
+    ])
+
+
 # ---------------------------------------------------------------------------- one model, laid out
 @dataclass(frozen=True)
 class _Laid:
@@ -254,7 +289,7 @@ def _provenance_row(ev: ModelEvaluation) -> list:
 
 def _lay_out(ev: ModelEvaluation, fig: _Figures, n_resamples: int, seed: int) -> _Laid:
     tidy = result_rows(ev, n_resamples=n_resamples, seed=seed)
-    return _Laid(_model_section(ev, _by_key(tidy), fig), tidy,
+    return _Laid(_model_section(ev, _by_key(tidy), fig) + "\n" + _beyond_section(ev, fig, n_resamples, seed), tidy,
                  {rule: _decimated(c) for rule, c in ev.setting(True).curves().items()}, _provenance_row(ev))
 
 
