@@ -188,11 +188,19 @@ def _pruning(hierarchy: Hierarchy, metric: Metric, beta: float) -> tuple[np.ndar
         elif metric == "information":
             info = information(hierarchy)
             big = np.log2(hierarchy.n_leaves)
-            par = np.maximum(hierarchy.parent, 0)
-            g = 2 * info / (info + big) - 2 * info[par] / (info[par] + big)
-            lo = 2 * info[top] * (1 / (info[par] + big) - 1 / (info + big))
+            # Compare with the nearest ancestor a holding more leaves (a single-child chain has one
+            # information, so its parent would tie): the same argument, with a for π.
+            count, parent = hierarchy.leaf_count, hierarchy.parent
+            up = np.maximum(parent, 0)
+            for _ in range(hierarchy.max_depth):
+                same = (count[up] == count) & (parent[up] >= 0)
+                if not same.any():
+                    break
+                up = np.where(same, np.maximum(parent[up], 0), up)
+            g = 2 * info / (info + big) - 2 * info[up] / (info[up] + big)
+            lo = 2 * info[top] * (1 / (info[up] + big) - 1 / (info + big))
             with np.errstate(divide="ignore", invalid="ignore"):
-                q = np.where(deep & (lo > 0), lo / (g + lo), 0.0)
+                q = np.where(deep & (hierarchy.depth[up] >= 1) & (lo > 0), lo / (g + lo), 0.0)
         cache[key] = (top, q)
     return cache[key]
 
