@@ -39,7 +39,7 @@ from ..core.metric_intervals import (
     weighted_oracle_haurc,
     weighted_prf,
 )
-from ..core.metric_rules import ALL_RULES, check_rule
+from ..core.metric_rules import ALL_RULES, EXTRA_RULES, check_rule
 from ..core.probabilities import fit_temperature
 from ..core.protocol import CALIBRATION_FRACTION, SPLIT_SEED, calibration_mask, check_protocol, evaluation_mask
 from ..core.risk import LOSSES, Loss, hierarchical_correctness
@@ -197,8 +197,11 @@ class EvaluationSet:
             return self.paths[rule]
         check_rule(rule)
         ev = self.evaluation
-        return self._memo.get(("paths", rule), lambda: decision_paths_from_logits(
-            self.hierarchy, ev.logits, self.temperature, (rule,), precision=ev.precision, rows=self.rows)[rule])
+        # The named new rules share one pass over the logits (softmax and node probabilities are
+        # most of the work); another hf<β> gets its own.
+        group = EXTRA_RULES if rule in EXTRA_RULES else (rule,)
+        return self._memo.get(("paths", group), lambda: decision_paths_from_logits(
+            self.hierarchy, ev.logits, self.temperature, group, precision=ev.precision, rows=self.rows))[rule]
 
     def predict(self, rule: str, theta: float) -> tuple[np.ndarray, np.ndarray]:
         """(nodes, confidences) of ``rule`` at θ for every evaluated sample, each (n,)."""
