@@ -26,6 +26,8 @@ _LOADED = "_query_params_loaded"
 URL_IGNORED = "_url_ignored"  # (key, value, what the key accepts) of each link parameter not used
 URL_VALUES = "_url_values"    # key → raw value of every parameter the link set
 MISSING_MODEL = "_missing_model"  # a requested model that is not in the catalog (shown once replaced)
+_RUN = "_full_run"  # the number of this session's full runs (app.py's init_state counts them)
+_BOUND = "_bound_in_run"  # widget key → the full run that last drew it (``bind``)
 
 
 class Invalid(ValueError):
@@ -169,6 +171,7 @@ SETTINGS: dict[str, Setting] = {
 def init_state() -> None:
     """Fill missing canonical keys with defaults; on a session's first run, take the URL's values."""
     ss = st.session_state
+    ss[_RUN] = ss.get(_RUN, 0) + 1
     for key, setting in SETTINGS.items():
         if key not in ss:
             ss[key] = list(setting.default) if isinstance(setting.default, list) else setting.default
@@ -239,10 +242,18 @@ def bind(widget: Callable, label: str, key: str, *, scope: str = "", on_change: 
     wkey = f"_w.{scope}.{key}"
     if widget in (st.slider, st.number_input) and key in SETTINGS:
         kwargs = {**SETTINGS[key].widget_range(), **kwargs}
-    if wkey not in st.session_state or st.session_state[wkey] != st.session_state[key]:
+    ss = st.session_state
+    run, bound = ss.get(_RUN, 0), ss.setdefault(_BOUND, {})
+    if wkey in ss and bound.get(wkey, run) < run - 1:
+        # The widget was not drawn in the last full run (the page stopped early, e.g. while a data
+        # set was being picked), so the browser dropped it; Streamlit may still hold its value, and
+        # a widget re-drawn from that value alone shows its minimum. Setting it anew shows it.
+        del ss[wkey]
+    bound[wkey] = run
+    if wkey not in ss or ss[wkey] != ss[key]:
         # Only when they differ: re-setting an unchanged value overwrites what the user did in the
         # browser since this run began (quick key presses on a slider were lost).
-        st.session_state[wkey] = st.session_state[key]
+        ss[wkey] = ss[key]
     return widget(label, key=wkey, on_change=_copy_back, args=(wkey, key, on_change), **kwargs)
 
 
