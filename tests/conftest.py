@@ -95,7 +95,8 @@ SLOW_TESTS = {  # file -> test functions (every parameter of each)
                              "test_device_decode_gives_the_pil_paths_logits_on_real_images"},  # ../shared images
     "test_evaluate.py": {"test_ray_local_gives_identical_numbers"},  # Ray
     # 1,000 repetitions of every method; the shipped model's evaluation and card
-    "test_guarantees.py": {"test_every_guarantee_holds_on_synthetic_data", "test_every_guarantee_holds_on_the_shipped_logits",
+    "test_guarantees.py": {"test_every_guarantee_holds_on_synthetic_data",
+                           "test_every_guarantee_holds_on_the_shipped_logits",
                            "test_cli_guarantees_and_card", "test_card_escapes_a_hostile_model_name"},
     # a pretrained network loaded and run on the CPU (torch threads fare badly on a busy 2-core machine)
     "test_inference.py": {"test_classify_shared_image_matches_shipped_logits", "test_model_is_loaded_once_and_reused",

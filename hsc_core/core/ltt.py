@@ -185,4 +185,4 @@ def select_safe_theta(grid: np.ndarray, rejected: np.ndarray) -> tuple[np.ndarra
     rejected = np.asarray(rejected, dtype=bool)
     found = rejected.any(axis=-1)
     first = np.argmax(rejected, axis=-1)
-    return np.where(found, np.asarray(grid)[first], 1.0), found
+    return np.where(found, np.asarray(grid)[first], 1.0), np.asarray(found)

@@ -217,8 +217,8 @@ def card_markdown(card: dict[str, Any]) -> str:
     lines = [
         f"# Decision card: {md_text(card['model'])}",
         "",
-        f"**Ship {'λ' if card['method'] == 'darts' else 'θ'} = {card['theta']:.6g}** with *{md_text(card['method_label'])}* "
-        f"(`{card['method']}`; {md_text(card['method_source'])}).",
+        f"**Ship {'λ' if card['method'] == 'darts' else 'θ'} = {card['theta']:.6g}** with "
+        f"*{md_text(card['method_label'])}* (`{card['method']}`; {md_text(card['method_source'])}).",
         "",
         "## Guarantee",
         "",

@@ -229,6 +229,10 @@ class Settings:
         return 1.0 - self.alpha
 
 
+#: The public name (``hsc_core.GuaranteeSettings``).
+GuaranteeSettings = Settings
+
+
 @dataclass
 class BatchFit:
     """The calibrated rules of R calibration sets.
@@ -568,9 +572,10 @@ def shootout(
 
 def violations(reps: pd.DataFrame, s: Settings) -> np.ndarray:
     """Whether each repetition missed the requirement: accuracy < 1 − α, or (``ltt_multi``) a
-    second risk over its bound."""
+    second risk over its bound. A calibration set on which ``ltt_multi`` certified nothing claims
+    nothing (LTT returns no θ; we fall back to the root), so it cannot violate a claim."""
     bad = reps["accuracy"].to_numpy() < s.target - 1e-12
-    multi = (reps["method"] == "ltt_multi").to_numpy()
+    multi = (reps["method"] == "ltt_multi").to_numpy() & reps["certified"].to_numpy(dtype=bool)
     if s.min_coverage is not None:
         bad |= multi & (reps["coverage"].to_numpy() < s.min_coverage - 1e-12)
     if s.max_severity is not None:
@@ -643,7 +648,8 @@ class ShootoutResult:
 
 
 __all__ = [
-    "DEFAULT_METHODS", "FWER_PROCEDURES", "METHODS", "SAMPLINGS", "SUMMARY_COLUMNS", "BatchFit", "Calibration",
-    "GuaranteeData", "MethodInfo", "Settings", "ShootoutResult", "apply_weights", "calibrate", "calibrate_weights",
-    "cannot_note", "check_methods", "draw_weights", "shootout", "summarize", "violations",
+    "DEFAULT_METHODS", "FWER_PROCEDURES", "METHODS", "SAMPLINGS", "SUMMARY_COLUMNS", "BatchFit",
+    "Calibration", "GuaranteeData", "GuaranteeSettings", "MethodInfo", "Settings", "ShootoutResult",
+    "apply_weights", "calibrate", "calibrate_weights", "cannot_note", "check_methods", "draw_weights",
+    "shootout", "summarize", "violations",
 ]
