@@ -86,7 +86,7 @@ def random_tree(n_leaves: int, seed: int) -> Hierarchy:
 BROWSER_FILES = {"test_browser.py", "test_browser_datasets.py", "test_security_browser.py"}
 BROWSER_TESTS = {"test_report.py": {"test_report_makes_no_network_request_in_a_browser"}}
 APP_FIXTURES = {"app_env", "open_page"}
-SLOW_FILES = {"test_package.py", "test_app_overview_scale.py", "test_app_datasets.py"}
+SLOW_FILES = {"test_package.py", "test_app_overview_scale.py", "test_app_datasets.py", "test_app_guarantees.py"}
 SLOW_FIXTURES = {"test_cache_logits.py": {"synthetic"}}
 SLOW_TESTS = {  # file -> test functions (every parameter of each)
     "test_cache_logits.py": {"test_models_on_local_ray_one_task_each_resumable",  # Ray

@@ -97,7 +97,7 @@ def decision_card(
         raise ValueError(f"the target accuracy must lie in (0, 1), got {target_accuracy}")
     settings = Settings(alpha=1.0 - float(target_accuracy), delta=float(delta), **options)
     es = evaluation.setting(ts)
-    data = data if data is not None else GuaranteeData.from_evaluation_set(es)
+    data = data if data is not None else es.guarantee_data()
     n = data.n
     n_cal = int(min(1000, n // 2) if n_cal is None else n_cal)
     if not 0 < n_cal < n:

@@ -30,7 +30,6 @@ from ..evaluation.guarantees import (
     N_REPS,
     SAMPLINGS,
     SUMMARY_COLUMNS,
-    GuaranteeData,
     Settings,
     check_methods,
     shootout,
@@ -159,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     n_cal = int(args.n_cal or min(1000, es.n // 2))
     if n_cal >= es.n:
         raise ValueError(f"--n-cal must be below the evaluation split's {es.n:,} samples, got {n_cal:,}")
-    data = GuaranteeData.from_evaluation_set(es)
+    data = es.guarantee_data()
     res = shootout(data, settings, n_cal, methods=methods, reps=args.reps, sampling=args.sampling, seed=args.seed,
                    progress=_bar("guarantees"))
     print(f"{ev.name}: accuracy ≥ {settings.target:.4g}, δ = {settings.delta:.4g}, n_cal = {n_cal:,} of {es.n:,}, "
