@@ -97,7 +97,8 @@ SLOW_TESTS = {  # file -> test functions (every parameter of each)
     # 1,000 repetitions of every method; the shipped model's evaluation and card
     "test_guarantees.py": {"test_every_guarantee_holds_on_synthetic_data",
                            "test_every_guarantee_holds_on_the_shipped_logits",
-                           "test_cli_guarantees_and_card", "test_card_escapes_a_hostile_model_name"},
+                           "test_cli_guarantees_and_card", "test_card_escapes_a_hostile_model_name",
+                           "test_report_embeds_the_card_escaped"},
     # a pretrained network loaded and run on the CPU (torch threads fare badly on a busy 2-core machine)
     "test_inference.py": {"test_classify_shared_image_matches_shipped_logits", "test_model_is_loaded_once_and_reused",
                           "test_png_with_alpha_and_large_photo_classify", "test_classify_greyscale_upload"},

@@ -349,3 +349,20 @@ def test_card_escapes_a_hostile_model_name(shipped):
     assert "<script>" not in body and "[x](http" not in body and "\\[x\\](http" in body and "\n# h" not in body
     import yaml
     assert yaml.safe_load(md.split("---\n")[1])["model_name"] == card["model"]
+
+
+def test_report_embeds_the_card_escaped():
+    import base64
+    import re
+
+    from hsc_core.datasets.imagenet import imagenet_hierarchy
+    from hsc_core.evaluation.model import ModelEvaluation
+    from hsc_core.report.html_report import build_report
+
+    h = imagenet_hierarchy()
+    logits, labels = synthetic_logits(h, 500, top1=0.75, seed=3)
+    ev = ModelEvaluation(h, logits, labels, name="<b>evil</b> & co")
+    text = build_report([ev], n_resamples=100, card={"target_accuracy": 0.9, "delta": 0.1, "method": "ltt_holm"})
+    assert "Decision card: &lt;b&gt;evil&lt;/b&gt; &amp; co" in text and "<b>evil</b>" not in text
+    md = base64.b64decode(re.search(r"data:text/markdown;base64,([A-Za-z0-9+/=]+)", text).group(1)).decode()
+    assert 'method: "ltt_holm"' in md and "<b>" not in md.split("---\n", 2)[2]
