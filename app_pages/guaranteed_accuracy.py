@@ -299,7 +299,8 @@ def shootout_section(req: Requirement) -> None:
     for _, r in s[s["certified_share"] < 1].iterrows():
         st.warning(f"**{r['label']}**: {r['note']}", icon=":material/block:")
     name = f"guarantees_a{req.target:.3f}_d{req.delta:.2f}_n{req.n}"
-    c1, c2 = st.columns(2)
+    # side by side on a desktop; one under the other in presenter mode, each the screen's width
+    c1, c2 = (st.container(), st.container()) if ui.presenter() else st.columns(2)
     with c1:
         ui.figure(violation_figure(s, req.delta), f"{name}_violations", key="ga_violations",
                   context=ui.export_context(es), title=f"Violation rate over {res.reps:,} calibration sets vs δ")

@@ -83,7 +83,8 @@ def random_tree(n_leaves: int, seed: int) -> Hierarchy:
 # SLOW_TESTS below, per file                  slow            Ray, torchrun, a subprocess, a pretrained network run
 #                                                             on the CPU, and tests measured at over ~1.5 s each
 #                                                             (a parametrized sweep: over ~2 s in all)
-BROWSER_FILES = {"test_browser.py", "test_browser_datasets.py", "test_security_browser.py"}
+BROWSER_FILES = {"test_browser.py", "test_browser_datasets.py", "test_security_browser.py",
+                 "test_browser_guarantees.py"}
 BROWSER_TESTS = {"test_report.py": {"test_report_makes_no_network_request_in_a_browser"}}
 APP_FIXTURES = {"app_env", "open_page"}
 SLOW_FILES = {"test_package.py", "test_app_overview_scale.py", "test_app_datasets.py", "test_app_guarantees.py"}

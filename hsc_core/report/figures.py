@@ -499,19 +499,19 @@ def violation_figure(summary: pd.DataFrame, delta: float, title: str | None = No
     """
     fig = go.Figure()
     s = summary.iloc[::-1]
-    labels = [style.plain(x) for x in s["label"]]
+    labels = [f"{style.plain(x)} · {k} · {v:.0%}" for x, k, v in zip(s["label"], s["kind"], s["violation_rate"],
+                                                                     strict=True)]
     colors = [GUARANTEE_KIND_COLORS.get(k, NEUTRAL_COLOR) for k in s["kind"]]
     fig.add_trace(go.Bar(
-        x=s["violation_rate"], y=labels, orientation="h", marker=dict(
+        x=s["violation_rate"].astype(float).tolist(), y=labels, orientation="h", marker=dict(
             color=colors, pattern=dict(shape=["" if k == "pac" else "/" for k in s["kind"]])),
-        error_x=dict(type="data", array=1.96 * s["violation_se"].to_numpy(float), color="#333"),
-        text=[f"{v:.1%} ({k})" for v, k in zip(s["violation_rate"], s["kind"], strict=True)],
-        textposition="outside", cliponaxis=False, showlegend=False,
+        error_x=dict(type="data", array=(1.96 * s["violation_se"].to_numpy(float)).tolist(), color="#333"),
+        showlegend=False,
         hovertemplate="%{y}: %{x:.1%} of the calibration sets fell below the target<extra></extra>"))
     fig.add_vline(x=delta, line=dict(color=BAD_COLOR, width=3, dash="dash"),
                   annotation_text=f"δ = {delta:.3g}", annotation_position="top")
     top = float(max(0.6, (s["violation_rate"] + 2 * s["violation_se"]).max() + 0.15))
-    fig.update_xaxes(title_text="share of calibration sets whose accuracy fell below the target",
+    fig.update_xaxes(title_text="sets below target",
                      range=[0, min(1.05, top)], tickformat=".0%")
     fig.update_yaxes(automargin=True)
     return layout(fig, title, height=max(320, 44 * len(s) + 120))
@@ -523,8 +523,7 @@ def accuracy_coverage_figure(summary: pd.DataFrame, target: float, title: str | 
     fig = go.Figure()
     for k, (_, r) in enumerate(summary.iterrows()):
         fig.add_trace(go.Scatter(
-            x=[r["coverage_mean"]], y=[r["accuracy_mean"]], mode="markers+text", name=style.plain(r["label"]),
-            text=[style.plain(r["method"])], textposition="top center",
+            x=[r["coverage_mean"]], y=[r["accuracy_mean"]], mode="markers", name=style.plain(r["label"]),
             marker=dict(size=13, color=GUARANTEE_KIND_COLORS.get(r["kind"], NEUTRAL_COLOR),
                         symbol=_METHOD_SYMBOLS[k % len(_METHOD_SYMBOLS)], line=dict(color="white", width=1)),
             error_x=dict(type="data", array=[r["coverage_std"]], thickness=1),
@@ -534,4 +533,6 @@ def accuracy_coverage_figure(summary: pd.DataFrame, target: float, title: str | 
                   annotation_position="bottom right")
     fig.update_xaxes(title_text="mean coverage of the predicted nodes (higher = more specific)")
     fig.update_yaxes(title_text="mean accuracy")
-    return layout(fig, title, height=520)
+    fig = layout(fig, title, height=560)
+    fig.update_layout(legend=dict(orientation="v", yanchor="top", y=-0.18, xanchor="left", x=0.0))
+    return fig
