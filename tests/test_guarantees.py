@@ -366,3 +366,22 @@ def test_report_embeds_the_card_escaped():
     assert "Decision card: &lt;b&gt;evil&lt;/b&gt; &amp; co" in text and "<b>evil</b>" not in text
     md = base64.b64decode(re.search(r"data:text/markdown;base64,([A-Za-z0-9+/=]+)", text).group(1)).decode()
     assert 'method: "ltt_holm"' in md and "<b>" not in md.split("---\n", 2)[2]
+
+
+def test_top_down_nodes_equal_a_greedy_descent():
+    from hsc_core.core.conformal import top_down_paths
+
+    h = synthetic_taxonomy(40, depth=4, seed=7)
+    leaf = np.random.default_rng(8).dirichlet(np.full(h.n_leaves, 0.3), 50)
+    probs = node_probabilities(h, leaf)
+    paths = top_down_paths(h, probs)
+    for theta in (0.0, 0.2, 0.5, 0.8, 1.0):
+        got = paths.predict(theta)[0]
+        for i in range(50):
+            node = h.root
+            while h.children[node].size:
+                kid = h.children[node][np.argmax(probs[i, h.children[node]])]
+                if probs[i, kid] < theta:
+                    break
+                node = int(kid)
+            assert got[i] == node, (theta, i)

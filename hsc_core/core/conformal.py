@@ -7,14 +7,16 @@ nodes). Conformal validity needs a *nested* family of sets indexed by one parame
 covered iff θ exceeds one number per sample (its "last incorrect" value), so the calibrated θ̂ is an
 order statistic of those numbers and P(y ∈ C_θ̂(x)) ≥ 1 − α over calibration and test sample.
 
-Two nested node families are provided, both as ``DecisionPaths`` records (the node chosen at θ is
+Three nested node families are provided, all as ``DecisionPaths`` records (the node chosen at θ is
 the first record whose value is ≥ θ, ``rules.record_index``):
 
 * Climbing's path (paper Algorithm 1): the paper's Algorithm 2 *is* split conformal on it;
 * ``lca_set_paths``: the LCA of the flat "LAC" set {argmax} ∪ {y : p(y|x) > 1 − θ} (Sadinle, Lei &
   Wasserman 2019), i.e. the most specific single node containing every leaf the flat conformal set
   would return — the node-valued version of the standard flat conformal set, our construction in
-  the framework of Mortier et al. (the node grows as θ rises, so the family is nested).
+  the framework of Mortier et al. (the node grows as θ rises, so the family is nested);
+* ``top_down_paths``: the greedy top-down node — from the root into the most probable child while
+  its probability is ≥ θ (internal-node prediction sets as in Mortier et al.).
 
 Mondrian (class-conditional) variants calibrate one θ̂ per group — here the predicted superclass at
 a chosen depth, known at test time — which guarantees 1 − α *within every group* (Vovk et al. 2005).
@@ -26,10 +28,11 @@ import numpy as np
 
 from ..config import rows_per_chunk
 from .hierarchy import Hierarchy
-from .rules import DecisionPaths
+from .rules import DecisionPaths, _segment_argmax
 from .validation import check_node_probs
 
 LCA_SET = "lca_set"
+TOP_DOWN = "top_down"
 #: Records kept per sample by ``lca_set_paths``: beyond them the set's node is the root (a superset,
 #: so coverage stays valid); bounds memory at iNat21 scale.
 MAX_RECORDS = 64
@@ -95,6 +98,69 @@ def lca_set_paths(hierarchy: Hierarchy, node_probs: np.ndarray, *, max_records: 
         np.arange(width)[None, :] >= last[:, None], 1.0, values)
     width_used = int(lengths.max()) if n else 1
     return DecisionPaths(LCA_SET, nodes[:, :width_used], values[:, :width_used], lengths)
+
+
+def top_down_paths(hierarchy: Hierarchy, node_probs: np.ndarray) -> DecisionPaths:
+    """Records of the greedy top-down node: from the root, step into the most probable child while
+    its probability is ≥ θ (the internal-node search of Mortier et al. 2025, arXiv 2501.19038).
+
+    The greedy path root → leaf is fixed per sample; at θ the node is its deepest node with
+    probability ≥ θ, i.e. the first record (deepest first) whose value is ≥ θ. Nodes on one path
+    are nested, so the family is nested and split conformal applies. Values are made
+    non-decreasing towards the root (a parent's probability is the sum of its children's; rounding
+    could break that by an ulp) and the root's is 1.
+
+    Parameters
+    ----------
+    hierarchy : the class tree.
+    node_probs : (n_samples, n_nodes) node probabilities.
+
+    Returns
+    -------
+    ``DecisionPaths`` with rule ``"top_down"``, (n_samples, max_depth + 1) tables.
+
+    Examples
+    --------
+    >>> h = Hierarchy.from_parents([4, 4, 5, 5, 6, 6, -1], 4)
+    >>> p = np.array([[0.3, 0.25, 0.35, 0.1, 0.55, 0.45, 1.0]])   # argmax leaf 2, but node 4 > node 5
+    >>> paths = top_down_paths(h, p)
+    >>> paths.nodes.tolist(), paths.values.round(2).tolist()
+    ([[0, 4, 6]], [[0.3, 0.55, 1.0]])
+    """
+    probs = check_node_probs(node_probs, hierarchy.n_nodes)
+    n = probs.shape[0]
+    parent = hierarchy.parent
+    internal = np.flatnonzero(np.bincount(parent[parent >= 0], minlength=hierarchy.n_nodes) > 0)
+    kids = np.argsort(parent, kind="stable")
+    kids = kids[parent[kids] >= 0]  # children grouped by parent, parents ascending
+    starts = np.searchsorted(parent[kids], internal)
+    slot = np.full(hierarchy.n_nodes, -1, dtype=np.int64)
+    slot[internal] = np.arange(internal.size)
+    width = hierarchy.max_depth + 1
+    nodes = np.empty((n, width), dtype=np.int64)
+    values = np.empty((n, width), dtype=probs.dtype if probs.dtype in (np.float32, np.float64) else np.float64)
+    chunk = rows_per_chunk(max(1, kids.size) * 16)
+    for s in range(0, n, chunk):
+        block = probs[s: s + chunk]
+        best = _segment_argmax(block, kids, starts)  # most probable child of each internal node (first on ties)
+        rows = np.arange(block.shape[0])
+        path = np.empty((block.shape[0], width), dtype=np.int64)
+        path[:, 0] = hierarchy.root
+        for d in range(1, width):
+            here = path[:, d - 1]
+            is_leaf = slot[here] < 0
+            path[:, d] = np.where(is_leaf, here, best[rows, np.maximum(slot[here], 0)])
+        deep_first = path[:, ::-1]
+        vals = np.minimum(block[rows[:, None], deep_first], 1.0)
+        vals[:, -1] = 1.0
+        nodes[s: s + chunk] = deep_first
+        values[s: s + chunk] = np.maximum.accumulate(vals, axis=1)
+    lengths = hierarchy.depth[nodes[:, 0]] + 1
+    # rows shorter than the deepest are padded at the front with their leaf: move the padding to the end
+    pad = width - lengths
+    cols = np.minimum(np.arange(width)[None, :] + pad[:, None], width - 1)
+    return DecisionPaths(TOP_DOWN, np.take_along_axis(nodes, cols, axis=1), np.take_along_axis(values, cols, axis=1),
+                         lengths)
 
 
 def conformal_rank(n: int | np.ndarray, alpha: float) -> np.ndarray:

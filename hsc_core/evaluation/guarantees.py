@@ -43,6 +43,7 @@ from ..core.conformal import (
     lca_set_paths,
     mondrian_groups,
     threshold_above,
+    top_down_paths,
     weighted_order_statistic,
 )
 from ..core.hierarchy import Hierarchy
@@ -92,6 +93,8 @@ METHODS: dict[str, MethodInfo] = {
                             "Angelopoulos et al. 2021 §4: max of the risks' p-values, Holm"),
     "conformal_lca": MethodInfo("Conformal node (LCA of the flat set)", "lca_set", "marginal",
                                 "split conformal on node-valued sets (Mortier et al. 2025)"),
+    "conformal_top_down": MethodInfo("Conformal node (greedy top-down)", "top_down", "marginal",
+                                     "split conformal on the greedy top-down node (Mortier et al. 2025)"),
     "theorem1_mondrian": MethodInfo("Algorithm 2 per superclass (Mondrian)", "climbing", "marginal per group",
                                     "Mondrian split conformal (Vovk et al. 2005) on Climbing"),
     "conformal_mondrian": MethodInfo("Conformal node per superclass (Mondrian)", "lca_set", "marginal per group",
@@ -101,7 +104,7 @@ METHODS: dict[str, MethodInfo] = {
 #: Methods the shoot-out runs by default (``ltt_multi`` joins when a second risk is given).
 DEFAULT_METHODS: tuple[str, ...] = (
     "theorem1", "theorem1_pac", "crc", "ltt_bonferroni", "ltt_fixed_sequence", "ltt_holm",
-    "conformal_lca", "theorem1_mondrian", "conformal_mondrian", "darts")
+    "conformal_lca", "conformal_top_down", "theorem1_mondrian", "conformal_mondrian", "darts")
 N_REPS = 1000
 SEED = 0
 MONDRIAN_DEPTH = 2
@@ -128,7 +131,7 @@ class GuaranteeData:
     ----------
     hierarchy : the class tree.
     labels : (n,) true leaves.
-    paths : family → ``DecisionPaths`` (``"climbing"`` and ``"lca_set"``), (n, n_records).
+    paths : family → ``DecisionPaths`` (``"climbing"``, ``"lca_set"``, ``"top_down"``), (n, n_records).
     last_incorrect : family → (n,) value the parameter must exceed for the node to be correct
         (−inf: always correct).
     tight : (n,) the paper's per-sample thresholds (Algorithm 3) for Algorithm 2's θ̂.
@@ -164,7 +167,7 @@ class GuaranteeData:
         labels = check_labels(labels, probs.shape[0], hierarchy.n_leaves)
         climbing = decision_paths(hierarchy, probs, "climbing")
         return cls._build(hierarchy, labels, climbing, lca_set_paths(hierarchy, probs),
-                          climbing_tight_thresholds(hierarchy, probs, labels), probs)
+                          top_down_paths(hierarchy, probs), climbing_tight_thresholds(hierarchy, probs, labels), probs)
 
     @classmethod
     def from_evaluation_set(cls, es: Any) -> GuaranteeData:
@@ -173,15 +176,19 @@ class GuaranteeData:
         from ..core.evaluation import node_probability_chunks
 
         ev = es.evaluation
-        parts = [lca_set_paths(es.hierarchy, probs) for _, probs in node_probability_chunks(
-            es.hierarchy, ev.logits, temperature=es.temperature, rows=es.rows, precision=ev.precision)]
-        return cls._build(es.hierarchy, es.labels, es.paths["climbing"], concat_decision_paths(parts),
-                          es.tight_thresholds(), lambda: es.node_probabilities(np.arange(es.n)))
+        lca, top = [], []
+        for _, probs in node_probability_chunks(es.hierarchy, ev.logits, temperature=es.temperature, rows=es.rows,
+                                                precision=ev.precision):
+            lca.append(lca_set_paths(es.hierarchy, probs))
+            top.append(top_down_paths(es.hierarchy, probs))
+        return cls._build(es.hierarchy, es.labels, es.paths["climbing"], concat_decision_paths(lca),
+                          concat_decision_paths(top), es.tight_thresholds(),
+                          lambda: es.node_probabilities(np.arange(es.n)))
 
     @classmethod
     def _build(cls, hierarchy: Hierarchy, labels: np.ndarray, climbing: DecisionPaths, lca: DecisionPaths,
-               tight: np.ndarray, probs: Any) -> GuaranteeData:
-        paths = {"climbing": climbing, "lca_set": lca}
+               top: DecisionPaths, tight: np.ndarray, probs: Any) -> GuaranteeData:
+        paths = {"climbing": climbing, "lca_set": lca, "top_down": top}
         return cls(hierarchy, labels, paths,
                    {k: last_incorrect_values(hierarchy, p, labels) for k, p in paths.items()},
                    np.asarray(tight, dtype=float), climbing.nodes[:, 0], probs)
@@ -364,9 +371,10 @@ def calibrate_weights(method: str, data: GuaranteeData, weights: np.ndarray, set
             raise ValueError("ltt_multi needs a second risk: a minimum coverage or a maximum severity")
         procedure: FWERProcedure = "holm" if multi else method[4:]  # type: ignore[assignment]
         return _ltt(data, w, s, procedure, multi)
-    if method == "conformal_lca":
-        th, ok = _order_theta(data.last_incorrect["lca_set"], w, conformal_rank(n_cal, s.alpha),
-                              data.paths["lca_set"].values.dtype)
+    if method in ("conformal_lca", "conformal_top_down"):
+        family = METHODS[method].family
+        th, ok = _order_theta(data.last_incorrect[family], w, conformal_rank(n_cal, s.alpha),
+                              data.paths[family].values.dtype)
         return BatchFit(th[:, None], ok)
     if method.endswith("_mondrian"):
         return _mondrian(data, w, s, "climbing" if method == "theorem1_mondrian" else "lca_set")
@@ -446,7 +454,7 @@ def cannot_note(method: str, n_cal: int, s: Settings, found: bool | float) -> st
         return ""
     kind = METHODS[method].kind
     who = "in every calibration set" if share == 0 else f"in {1 - share:.0%} of the calibration sets"
-    if method in ("theorem1", "conformal_lca", "crc") and (n_cal + 1) * s.alpha < 1:
+    if method in ("theorem1", "conformal_lca", "conformal_top_down", "crc") and (n_cal + 1) * s.alpha < 1:
         return (f"cannot meet accuracy {s.target:.4g} with n = {n_cal:,}: (n+1)·α < 1, so θ̂ = 1 and every "
                 f"sample gets the root (needs n ≥ {int(np.ceil(1 / s.alpha - 1)):,})")
     # with no error at all the best p-value / Beta tail is (1 − α)^n: below that n nothing certifies
