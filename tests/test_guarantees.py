@@ -385,3 +385,13 @@ def test_top_down_nodes_equal_a_greedy_descent():
                     break
                 node = int(kid)
             assert got[i] == node, (theta, i)
+
+
+def test_multi_risk_with_severity_holds_and_is_stricter():
+    data = _data(synthetic_taxonomy(60, depth=4, seed=9), 2000, seed=13, top1=0.7)
+    s = Settings(alpha=0.15, delta=0.1, max_severity=0.1)
+    res = shootout(data, s, 500, methods=["ltt_holm", "ltt_multi"], reps=300, seed=8)
+    _check_guarantees(res, s)
+    by = res.summary.set_index("method")
+    assert by.loc["ltt_multi", "severity_mean"] <= 0.1 + 0.01
+    assert by.loc["ltt_multi", "coverage_mean"] <= by.loc["ltt_holm", "coverage_mean"] + 1e-12

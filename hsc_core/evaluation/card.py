@@ -151,6 +151,14 @@ def decision_card(
         "certified": bool(fit.found),
         "note": fit.note,
         "guarantee": guarantee_sentence(info.kind, settings.target, settings.delta, settings.mondrian_depth),
+        "guaranteed": {
+            "accuracy": settings.target,
+            "coverage": settings.min_coverage if method == "ltt_multi" else None,
+            "severity_at_most": settings.max_severity if method == "ltt_multi" else None,
+            "confidence": 1.0 - settings.delta if info.kind == "pac" else None,
+            "holds": "with probability" if info.kind == "pac" else ("none" if info.kind == "heuristic"
+                                                                    else "on average"),
+        },
         "realised": {
             "accuracy": k / m, "accuracy_interval": list(_proportion_interval(k, m)),
             "coverage": float(cov.mean()), "coverage_interval": list(_mean_interval(cov)),
@@ -182,6 +190,18 @@ def md_text(value: Any, limit: int = 200) -> str:
 def _yaml(value: Any) -> str:
     """A YAML scalar: JSON's quoting is valid YAML (double-quoted, escaped), numbers as they are."""
     return json.dumps(value, ensure_ascii=False)
+
+
+def _guaranteed_line(card: dict[str, Any]) -> str:
+    g = card.get("guaranteed") or {}
+    parts = [f"accuracy ≥ {g.get('accuracy', card['target_accuracy']):.4g}"]
+    if g.get("coverage") is not None:
+        parts.append(f"coverage ≥ {g['coverage']:.4g}")
+    if g.get("severity_at_most") is not None:
+        parts.append(f"mean severity ≤ {g['severity_at_most']:.4g}")
+    how = (f"with probability ≥ {g['confidence']:.4g}" if g.get("confidence") is not None
+           else {"on average": "on average", "none": "(no guarantee)"}.get(g.get("holds", ""), ""))
+    return f"Guaranteed: {', '.join(parts)} {how}."
 
 
 def card_markdown(card: dict[str, Any]) -> str:
@@ -225,6 +245,8 @@ def card_markdown(card: dict[str, Any]) -> str:
         md_text(card["guarantee"], 400),
         "",
         ("**Certified.**" if card["certified"] else f"**Not certified:** {md_text(card['note'], 400)}"),
+        "",
+        _guaranteed_line(card),
         "",
         "## Realised on held-out samples",
         "",

@@ -457,8 +457,10 @@ def cannot_note(method: str, n_cal: int, s: Settings, found: bool | float) -> st
     if method in ("theorem1", "conformal_lca", "conformal_top_down", "crc") and (n_cal + 1) * s.alpha < 1:
         return (f"cannot meet accuracy {s.target:.4g} with n = {n_cal:,}: (n+1)·α < 1, so θ̂ = 1 and every "
                 f"sample gets the root (needs n ≥ {int(np.ceil(1 / s.alpha - 1)):,})")
-    # with no error at all the best p-value / Beta tail is (1 − α)^n: below that n nothing certifies
-    need = int(np.ceil(np.log(s.delta) / np.log(1.0 - s.alpha)))
+    # with no error at all the best p-value / Beta tail is (1 − α)^n; it must reach δ (fixed sequence,
+    # Theorem 1) or δ/m (Bonferroni and Holm test the best θ at δ/m first): below that n nothing certifies
+    level = s.delta / s.n_lambdas if method in ("ltt_bonferroni", "ltt_holm", "ltt_multi") else s.delta
+    need = int(np.ceil(np.log(level) / np.log(1.0 - s.alpha)))
     if method == "theorem1_pac":
         return (f"cannot certify accuracy {s.target:.4g} with confidence {1 - s.delta:.4g} at n = {n_cal:,} "
                 f"(needs n ≥ {need:,}): it predicts the root {who}")

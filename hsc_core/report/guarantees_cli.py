@@ -133,15 +133,17 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def _format(summary) -> str:
     cols = [("method", 20, "s"), ("kind", 9, "s"), ("violation_rate", 9, ".3f"), ("violation_se", 7, ".3f"),
+            ("guarantee_holds", 5, "s"),
             ("accuracy_mean", 8, ".4f"), ("accuracy_std", 7, ".4f"), ("coverage_mean", 8, ".4f"),
             ("set_size_mean", 8, ".1f"), ("seconds", 7, ".2f")]
     head = "  ".join(f"{c[:w]:>{w}}" if f != "s" else f"{c[:w]:<{w}}" for c, w, f in
-                     [("method", 20, "s"), ("guarantee", 9, "s"), ("viol.", 9, ""), ("± se", 7, ""),
+                     [("method", 20, "s"), ("guarantee", 9, "s"), ("viol.", 9, ""), ("± se", 7, ""), ("holds", 5, "s"),
                       ("acc", 8, ""), ("acc sd", 7, ""), ("coverage", 8, ""), ("leaves", 8, ""), ("s", 7, "")])
     lines = [head]
     for _, r in summary.iterrows():
         kind = {"marginal per group": "per group"}.get(r["kind"], r["kind"])
-        lines.append("  ".join(f"{str(kind if c == 'kind' else r[c])[:w]:<{w}}" if f == "s" else f"{r[c]:>{w}{f}}"
+        shown = {"kind": kind, "guarantee_holds": {True: "yes", False: "NO"}.get(r["guarantee_holds"], "–")}
+        lines.append("  ".join(f"{str(shown.get(c, r[c]))[:w]:<{w}}" if f == "s" else f"{r[c]:>{w}{f}}"
                                for c, w, f in cols))
     notes = [f"- {r['method']}: {r['note']}" for _, r in summary.iterrows() if r["note"]]
     return "\n".join(lines + ([""] + notes if notes else []))
