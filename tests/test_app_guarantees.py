@@ -99,3 +99,5 @@ def test_shootout_from_a_deep_link_matches_the_library(page, model_dir):
     np.testing.assert_allclose(table["coverage_mean"].to_numpy(float), res.summary["coverage_mean"].to_numpy(float))
     assert len(at.get("plotly_chart")) >= 2
     assert at.query_params["g_reps"] in (["40"], "40")
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert {"Card (Markdown)", "Card (JSON)"} <= set(labels), labels
