@@ -531,7 +531,7 @@ def shootout(
     reps: int = N_REPS,
     sampling: Sampling = "iid",
     seed: int = SEED,
-    chunk: int = 100,
+    chunk: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> ShootoutResult:
     """Every method on the same ``reps`` calibration sets of ``n_cal`` samples.
@@ -543,7 +543,8 @@ def shootout(
     n_cal : calibration size.
     methods : names of ``METHODS`` (``ltt_multi`` needs a second risk in ``settings``).
     reps, sampling, seed : the repetitions (``draw_weights``).
-    chunk : calibration sets processed at once (memory: chunk × n × records).
+    chunk : calibration sets processed at once; default: up to 100, fewer when the (chunk, n) tables
+        (weights, nodes, four per-sample measures) would exceed the memory budget.
     progress : ``progress(done, total)`` after each chunk of each method.
 
     Returns
@@ -552,6 +553,8 @@ def shootout(
     """
     methods = check_methods(methods)
     draw = draw_weights(data.labels, n_cal, reps, sampling=sampling, seed=seed)
+    if chunk is None:
+        chunk = int(min(100, max(1, memory_budget_bytes() // max(1, data.n * 8 * 8))))
     sizes = [min(chunk, reps - s) for s in range(0, reps, chunk)]
     total = len(sizes) * len(methods)
     done = 0
