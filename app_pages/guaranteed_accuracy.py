@@ -244,6 +244,7 @@ def solver(req: Requirement) -> None:
     ui.csv_download(pd.DataFrame([res]), "theorem1_solution", key="dl_solve")
 
 
+P_VALUE_LABELS = {"binomial": "exact binomial", "hoeffding_bentkus": "Hoeffding–Bentkus"}
 SUMMARY_LABELS = {
     "label": "method", "kind": "guarantee", "violation_rate": "violation rate", "violation_se": "± s.e.",
     "violation_high": "95 % upper limit", "guarantee_holds": "holds", "accuracy_mean": "mean accuracy",
@@ -261,6 +262,14 @@ def shootout_section(req: Requirement) -> None:
                "calibration/test splits.")
     with ui.controls("Shoot-out settings"):
         c = st.columns([2.2, 1, 1, 1])
+        d = st.columns([1.5, 1, 2.7])
+        with d[0]:
+            p_value = state.bind(st.radio, "LTT p-values", "g_pv", scope="ga", options=list(P_VALUE_LABELS),
+                                 horizontal=True, format_func=P_VALUE_LABELS.get)
+        with d[1]:
+            depth = int(state.bind(st.number_input, "Mondrian depth", "g_depth", scope="ga", step=1,
+                                   help="Superclasses of the Mondrian methods: the predicted leaf's ancestor at "
+                                        "this depth."))
         with c[0]:
             methods = state.bind(st.multiselect, "Methods", "g_methods", scope="ga", options=list(METHODS),
                                  format_func=lambda m: METHODS[m].label,
@@ -273,7 +282,7 @@ def shootout_section(req: Requirement) -> None:
             cov = float(state.bind(st.number_input, "LTT: min coverage", "g_cov", scope="ga", step=0.05,
                                    format="%.2f", help="A second risk for 'LTT · several risks' (0: none)."))
     methods = [m for m in methods if m != "ltt_multi" or cov > 0]
-    key = (es.key, req.target, req.delta, req.n, reps, req.seed, sampling, tuple(methods), cov)
+    key = (es.key, req.target, req.delta, req.n, reps, req.seed, sampling, tuple(methods), cov, p_value, depth)
     if req.root_only:
         st.warning(req.too_small(), icon=":material/warning:")
     if st.button("Run the shoot-out", type="primary", icon=":material/play_arrow:", disabled=not methods):
@@ -281,7 +290,8 @@ def shootout_section(req: Requirement) -> None:
         try:
             with st.spinner("Preparing the per-sample quantities…"):
                 gdata = es.view.guarantee_data()
-            settings = Settings(alpha=req.alpha, delta=req.delta, min_coverage=cov or None)
+            settings = Settings(alpha=req.alpha, delta=req.delta, min_coverage=cov or None, p_value=p_value,
+                                mondrian_depth=depth)
             res = shootout(gdata, settings, req.n, methods=methods, reps=reps, sampling=sampling,
                            seed=req.seed, progress=lambda d, t: bar.progress(d / t, text=f"Shoot-out… {d}/{t}"))
         except ValueError as exc:

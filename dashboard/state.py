@@ -172,6 +172,8 @@ SETTINGS: dict[str, Setting] = {
     "g_sampling": Setting("iid", _choice(*SAMPLINGS)),
     "g_cov": _float_setting(0.0, 0.0, 0.99),
     "g_card": Setting("theorem1_pac", _choice(*METHODS)),
+    "g_depth": _int_setting(2, 0, 30),
+    "g_pv": Setting("binomial", _choice("binomial", "hoeffding_bentkus")),
     # Presenter mode (bigger fonts, controls tucked away) and the guided story's step
     "presenter": Setting(False, _bool, lambda v: "1" if v else "0"),
     "step": Setting(1, _int_in(1, 5)),

@@ -86,15 +86,17 @@ def test_a_run_survives_moving_the_target_and_back(page):
 
 
 def test_shootout_from_a_deep_link_matches_the_library(page, model_dir):
-    at = page({"acc": "0.9", "conf": "0.9", "n": "250", "g_reps": "40", "g_methods": "theorem1,ltt_holm,crc",
-               "g_sampling": "iid", "split_seed": "2"})
-    assert at.multiselect(key="_w.ga.g_methods").value == ["theorem1", "crc", "ltt_holm"]
+    at = page({"acc": "0.9", "conf": "0.9", "n": "250", "g_reps": "40",
+               "g_methods": "theorem1,ltt_holm,crc,theorem1_mondrian", "g_sampling": "iid", "split_seed": "2",
+               "g_pv": "hoeffding_bentkus", "g_depth": "1"})
+    methods = ["theorem1", "crc", "ltt_holm", "theorem1_mondrian"]
+    assert at.multiselect(key="_w.ga.g_methods").value == methods
     next(b for b in at.button if b.label == "Run the shoot-out").click().run()
     assert not at.exception
     table = next(d.value for d in at.dataframe if "violation_rate" in d.value.columns)
     ev = ModelEvaluation.from_bundle(load_logits(model_dir / "alpha_net.npz"), imagenet_hierarchy())
-    res = shootout(ev.setting(False).guarantee_data(), Settings(alpha=0.1, delta=0.1), 250,
-                   methods=["theorem1", "crc", "ltt_holm"], reps=40, seed=2)
+    settings = Settings(alpha=0.1, delta=0.1, p_value="hoeffding_bentkus", mondrian_depth=1)
+    res = shootout(ev.setting(False).guarantee_data(), settings, 250, methods=methods, reps=40, seed=2)
     np.testing.assert_allclose(table["violation_rate"].to_numpy(float), res.summary["violation_rate"].to_numpy(float))
     np.testing.assert_allclose(table["coverage_mean"].to_numpy(float), res.summary["coverage_mean"].to_numpy(float))
     assert len(at.get("plotly_chart")) >= 2
