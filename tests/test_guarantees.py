@@ -330,6 +330,10 @@ def test_cli_guarantees_and_card(shipped, tmp_path, capsys):
     (["guarantees", str(SHIPPED), "--target-accuracy", "0.9", "--delta", "0.1", "--methods", "x"], "unknown method"),
     (["guarantees", str(SHIPPED), "--target-accuracy", "0.9", "--delta", "0.1", "--n-cal", "99999"], "--n-cal"),
     (["card", str(SHIPPED), "--target-accuracy", "0.9", "--delta", "0.1", "--method", "ltt_multi"], "second risk"),
+    (["card", str(SHIPPED), "--target-accuracy", "0.9", "--delta", "0.1", "--out", "/no/such/dir/c.md"],
+     "folder does not exist"),
+    (["guarantees", str(SHIPPED), "--target-accuracy", "0.9", "--delta", "0.1", "--mondrian-depth", "-1"],
+     "Mondrian depth"),
 ])
 def test_cli_bad_input_exits_2_with_one_line(argv, message, capsys):
     from hsc_core.cli import main

@@ -95,6 +95,12 @@ def load_evaluation(args: argparse.Namespace) -> ModelEvaluation:
     return ModelEvaluation.from_bundle(bundle, hierarchy, dataset=dataset, file=str(path))
 
 
+def _check_out(path: str | None) -> None:
+    """Fail before the long work when the output's folder does not exist."""
+    if path and not Path(path).resolve().parent.is_dir():
+        raise ValueError(f"--out {clip_path(path)}: its folder does not exist")
+
+
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
     return {"min_coverage": args.min_coverage, "max_severity": args.max_severity, "p_value": args.p_value,
             "n_lambdas": args.n_lambdas, "mondrian_depth": args.mondrian_depth}
@@ -154,6 +160,7 @@ def run(args: argparse.Namespace) -> int:
     if args.methods is None and (args.min_coverage is not None or args.max_severity is not None):
         methods.append("ltt_multi")
     methods = list(check_methods(methods))
+    _check_out(args.out)
     settings = Settings(alpha=1.0 - args.target_accuracy, delta=args.delta, **_settings(args))
     ev = load_evaluation(args)
     es = ev.setting(args.ts)
@@ -191,6 +198,7 @@ def configure_card_parser(parser: argparse.ArgumentParser) -> None:
 def run_card(args: argparse.Namespace) -> int:
     if args.reps < 0:
         raise ValueError(f"--reps must be 0 or more, got {args.reps}")
+    _check_out(args.out)
     ev = load_evaluation(args)
     progress = _bar("card")
     progress(0, 1)
