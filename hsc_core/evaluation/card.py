@@ -201,7 +201,8 @@ def _guaranteed_line(card: dict[str, Any]) -> str:
         parts.append(f"mean severity ≤ {g['severity_at_most']:.4g}")
     how = (f"with probability ≥ {g['confidence']:.4g}" if g.get("confidence") is not None
            else {"on average": "on average", "none": "(no guarantee)"}.get(g.get("holds", ""), ""))
-    return f"Guaranteed: {', '.join(parts)} {how}."
+    trivially = "" if card["certified"] else " — met only trivially: the root is predicted where nothing is certified"
+    return f"Guaranteed: {', '.join(parts)} {how}{trivially}."
 
 
 def card_markdown(card: dict[str, Any]) -> str:

@@ -444,16 +444,20 @@ def calibrate(method: str, data: GuaranteeData, rows: np.ndarray, settings: Sett
         theta = float(min(by_group.values()))
     else:
         theta = float(fit.lam[0]) if fit.lam is not None else float(fit.theta[0, 0])  # type: ignore[index]
-    return Calibration(method, theta, found, cannot_note(method, rows.size, settings, found), by_group, fit)
+    return Calibration(method, theta, found, cannot_note(method, rows.size, settings, found, single=True), by_group,
+                       fit)
 
 
-def cannot_note(method: str, n_cal: int, s: Settings, found: bool | float) -> str:
-    """A sentence saying that (and why) ``method`` cannot certify the target at this n, else ""."""
+def cannot_note(method: str, n_cal: int, s: Settings, found: bool | float, *, single: bool = False) -> str:
+    """A sentence saying that (and why) ``method`` cannot certify the target at this n, else "".
+
+    ``found``: whether (one calibration, ``single``) or how often (a share of repetitions) it did."""
     share = float(found)
     if share >= 1.0:
         return ""
     kind = METHODS[method].kind
-    who = "in every calibration set" if share == 0 else f"in {1 - share:.0%} of the calibration sets"
+    who = ("here" if single else "in every calibration set") if share == 0 else \
+        f"in {1 - share:.0%} of the calibration sets"
     if method in ("theorem1", "conformal_lca", "conformal_top_down", "crc") and (n_cal + 1) * s.alpha < 1:
         return (f"cannot meet accuracy {s.target:.4g} with n = {n_cal:,}: (n+1)·α < 1, so θ̂ = 1 and every "
                 f"sample gets the root (needs n ≥ {int(np.ceil(1 / s.alpha - 1)):,})")
