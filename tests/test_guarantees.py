@@ -401,3 +401,20 @@ def test_multi_risk_with_severity_holds_and_is_stricter():
     by = res.summary.set_index("method")
     assert by.loc["ltt_multi", "severity_mean"] <= 0.1 + 0.01
     assert by.loc["ltt_multi", "coverage_mean"] <= by.loc["ltt_holm", "coverage_mean"] + 1e-12
+
+
+def test_a_calibration_applies_to_other_data_of_the_same_tree():
+    """Calibrate on one data set, deploy on another (e.g. clean → shifted): θ and per-group θ carry over."""
+    h = synthetic_taxonomy(50, depth=4, seed=2)
+    clean, shifted = _data(h, 600, seed=14), _data(h, 400, seed=15, top1=0.55)
+    s = Settings(alpha=0.1, delta=0.1, mondrian_depth=1)
+    for method in ("ltt_holm", "conformal_lca", "theorem1_mondrian"):
+        fit = calibrate(method, clean, np.arange(600), s)
+        family = METHODS[method].family
+        if fit.thetas_by_group:
+            groups = mondrian_groups(h, shifted.leaf_pred, 1)
+            want = np.array([shifted.paths[family].predict(fit.thetas_by_group.get(int(g), 1.0))[0][i]
+                             for i, g in enumerate(groups)])
+        else:
+            want = shifted.paths[family].predict(fit.theta)[0]
+        np.testing.assert_array_equal(fit.predict(shifted), want)
