@@ -20,6 +20,7 @@ from scipy import stats
 
 from ..core.protocol import protocol_text
 from ..core.thresholds import stratified_split_sampler
+from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES
 from .guarantees import METHODS, GuaranteeData, Settings, calibrate, check_methods, shootout
 from .model import ModelEvaluation
 from .results import toolkit_version
@@ -72,6 +73,8 @@ def decision_card(
     seed: int = 0,
     reps: int = CARD_REPS,
     data: GuaranteeData | None = None,
+    n_resamples: int | None = None,
+    bootstrap_seed: int | None = None,
     **options: Any,
 ) -> dict[str, Any]:
     """Calibrate ``method`` for accuracy ≥ ``target_accuracy`` and gather the evidence.
@@ -86,6 +89,8 @@ def decision_card(
     ts : with temperature scaling.
     reps : repetitions of the evidence shoot-out (0: none).
     data : the setting's ``GuaranteeData`` when the caller has it cached.
+    n_resamples, bootstrap_seed : the hAURC interval's bootstrap (default: the layer's), e.g. the
+        report's, so its cached bootstrap is reused.
     options : further ``guarantees.Settings`` fields (``min_coverage``, ``p_value`` …).
 
     Returns
@@ -111,7 +116,8 @@ def decision_card(
     correct = h.is_ancestor(nodes, data.labels[test])
     k, m = int(correct.sum()), int(test.sum())
     cov = h.coverage[nodes]
-    boot = es.bootstrap().haurc["climbing"]
+    boot = es.bootstrap(n_resamples=N_RESAMPLES if n_resamples is None else n_resamples,
+                        seed=BOOTSTRAP_SEED if bootstrap_seed is None else bootstrap_seed).haurc["climbing"]
     info = METHODS[method]
     evidence: dict[str, Any] = {}
     if reps:

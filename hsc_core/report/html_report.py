@@ -292,7 +292,7 @@ def _lay_out(ev: ModelEvaluation, fig: _Figures, n_resamples: int, seed: int, ca
     tidy = result_rows(ev, n_resamples=n_resamples, seed=seed)
     section = _model_section(ev, _by_key(tidy), fig)
     if card is not None:
-        section += "\n" + card_section(decision_card(ev, **card))
+        section += "\n" + card_section(decision_card(ev, n_resamples=n_resamples, bootstrap_seed=seed, **card))
     return _Laid(section, tidy,
                  {rule: _decimated(c) for rule, c in ev.setting(True).curves().items()}, _provenance_row(ev))
 
