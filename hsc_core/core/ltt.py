@@ -8,7 +8,9 @@ the calibration set (a PAC guarantee, unlike conformal methods' guarantee on ave
 
 Every function works on a leading "repetition" axis too, so thousands of calibration sets are
 tested at once (``evaluation.guarantees`` runs them). The p-values are those of MAPIE's
-``compute_hoeffding_bentkus_p_value`` (tests check them against MAPIE 1.6).
+``compute_hoeffding_bentkus_p_value`` (tests check them against MAPIE 1.6), except that the exact
+binomial one counts errors as integers where MAPIE rounds n·R̂ up in floating point (7/400·400
+counts as 8 there).
 """
 
 from __future__ import annotations
