@@ -21,6 +21,7 @@ from typing import Any
 import streamlit as st
 
 from hsc_core.core.rules import RULES
+from hsc_core.evaluation.guarantees import DEFAULT_METHODS, METHODS, SAMPLINGS
 
 _LOADED = "_query_params_loaded"
 URL_IGNORED = "_url_ignored"  # (key, value, what the key accepts) of each link parameter not used
@@ -79,6 +80,13 @@ def _rules(s: str) -> list[str]:
     if any(r not in RULES for r in parts):
         raise Invalid("rule names from " + ", ".join(RULES) + ", separated by commas")
     return [r for r in RULES if r in parts]
+
+
+def _methods(s: str) -> list[str]:
+    parts = s.split(",") if s else []
+    if not parts or any(m not in METHODS for m in parts):
+        raise Invalid("method names from " + ", ".join(METHODS) + ", separated by commas")
+    return [m for m in METHODS if m in parts]
 
 
 def _text(s: str) -> str:
@@ -160,6 +168,14 @@ SETTINGS: dict[str, Setting] = {
     "reps": _int_setting(200, 10, 1000),
     "solve": Setting("epsilon", _choice("alpha", "n", "epsilon", "delta")),
     "eps": _float_setting(0.01, 0.0001, 0.5),
+    # the guarantees shoot-out and the decision card on the same page (g_cov 0: no coverage risk)
+    "g_methods": Setting([m for m in DEFAULT_METHODS if m != "darts"], _methods, lambda v: ",".join(v)),
+    "g_reps": _int_setting(1000, 10, 5000),
+    "g_sampling": Setting("iid", _choice(*SAMPLINGS)),
+    "g_cov": _float_setting(0.0, 0.0, 0.99),
+    "g_card": Setting("theorem1_pac", _choice(*METHODS)),
+    "g_depth": _int_setting(2, 0, 30),
+    "g_pv": Setting("binomial", _choice("binomial", "hoeffding_bentkus")),
     # Presenter mode (bigger fonts, controls tucked away) and the guided story's step
     "presenter": Setting(False, _bool, lambda v: "1" if v else "0"),
     "step": Setting(1, _int_in(1, 5)),

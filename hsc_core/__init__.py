@@ -56,12 +56,19 @@ _EXPORTS: dict[str, str] = {
     "optimal_threshold": "core.thresholds",
     "theorem1_epsilon": "core.thresholds",
     "solve_theorem1": "core.thresholds",
+    "fwer_reject": "core.ltt",
+    "lca_set_paths": "core.conformal",
     # the evaluation layer
     "ModelEvaluation": "evaluation.model",
     "EvaluationSet": "evaluation.model",
     "RESULT_COLUMNS": "evaluation.results",
     "wide_table": "evaluation.results",
     "to_csv": "evaluation.results",
+    "GuaranteeData": "evaluation.guarantees",
+    "GuaranteeSettings": "evaluation.guarantees",
+    "calibrate": "evaluation.guarantees",
+    "shootout": "evaluation.guarantees",
+    "decision_card": "evaluation.card",
 }
 
 # spelled out (not derived from _EXPORTS) so linters and type checkers see the public names;
@@ -72,8 +79,9 @@ __all__ = [
     "softmax", "node_probabilities", "fit_temperature",
     "RULES", "decision_paths", "selective_predict", "climbing_predict", "jumping_predict", "max_coverage_predict",
     "RCCurve", "hierarchical_rc_curve", "hierarchical_aurc", "hierarchical_gain", "bootstrap_haurc",
-    "optimal_threshold", "theorem1_epsilon", "solve_theorem1",
+    "optimal_threshold", "theorem1_epsilon", "solve_theorem1", "fwer_reject", "lca_set_paths",
     "ModelEvaluation", "EvaluationSet", "RESULT_COLUMNS", "wide_table", "to_csv",
+    "GuaranteeData", "GuaranteeSettings", "calibrate", "shootout", "decision_card",
 ]
 
 # Modules that moved when the package was split into core/, datasets/ and pipeline/ (0.2).
@@ -126,8 +134,10 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 sys.meta_path.append(_MovedModules())
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the lazy names, statically
+    from .core.conformal import lca_set_paths
     from .core.curves import RCCurve, hierarchical_aurc, hierarchical_gain, hierarchical_rc_curve
     from .core.hierarchy import Hierarchy
+    from .core.ltt import fwer_reject
     from .core.probabilities import fit_temperature, node_probabilities, softmax
     from .core.rules import (
         RULES,
@@ -143,5 +153,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the lazy names, statically
     from .datasets.imagenet import imagenet_hierarchy
     from .datasets.logits_io import load_logits, save_logits
     from .datasets.registry import load_dataset
+    from .evaluation.card import decision_card
+    from .evaluation.guarantees import GuaranteeData, calibrate, shootout
+    from .evaluation.guarantees import Settings as GuaranteeSettings
     from .evaluation.model import EvaluationSet, ModelEvaluation
     from .evaluation.results import RESULT_COLUMNS, to_csv, wide_table

@@ -237,6 +237,13 @@ class EvaluationSet:
             return out
         return self._memo.get("tight", compute)
 
+    def guarantee_data(self) -> Any:
+        """The per-sample quantities of every accuracy guarantee (``guarantees.GuaranteeData``),
+        built once: the shoot-out, the decision card and the dashboard share them."""
+        from .guarantees import GuaranteeData  # guarantees uses this module's sets, not the reverse
+
+        return self._memo.get("guarantees", lambda: GuaranteeData.from_evaluation_set(self))
+
     def results(self, losses: Sequence[Loss] = ("01",), dec: int | None = None, *, intervals: bool = False,
                 n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> list[ResultRow]:
         """Tidy rows of this setting: top-1 (and T with TS), then hAURC and gain of every rule per
