@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cache-logits": ("hsc_core.pipeline.caching.cli", "run models over images and cache their logits"),
     "evaluate": ("hsc_core.pipeline.evaluate", "hAURC / gain of every rule for one or many logits files (CSV)"),
     "report": ("hsc_core.report.html_report", "one self-contained offline HTML report"),
+    "atlas": ("hsc_core.report.atlas_cli", "the model atlas of a per-model results table (e.g. the authors' 1,116)"),
 }
 
 
