@@ -163,6 +163,11 @@ SETTINGS: dict[str, Setting] = {
     "step": Setting(1, _int_in(1, 5)),
     # Try an image
     "tmodel": Setting(None, _text),
+    # Model atlas: the results table (a file name in the results folder), the y axis, a regime filter
+    "atlas": Setting(None, _text),
+    "atlas_y": Setting("haurc", _choice("haurc", "gain_percent")),
+    "regime": Setting("all", _choice("all", "clip_zero_shot", "clip_finetuned", "masked_image", "semi_self",
+                                     "distillation", "in21k_pretraining", "adversarial", "plain_in1k")),
 }
 
 
