@@ -82,10 +82,10 @@ st.caption(f"**{len(table):,} models** from *{ui.plain(source_name)}*"
            + f" · {RULE_LABELS[rule]}, {'with' if ts else 'without'} TS")
 note = sample_note(yours)
 if note:
-    st.warning(note)
+    (st.caption if ui.presenter() else st.warning)(f"⚠ {note}")
 
 ui.figure(atlas_figure(shown, rule=rule, loss=loss, ts=ts, y=y, yours=yours if not yours.empty else None,
-                       font_size=ui.font_size()),
+                       font_size=ui.font_size(), height=350 if ui.presenter() else 520),
           f"atlas_{rule}_{loss}_{y}", key="atlas_chart", context=context,
           title=f"Top-1 accuracy vs {RULE_LABELS[rule]} {'hAURC' if y == 'haurc' else 'gain'} by training regime")
 st.caption("Each marker is a model: colour and shape say its training regime (a model with several shows its "

@@ -90,9 +90,8 @@ def sample_note(yours, authors_samples: dict[bool, int] = AUTHORS_SAMPLES) -> st
     if sizes == [authors_samples[False]]:
         return ""
     shown = ", ".join(f"{v:,}" for v in sizes[:3])
-    return (f"Your models are evaluated on {shown} images, the authors' on {authors_samples[False]:,} "
-            f"(without TS) and {authors_samples[True]:,} (with TS): a different, smaller sample, so their "
-            "numbers are noisier and not strictly comparable.")
+    return (f"Different samples: your models on {shown} images, the authors' on {authors_samples[False]:,} "
+            f"({authors_samples[True]:,} with TS), so yours are noisier and not strictly comparable.")
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:

@@ -32,7 +32,7 @@ REGIME_STYLE: dict[str, tuple[str, str]] = {
     PLAIN.key: ("#B0B0B0", "circle"),
 }
 YOURS_COLOUR = style.OKABE_ITO["black"]
-Y_METRICS = {"haurc": "hAURC×1000 (lower is better)", "gain_percent": "gain % vs Selective (higher is better)"}
+Y_METRICS = {"haurc": "hAURC×1000 (lower: better)", "gain_percent": "gain % (higher: better)"}
 
 
 def primary_regime(keys: str) -> str:
@@ -42,7 +42,7 @@ def primary_regime(keys: str) -> str:
 
 def atlas_figure(table: pd.DataFrame, *, rule: str = "climbing", loss: str = "01", ts: bool = True,
                  y: str = "haurc", yours: pd.DataFrame | None = None, title: str | None = None,
-                 font_size: int = style.BASE_FONT_SIZE) -> go.Figure:
+                 font_size: int = style.BASE_FONT_SIZE, height: int = 520) -> go.Figure:
     """Top-1 accuracy (%) against ``rule``'s hAURC×1000 or gain % (``y``), one trace per regime.
 
     table : the atlas table (``atlas.load_atlas_table``), with ``regimes`` and ``suspect``.
@@ -71,14 +71,16 @@ def atlas_figure(table: pd.DataFrame, *, rule: str = "climbing", loss: str = "01
                         opacity=0.55 if regime is PLAIN else 0.9, line=dict(width=0.5, color="#404040"))))
     if yours is not None and not yours.empty and column in yours:
         names = [style.plain(m, 24) for m in yours["model"]]
+        # Nearby stars (one family of models) would print their names over each other: alternate sides.
+        sides = ["top left", "bottom right", "top right", "bottom left"]
         fig.add_trace(go.Scatter(
             x=yours["top-1 accuracy"].to_numpy(float) * 100, y=yours[column].to_numpy(float),
-            mode="markers+text", name="your models", text=names, textposition="top center",
+            mode="markers+text", name="your models", text=names,
+            textposition=[sides[k % len(sides)] for k in range(len(names))],
             hovertemplate="<b>%{text}</b> (yours)<br>top-1 %{x:.2f} %<br>%{y:.2f}<extra></extra>",
             marker=dict(color=YOURS_COLOUR, symbol="star", size=18, line=dict(width=2, color="white"))))
-    layout(fig, title, height=520)
-    fig.update_layout(font=dict(size=font_size - 2), legend=dict(orientation="v", y=1, x=1.01, xanchor="left",
-                                                                 yanchor="top"))
+    layout(fig, title, height=height)
+    fig.update_layout(font=dict(size=font_size - 2))
     fig.update_xaxes(title_text="top-1 accuracy (%)")
     tag = "TS" if ts else "no TS"
     fig.update_yaxes(title_text=f"{RULE_LABELS.get(rule, rule)} {Y_METRICS[y]} · {tag}"

@@ -1,0 +1,61 @@
+"""The Model atlas in headless Chromium at 1280×720 in presenter mode: a deep link opens the chosen
+table, the chart fits the screen beside no error, and the legend names the regimes. Serves a
+results folder: ``../shared/reference`` with the authors' table when present, else one holding
+``hsc evaluate``-style results of a few synthetic models. Skipped without Chromium or Playwright."""
+
+from __future__ import annotations
+
+import pytest
+from browser_support import assert_no_exception, chromium, new_page, require_browser, streamlit_server, wait_idle
+from conftest import SHARED, random_tree
+
+sync_api = require_browser()
+
+from hsc_core.core.synthetic import synthetic_logits  # noqa: E402
+from hsc_core.evaluation.model import ModelEvaluation  # noqa: E402
+from hsc_core.evaluation.results import RESULT_COLUMNS, to_csv  # noqa: E402
+
+AUTHORS = SHARED / "reference" / "authors_models_comparison_full.csv"
+NAMES = ("resnet50.a1_in1k", "deit_small_distilled_patch16_224.fb_in1k", "vit_base_patch16_clip_224.openai_ft_in1k")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("results")
+    h = random_tree(30, seed=2)
+    rows = []
+    for k, name in enumerate(NAMES):
+        logits, labels = synthetic_logits(h, n_samples=300, top1=0.6 + 0.1 * k, seed=k)
+        rows += ModelEvaluation(h, logits, labels, name=name, dataset="imagenet1k").results()
+    (folder / "results.csv").write_text(to_csv(rows, RESULT_COLUMNS))
+    # The authors' table is read where it lies (a link to it from elsewhere would leave the folder: refused).
+    served = AUTHORS.parent if AUTHORS.is_file() else folder
+    with streamlit_server({"HSC_RESULTS_DIR": str(served)},
+                          log_path=tmp_path_factory.mktemp("log") / "streamlit.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium(sync_api) as b:
+        yield b
+
+
+def test_atlas_deep_link_in_presenter_mode_at_1280x720(server, browser, tmp_path):
+    name = AUTHORS.name if AUTHORS.is_file() else "results.csv"
+    with new_page(browser, width=1280, height=720) as pg:
+        pg.goto(f"{server}/model_atlas?atlas={name}&presenter=1&regime=all&atlas_y=gain_percent&ts=1")
+        wait_idle(pg)
+        assert_no_exception(pg)
+        assert pg.locator('[data-testid="stAlertContentError"]').count() == 0
+        assert pg.locator("h1").first.inner_text().strip() == "Model atlas"
+        chart = pg.locator(".st-key-atlas_chart .js-plotly-plot")
+        chart.wait_for(state="visible")
+        box = chart.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 1280
+        legend = pg.locator(".st-key-atlas_chart .legend").first.text_content() or ""
+        assert "plain ImageNet-1k" in legend and "knowledge distillation" in legend and "CLIP fine-tuned" in legend
+        if name == AUTHORS.name:
+            assert "your models" in legend  # the shipped Lite models, as stars
+        assert "atlas_y=gain_percent" in pg.url and f"atlas={name}" in pg.url
+        pg.screenshot(path=str(tmp_path / "atlas.png"))
