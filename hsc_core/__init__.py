@@ -62,6 +62,10 @@ _EXPORTS: dict[str, str] = {
     "RESULT_COLUMNS": "evaluation.results",
     "wide_table": "evaluation.results",
     "to_csv": "evaluation.results",
+    # the model atlas (per-model results tables, e.g. the authors' 1,116 models)
+    "load_atlas_table": "evaluation.atlas",
+    "training_regimes": "evaluation.atlas",
+    "paper_table1": "evaluation.atlas",
 }
 
 # spelled out (not derived from _EXPORTS) so linters and type checkers see the public names;
@@ -74,6 +78,7 @@ __all__ = [
     "RCCurve", "hierarchical_rc_curve", "hierarchical_aurc", "hierarchical_gain", "bootstrap_haurc",
     "optimal_threshold", "theorem1_epsilon", "solve_theorem1",
     "ModelEvaluation", "EvaluationSet", "RESULT_COLUMNS", "wide_table", "to_csv",
+    "load_atlas_table", "training_regimes", "paper_table1",
 ]
 
 # Modules that moved when the package was split into core/, datasets/ and pipeline/ (0.2).

@@ -67,7 +67,7 @@ def test_authors_table_by_regime_with_table1_and_your_models(monkeypatch, downlo
     assert not at.error, [e.value for e in at.error]
     table = load_atlas_table(AUTHORS)
     n_dist = sum("distillation" in r.split(";") for r in table["regimes"])
-    assert any(f"**1,116 models**" in c.value and f"{n_dist:,} of them knowledge distillation" in c.value
+    assert any("**1,116 models**" in c.value and f"{n_dist:,} of them knowledge distillation" in c.value
                for c in at.caption)
     # the shipped Lite models sit on the same axes, and the page says their sample differs
     assert any("1,705 images" in w.value and "50,000" in w.value for w in at.warning)  # sample note

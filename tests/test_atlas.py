@@ -10,6 +10,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import SHARED, random_tree
 
 from hsc_core.cli import main
 from hsc_core.core.synthetic import synthetic_logits
@@ -27,8 +28,6 @@ from hsc_core.evaluation.atlas import (
 )
 from hsc_core.evaluation.model import ModelEvaluation
 from hsc_core.evaluation.results import RESULT_COLUMNS, to_csv, wide_table
-
-from conftest import SHARED, random_tree
 
 AUTHORS = SHARED / "reference" / "authors_models_comparison_full.csv"
 needs_authors = pytest.mark.skipif(not AUTHORS.is_file(), reason="the authors' table is not in ../shared/reference")

@@ -297,8 +297,8 @@ def load_atlas_table(path: str | Path | None = None, *, root: str | Path | None 
     if "Architecture" in df.columns or any(c.startswith("hAURC_") for c in df.columns):
         table = _from_authors(df, shown)
     elif {"metric", "value"} <= set(df.columns):
-        _missing(df, [c for c in RESULT_COLUMNS if c in ("model", "dataset", "subset", "rule", "loss", "ts",
-                                                          "metric", "value", "n_eval")], shown, "hsc evaluate's results.csv")
+        needed = ("model", "dataset", "subset", "rule", "loss", "ts", "metric", "value", "n_eval")
+        _missing(df, [c for c in RESULT_COLUMNS if c in needed], shown, "hsc evaluate's results.csv")
         table = atlas_from_rows(_typed_rows(df, shown))
     elif "model" in df.columns:
         table = _from_models_csv(df, shown)
@@ -344,7 +344,7 @@ def suspect_reasons(row: dict[str, Any]) -> str:
 
 # ---------------------------------------------------------------------------- aggregates
 def _ms(values) -> tuple[float, float]:
-    return mean_sem(np.asarray(values, dtype=float))
+    return mean_sem(np.asarray(values, dtype=float).tolist())
 
 
 def rule_summary(table: pd.DataFrame, *, loss: str = "01") -> list[dict[str, Any]]:
