@@ -168,6 +168,11 @@ SETTINGS: dict[str, Setting] = {
     "atlas_y": Setting("haurc", _choice("haurc", "gain_percent")),
     "regime": Setting("all", _choice("all", "clip_zero_shot", "clip_finetuned", "masked_image", "semi_self",
                                      "distillation", "in21k_pretraining", "adversarial", "plain_in1k")),
+    # Where the model stops: the focus node (its id), colour, chart kind, the superclass level
+    "node": Setting(None, _text),
+    "wcolour": Setting("stopped_here", _choice("stopped_here", "accuracy_here")),
+    "wkind": Setting("sunburst", _choice("sunburst", "icicle")),
+    "level": Setting(2, _int_in(1, 64)),
 }
 
 

@@ -59,3 +59,28 @@ def test_atlas_deep_link_in_presenter_mode_at_1280x720(server, browser, tmp_path
             assert "your models" in legend  # the shipped Lite models, as stars
         assert "atlas_y=gain_percent" in pg.url and f"atlas={name}" in pg.url
         pg.screenshot(path=str(tmp_path / "atlas.png"))
+
+
+def test_where_it_stops_at_1280x720_with_a_link_to_the_explorer(server, browser, tmp_path):
+    """The sunburst draws within the screen in presenter mode, and a sample behind a node opens in
+    the Explorer on that very sample."""
+    with new_page(browser, width=1280, height=720) as pg:
+        pg.goto(f"{server}/where_in_tree?presenter=1&theta=0.7&cmp_rule=climbing")
+        wait_idle(pg)
+        assert_no_exception(pg)
+        assert pg.locator('[data-testid="stAlertContentError"]').count() == 0
+        chart = pg.locator(".st-key-where_chart .js-plotly-plot")
+        chart.wait_for(state="visible")
+        box = chart.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= 1280
+        wedges = pg.locator(".st-key-where_chart path.surface").count()
+        assert 10 < wedges <= 1500
+        pg.screenshot(path=str(tmp_path / "where.png"))
+        link = pg.locator('[data-testid="stMainBlockContainer"] a[href*="explorer?"]').first
+        href = link.get_attribute("href") or ""
+        assert "sample=" in href and "theta=0.70" in href
+        pg.goto(href if href.startswith("http") else f"{server}/{href.lstrip('/')}")
+        wait_idle(pg)
+        assert_no_exception(pg)
+        sample = href.split("sample=")[1].split("&")[0]
+        assert f"sample={sample}" in pg.url and pg.locator("h1").first.inner_text().strip() == "Explorer"

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from hsc_core.core.curves import hierarchical_rc_curve
 from hsc_core.core.probabilities import node_probabilities, softmax
-from hsc_core.core.rules import RULES, decision_paths, predict
+from hsc_core.core.rules import RULES, DecisionPaths, decision_paths, predict
 from hsc_core.core.synthetic import synthetic_logits, synthetic_taxonomy
 from hsc_core.evaluation.diagnostics import (
     MAX_WEDGES,
@@ -162,3 +162,33 @@ def test_wedges_are_whole_levels_then_the_largest(n_leaves, seed, budget):
             if h.depth[v] < depth.max() - 1:
                 kids = [c for c in h.children[v] if samples[c] > 0]
                 assert set(kids) <= set(nodes.tolist())
+
+
+@pytest.fixture(scope="module")
+def inat_paths(inat_like):
+    """Selective-shaped records (leaf, then root) of 20,000 samples: cheap to make at this scale."""
+    h, n = inat_like, 20_000
+    rng = np.random.default_rng(7)
+    labels = rng.integers(0, h.n_leaves, n)
+    leaf = np.where(rng.random(n) < 0.6, labels, rng.integers(0, h.n_leaves, n))
+    nodes = np.stack([leaf, np.full(n, h.root)], axis=1)
+    values = np.stack([rng.random(n).astype(np.float32), np.ones(n, np.float32)], axis=1)
+    return DecisionPaths("selective", nodes, values, np.full(n, 2)), labels
+
+
+@pytest.mark.parametrize("kind", ["sunburst", "icicle"])
+def test_tree_map_figure_draws_the_budget_at_inat_scale(inat_like, inat_paths, kind):
+    """A 10,000-leaf tree (12,000+ nodes): the figure holds at most MAX_WEDGES sectors, sized by
+    samples, grey where nothing lands. (Time at 100,000 samples: bench/diagnostics_bench.py.)"""
+    from hsc_core.report.diagnostics_figures import NO_DATA_COLOUR, tree_map_figure
+
+    h = inat_like
+    paths, labels = inat_paths
+    table = landing_counts(h, paths, labels, 0.6)
+    nodes = wedge_nodes(h, table["samples"].to_numpy())
+    fig = tree_map_figure(table, nodes, kind=kind, colour_by="accuracy_here")
+    trace = fig.data[0]
+    assert trace.type == kind and len(trace.ids) == nodes.size <= MAX_WEDGES
+    assert trace.values[0] == labels.size
+    no_landing = ~np.isfinite(table["accuracy_here"].to_numpy()[nodes])
+    assert [c == NO_DATA_COLOUR for c in trace.marker.colors] == no_landing.tolist()
