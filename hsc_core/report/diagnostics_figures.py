@@ -51,7 +51,8 @@ def tree_map_figure(table: pd.DataFrame, nodes: np.ndarray, *, colour_by: str = 
                for v, c in zip(value, sample_colorscale(COLOUR_SCALE, np.nan_to_num(np.clip(value, 0, 1))),
                                strict=True)]
     hover = [f"<b>{style.plain(n, style.HOVER_CHARS)}</b><br>{s:,} samples · {k:,} predictions land here "
-             f"({c:,} correct)<br>" + (f"{COLOUR_BY[colour_by]}: {v:.1%}" if np.isfinite(v) else "no prediction lands here")
+             f"({c:,} correct)<br>"
+             + (f"{COLOUR_BY[colour_by]}: {v:.1%}" if np.isfinite(v) else "no prediction lands here")
              for n, s, k, c, v in zip(rows["name"], rows["samples"], rows["stops"], rows["stops_correct"], value,
                                       strict=True)]
     common = dict(ids=ids, labels=labels, parents=parents, values=rows["samples"].to_numpy(), branchvalues="total",
