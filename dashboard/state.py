@@ -161,8 +161,10 @@ SETTINGS: dict[str, Setting] = {
     # Presenter mode (bigger fonts, controls tucked away) and the guided story's step
     "presenter": Setting(False, _bool, lambda v: "1" if v else "0"),
     "step": Setting(1, _int_in(1, 5)),
-    # Try an image
+    # Try an image (and the Explorer's image): the model, and ImageNet-C degradation of the image
     "tmodel": Setting(None, _text),
+    "degrade": Setting("none", _choice("none", "blur", "noise")),
+    "severity": _int_setting(3, 0, 5),
     # Model atlas: the results table (a file name in the results folder), the y axis, a regime filter
     "atlas": Setting(None, _text),
     "atlas_y": Setting("haurc", _choice("haurc", "gain_percent")),

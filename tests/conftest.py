@@ -79,6 +79,7 @@ def random_tree(n_leaves: int, seed: int) -> Hierarchy:
 # test_app_overview_scale.py                  slow            AppTest Overview on a large synthetic set
 # test_app_atlas.py                           slow            AppTest Model atlas (3-4 s per test)
 # test_app_where.py                           slow            AppTest Where it stops (shipped logits, 5-10 s)
+# test_app_try_image.py                       slow            AppTest Try an image: a pretrained network, degraded
 # test_browser_atlas.py                       browser, slow   Model atlas, Where it stops: Chromium at 1280×720
 # test_app_datasets.py                        slow            AppTest on other data sets: each test builds and
 #                                                             evaluates CIFAR-100 or a user data set (~10 s in all)
@@ -90,7 +91,7 @@ BROWSER_FILES = {"test_browser.py", "test_browser_datasets.py", "test_security_b
 BROWSER_TESTS = {"test_report.py": {"test_report_makes_no_network_request_in_a_browser"}}
 APP_FIXTURES = {"app_env", "open_page"}
 SLOW_FILES = {"test_package.py", "test_app_overview_scale.py", "test_app_datasets.py",
-              "test_app_atlas.py", "test_app_where.py"}  # each test evaluates the shipped models (3-10 s)
+              "test_app_atlas.py", "test_app_where.py", "test_app_try_image.py"}  # each test evaluates the shipped models (3-10 s)
 SLOW_FIXTURES = {"test_cache_logits.py": {"synthetic"}}
 SLOW_TESTS = {  # file -> test functions (every parameter of each)
     "test_cache_logits.py": {"test_models_on_local_ray_one_task_each_resumable",  # Ray
