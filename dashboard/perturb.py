@@ -107,7 +107,8 @@ def climb_view(h: Hierarchy, logits: np.ndarray, previews: list[bytes], per_step
                                  font_size=ui.font_size())
         ui.figure(fig, f"degrade_{kind}_{model}_{image_name}", key=f"{key}_climb", context=context,
                   title=f"The picks as the image degrades (θ = {theta:.2f}) — ▶ Play")
+    picks = picks_by_severity(records, theta)
     table = [{"corruption": kind, "severity": s, "rule": r, "node": h.node_ids[int(n)], "name": h.names[int(n)],
-              "depth": int(h.depth[n])} for r, nodes in picks_by_severity(records, theta).items() for s, n in enumerate(nodes)]
+              "depth": int(h.depth[n])} for r, nodes in picks.items() for s, n in enumerate(nodes)]
     ui.csv_download(table, f"degrade_{kind}_{model}_{image_name}", key=f"dl_{key}_degrade", context=context)
 

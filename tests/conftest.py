@@ -91,7 +91,7 @@ BROWSER_FILES = {"test_browser.py", "test_browser_datasets.py", "test_security_b
 BROWSER_TESTS = {"test_report.py": {"test_report_makes_no_network_request_in_a_browser"}}
 APP_FIXTURES = {"app_env", "open_page"}
 SLOW_FILES = {"test_package.py", "test_app_overview_scale.py", "test_app_datasets.py",
-              "test_app_atlas.py", "test_app_where.py", "test_app_try_image.py"}  # each test evaluates the shipped models (3-10 s)
+              "test_app_atlas.py", "test_app_where.py", "test_app_try_image.py"}
 SLOW_FIXTURES = {"test_cache_logits.py": {"synthetic"}}
 SLOW_TESTS = {  # file -> test functions (every parameter of each)
     "test_cache_logits.py": {"test_models_on_local_ray_one_task_each_resumable",  # Ray
