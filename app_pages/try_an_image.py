@@ -8,7 +8,6 @@ add them instead of failing.
 """
 
 import dataclasses
-import importlib.util
 import io
 
 import numpy as np
@@ -23,21 +22,12 @@ from hsc_core.report.figures import ExportContext
 
 ui.ensure_entrypoint()
 MAX_IMAGE_MB = 50  # per upload; the pixel cap (HSC_MAX_IMAGE_MEGAPIXELS) is checked before decoding
-PIPELINE_PACKAGES = ("torch", "timm")  # what classifying needs beyond the dashboard's own requirements
 PIPELINE_MISSING = ("Classifying an image needs PyTorch and timm, which are not installed: "
                     "`pip install 'hsc-toolkit[pipeline]'` (or `pip install -r requirements.txt` in a checkout).")
 
 
-def pipeline_installed() -> bool:
-    """Whether torch and timm can be imported, found without importing them (timm takes seconds)."""
-    try:
-        return all(importlib.util.find_spec(name) is not None for name in PIPELINE_PACKAGES)
-    except (ImportError, ValueError):  # a half-installed package: treat it as missing
-        return False
-
-
 st.title("Try an image")
-if not pipeline_installed():
+if not perturb.pipeline_installed():
     st.info(PIPELINE_MISSING)
     st.stop()
 from hsc_core.pipeline.models import list_registered_models  # noqa: E402 - imports torch: only now
@@ -79,23 +69,32 @@ def classify(image: bytes, model: str, name: str) -> tuple[np.ndarray, bytes]:
     return classify_image(rgb, model), preview.getvalue()
 
 
-c = st.columns([1, 2])
-with c[0]:
-    model = state.bind(st.selectbox, "Model", "tmodel", scope="img", options=models,
-                       help="Registered models run offline on the CPU.")
-with c[1]:
-    upload = st.file_uploader("Image (JPEG, PNG, WebP, …)", key="img_upload", max_upload_size=MAX_IMAGE_MB,
-                              type=["jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff"],
-                              help=f"Up to {MAX_IMAGE_MB} MB and {max_image_pixels() / 1e6:.0f} megapixels.")
-sample_dir = default_image_dir()
 image_bytes, image_name = None, None
-if upload is not None:
-    image_bytes, image_name = upload.getvalue(), upload.name
-elif sample_dir is not None:
-    files = sorted(p.name for p in sample_dir.iterdir() if p.suffix.lower() in (".jpeg", ".jpg", ".png"))
-    if files and st.toggle("Or use one of the shipped validation images", key="img_use_sample"):
-        image_name = st.selectbox("Validation image", files, key="img_sample")
-        image_bytes = (sample_dir / image_name).read_bytes()
+with ui.controls("Model and image"):
+    c = st.columns([1, 2])
+    with c[0]:
+        model = state.bind(st.selectbox, "Model", "tmodel", scope="img", options=models,
+                           help="Registered models run offline on the CPU.")
+    with c[1]:
+        upload = st.file_uploader("Image (JPEG, PNG, WebP, …)", key="img_upload", max_upload_size=MAX_IMAGE_MB,
+                                  type=["jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff"],
+                                  help=f"Up to {MAX_IMAGE_MB} MB and {max_image_pixels() / 1e6:.0f} megapixels.")
+    sample_dir = default_image_dir()
+    if upload is not None:
+        image_bytes, image_name = upload.getvalue(), upload.name
+        state.set("timg", None)  # an upload cannot be linked to
+    elif sample_dir is not None:
+        files = sorted(p.name for p in sample_dir.iterdir() if p.suffix.lower() in (".jpeg", ".jpg", ".png"))
+        linked = state.get("timg") in files  # a deep link to a shipped image opens it
+        if state.get("timg") is not None and not linked:
+            st.warning(f"Image {ui.plain(state.get('timg'))} from the link is not among the shipped images.")
+        if files and st.toggle("Or use one of the shipped validation images", key="img_use_sample", value=linked):
+            if not linked:
+                state.set("timg", files[0])
+            image_name = state.bind(st.selectbox, "Validation image", "timg", scope="img", options=files)
+            image_bytes = (sample_dir / image_name).read_bytes()
+        else:
+            state.set("timg", None)
 if image_bytes is None:
     st.info("Upload an image to see the model's top-5 classes and the Climbing path.")
     st.stop()

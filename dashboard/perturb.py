@@ -112,3 +112,45 @@ def climb_view(h: Hierarchy, logits: np.ndarray, previews: list[bytes], per_step
               "depth": int(h.depth[n])} for r, nodes in picks.items() for s, n in enumerate(nodes)]
     ui.csv_download(table, f"degrade_{kind}_{model}_{image_name}", key=f"dl_{key}_degrade", context=context)
 
+
+
+PIPELINE_PACKAGES = ("torch", "timm")  # what classifying needs beyond the dashboard's own requirements
+
+
+def pipeline_installed() -> bool:
+    """Whether torch and timm can be imported, found without importing them (timm takes seconds)."""
+    import importlib.util
+
+    try:
+        return all(importlib.util.find_spec(name) is not None for name in PIPELINE_PACKAGES)
+    except (ImportError, ValueError):  # a half-installed package: treat it as missing
+        return False
+
+
+def explorer_section(es, sample: str, i: int, theta: float) -> None:
+    """The Explorer's "degrade this image" part for a shipped image: the current model re-run live on
+    the image under blur or noise, its picks climbing over severities 0–5 at θ."""
+    from hsc_core.datasets.images import safe_image_path
+
+    with st.expander("Degrade this image (live on the CPU)", expanded=state.get("degrade") != "none"):
+        if not pipeline_installed():
+            st.caption("Needs PyTorch and timm: `pip install 'hsc-toolkit[pipeline]'`.")
+            return
+        from hsc_core.pipeline.models import list_registered_models
+
+        if es.model not in list_registered_models() or es.image_dir is None:
+            st.caption(f"Only the registered models ({', '.join(list_registered_models())}) run live, on images "
+                       "in the image folder.")
+            return
+        path = safe_image_path(es.image_dir, sample)
+        if path is None or not path.is_file():
+            st.caption("No image file for this sample.")
+            return
+        kind, severity = degrade_controls("ex")
+        if kind == "none":
+            return
+        image = path.read_bytes()
+        logits, previews, per_step = degraded_logits(image, path.name, es.model, kind)
+        climb_view(es.hierarchy, logits, previews, per_step, kind=kind, severity=severity, theta=theta,
+                   true_leaf=int(es.labels[i]), temperature=es.temperature if es.ts else 1.0, model=es.model,
+                   image_name=path.name, context=ui.export_context(es, theta), key="ex")

@@ -163,6 +163,7 @@ SETTINGS: dict[str, Setting] = {
     "step": Setting(1, _int_in(1, 5)),
     # Try an image (and the Explorer's image): the model, and ImageNet-C degradation of the image
     "tmodel": Setting(None, _text),
+    "timg": Setting(None, _text),  # a shipped validation image (a file name in the image folder)
     "degrade": Setting("none", _choice("none", "blur", "noise")),
     "severity": _int_setting(3, 0, 5),
     # Model atlas: the results table (a file name in the results folder), the y axis, a regime filter

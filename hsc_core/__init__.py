@@ -66,6 +66,9 @@ _EXPORTS: dict[str, str] = {
     "load_atlas_table": "evaluation.atlas",
     "training_regimes": "evaluation.atlas",
     "paper_table1": "evaluation.atlas",
+    # where in the tree
+    "landing_counts": "evaluation.diagnostics",
+    "mistake_severity_histogram": "evaluation.diagnostics",
 }
 
 # spelled out (not derived from _EXPORTS) so linters and type checkers see the public names;
@@ -78,7 +81,7 @@ __all__ = [
     "RCCurve", "hierarchical_rc_curve", "hierarchical_aurc", "hierarchical_gain", "bootstrap_haurc",
     "optimal_threshold", "theorem1_epsilon", "solve_theorem1",
     "ModelEvaluation", "EvaluationSet", "RESULT_COLUMNS", "wide_table", "to_csv",
-    "load_atlas_table", "training_regimes", "paper_table1",
+    "load_atlas_table", "training_regimes", "paper_table1", "landing_counts", "mistake_severity_histogram",
 ]
 
 # Modules that moved when the package was split into core/, datasets/ and pipeline/ (0.2).

@@ -84,3 +84,28 @@ def test_where_it_stops_at_1280x720_with_a_link_to_the_explorer(server, browser,
         assert_no_exception(pg)
         sample = href.split("sample=")[1].split("&")[0]
         assert f"sample={sample}" in pg.url and pg.locator("h1").first.inner_text().strip() == "Explorer"
+
+
+def test_try_an_image_deep_link_degraded_at_1280x720(server, browser, tmp_path):
+    """A link to a shipped image, blurred at severity 4: the Explorer's tree (with its ▶ Play) and the
+    climb over severities render, within the screen width, with no error."""
+    pytest.importorskip("timm")
+    images = SHARED / "imagenet-val-sample" / "images"
+    if not images.is_dir():
+        pytest.skip("no shared image sample")
+    name = sorted(p.name for p in images.iterdir())[3]
+    with new_page(browser, width=1280, height=720) as pg:
+        pg.goto(f"{server}/try_an_image?presenter=1&tmodel=efficientnet_lite0&timg={name}&degrade=blur&severity=4"
+                "&theta=0.6")
+        wait_idle(pg)
+        assert_no_exception(pg)
+        assert pg.locator('[data-testid="stAlertContentError"]').count() == 0
+        tree = pg.locator(".st-key-img_tree .js-plotly-plot")
+        tree.wait_for(state="visible")
+        assert "Play" in (pg.locator(".st-key-img_tree .updatemenu-button").first.text_content() or "")
+        box = tree.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= 1280
+        assert "True class" in pg.locator('[data-testid="stMainBlockContainer"]').inner_text()
+        pg.locator(".st-key-img_climb .js-plotly-plot").wait_for(state="visible")
+        assert f"timg={name}" in pg.url and "degrade=blur" in pg.url
+        pg.screenshot(path=str(tmp_path / "try.png"))
