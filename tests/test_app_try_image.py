@@ -65,3 +65,16 @@ def test_shipped_image_has_its_label_tree_and_degradation(downloads):
     # The page seeds noise by the image's hash; blur needs no seed, so the picks are the library's.
     assert got == [h.node_ids[int(v)] for v in nodes]
     assert all(r["theta"] == "0.6" for r in rows)
+
+
+def test_explorer_degrades_its_shipped_image():
+    """The Explorer's own sample, blurred live from a link: the climb over severities appears under its
+    tree, with the measured time per step."""
+    pytest.importorskip("timm")
+    if default_image_dir() is None or not LITE0.exists():
+        pytest.skip("no shared image sample or shipped logits")
+    at = open_page("app_pages/explorer.py", {"model": "efficientnet_lite0", "degrade": "blur", "severity": "2",
+                                             "pick": "easy", "theta": "0.5"})
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(at.get("plotly_chart")) == 2  # the tree and the climb
+    assert any("ms per severity step" in c.value for c in at.caption)

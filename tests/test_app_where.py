@@ -93,3 +93,11 @@ def test_node_deep_link_and_bad_node(lite0, downloads):
     at = open_page(PAGE, {"node": "no_such_node"})
     assert any("not in this tree" in w.value for w in at.warning)
     assert not at.error
+
+
+def test_level_link_at_both_ends_is_held(lite0):
+    deepest = lite0.hierarchy.max_depth - 1
+    for value, shown in (("1", 1), ("64", deepest)):
+        at = open_page(PAGE, {"level": value})
+        assert not at.exception and not at.error, [e.value for e in at.exception]
+        assert at.slider(key="_w.wt.level").value == shown
