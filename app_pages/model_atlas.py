@@ -7,7 +7,7 @@ import streamlit as st
 
 from dashboard import atlas, state, ui
 from hsc_core.core.rules import RULE_LABELS, RULES
-from hsc_core.evaluation.atlas import PLAIN, REGIMES, paper_table1, regime_labels, regime_summary, rule_summary
+from hsc_core.evaluation.atlas import MAX_TABLE_BYTES, PLAIN, REGIMES, paper_table1, regime_labels, regime_summary, rule_summary
 from hsc_core.report.atlas_cli import sample_note
 from hsc_core.report.atlas_figure import atlas_figure, regime_means_figure
 from hsc_core.report.figures import ExportContext
@@ -32,7 +32,8 @@ with top[0]:
             options = [state.get("atlas"), *options]  # a link's name: checked (and refused) below
         state.bind(st.selectbox, "Results table", "atlas", scope="atl", options=options,
                    help="CSV files in the results folder (HSC_RESULTS_DIR).")
-    upload = st.file_uploader("…or upload a results table (CSV)", type=["csv"], key="_atlas_upload")
+    upload = st.file_uploader("…or upload a results table (CSV)", type=["csv"], key="_atlas_upload",
+                              max_upload_size=MAX_TABLE_BYTES // 2**20)
 with top[1]:
     state.bind(st.selectbox, "Rule", "cmp_rule", scope="atl", options=list(RULES), format_func=RULE_LABELS.get)
     state.bind(st.radio, "y axis", "atlas_y", scope="atl", options=["haurc", "gain_percent"],
