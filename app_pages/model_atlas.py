@@ -7,7 +7,15 @@ import streamlit as st
 
 from dashboard import atlas, state, ui
 from hsc_core.core.rules import RULE_LABELS, RULES
-from hsc_core.evaluation.atlas import MAX_TABLE_BYTES, PLAIN, REGIMES, paper_table1, regime_labels, regime_summary, rule_summary
+from hsc_core.evaluation.atlas import (
+    MAX_TABLE_BYTES,
+    PLAIN,
+    REGIMES,
+    paper_table1,
+    regime_labels,
+    regime_summary,
+    rule_summary,
+)
 from hsc_core.report.atlas_cli import sample_note
 from hsc_core.report.atlas_figure import atlas_figure, regime_means_figure
 from hsc_core.report.figures import ExportContext
