@@ -280,3 +280,13 @@ def test_cli_on_the_authors_table_prints_the_papers_numbers(capsys):
     text = capsys.readouterr().out
     assert re.search(r"Climbing \(TS\)\s+36\.49 ± 0\.47\s+14\.95 ± 0\.22", text)
     assert "1116 models" in text and "24 suspect rows" in text
+
+
+def test_hostile_model_names_are_drawn_as_text(own_rows):
+    from hsc_core.report.atlas_figure import atlas_figure
+
+    rows = [{**r, "model": '<a href="http://evil.example">x</a>'} if r["model"] == "model_b" else r for r in own_rows]
+    table = load_atlas_table(data=to_csv(rows, RESULT_COLUMNS).encode(), name="results.csv")
+    fig = atlas_figure(table, rule="climbing", ts=True, yours=table.head(1))
+    text = fig.to_json()
+    assert "<a href" not in text and "&lt;a href" in text
