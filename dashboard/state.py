@@ -179,8 +179,21 @@ SETTINGS: dict[str, Setting] = {
     # Presenter mode (bigger fonts, controls tucked away) and the guided story's step
     "presenter": Setting(False, _bool, lambda v: "1" if v else "0"),
     "step": Setting(1, _int_in(1, 5)),
-    # Try an image
+    # Try an image (and the Explorer's image): the model, and ImageNet-C degradation of the image
     "tmodel": Setting(None, _text),
+    "timg": Setting(None, _text),  # a shipped validation image (a file name in the image folder)
+    "degrade": Setting("none", _choice("none", "blur", "noise")),
+    "severity": _int_setting(3, 0, 5),
+    # Model atlas: the results table (a file name in the results folder), the y axis, a regime filter
+    "atlas": Setting(None, _text),
+    "atlas_y": Setting("haurc", _choice("haurc", "gain_percent")),
+    "regime": Setting("all", _choice("all", "clip_zero_shot", "clip_finetuned", "masked_image", "semi_self",
+                                     "distillation", "in21k_pretraining", "adversarial", "plain_in1k")),
+    # Where the model stops: the focus node (its id), colour, chart kind, the superclass level
+    "node": Setting(None, _text),
+    "wcolour": Setting("stopped_here", _choice("stopped_here", "accuracy_here")),
+    "wkind": Setting("sunburst", _choice("sunburst", "icicle")),
+    "level": Setting(2, _int_in(1, 64)),
 }
 
 

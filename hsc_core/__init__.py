@@ -69,6 +69,13 @@ _EXPORTS: dict[str, str] = {
     "calibrate": "evaluation.guarantees",
     "shootout": "evaluation.guarantees",
     "decision_card": "evaluation.card",
+    # the model atlas (per-model results tables, e.g. the authors' 1,116 models)
+    "load_atlas_table": "evaluation.atlas",
+    "training_regimes": "evaluation.atlas",
+    "paper_table1": "evaluation.atlas",
+    # where in the tree
+    "landing_counts": "evaluation.diagnostics",
+    "mistake_severity_histogram": "evaluation.diagnostics",
 }
 
 # spelled out (not derived from _EXPORTS) so linters and type checkers see the public names;
@@ -82,6 +89,7 @@ __all__ = [
     "optimal_threshold", "theorem1_epsilon", "solve_theorem1", "fwer_reject", "lca_set_paths",
     "ModelEvaluation", "EvaluationSet", "RESULT_COLUMNS", "wide_table", "to_csv",
     "GuaranteeData", "GuaranteeSettings", "calibrate", "shootout", "decision_card",
+    "load_atlas_table", "training_regimes", "paper_table1", "landing_counts", "mistake_severity_histogram",
 ]
 
 # Modules that moved when the package was split into core/, datasets/ and pipeline/ (0.2).

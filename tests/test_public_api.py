@@ -64,7 +64,8 @@ DOCTESTED = [
     "hsc_core.config", "hsc_core.core.rules", "hsc_core.core.probabilities", "hsc_core.core.curves",
     "hsc_core.core.thresholds", "hsc_core.core.events", "hsc_core.core.protocol", "hsc_core.core.validation",
     "hsc_core.core.ltt", "hsc_core.core.conformal",
-    "hsc_core.evaluation.model", "hsc_core.evaluation.results",
+    "hsc_core.evaluation.model", "hsc_core.evaluation.results", "hsc_core.evaluation.atlas",
+    "hsc_core.evaluation.diagnostics",
 ]
 
 
