@@ -29,6 +29,9 @@ PAGES = [
             url_path="guaranteed_accuracy"),
     st.Page("app_pages/compare_models.py", title="Compare models", icon=":material/compare_arrows:",
             url_path="compare_models"),
+    st.Page("app_pages/where_in_tree.py", title="Where it stops", icon=":material/donut_large:",
+            url_path="where_in_tree"),
+    st.Page("app_pages/model_atlas.py", title="Model atlas", icon=":material/scatter_plot:", url_path="model_atlas"),
     st.Page("app_pages/try_an_image.py", title="Try an image", icon=":material/image:", url_path="try_an_image"),
 ]
 

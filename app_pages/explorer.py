@@ -6,7 +6,7 @@ from urllib.parse import urlencode
 import numpy as np
 import streamlit as st
 
-from dashboard import data, state, ui, views
+from dashboard import data, perturb, state, ui, views
 from hsc_core.datasets.images import ImageReadError, display_image, open_image_safely, safe_image_path
 from hsc_core.report.tree_figure import record_rows, tree_figure
 
@@ -202,3 +202,4 @@ def _details(theta: float) -> None:
 
 with main:
     theta_view()
+    perturb.explorer_section(es, sample, i, float(state.get("theta")))

@@ -1,4 +1,15 @@
-"""Guaranteed accuracy: the paper's Algorithm 1 threshold θ̂, Theorem 1's ε, and repetitions."""
+"""Guaranteed accuracy: the paper's Algorithm 2 threshold θ̂ and Theorem 1's ε on one split, its
+repetitions (Figure 3), the Theorem-1 solver, every guarantee side by side (the shoot-out) and the
+decision card to deploy.
+
+Each section is one function of the requirement the sliders at the top set (``Requirement``), so a
+section can be added or given another calibration/test source without touching the others; all of
+them run in one fragment, so a slider move updates every section at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -6,7 +17,10 @@ import streamlit as st
 
 from dashboard import data, plots, state, ui, views
 from hsc_core.core.thresholds import solve_theorem1
+from hsc_core.evaluation.card import card_json, card_markdown, decision_card
+from hsc_core.evaluation.guarantees import METHODS, SUMMARY_COLUMNS, Settings, shootout
 from hsc_core.evaluation.repeated_splits import repeated_split_evaluation
+from hsc_core.report.figures import accuracy_coverage_figure, violation_figure
 
 ui.ensure_entrypoint()
 
@@ -30,14 +44,53 @@ st.caption(
     "50,000 validation images and repeats 1,000 times; for the shipped 1,894-image sample n defaults to 1,000 and "
     "the repetitions to 200."
 )
-METHODS = {"order_statistic": "order statistic ⌈(n+1)(1−α)⌉ (paper)", "quantile": "numpy quantile (authors' code)"}
-RESULTS = "_ga_results"
+QUANTILES = {"order_statistic": "order statistic ⌈(n+1)(1−α)⌉ (paper)", "quantile": "numpy quantile (authors' code)"}
+RUNS = "_ga_runs"          # repetitions: key → table, the last few kept (moving α back finds its run)
+SHOOTOUTS = "_ga_shootouts"  # shoot-outs: key → ShootoutResult, the last few kept
+CARDS = "_ga_cards"
+KEEP = 6
+TOL = 1e-9  # |accuracy − target| ≤ ε compared with a tolerance: 1.0 − 0.95 is 0.05000000000000004
 # The sliders' and inputs' ranges are those of state.SETTINGS (state.bind passes them), which also
 # vet the link's values, so a shared link can never hand a widget a value outside its range.
 
 
-@state.fragment
-def threshold_view() -> None:
+@dataclass(frozen=True)
+class Requirement:
+    """What the sliders at the top ask for."""
+
+    target: float
+    confidence: float
+    n: int
+    seed: int
+    method: str
+
+    @property
+    def alpha(self) -> float:
+        return round(1.0 - self.target, 6)
+
+    @property
+    def delta(self) -> float:
+        return round(1.0 - self.confidence, 6)
+
+    @property
+    def root_only(self) -> bool:
+        """(n+1)·α < 1: no order statistic ⌈(n+1)(1−α)⌉ exists, θ̂ = 1 predicts the root for everyone."""
+        return (self.n + 1) * self.alpha < 1.0 - 1e-12
+
+    def too_small(self) -> str:
+        return (f"n = {self.n:,} is too small for a target of {self.target:.3f}: (n+1)·α < 1, so θ̂ = 1 and every "
+                f"sample is predicted as the root (accuracy 1, coverage 0). It needs n ≥ "
+                f"{int(np.ceil(1 / self.alpha - 1)):,}.")
+
+
+def _remember(store: str, key: tuple, value) -> None:
+    runs = dict(st.session_state.get(store, {}))
+    runs.pop(key, None)
+    runs[key] = value
+    st.session_state[store] = dict(list(runs.items())[-KEEP:])
+
+
+def requirement() -> Requirement:
     state.set("n", int(min(max(10, int(state.get("n"))), N_MAX)))
     c = st.columns([1, 1, 1.3, 0.8])
     with c[0]:
@@ -48,33 +101,42 @@ def threshold_view() -> None:
         n = state.bind(st.slider, "Calibration size n", "n", scope="ga", min_value=10, max_value=N_MAX, step=1)
     with c[3]:
         seed = state.bind(st.number_input, "Split seed", "split_seed", scope="ga", step=1)
-    method = st.radio("θ̂ rule", list(METHODS), format_func=METHODS.get, horizontal=True, key="ga_method")
-    alpha, delta = round(1.0 - target, 6), round(1.0 - conf, 6)
+    method = st.radio("θ̂ rule", list(QUANTILES), format_func=QUANTILES.get, horizontal=True, key="ga_method")
+    return Requirement(float(target), float(conf), int(n), int(seed), str(method))
 
-    split = views.single_split_result(es, data.tight_thresholds(es), int(n), int(seed), alpha, delta, method)
+
+def one_split(req: Requirement) -> float:
+    """θ̂, ε and the test numbers of one split; returns ε."""
+    split = views.single_split_result(es, data.tight_thresholds(es), req.n, req.seed, req.alpha, req.delta,
+                                      req.method)  # type: ignore[arg-type]
     eps, test_acc = split.epsilon, split.test_accuracy
-    inside = abs(test_acc - target) <= eps
-
+    inside = abs(test_acc - req.target) <= eps + TOL
     m = st.columns(5)
     m[0].metric("θ̂ (threshold)", f"{split.theta_hat:.4f}")
     m[1].metric("ε (Theorem 1)", f"{eps:.4f}")
-    m[2].metric("Test accuracy", f"{test_acc:.4f}", delta=f"{test_acc - target:+.4f} vs target",
+    m[2].metric("Test accuracy", f"{test_acc:.4f}", delta=f"{test_acc - req.target:+.4f} vs target",
                 delta_color="off")
     m[3].metric("Test coverage", f"{split.test_coverage:.4f}")
     m[4].metric("Within target ± ε", "yes" if inside else "no")
-    st.caption(f"One split: {split.n_cal:,} calibration / {split.n_test:,} test samples (seed {int(seed)}). "
-               f"Band: [{target - eps:.4f}, {target + eps:.4f}].")
+    lo, hi = max(0.0, req.target - eps), min(1.0, req.target + eps)
+    st.caption(f"One split: {split.n_cal:,} calibration / {split.n_test:,} test samples (seed {req.seed}). "
+               f"Band: [{lo:.4f}, {hi:.4f}].")
+    if req.root_only:
+        st.warning(req.too_small(), icon=":material/warning:")
+    return eps
 
+
+def repetitions(req: Requirement, eps: float) -> None:
     st.subheader("Repetitions (Figure 3 style)")
     r = st.columns([1.4, 1.4, 1])
     with r[0]:
-        reps = state.bind(st.slider, "Repetitions", "reps", scope="ga", step=10)
+        reps = int(state.bind(st.slider, "Repetitions", "reps", scope="ga", step=10))
     with r[1]:
         baselines = st.multiselect("Baselines", ["darts", "crc"], default=["darts", "crc"],
                                    format_func=plots.METHOD_LABELS.get, key="ga_baselines",
                                    help="DARTS re-fits its λ by a 25-step search per repetition, "
                                         "so it is the slow part.")
-    key = (es.model, es.subset, es.ts, float(alpha), int(n), int(reps), int(seed), method, tuple(baselines))
+    key = (es.key, float(req.alpha), req.n, reps, req.seed, req.method, tuple(baselines))
     with r[2]:
         st.write("")
         run = st.button("Run repetitions", type="primary", icon=":material/play_arrow:")
@@ -89,84 +151,224 @@ def threshold_view() -> None:
                 bar.progress(min(frac, 1.0), text=f"Running repetitions… {pct}%")
 
         try:
-            df = repeated_split_evaluation(h, es.node_probs, es.labels, [alpha], int(n), int(reps), seed=int(seed),
-                                           method=method, baselines=tuple(baselines), progress=progress)
+            df = repeated_split_evaluation(h, es.node_probs, es.labels, [req.alpha], req.n, reps, seed=req.seed,
+                                           method=req.method, baselines=tuple(baselines),  # type: ignore[arg-type]
+                                           progress=progress)
         except ValueError as exc:
             bar.empty()
-            st.error(f"Cannot run the repetitions: {exc}")
+            st.error(f"Cannot run the repetitions: {ui.public_message(exc)}")
             return
         bar.empty()
-        st.session_state[RESULTS] = (key, df)
-    stored = st.session_state.get(RESULTS)
-    if stored is None or stored[0] != key:
-        st.info(f"Press **Run repetitions** to draw {int(reps)} stratified calibration sets of n = {int(n):,} "
-                "and compare the test accuracy of θ̂ with the baselines.")
+        _remember(RUNS, key, df)
+    runs = st.session_state.get(RUNS, {})
+    if key not in runs:
+        st.info(f"Press **Run repetitions** to draw {reps} stratified calibration sets of n = {req.n:,} "
+                "and compare the test accuracy of θ̂ with the baselines. Runs for other targets are kept: "
+                "moving the target back shows them again.")
         return
-    df = stored[1]
-    ui.figure(plots.accuracy_histogram(df, target, eps), f"guaranteed_accuracy_a{target:.3f}_n{int(n)}",
+    df = runs[key]
+    n_reps = int(df["rep"].nunique())
+    ui.figure(plots.accuracy_histogram(df, req.target, eps), f"guaranteed_accuracy_a{req.target:.3f}_n{req.n}",
               key="ga_hist", context=ui.export_context(es),
-              title=f"Test accuracy over {len(df):,} repetitions (target {target:.3f}, n = {int(n):,})")
-    d = df.assign(target=target, abs_err=(df["accuracy"] - target).abs(),
-                  inside=(df["accuracy"] - target).abs() <= eps)
+              title=f"Test accuracy over {n_reps:,} repetitions (target {req.target:.3f}, n = {req.n:,})")
+    d = df.assign(abs_err=(df["accuracy"] - req.target).abs(),
+                  inside=(df["accuracy"] - req.target).abs() <= eps + TOL)
     summary = d.groupby("method", sort=False).agg(
         mean_accuracy=("accuracy", "mean"), std_accuracy=("accuracy", "std"),
         mean_abs_error=("abs_err", "mean"), mean_coverage=("coverage", "mean"),
         fraction_within_eps=("inside", "mean")).reset_index()
     summary["method"] = summary["method"].map(lambda m: plots.METHOD_LABELS.get(m, m))
-    st.dataframe(summary, hide_index=True, key="ga_summary",
-                 column_config={c: st.column_config.NumberColumn(format="%.4f") for c in summary.columns[1:]})
-    n_test = N - int(n)
-    noise = float(np.sqrt(target * (1 - target) / max(n_test, 1)))
-    st.caption(f"Each repetition draws a stratified calibration set of {int(n):,} and tests on the other "
-               f"{n_test:,}. Theorem 1 holds for the accuracy on new data with probability ≥ {conf:.0%}; the accuracy "
-               f"measured on only {n_test:,} test samples adds its own noise (std ≈ {noise:.4f} at the target, vs "
-               f"ε = {eps:.4f}), so fewer repetitions than that may land inside the green band.")
+    labels = {"method": "method", "mean_accuracy": "mean test accuracy", "std_accuracy": "std of test accuracy",
+              "mean_abs_error": "mean |accuracy − target|", "mean_coverage": "mean test coverage",
+              "fraction_within_eps": "share of repetitions within target ± ε"}
+    st.dataframe(summary, hide_index=True, key="ga_summary", column_config={
+        c: st.column_config.NumberColumn(labels[c], format="%.4f") for c in summary.columns[1:]})
+    n_test = N - req.n
+    noise = float(np.sqrt(req.target * (1 - req.target) / max(n_test, 1)))
+    st.caption(f"Each repetition draws a stratified calibration set of {req.n:,} and tests on the other "
+               f"{n_test:,}. Theorem 1 holds for the accuracy on new data with probability ≥ {req.confidence:.0%}; "
+               f"the accuracy measured on only {n_test:,} test samples adds its own noise (std ≈ {noise:.4f} at the "
+               f"target, vs ε = {eps:.4f}), so fewer repetitions than that may land inside the green band.")
     c1, c2 = st.columns(2)
     with c1:
-        ui.csv_download(summary, "repetitions_summary", key="dl_ga_summary",
-                        context=ui.export_context(es))
+        ui.csv_download(summary, "repetitions_summary", key="dl_ga_summary", context=ui.export_context(es))
     with c2:
         ui.csv_download(df, "repetitions", key="dl_ga_raw", label="All repetitions (CSV)",
                         context=ui.export_context(es))
 
 
-threshold_view()
-
-
-@state.fragment
-def solver_view() -> None:
+def solver(req: Requirement) -> None:
     st.subheader("Solve Theorem 1 for one parameter")
-    st.caption("Fix three of α, n, ε, δ; the fourth follows.")
+    st.caption("Fix three of α, n, ε, δ; the fourth follows. The inputs start from the sliders above and follow "
+               "them when they move.")
     labels = {"alpha": "target accuracy 1 − α", "n": "calibration size n", "epsilon": "margin ε",
               "delta": "confidence 1 − δ"}
     solve = state.bind(st.radio, "Solve for", "solve", scope="ga", options=list(labels), format_func=labels.get,
                        horizontal=True)
+    # Each input follows its slider: when the slider's value changes, the input takes it.
+    for wkey, value in (("solve_acc", req.target), ("solve_n", req.n), ("solve_conf", req.confidence)):
+        if st.session_state.get(f"{wkey}.from") != value:
+            st.session_state[wkey] = value
+            st.session_state[f"{wkey}.from"] = value
     c = st.columns(4)
-    acc = c[0].number_input("Target accuracy 1 − α", 0.5, 0.9999, float(state.get("acc")), 0.005, format="%.4f",
-                            disabled=solve == "alpha", key="solve_acc")
-    n = c[1].number_input("Calibration size n", 1, 10_000_000, int(state.get("n")), 100,
-                          disabled=solve == "n", key="solve_n")
-    with c[2]:
-        eps = state.bind(st.number_input, "Margin ε", "eps", scope="ga", step=0.001, format="%.4f",
-                         disabled=solve == "epsilon")
-    conf = c[3].number_input("Confidence 1 − δ", 0.5, 0.9999, float(state.get("conf")), 0.01, format="%.4f",
-                             disabled=solve == "delta", key="solve_conf")
-    given = {"alpha": round(1 - acc, 6), "n": int(n), "epsilon": float(eps), "delta": round(1 - conf, 6)}
-    given[solve] = None
+    inputs = {}
+    if solve != "alpha":
+        inputs["alpha"] = 1 - c[0].number_input("Target accuracy 1 − α", 0.5, 0.9999, step=0.005, format="%.4f",
+                                                key="solve_acc")
+    if solve != "n":
+        inputs["n"] = c[1].number_input("Calibration size n", 1, 10_000_000, step=100, key="solve_n")
+    if solve != "epsilon":
+        with c[2]:
+            inputs["epsilon"] = state.bind(st.number_input, "Margin ε", "eps", scope="ga", step=0.001,
+                                           format="%.4f")
+    if solve != "delta":
+        inputs["delta"] = 1 - c[3].number_input("Confidence 1 − δ", 0.5, 0.9999, step=0.01, format="%.4f",
+                                                key="solve_conf")
+    given = {k: (round(float(v), 6) if k != "n" else int(v)) for k, v in inputs.items()}
     try:
         res = solve_theorem1(**given)
     except ValueError as exc:
-        st.error(f"No solution: {exc}")
+        st.error(f"No solution: {ui.public_message(exc)}")
         return
+    solved = {"alpha": f"{1 - res['alpha']:.4f}", "n": f"{res['n']:,}", "epsilon": f"{res['epsilon']:.4f}",
+              "delta": f"{1 - res['delta']:.4f}"}[solve]
+    c[{"alpha": 0, "n": 1, "epsilon": 2, "delta": 3}[solve]].metric(f"{labels[solve]} (solved)", solved)
     m = st.columns(4)
     m[0].metric("1 − α", f"{1 - res['alpha']:.4f}")
     m[1].metric("n", f"{res['n']:,}")
     m[2].metric("ε", f"{res['epsilon']:.4f}")
     m[3].metric("1 − δ", f"{1 - res['delta']:.4f}")
-    st.success(f"Solved **{labels[solve]}** = " + {
-        "alpha": f"{1 - res['alpha']:.4f}", "n": f"{res['n']:,}", "epsilon": f"{res['epsilon']:.4f}",
-        "delta": f"{1 - res['delta']:.4f}"}[solve])
+    st.success(f"Solved **{labels[solve]}** = {solved}")
+    if res["root_only"]:
+        st.warning(res["note"], icon=":material/warning:")
     ui.csv_download(pd.DataFrame([res]), "theorem1_solution", key="dl_solve")
 
 
-solver_view()
+P_VALUE_LABELS = {"binomial": "exact binomial", "hoeffding_bentkus": "Hoeffding–Bentkus"}
+SUMMARY_LABELS = {
+    "label": "method", "kind": "guarantee", "violation_rate": "violation rate", "violation_se": "± s.e.",
+    "violation_high": "95 % upper limit", "guarantee_holds": "holds", "accuracy_mean": "mean accuracy",
+    "accuracy_std": "sd accuracy", "coverage_mean": "mean coverage", "coverage_std": "sd coverage",
+    "set_size_mean": "mean leaves in node", "certified_share": "certified share", "seconds": "seconds",
+}
+
+
+def shootout_section(req: Requirement) -> None:
+    st.subheader("Every guarantee side by side")
+    st.caption("The same calibration sets for every method. *PAC* methods promise accuracy ≥ target with probability "
+               "≥ 1 − δ: their violation rate must stay left of the δ line. *Marginal* ones promise it on average "
+               "(about half the sets fall below, by design). Sets are drawn with replacement (*iid*, the data set "
+               "plays the deployment distribution and the realised accuracy is on all of it) or as the paper's "
+               "calibration/test splits.")
+    with ui.controls("Shoot-out settings"):
+        c = st.columns([2.2, 1, 1, 1])
+        d = st.columns([1.5, 1, 2.7])
+        with d[0]:
+            p_value = state.bind(st.radio, "LTT p-values", "g_pv", scope="ga", options=list(P_VALUE_LABELS),
+                                 horizontal=True, format_func=P_VALUE_LABELS.get)
+        with d[1]:
+            depth = int(state.bind(st.number_input, "Mondrian depth", "g_depth", scope="ga", step=1,
+                                   help="Superclasses of the Mondrian methods: the predicted leaf's ancestor at "
+                                        "this depth."))
+        with c[0]:
+            methods = state.bind(st.multiselect, "Methods", "g_methods", scope="ga", options=list(METHODS),
+                                 format_func=lambda m: METHODS[m].label,
+                                 help="DARTS refits λ by bisection per set (about 0.1 s each).")
+        with c[1]:
+            reps = int(state.bind(st.number_input, "Calibration sets", "g_reps", scope="ga", step=100))
+        with c[2]:
+            sampling = state.bind(st.radio, "Sampling", "g_sampling", scope="ga", options=["iid", "split"])
+        with c[3]:
+            cov = float(state.bind(st.number_input, "LTT: min coverage", "g_cov", scope="ga", step=0.05,
+                                   format="%.2f", help="A second risk for 'LTT · several risks' (0: none)."))
+    methods = [m for m in methods if m != "ltt_multi" or cov > 0]
+    key = (es.key, req.target, req.delta, req.n, reps, req.seed, sampling, tuple(methods), cov, p_value, depth)
+    if req.root_only:
+        st.warning(req.too_small(), icon=":material/warning:")
+    if st.button("Run the shoot-out", type="primary", icon=":material/play_arrow:", disabled=not methods):
+        bar = st.progress(0.0, text="Shoot-out…")
+        try:
+            with st.spinner("Preparing the per-sample quantities…"):
+                gdata = es.view.guarantee_data()
+            settings = Settings(alpha=req.alpha, delta=req.delta, min_coverage=cov or None, p_value=p_value,
+                                mondrian_depth=depth)
+            res = shootout(gdata, settings, req.n, methods=methods, reps=reps, sampling=sampling,
+                           seed=req.seed, progress=lambda d, t: bar.progress(d / t, text=f"Shoot-out… {d}/{t}"))
+        except ValueError as exc:
+            bar.empty()
+            st.error(f"Cannot run the shoot-out: {ui.public_message(exc)}")
+            return
+        bar.empty()
+        _remember(SHOOTOUTS, key, res)
+    res = st.session_state.get(SHOOTOUTS, {}).get(key)
+    if res is None:
+        st.info(f"Press **Run the shoot-out** for {reps:,} calibration sets of n = {req.n:,} "
+                f"(all but DARTS: about 10 s for 1,000 on the shipped models).")
+        return
+    s = res.summary
+    for _, r in s[s["certified_share"] < 1].iterrows():
+        st.warning(f"**{r['label']}**: {r['note']}", icon=":material/block:")
+    name = f"guarantees_a{req.target:.3f}_d{req.delta:.2f}_n{req.n}"
+    # side by side on a desktop; one under the other in presenter mode, each the screen's width
+    c1, c2 = (st.container(), st.container()) if ui.presenter() else st.columns(2)
+    with c1:
+        ui.figure(violation_figure(s, req.delta), f"{name}_violations", key="ga_violations",
+                  context=ui.export_context(es), title=f"Violation rate over {res.reps:,} calibration sets vs δ")
+    with c2:
+        ui.figure(accuracy_coverage_figure(s, req.target), f"{name}_accuracy_coverage", key="ga_scatter",
+                  context=ui.export_context(es), title="Accuracy against coverage (± 1 sd)")
+    shown = s[[c for c in SUMMARY_COLUMNS if c in SUMMARY_LABELS]]
+    st.dataframe(shown, hide_index=True, key="ga_shootout", column_config={
+        c: (st.column_config.NumberColumn(SUMMARY_LABELS[c], format="%.4f")
+            if c not in ("label", "kind", "guarantee_holds") else st.column_config.TextColumn(SUMMARY_LABELS[c]))
+        for c in shown.columns})
+    c1, c2 = st.columns(2)
+    with c1:
+        ui.csv_download(s, f"{name}_summary", key="dl_ga_shootout", context=ui.export_context(es))
+    with c2:
+        ui.csv_download(lambda: res.repetitions, f"{name}_repetitions", key="dl_ga_shootout_reps",
+                        label="Every calibration set (CSV)", context=ui.export_context(es))
+
+
+def card_section(req: Requirement) -> None:
+    st.subheader("Decision card")
+    st.caption("The θ to ship, the guarantee it carries and the evidence, as Markdown with YAML front matter "
+               "(Hugging Face model-card convention) and its JSON twin. Calibrated on n samples drawn with the "
+               "split seed, measured on the rest, with 200 calibration sets of evidence.")
+    c = st.columns([2, 1, 1])
+    with c[0]:
+        method = state.bind(st.selectbox, "Method to deploy", "g_card", scope="ga", options=list(METHODS),
+                            format_func=lambda m: METHODS[m].label)
+    key = (es.key, req.target, req.delta, req.n, req.seed, method)
+
+    def card() -> dict:
+        cards = st.session_state.get(CARDS, {})
+        if key not in cards:
+            cards = {**cards, key: decision_card(es.view.evaluation, target_accuracy=req.target, delta=req.delta,
+                                                 method=method, n_cal=req.n, ts=es.ts, seed=req.seed,
+                                                 data=es.view.guarantee_data(),
+                                                 **({"min_coverage": 0.5} if method == "ltt_multi" else {}))}
+            st.session_state[CARDS] = dict(list(cards.items())[-KEEP:])
+        return cards[key]
+
+    stem = f"decision_card_{method}_a{req.target:.3f}"
+    with c[1]:
+        st.download_button("Card (Markdown)", lambda: card_markdown(card()).encode("utf-8"), file_name=f"{stem}.md",
+                           mime="text/markdown", key="dl_ga_card_md", on_click="ignore", icon=":material/download:")
+    with c[2]:
+        st.download_button("Card (JSON)", lambda: card_json(card()).encode("utf-8"), file_name=f"{stem}.json",
+                           mime="application/json", key="dl_ga_card_json", on_click="ignore",
+                           icon=":material/download:")
+
+
+@state.fragment
+def guaranteed_accuracy() -> None:
+    req = requirement()
+    eps = one_split(req)
+    repetitions(req, eps)
+    solver(req)
+    shootout_section(req)
+    card_section(req)
+
+
+guaranteed_accuracy()

@@ -1,4 +1,6 @@
-"""Try an image: classify an upload on the CPU and climb its path with a θ slider.
+"""Try an image: classify an upload (or a shipped validation image, with its true label) on the CPU,
+see the Explorer's tree with θ swept in the browser, and degrade the image (ImageNet-C blur or
+noise) to watch the predicted path climb.
 
 The classifier (``hsc_core.pipeline``: PyTorch and timm) is imported only once the page knows they
 are installed: ``pip install 'hsc-toolkit[dashboard]'`` has neither, and there the page says how to
@@ -6,36 +8,26 @@ add them instead of failing.
 """
 
 import dataclasses
-import importlib.util
 import io
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, plots, state, ui, views
-from hsc_core.core.probabilities import node_probabilities, softmax
+from dashboard import data, perturb, state, ui, views
+from hsc_core.core.probabilities import softmax
 from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy
 from hsc_core.datasets.images import ImageReadError, display_image, max_image_pixels, open_image_safely
 from hsc_core.report.figures import ExportContext
 
 ui.ensure_entrypoint()
 MAX_IMAGE_MB = 50  # per upload; the pixel cap (HSC_MAX_IMAGE_MEGAPIXELS) is checked before decoding
-PIPELINE_PACKAGES = ("torch", "timm")  # what classifying needs beyond the dashboard's own requirements
 PIPELINE_MISSING = ("Classifying an image needs PyTorch and timm, which are not installed: "
                     "`pip install 'hsc-toolkit[pipeline]'` (or `pip install -r requirements.txt` in a checkout).")
 
 
-def pipeline_installed() -> bool:
-    """Whether torch and timm can be imported, found without importing them (timm takes seconds)."""
-    try:
-        return all(importlib.util.find_spec(name) is not None for name in PIPELINE_PACKAGES)
-    except (ImportError, ValueError):  # a half-installed package: treat it as missing
-        return False
-
-
 st.title("Try an image")
-if not pipeline_installed():
+if not perturb.pipeline_installed():
     st.info(PIPELINE_MISSING)
     st.stop()
 from hsc_core.pipeline.models import list_registered_models  # noqa: E402 - imports torch: only now
@@ -77,23 +69,32 @@ def classify(image: bytes, model: str, name: str) -> tuple[np.ndarray, bytes]:
     return classify_image(rgb, model), preview.getvalue()
 
 
-c = st.columns([1, 2])
-with c[0]:
-    model = state.bind(st.selectbox, "Model", "tmodel", scope="img", options=models,
-                       help="Registered models run offline on the CPU.")
-with c[1]:
-    upload = st.file_uploader("Image (JPEG, PNG, WebP, …)", key="img_upload", max_upload_size=MAX_IMAGE_MB,
-                              type=["jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff"],
-                              help=f"Up to {MAX_IMAGE_MB} MB and {max_image_pixels() / 1e6:.0f} megapixels.")
-sample_dir = default_image_dir()
 image_bytes, image_name = None, None
-if upload is not None:
-    image_bytes, image_name = upload.getvalue(), upload.name
-elif sample_dir is not None:
-    files = sorted(p.name for p in sample_dir.iterdir() if p.suffix.lower() in (".jpeg", ".jpg", ".png"))
-    if files and st.toggle("Or use one of the shipped validation images", key="img_use_sample"):
-        image_name = st.selectbox("Validation image", files, key="img_sample")
-        image_bytes = (sample_dir / image_name).read_bytes()
+with ui.controls("Model and image"):
+    c = st.columns([1, 2])
+    with c[0]:
+        model = state.bind(st.selectbox, "Model", "tmodel", scope="img", options=models,
+                           help="Registered models run offline on the CPU.")
+    with c[1]:
+        upload = st.file_uploader("Image (JPEG, PNG, WebP, …)", key="img_upload", max_upload_size=MAX_IMAGE_MB,
+                                  type=["jpg", "jpeg", "png", "webp", "bmp", "gif", "tif", "tiff"],
+                                  help=f"Up to {MAX_IMAGE_MB} MB and {max_image_pixels() / 1e6:.0f} megapixels.")
+    sample_dir = default_image_dir()
+    if upload is not None:
+        image_bytes, image_name = upload.getvalue(), upload.name
+        state.set("timg", None)  # an upload cannot be linked to
+    elif sample_dir is not None:
+        files = sorted(p.name for p in sample_dir.iterdir() if p.suffix.lower() in (".jpeg", ".jpg", ".png"))
+        linked = state.get("timg") in files  # a deep link to a shipped image opens it
+        if state.get("timg") is not None and not linked:
+            st.warning(f"Image {ui.plain(state.get('timg'))} from the link is not among the shipped images.")
+        if files and st.toggle("Or use one of the shipped validation images", key="img_use_sample", value=linked):
+            if not linked:
+                state.set("timg", files[0])
+            image_name = state.bind(st.selectbox, "Validation image", "timg", scope="img", options=files)
+            image_bytes = (sample_dir / image_name).read_bytes()
+        else:
+            state.set("timg", None)
 if image_bytes is None:
     st.info("Upload an image to see the model's top-5 classes and the Climbing path.")
     st.stop()
@@ -109,8 +110,8 @@ except Exception as exc:  # model loading (missing weights package, …): show i
     st.stop()
 
 t, t_note = 1.0, "no temperature scaling"
+location = ui.catalog().get(model)
 if state.get("ts"):
-    location = ui.catalog().get(model)
     if location is None:
         t_note = f"no cached logits for {model}, so T = 1"
     else:
@@ -119,40 +120,67 @@ if state.get("ts"):
             t_note = f"T = {t:.3f} fitted on the 10 % calibration split of {model}'s cached logits ({n_fit:,} samples)"
         except data.LOAD_ERRORS as exc:
             t_note = f"T = 1 ({ui.plain(ui.public_message(exc))})"
-leaf_probs = softmax(np.asarray(logits, dtype=np.float64)[None, :], t)
-node_probs = node_probabilities(h, leaf_probs)[0]
-row = np.minimum(node_probs, 1.0)
-row[h.root] = 1.0
-paths = views.single_sample_paths(h, node_probs)
 
-left, right = st.columns([1, 2], gap="medium")
+
+def _true_leaf(name: str | None) -> int | None:
+    """A shipped validation image's label, from the model's cached logits (None for an upload)."""
+    if upload is not None or name is None or location is None:
+        return None
+    try:
+        bundle = data.load_bundle(location)
+    except data.LOAD_ERRORS:
+        return None
+    hits = np.flatnonzero(np.asarray(bundle.sample_ids).astype(str) == name)
+    return int(bundle.labels[hits[0]]) if hits.size else None
+
+
+true_leaf = _true_leaf(image_name)
+leaf_probs = softmax(np.asarray(logits, dtype=np.float64)[None, :], t)
+row = perturb.node_row(h, logits, t)
+context = ExportContext(model=model, dataset=data.IMAGENET, ts=bool(state.get("ts")),
+                        temperature=t if state.get("ts") else None, n_samples=1)
+
+left, right = st.columns([1, 2.4] if ui.presenter() else [1, 2], gap="medium")
 with left:
     st.image(preview, caption=ui.plain(image_name), width="stretch")
+    if true_leaf is not None:
+        st.markdown(f"**True class:** {ui.plain(views.node_name(h, true_leaf))}")
     top = np.argsort(-leaf_probs[0])[:5]
     top5 = pd.DataFrame({"rank": np.arange(1, 6), "class": [views.node_name(h, k) for k in top],
                          "wnid": [h.node_ids[k] for k in top], "probability": leaf_probs[0][top]})
     st.markdown(f"**Top-5** ({t_note})")
     st.dataframe(top5, hide_index=True, key="img_top5",
                  column_config={"probability": st.column_config.NumberColumn(format="%.4f")})
-    context = ExportContext(model=model, dataset=data.IMAGENET, ts=bool(state.get("ts")),
-                            temperature=t if state.get("ts") else None, n_samples=1)
     ui.csv_download(top5, f"top5_{model}_{image_name}", key="dl_top5", context=context)
-    ui.figure(plots.top5_figure(list(top5["class"]), list(top5["probability"])), f"top5_{model}_{image_name}",
-              key="img_top5_fig", context=context)
+
+
+def _follow(theta: float) -> None:
+    state.set("theta", round(min(max(theta, 0.0), 1.0), 2))
 
 
 @state.fragment
 def theta_view() -> None:
     theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="img", min_value=0.0, max_value=1.0,
-                       step=0.01, format="%.2f")
-    view = views.sample_view(h, row, paths, 0, theta)
-    st.markdown(views.choice_text(h, view))
+                       step=0.01, format="%.2f", help="The tree's own ▶ Play button and slider sweep θ in the "
+                                                      "browser; where they stop becomes this slider's value.")
+    kind, severity = perturb.degrade_controls("img")
+    shown = row
+    if kind != "none":
+        sweep = perturb.degraded_logits(image_bytes, image_name, model, kind)
+        shown = perturb.node_row(h, sweep[0][severity], t)
     at_theta = dataclasses.replace(context, theta=float(theta))
-    ui.figure(plots.path_figure(h, view), f"path_{model}_{image_name}", key="img_path", context=at_theta)
-    table = views.choice_table(h, view)
-    st.dataframe(table.drop(columns="correct"), hide_index=True, key="img_choices", column_config=ui.CHOICE_COLUMNS)
-    ui.csv_download(table.drop(columns="correct"), f"choices_{model}_{image_name}", key="dl_img_choices",
-                    context=at_theta)
+    perturb.tree_chart(h, shown, true_leaf, theta, key="img_tree", name=f"tree_{model}_{image_name}",
+                       context=at_theta, cache_key=(perturb.digest_of(image_bytes), model, t, kind, severity),
+                       on_theta=_follow)
+    view = views.sample_view(h, shown, views.single_sample_paths(h, shown), 0, theta, true_leaf=true_leaf)
+    st.markdown(views.choice_text(h, view))
+    if kind != "none":
+        perturb.climb_view(h, *sweep, kind=kind, severity=severity, theta=theta, true_leaf=true_leaf,
+                           temperature=t, model=model, image_name=image_name, context=at_theta, key="img")
+    with st.expander("Table of the picks"):
+        table = views.choice_table(h, view)
+        st.dataframe(table, hide_index=True, key="img_choices", column_config=ui.CHOICE_COLUMNS)
+        ui.csv_download(table, f"choices_{model}_{image_name}", key="dl_img_choices", context=at_theta)
 
 
 with right:

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hsc_core.core.curves import rc_curve_from_paths  # noqa: E402
 from hsc_core.core.evaluation import auto_chunk_size, node_probabilities_rows, rc_curves_from_logits  # noqa: E402
-from hsc_core.core.hierarchical_prf import hierarchical_prf, mistake_severity_histogram  # noqa: E402
+from hsc_core.core.hierarchical_prf import hierarchical_prf, mistake_lca_depth_counts  # noqa: E402
 from hsc_core.core.metric_rules import EXTRA_RULES, any_decision_paths, rule_label  # noqa: E402
 from hsc_core.core.rules import RULE_LABELS, RULES, argmax_leaf, concat_decision_paths, decision_paths  # noqa: E402
 from hsc_core.core.selective_metrics import achievable_haurc, augrc, aurc, oracle_haurc, oracle_moves  # noqa: E402
@@ -157,7 +157,7 @@ def extra_bench(h, logits, labels, chunk, chunk_size, report, extra: tuple[str, 
         nodes, _ = paths.predict(0.0)
         hierarchical_prf(h, labels, nodes, average="micro")
         hierarchical_prf(h, labels, nodes, average="macro")
-        mistake_severity_histogram(h, nodes, labels)
+        mistake_lca_depth_counts(h, nodes, labels)
         t_prf = time.perf_counter() - t
         print(f"{rule_label(rule):<22}{t_paths[rule]:>10.2f}{t_curve:>21.2f}{t_metrics:>23.2f}{t_prf:>24.2f}"
               f"{paths.nodes.shape[1]:>9}{c01.haurc:>11.5f}")

@@ -54,7 +54,7 @@ from hsc_core.core.hierarchy import LIMITS, Hierarchy, file_too_large
 from hsc_core.core.metric_rules import ALL_RULES
 from hsc_core.core.risk import Loss
 from hsc_core.core.rules import RULE_LABELS, RULES
-from hsc_core.core.validation import clip, quote
+from hsc_core.core.validation import bounded_message, clip, quote
 from hsc_core.datasets.formats import HIERARCHY_SUFFIXES, load_hierarchy_with_notes
 from hsc_core.datasets.imagenet import imagenet_hierarchy
 from hsc_core.datasets.logits_io import (
@@ -102,6 +102,9 @@ V = TypeVar("V")
 
 class DataError(ValueError):
     """A model's file cannot be used by the dashboard (the message says why)."""
+
+    def __init__(self, message: object = "") -> None:  # bounded: built from user-provided names
+        super().__init__(bounded_message(str(message)))
 
 
 class UnknownDatasetError(DataError):
@@ -314,10 +317,10 @@ def add_session_dataset(name: str, filename: str, hierarchy: bytes, classes: byt
         raise DataError(f"there is already a data set called {name!r}")
     suffix = Path(filename).suffix.lower()
     if suffix not in HIERARCHY_SUFFIXES:
-        raise DataError(f"{Path(filename).name}: a hierarchy file ends in {', '.join(HIERARCHY_SUFFIXES)}")
+        raise DataError(f"{clip(Path(filename).name)}: a hierarchy file ends in {', '.join(HIERARCHY_SUFFIXES)}")
     for upload in (hierarchy, classes):
         if upload is not None and len(upload) > LIMITS.max_file_bytes:
-            raise DataError(f"{Path(filename).name if upload is hierarchy else 'the class list'}: "
+            raise DataError(f"{clip(Path(filename).name) if upload is hierarchy else 'the class list'}: "
                             f"{file_too_large(len(upload))}")
     # The readers take paths, so the upload spends a moment on disk; the folder never outlives this call.
     with tempfile.TemporaryDirectory(prefix="hsc_upload_") as tmp:
@@ -326,14 +329,14 @@ def add_session_dataset(name: str, filename: str, hierarchy: bytes, classes: byt
         if classes is not None:
             class_file.write_bytes(classes)
         def public(text: str) -> str:  # messages name the file as uploaded, never the temp folder
-            text = text.replace(str(tree_file), Path(filename).name).replace(str(class_file), "the class list")
+            text = text.replace(str(tree_file), clip(Path(filename).name)).replace(str(class_file), "the class list")
             return text.replace(str(tmp) + os.sep, "").replace(str(tmp), "")
 
         try:
             tree, notes = load_hierarchy_with_notes(tree_file, class_file if classes is not None else None,
                                                     header=header)
         except Exception as exc:  # any reader error on untrusted input: report it without the temp path
-            raise DataError(public(str(exc))) from None
+            raise DataError(bounded_message(public(str(exc)))) from None
         notes = [public(n) for n in notes]
     ds = Dataset(name, tree, tuple(tree.names[: tree.n_leaves]),
                  f"{tree.n_leaves} classes uploaded in this session", None)

@@ -22,11 +22,14 @@ import streamlit as st
 
 from hsc_core.core.metric_rules import ALL_RULES
 from hsc_core.core.rules import RULES
+from hsc_core.evaluation.guarantees import DEFAULT_METHODS, METHODS, SAMPLINGS
 
 _LOADED = "_query_params_loaded"
 URL_IGNORED = "_url_ignored"  # (key, value, what the key accepts) of each link parameter not used
 URL_VALUES = "_url_values"    # key → raw value of every parameter the link set
 MISSING_MODEL = "_missing_model"  # a requested model that is not in the catalog (shown once replaced)
+_RUN = "_full_run"  # the number of this session's full runs (app.py's init_state counts them)
+_BOUND = "_bound_in_run"  # widget key → the full run that last drew it (``bind``)
 
 
 class Invalid(ValueError):
@@ -78,6 +81,13 @@ def _rules(s: str) -> list[str]:
     if any(r not in ALL_RULES for r in parts):
         raise Invalid("rule names from " + ", ".join(ALL_RULES) + ", separated by commas")
     return [r for r in ALL_RULES if r in parts]
+
+
+def _methods(s: str) -> list[str]:
+    parts = s.split(",") if s else []
+    if not parts or any(m not in METHODS for m in parts):
+        raise Invalid("method names from " + ", ".join(METHODS) + ", separated by commas")
+    return [m for m in METHODS if m in parts]
 
 
 def _text(s: str) -> str:
@@ -161,17 +171,39 @@ SETTINGS: dict[str, Setting] = {
     "reps": _int_setting(200, 10, 1000),
     "solve": Setting("epsilon", _choice("alpha", "n", "epsilon", "delta")),
     "eps": _float_setting(0.01, 0.0001, 0.5),
+    # the guarantees shoot-out and the decision card on the same page (g_cov 0: no coverage risk)
+    "g_methods": Setting([m for m in DEFAULT_METHODS if m != "darts"], _methods, lambda v: ",".join(v)),
+    "g_reps": _int_setting(1000, 10, 5000),
+    "g_sampling": Setting("iid", _choice(*SAMPLINGS)),
+    "g_cov": _float_setting(0.0, 0.0, 0.99),
+    "g_card": Setting("theorem1_pac", _choice(*METHODS)),
+    "g_depth": _int_setting(2, 0, 30),
+    "g_pv": Setting("binomial", _choice("binomial", "hoeffding_bentkus")),
     # Presenter mode (bigger fonts, controls tucked away) and the guided story's step
     "presenter": Setting(False, _bool, lambda v: "1" if v else "0"),
     "step": Setting(1, _int_in(1, 5)),
-    # Try an image
+    # Try an image (and the Explorer's image): the model, and ImageNet-C degradation of the image
     "tmodel": Setting(None, _text),
+    "timg": Setting(None, _text),  # a shipped validation image (a file name in the image folder)
+    "degrade": Setting("none", _choice("none", "blur", "noise")),
+    "severity": _int_setting(3, 0, 5),
+    # Model atlas: the results table (a file name in the results folder), the y axis, a regime filter
+    "atlas": Setting(None, _text),
+    "atlas_y": Setting("haurc", _choice("haurc", "gain_percent")),
+    "regime": Setting("all", _choice("all", "clip_zero_shot", "clip_finetuned", "masked_image", "semi_self",
+                                     "distillation", "in21k_pretraining", "adversarial", "plain_in1k")),
+    # Where the model stops: the focus node (its id), colour, chart kind, the superclass level
+    "node": Setting(None, _text),
+    "wcolour": Setting("stopped_here", _choice("stopped_here", "accuracy_here")),
+    "wkind": Setting("sunburst", _choice("sunburst", "icicle")),
+    "level": Setting(2, _int_in(1, 64)),
 }
 
 
 def init_state() -> None:
     """Fill missing canonical keys with defaults; on a session's first run, take the URL's values."""
     ss = st.session_state
+    ss[_RUN] = ss.get(_RUN, 0) + 1
     for key, setting in SETTINGS.items():
         if key not in ss:
             ss[key] = list(setting.default) if isinstance(setting.default, list) else setting.default
@@ -242,10 +274,18 @@ def bind(widget: Callable, label: str, key: str, *, scope: str = "", on_change: 
     wkey = f"_w.{scope}.{key}"
     if widget in (st.slider, st.number_input) and key in SETTINGS:
         kwargs = {**SETTINGS[key].widget_range(), **kwargs}
-    if wkey not in st.session_state or st.session_state[wkey] != st.session_state[key]:
+    ss = st.session_state
+    run, bound = ss.get(_RUN, 0), ss.setdefault(_BOUND, {})
+    if wkey in ss and bound.get(wkey, run) < run - 1:
+        # The widget was not drawn in the last full run (the page stopped early, e.g. while a data
+        # set was being picked), so the browser dropped it; Streamlit may still hold its value, and
+        # a widget re-drawn from that value alone shows its minimum. Setting it anew shows it.
+        del ss[wkey]
+    bound[wkey] = run
+    if wkey not in ss or ss[wkey] != ss[key]:
         # Only when they differ: re-setting an unchanged value overwrites what the user did in the
         # browser since this run began (quick key presses on a slider were lost).
-        st.session_state[wkey] = st.session_state[key]
+        ss[wkey] = ss[key]
     return widget(label, key=wkey, on_change=_copy_back, args=(wkey, key, on_change), **kwargs)
 
 

@@ -67,19 +67,32 @@ _EXPORTS: dict[str, str] = {
     "risk_at_coverage": "core.selective_metrics",
     "coverage_at_risk": "core.selective_metrics",
     "hierarchical_prf": "core.hierarchical_prf",
-    "mistake_severity_histogram": "core.hierarchical_prf",
     "RC_TABLE_COLUMNS": "evaluation.rc_table",
     "rc_table_rows": "evaluation.rc_table",
     # thresholds with a guarantee
     "optimal_threshold": "core.thresholds",
     "theorem1_epsilon": "core.thresholds",
     "solve_theorem1": "core.thresholds",
+    "fwer_reject": "core.ltt",
+    "lca_set_paths": "core.conformal",
     # the evaluation layer
     "ModelEvaluation": "evaluation.model",
     "EvaluationSet": "evaluation.model",
     "RESULT_COLUMNS": "evaluation.results",
     "wide_table": "evaluation.results",
     "to_csv": "evaluation.results",
+    "GuaranteeData": "evaluation.guarantees",
+    "GuaranteeSettings": "evaluation.guarantees",
+    "calibrate": "evaluation.guarantees",
+    "shootout": "evaluation.guarantees",
+    "decision_card": "evaluation.card",
+    # the model atlas (per-model results tables, e.g. the authors' 1,116 models)
+    "load_atlas_table": "evaluation.atlas",
+    "training_regimes": "evaluation.atlas",
+    "paper_table1": "evaluation.atlas",
+    # where in the tree
+    "landing_counts": "evaluation.diagnostics",
+    "mistake_severity_histogram": "evaluation.diagnostics",
 }
 
 # spelled out (not derived from _EXPORTS) so linters and type checkers see the public names;
@@ -92,9 +105,11 @@ __all__ = [
     "RCCurve", "hierarchical_rc_curve", "hierarchical_aurc", "hierarchical_gain", "bootstrap_haurc",
     "ALL_RULES", "any_decision_paths", "rule_label", "expected_scores", "node_scores", "pareto_records",
     "aurc", "augrc", "oracle_haurc", "excess_haurc", "achievable_haurc", "risk_at_coverage", "coverage_at_risk",
-    "hierarchical_prf", "mistake_severity_histogram", "RC_TABLE_COLUMNS", "rc_table_rows",
-    "optimal_threshold", "theorem1_epsilon", "solve_theorem1",
+    "hierarchical_prf", "RC_TABLE_COLUMNS", "rc_table_rows",
+    "optimal_threshold", "theorem1_epsilon", "solve_theorem1", "fwer_reject", "lca_set_paths",
     "ModelEvaluation", "EvaluationSet", "RESULT_COLUMNS", "wide_table", "to_csv",
+    "GuaranteeData", "GuaranteeSettings", "calibrate", "shootout", "decision_card",
+    "load_atlas_table", "training_regimes", "paper_table1", "landing_counts", "mistake_severity_histogram",
 ]
 
 # Modules that moved when the package was split into core/, datasets/ and pipeline/ (0.2).
@@ -147,8 +162,10 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 sys.meta_path.append(_MovedModules())
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the lazy names, statically
+    from .core.conformal import lca_set_paths
     from .core.curves import RCCurve, hierarchical_aurc, hierarchical_gain, hierarchical_rc_curve
     from .core.hierarchy import Hierarchy
+    from .core.ltt import fwer_reject
     from .core.probabilities import fit_temperature, node_probabilities, softmax
     from .core.rules import (
         RULES,
@@ -164,5 +181,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the lazy names, statically
     from .datasets.imagenet import imagenet_hierarchy
     from .datasets.logits_io import load_logits, save_logits
     from .datasets.registry import load_dataset
+    from .evaluation.card import decision_card
+    from .evaluation.guarantees import GuaranteeData, calibrate, shootout
+    from .evaluation.guarantees import Settings as GuaranteeSettings
     from .evaluation.model import EvaluationSet, ModelEvaluation
     from .evaluation.results import RESULT_COLUMNS, to_csv, wide_table

@@ -22,6 +22,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cache-logits": ("hsc_core.pipeline.caching.cli", "run models over images and cache their logits"),
     "evaluate": ("hsc_core.pipeline.evaluate", "hAURC / gain of every rule for one or many logits files (CSV)"),
     "report": ("hsc_core.report.html_report", "one self-contained offline HTML report"),
+    "guarantees": ("hsc_core.report.guarantees_cli", "every accuracy guarantee side by side on repeated calibrations"),
+    "card": ("hsc_core.report.card_cli", "a decision card: the θ to ship and its guarantee (Markdown + JSON)"),
+    "atlas": ("hsc_core.report.atlas_cli", "the model atlas of a per-model results table (e.g. the authors' 1,116)"),
 }
 
 

@@ -13,6 +13,8 @@ variable                          meaning                                       
                                                                                            cached-logits folder
 ``HSC_IMAGE_DIR``                 ImageNet-1k's image folder (files named by sample id)    ``../shared/imagenet-val-
                                                                                            sample/images`` if present
+``HSC_RESULTS_DIR``               the dashboard's model atlas: the folder of per-model      ``../shared/reference``
+                                  results tables it lists (and the only one it reads)      if present
 ``HSC_MEMORY_BUDGET_MB``          working memory of one chunk of any chunked loop          256
 ``HSC_MAX_UPLOAD_MB``             the cap on an uploaded logits file's inflated arrays     200
 ``HSC_MAX_IMAGE_MEGAPIXELS``      the cap on an image's pixels, checked before decoding    40
@@ -34,6 +36,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 CACHED_LOGITS_DIR = "HSC_CACHED_LOGITS_DIR"
 DATASETS_DIR = "HSC_DATASETS_DIR"
 IMAGE_DIR = "HSC_IMAGE_DIR"
+RESULTS_DIR = "HSC_RESULTS_DIR"
 MEMORY_BUDGET_MB = "HSC_MEMORY_BUDGET_MB"
 MAX_UPLOAD_MB = "HSC_MAX_UPLOAD_MB"
 MAX_IMAGE_MEGAPIXELS = "HSC_MAX_IMAGE_MEGAPIXELS"
@@ -82,6 +85,16 @@ def image_dir() -> Path | None:
     """``$HSC_IMAGE_DIR`` when set, else None (callers then look in their own default places)."""
     raw = _text(IMAGE_DIR)
     return Path(raw).expanduser() if raw else None
+
+
+def results_dir() -> Path | None:
+    """``$HSC_RESULTS_DIR`` when set, else ``../shared/reference`` beside the repository if it
+    exists, else None: the folder whose per-model results tables the model atlas lists."""
+    raw = _text(RESULTS_DIR)
+    if raw:
+        return Path(raw).expanduser()
+    default = REPO_ROOT.parent / "shared" / "reference"
+    return default if default.is_dir() else None
 
 
 def memory_budget_bytes() -> int:

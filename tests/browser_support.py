@@ -24,7 +24,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 # Settings of the developer's shell that would change what the served app shows.
-APP_ENV = ("HSC_SYNTHETIC", "HSC_SYNTHETIC_TAXONOMY", "HSC_CACHED_LOGITS_DIR", "HSC_DATASETS_DIR", "HSC_IMAGE_DIR")
+APP_ENV = ("HSC_SYNTHETIC", "HSC_SYNTHETIC_TAXONOMY", "HSC_CACHED_LOGITS_DIR", "HSC_DATASETS_DIR", "HSC_IMAGE_DIR",
+           "HSC_RESULTS_DIR")
 
 
 def require_browser():

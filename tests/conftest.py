@@ -77,16 +77,22 @@ def random_tree(n_leaves: int, seed: int) -> Hierarchy:
 # test_package.py                             slow            builds and installs the wheel, runs `hsc` and every
 #                                                             page in subprocesses
 # test_app_overview_scale.py                  slow            AppTest Overview on a large synthetic set
+# test_app_atlas.py                           slow            AppTest Model atlas (3-4 s per test)
+# test_app_where.py                           slow            AppTest Where it stops (shipped logits, 5-10 s)
+# test_app_try_image.py                       slow            AppTest Try an image: a pretrained network, degraded
+# test_browser_atlas.py                       browser, slow   Model atlas, Where it stops: Chromium at 1280×720
 # test_app_datasets.py                        slow            AppTest on other data sets: each test builds and
 #                                                             evaluates CIFAR-100 or a user data set (~10 s in all)
 # test_cache_logits.py (fixture synthetic)    slow            pipeline runs: `cache-logits` end to end on a model
 # SLOW_TESTS below, per file                  slow            Ray, torchrun, a subprocess, a pretrained network run
 #                                                             on the CPU, and tests measured at over ~1.5 s each
 #                                                             (a parametrized sweep: over ~2 s in all)
-BROWSER_FILES = {"test_browser.py", "test_browser_datasets.py", "test_security_browser.py"}
+BROWSER_FILES = {"test_browser.py", "test_browser_datasets.py", "test_security_browser.py",
+                 "test_browser_guarantees.py", "test_browser_atlas.py"}
 BROWSER_TESTS = {"test_report.py": {"test_report_makes_no_network_request_in_a_browser"}}
 APP_FIXTURES = {"app_env", "open_page"}
-SLOW_FILES = {"test_package.py", "test_app_overview_scale.py", "test_app_datasets.py"}
+SLOW_FILES = {"test_package.py", "test_app_overview_scale.py", "test_app_datasets.py", "test_app_guarantees.py",
+              "test_app_atlas.py", "test_app_where.py", "test_app_try_image.py"}
 SLOW_FIXTURES = {"test_cache_logits.py": {"synthetic"}}
 SLOW_TESTS = {  # file -> test functions (every parameter of each)
     "test_cache_logits.py": {"test_models_on_local_ray_one_task_each_resumable",  # Ray
@@ -94,10 +100,16 @@ SLOW_TESTS = {  # file -> test functions (every parameter of each)
                              "test_pretrained_on_shared_images_matches_shipped",  # pretrained net, ../shared
                              "test_device_decode_gives_the_pil_paths_logits_on_real_images"},  # ../shared images
     "test_evaluate.py": {"test_ray_local_gives_identical_numbers"},  # Ray
+    # 1,000 repetitions of every method; the shipped model's evaluation and card
+    "test_guarantees.py": {"test_every_guarantee_holds_on_synthetic_data",
+                           "test_every_guarantee_holds_on_the_shipped_logits",
+                           "test_cli_guarantees_and_card", "test_card_escapes_a_hostile_model_name",
+                           "test_report_embeds_the_card_escaped"},
     # a pretrained network loaded and run on the CPU (torch threads fare badly on a busy 2-core machine)
     "test_inference.py": {"test_classify_shared_image_matches_shipped_logits", "test_model_is_loaded_once_and_reused",
                           "test_png_with_alpha_and_large_photo_classify", "test_classify_greyscale_upload"},
     "test_models.py": {"test_lite0_pretrained_matches_shipped_logits"},  # ../shared images
+    "test_perturbation.py": {"test_blur_makes_climbing_retreat_on_real_images"},  # pretrained net, ../shared
     "test_report.py": {"test_python_m_entry_point"},  # a subprocess
     # measured (and the pretrained-network tests among the AppTests)
     "test_formats.py": {"test_imagenet_is_a_with_the_class_list_gives_the_papers_tree"},

@@ -101,3 +101,46 @@ def test_explorer_on_cifar100(server, page, cifar_model):
         "() => Array.from(document.querySelectorAll('[data-testid=\"stPlotlyChart\"] .js-plotly-plot'))"
         ".map(g => JSON.stringify(g.data || [])).join(' ')")
     assert "maple tree" in labels and "trees" in labels
+
+
+@pytest.fixture(scope="module")
+def server_two_models(cifar_model, tmp_path_factory):
+    """cifar_net beside the same logits with no `dataset_id` (the sidebar asks for their data set)."""
+    from hsc_core.datasets.logits_io import load_logits
+
+    folder = tmp_path_factory.mktemp("browser_two") / "cached_logits"
+    folder.mkdir()
+    bundle = load_logits(cifar_model[0] / "cifar_net.npz")
+    for name, manifest in (("cifar_net", {"dataset_id": "cifar100"}), ("no_dataset_net", {})):
+        save_logits(folder / f"{name}.npz", bundle.logits, bundle.labels, list(bundle.sample_ids),
+                    manifest={"model": name, **manifest}, dtype="float32")
+    with streamlit_server({"HSC_CACHED_LOGITS_DIR": str(folder)},
+                          log_path=tmp_path_factory.mktemp("log") / "streamlit.log") as url:
+        yield url
+
+
+def _slider_text(page) -> str:
+    """The value the θ slider's thumb shows."""
+    slider = page.locator('[data-testid="stSlider"]').filter(has_text="Confidence threshold θ")
+    slider.wait_for(timeout=30_000)
+    return slider.locator('[data-testid="stSliderThumbValue"]').inner_text().strip()
+
+
+def test_theta_slider_shows_the_pages_theta_after_picking_a_data_set(server_two_models, page):
+    """The Explorer stops while a model's data set is not picked; once picked, its θ slider comes
+    back showing the θ the page uses (it showed 0.00 while the page used 0.50)."""
+    page.goto(f"{server_two_models}/explorer?model=cifar_net&theta=0.5")
+    wait_idle(page)
+    assert _slider_text(page) == "0.50"
+    page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').filter(
+        has_text="Model (cached logits)").click()
+    page.get_by_role("option").filter(has_text="no_dataset_net").first.click()
+    picker = page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').filter(has_text="Data set of")
+    picker.wait_for(timeout=30_000)
+    page.wait_for_function("() => !document.body.innerText.includes('Confidence threshold θ')", timeout=30_000)
+    picker.get_by_role("combobox").click()
+    page.get_by_role("option").filter(has_text="cifar100").first.click()
+    wait_idle(page)
+    assert _slider_text(page) == "0.50"  # it showed 0.00
+    assert_no_error(page)
+    assert "theta=0.5" in page.url and "model=no_dataset_net" in page.url

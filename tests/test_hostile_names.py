@@ -271,3 +271,66 @@ def test_report_job_runs_outside_the_script_thread_and_says_what_failed():
     assert "could not be built" in text and "no samples to evaluate" in text and "other (cannot be read)" in text
     good.release()
     assert html.escape(ENDED) in good().decode()
+
+
+# ---------------------------------------------------------------------------- hierarchy files and uploads
+NAME = "evil" + "n" * 100_000  # 100 kB: legal in a file (CSV fields may hold 128 kB), far too long for a message
+
+
+def _hierarchy_cases(tmp_path):
+    """Hierarchy files whose error names a huge class or node name: (file name, text, classes)."""
+    return {
+        "edge cycle": ("e.csv", f"parent,child\n{NAME},b\nb,{NAME}\n", None),
+        "own parent": ("e.csv", f"parent,child\nroot,{NAME}\n{NAME},{NAME}\n", None),
+        "two parents": ("e.csv", f"parent,child\nroot,a\nroot,c\na,{NAME}\nc,{NAME}\n", None),
+        "bad edge row": ("e.csv", f"parent,child\nroot,a,{NAME}\n", None),
+        "duplicate class": ("l.csv", f"coarse,fine\nx,{NAME}\ny,{NAME}\n", None),
+        "class list mismatch": ("e.csv", "parent,child\nroot,a\nroot,b\n", f"a\n{NAME}\n"),
+        "is-a mismatch": ("h.txt", f"root a\nroot {NAME}x\n", f"a\n{NAME}\n"),
+        "newick duplicate": ("t.nwk", f"({NAME},{NAME})root;", None),
+        "json": ("t.json", json.dumps({"format": "hsc-hierarchy/1", "n_leaves": 2, "nodes": [
+            {"id": NAME, "parent": 3}, {"id": "b", "parent": 0}, {"id": "c", "parent": 3},
+            {"id": "root", "parent": -1}]}), None),
+    }
+
+
+@pytest.mark.parametrize("case", list(_hierarchy_cases(None)))
+def test_hierarchy_errors_quote_a_bounded_part_of_a_huge_name(case, tmp_path):
+    """Every reader's error on a file with a 100 kB name stays one short line naming the file."""
+    from hsc_core.core.hierarchy import HierarchyError
+    from hsc_core.datasets.formats import load_hierarchy
+
+    name, text, classes = _hierarchy_cases(tmp_path)[case]
+    tree_file = tmp_path / ("d" * 150) / name  # a long folder name too: the path is clipped
+    tree_file.parent.mkdir()
+    tree_file.write_text(text)
+    class_file = None
+    if classes is not None:
+        class_file = tmp_path / "classes.txt"
+        class_file.write_text(classes)
+    with pytest.raises(HierarchyError) as info:
+        load_hierarchy(tree_file, class_file)
+    msg = str(info.value)
+    assert len(msg) <= 1100 and "\n" not in msg, (case, len(msg), msg[:400])
+    assert name in msg, msg  # the file is still named (its tail is kept)
+    assert "field limit" not in msg and "evilnnn" in msg, msg  # the error is about the name, quoted in part
+
+
+def test_hierarchy_error_is_bounded_whatever_builds_it():
+    """The safety net: a HierarchyError built from many long names is cut, keeping start and end."""
+    from hsc_core.core.hierarchy import HierarchyError
+
+    msg = str(HierarchyError("start: " + ", ".join([NAME] * 5) + " :end"))
+    assert len(msg) < 1100 and msg.startswith("start: evil") and msg.endswith(" :end")
+
+
+def test_dataset_upload_errors_are_bounded():
+    """The sidebar's 'Add a data set': a huge file name or class name gives a short message."""
+    from dashboard import data
+
+    with pytest.raises(data.DataError) as info:
+        data.add_session_dataset("ds", "x" * 100_000 + ".exe", b"a,b\n")
+    assert len(str(info.value)) < 300
+    with pytest.raises(data.DataError) as info:
+        data.add_session_dataset("ds", "h.csv", f"parent,child\n{NAME},b\nb,{NAME}\n".encode())
+    assert len(str(info.value)) <= 1100 and "h.csv" in str(info.value) and "cycle" in str(info.value)

@@ -62,8 +62,10 @@ def test_readme_library_snippet_runs(capsys, monkeypatch):
 
 DOCTESTED = [
     "hsc_core.config", "hsc_core.core.rules", "hsc_core.core.probabilities", "hsc_core.core.curves",
-    "hsc_core.core.thresholds", "hsc_core.core.events", "hsc_core.core.protocol",
-    "hsc_core.evaluation.model", "hsc_core.evaluation.results",
+    "hsc_core.core.thresholds", "hsc_core.core.events", "hsc_core.core.protocol", "hsc_core.core.validation",
+    "hsc_core.core.ltt", "hsc_core.core.conformal",
+    "hsc_core.evaluation.model", "hsc_core.evaluation.results", "hsc_core.evaluation.atlas",
+    "hsc_core.evaluation.diagnostics",
     "hsc_core.core.node_scores", "hsc_core.core.pareto", "hsc_core.core.metric_rules",
     "hsc_core.core.selective_metrics", "hsc_core.core.hierarchical_prf",
 ]

@@ -418,7 +418,8 @@ def test_every_widget_range_holds_at_both_ends_of_each_setting(app_env):
     pages = {"bins": "app_pages/calibration_coverage.py", "acc": "app_pages/guaranteed_accuracy.py",
              "conf": "app_pages/guaranteed_accuracy.py", "reps": "app_pages/guaranteed_accuracy.py",
              "eps": "app_pages/guaranteed_accuracy.py", "split_seed": "app_pages/guaranteed_accuracy.py",
-             "theta": "app_pages/risk_coverage.py", "seed": "app_pages/explorer.py"}
+             "theta": "app_pages/risk_coverage.py", "seed": "app_pages/explorer.py",
+             "g_reps": "app_pages/guaranteed_accuracy.py", "g_cov": "app_pages/guaranteed_accuracy.py"}
     for key, page in pages.items():
         s = state.SETTINGS[key]
         for value in (s.min_value, s.max_value):

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from hsc_core.core.curves import RCCurve, flat_aurc, hierarchical_rc_curve
 from hsc_core.core.events import rule_events
-from hsc_core.core.hierarchical_prf import hierarchical_prf, mistake_severity_histogram
+from hsc_core.core.hierarchical_prf import hierarchical_prf, mistake_lca_depth_counts
 from hsc_core.core.hierarchy import Hierarchy
 from hsc_core.core.probabilities import node_probabilities, softmax
 from hsc_core.core.rules import decision_paths
@@ -196,7 +196,7 @@ def test_prf_bad_labels_and_beta(toy):
         hierarchical_prf(toy, ["0"], ["0"], beta=0)
 
 
-def test_mistake_severity_histogram_brute_force(toy):
+def test_mistake_lca_depth_counts_brute_force(toy):
     rng = np.random.default_rng(1)
     true = rng.integers(0, toy.n_leaves, 200)
     pred = rng.integers(0, toy.n_nodes, 200)
@@ -207,7 +207,7 @@ def test_mistake_severity_histogram_brute_force(toy):
             continue
         common = [u for u in toy.path_to_root(int(v)).tolist() if u in anc_y]
         want[toy.depth[common[0]]] += 1
-    assert mistake_severity_histogram(toy, pred, true).tolist() == want.tolist()
+    assert mistake_lca_depth_counts(toy, pred, true).tolist() == want.tolist()
 
 
 # ------------------------------------------------------------------ the evaluation layer

@@ -1,4 +1,4 @@
-"""Hierarchical precision, recall and F (Kiritchenko et al., 2006) and the mistake-severity histogram.
+"""Hierarchical precision, recall and F (Kiritchenko et al., 2006) and the mistake LCA-depth counts.
 
 Node sets are a node's ancestors including itself and excluding the root, as HiClass
 (``hiclass.metrics``) counts them: for a prediction v̂ and a true leaf y, |V̂ ∩ Y| = depth(LCA),
@@ -80,19 +80,21 @@ def hierarchical_prf(hierarchy: Hierarchy, true: Sequence | np.ndarray, predicte
     return float(p_i.mean()), float(r_i.mean()), float(f_i.mean())
 
 
-def mistake_severity_histogram(hierarchy: Hierarchy, predicted: Sequence | np.ndarray,
+def mistake_lca_depth_counts(hierarchy: Hierarchy, predicted: Sequence | np.ndarray,
                                true: Sequence | np.ndarray) -> np.ndarray:
     """Counts of wrong predictions by the depth of their LCA with the true leaf.
 
     A prediction is wrong when it is not the true leaf or one of its ancestors (the paper's
     hierarchical correctness). Entry k counts the wrong predictions whose LCA with the truth is at
     depth k (0: they part at the root — the most severe; deeper: milder). Shape (max_depth + 1,),
-    int64. Nodes may be indices or node ids. Used by the Compare tables and the diagnostics pages.
+    int64. Nodes may be indices or node ids. The one count behind
+    ``evaluation.diagnostics.mistake_severity_histogram`` (per rule, as a table) and
+    ``EvaluationSet.severity_histogram``.
 
     Examples
     --------
     >>> h = Hierarchy.from_parents([4, 4, 5, 5, 6, 6, -1], n_leaves=4)
-    >>> mistake_severity_histogram(h, [1, 2, 4, 0], [0, 0, 0, 0]).tolist()   # sibling, far, right, right
+    >>> mistake_lca_depth_counts(h, [1, 2, 4, 0], [0, 0, 0, 0]).tolist()   # sibling, far, right, right
     [1, 1, 0]
     """
     v = as_node_indices(hierarchy, predicted, "predicted")

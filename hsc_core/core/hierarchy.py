@@ -25,11 +25,17 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .validation import bounded_message, clip, clip_path, quote
+
 JSON_FORMAT = "hsc-hierarchy/1"
 
 
 class HierarchyError(ValueError):
-    """The input does not describe a valid class tree."""
+    """The input does not describe a valid class tree. Its message is bounded (``bounded_message``):
+    a message built from user-provided names stays a line, whatever their length."""
+
+    def __init__(self, message: object = "") -> None:
+        super().__init__(bounded_message(str(message)))
 
 
 @dataclass(frozen=True)
@@ -128,7 +134,7 @@ class Hierarchy:
         parent = _index_array(parent)
         if not isinstance(n_leaves, (int, float, np.integer, np.floating)) or isinstance(n_leaves, bool) \
                 or not float(n_leaves).is_integer():
-            raise HierarchyError(f"n_leaves must be an integer, got {n_leaves!r}")
+            raise HierarchyError(f"n_leaves must be an integer, got {quote(n_leaves)}")
         ids = tuple(node_ids) if node_ids is not None else tuple(str(i) for i in range(len(parent)))
         nms = tuple(names) if names is not None else ids
         return cls(parent, int(n_leaves), ids, nms)
@@ -165,7 +171,7 @@ class Hierarchy:
         for leaf in leaves:
             if leaf not in parent_of and len(leaves) > 1:
                 # A leaf without a parent is only valid when it is the whole tree.
-                raise HierarchyError(f"leaf {leaf!r} has no parent in the map")
+                raise HierarchyError(f"leaf {quote(leaf)} has no parent in the map")
         # Walk up from each leaf; detect cycles along the way. Each node is entered once: a walk
         # stops at a node an earlier walk kept, so this is linear in the number of kept nodes.
         kept: dict[str, str | None] = {}
@@ -174,13 +180,13 @@ class Hierarchy:
             seen: set[str] = set()
             while node is not None:
                 if node in seen:
-                    raise HierarchyError(f"the parent links contain a cycle through {node!r}")
+                    raise HierarchyError(f"the parent links contain a cycle through {quote(node)}")
                 if node in kept:  # reached by an earlier walk, which ended at the root
                     break
                 seen.add(node)
                 par = parent_of.get(node)
                 if par is not None and par in leaf_set:
-                    raise HierarchyError(f"leaf {par!r} is the parent of {node!r}; classes must be leaves")
+                    raise HierarchyError(f"leaf {quote(par)} is the parent of {quote(node)}; classes must be leaves")
                 kept[node] = par
                 node = par
             if len(kept) > LIMITS.max_nodes:
@@ -248,22 +254,23 @@ class Hierarchy:
         try:
             size = path.stat().st_size
             if size > LIMITS.max_file_bytes:
-                raise HierarchyError(f"{path}: {file_too_large(size)}")
+                raise HierarchyError(f"{clip_path(path)}: {file_too_large(size)}")
             lines = path.read_text().splitlines()
         except OSError as exc:
-            raise HierarchyError(f"cannot read is-a file {path}: {exc}") from exc
+            raise HierarchyError(f"cannot read is-a file {clip_path(path)}: {exc}") from exc
         pairs = []
         for i, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             parts = line.split()
             if len(parts) != 2:
-                raise HierarchyError(f"{path}:{i}: expected 'parent child', got {line!r}")
+                raise HierarchyError(f"{clip_path(path)}:{i}: expected 'parent child', got {quote(line)}")
             pairs.append((parts[0], parts[1]))
         # The authors' loop below never ends when the links above the leaves form a cycle.
         cycle = _is_a_cycle(pairs, [str(x) for x in leaves])
         if cycle:
-            raise HierarchyError(f"{path}: the is-a links contain a cycle: {' -> '.join(cycle)}; not a tree")
+            raise HierarchyError(f"{clip_path(path)}: the is-a links contain a cycle: "
+                                 f"{clip(' -> '.join(cycle), 300)}; not a tree")
         parent_of = _first_parent_scan(pairs, [str(x) for x in leaves])
         return cls.from_parent_map(parent_of, leaves, names, collapse_single_child)
 
@@ -304,10 +311,10 @@ class Hierarchy:
         try:
             size = Path(path).stat().st_size
             if size > LIMITS.max_file_bytes:
-                raise HierarchyError(f"{path}: {file_too_large(size)}")
+                raise HierarchyError(f"{clip_path(path)}: {file_too_large(size)}")
             return cls.from_json_text(Path(path).read_text(), str(path))
         except OSError as exc:
-            raise HierarchyError(f"cannot read hierarchy {path}: {exc}") from exc
+            raise HierarchyError(f"cannot read hierarchy {clip_path(path)}: {exc}") from exc
 
     @classmethod
     def from_json_text(cls, text: str, where: str = "JSON") -> Hierarchy:
@@ -327,7 +334,7 @@ class Hierarchy:
         try:
             return self._id_index[node_id]
         except KeyError:
-            raise KeyError(f"unknown node id {node_id!r}") from None
+            raise KeyError(f"unknown node id {quote(node_id)}") from None
 
     @cached_property
     def _id_index(self) -> dict[str, int]:
@@ -573,10 +580,10 @@ def _index_array(parent) -> np.ndarray:
         try:
             items = list(parent)
         except TypeError:
-            raise HierarchyError(f"parent indices must be a sequence of integers, got {parent!r}") from None
+            raise HierarchyError(f"parent indices must be a sequence of integers, got {quote(parent)}") from None
         for i, x in enumerate(items):
             if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
-                raise HierarchyError(f"parent index of node {i} is {x!r}, not an integer")
+                raise HierarchyError(f"parent index of node {i} is {quote(x)}, not an integer")
         parent = np.asarray(items, dtype=np.float64 if any(isinstance(x, float) for x in items) else np.int64)
     if parent.dtype.kind in "iu":
         return parent.astype(np.int64)
@@ -683,15 +690,15 @@ def _validate(parent: np.ndarray, n_leaves: int, ids: tuple, names: tuple) -> np
         up = up[up]
     if (up != roots[0]).any():
         bad = int(np.flatnonzero(up != roots[0])[0])
-        raise HierarchyError(f"node {ids[bad]!r} does not reach the root (cycle or disconnected)")
+        raise HierarchyError(f"node {quote(ids[bad])} does not reach the root (cycle or disconnected)")
     has_child = np.zeros(n, dtype=bool)
     has_child[parent[parent >= 0]] = True
     if has_child[:n_leaves].any():
         bad = int(np.flatnonzero(has_child[:n_leaves])[0])
-        raise HierarchyError(f"class {ids[bad]!r} (a leaf) has children; classes must be leaves")
+        raise HierarchyError(f"class {quote(ids[bad])} (a leaf) has children; classes must be leaves")
     if n > n_leaves and not has_child[n_leaves:].all():
         bad = n_leaves + int(np.flatnonzero(~has_child[n_leaves:])[0])
-        raise HierarchyError(f"internal node {ids[bad]!r} has no leaves below it")
+        raise HierarchyError(f"internal node {quote(ids[bad])} has no leaves below it")
     if n == n_leaves and n != 1:
         raise HierarchyError("a tree with several classes needs internal nodes")
     deepest = int(depth.max())

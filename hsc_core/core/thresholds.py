@@ -8,7 +8,7 @@ which is why thousands of random splits take seconds.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from scipy import optimize, stats
@@ -170,8 +170,17 @@ def solve_theorem1(
     n: int | None = None,
     epsilon: float | None = None,
     delta: float | None = None,
-) -> dict[str, float]:
-    """Given three of (α, n, ε, δ), solve for the fourth. Returns all four."""
+) -> dict[str, Any]:
+    """Given three of (α, n, ε, δ), solve for the fourth.
+
+    Returns all four, and ``root_only`` with a ``note``: when (n+1)·α < 1 the order statistic
+    ⌈(n+1)(1−α)⌉ does not exist, so θ̂ = 1 and every sample is predicted as the root — the
+    "guarantee" is then met trivially, with coverage 0 (e.g. n = 10 and a tiny ε).
+
+    >>> r = solve_theorem1(n=10, epsilon=1e-6, delta=0.1)
+    >>> r["root_only"], r["note"][:40]
+    (True, 'θ̂ = 1 for every calibration set: with n')
+    """
     given = {"alpha": alpha, "n": n, "epsilon": epsilon, "delta": delta}
     missing = [k for k, v in given.items() if v is None]
     if len(missing) != 1:
@@ -188,7 +197,12 @@ def solve_theorem1(
         epsilon = theorem1_epsilon(int(n), alpha, delta)
     else:
         delta = theorem1_delta(int(n), alpha, epsilon)
-    return {"alpha": float(alpha), "n": int(n), "epsilon": float(epsilon), "delta": float(delta)}
+    root_only = (int(n) + 1) * float(alpha) < 1.0 - 1e-12
+    note = (f"θ̂ = 1 for every calibration set: with n = {int(n):,} the target 1 − α = {1 - float(alpha):.6g} needs "
+            f"(n+1)·α ≥ 1, i.e. n ≥ {int(np.ceil(1 / float(alpha) - 1)):,}; every sample is predicted as the root "
+            "(accuracy 1, coverage 0)") if root_only else ""
+    return {"alpha": float(alpha), "n": int(n), "epsilon": float(epsilon), "delta": float(delta),
+            "root_only": bool(root_only), "note": note}
 
 
 def optimal_threshold(

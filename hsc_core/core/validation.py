@@ -12,6 +12,21 @@ QUOTE_ITEMS = 4  # the most items of a list an error message quotes
 _CLIPPED = re.compile(r"…\([\d,]+ characters\)")
 PATH_CHARS = 120  # the most characters of a file path an error message names (``clip_path``)
 PATH_TAIL = 60  # of which the path's last characters (its file name)
+MESSAGE_CHARS = 1000  # the most characters of a whole error message built from user input
+
+
+def bounded_message(text: str, limit: int = MESSAGE_CHARS) -> str:
+    """An error message cut to ``limit`` characters, keeping its start (where the file and line
+    are named) and its end: the safety net behind ``quote``/``clip`` for a message that joins many
+    user-provided values.
+
+    >>> bounded_message("x" * 5000, 100)[:60].count("x"), len(bounded_message("x" * 5000, 100)) < 140
+    (50, True)
+    """
+    if len(text) <= limit:
+        return text
+    head = limit // 2
+    return f"{text[:head]}…({len(text) - limit:,} characters cut)…{text[len(text) - (limit - head):]}"
 
 
 def clip(value: object, limit: int = QUOTE_CHARS, tail: int = 0) -> str:

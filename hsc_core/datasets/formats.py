@@ -71,6 +71,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..core.hierarchy import LIMITS, Hierarchy, HierarchyError, file_too_large, too_large
+from ..core.validation import clip, clip_path, quote
 
 FORMATS = ("edges", "levels", "is_a", "json", "newick")
 # Suffixes a hierarchy file may have (user data set folders use ``hierarchy.<suffix>``).
@@ -126,9 +127,9 @@ def load_hierarchy(
     class_list = _class_list(classes)
     text = _read_text(path, "hierarchy file")
     if not text.strip():
-        raise HierarchyError(f"{path}: the hierarchy file is empty")
+        raise HierarchyError(f"{clip_path(path)}: the hierarchy file is empty")
     if fmt is not None and fmt not in FORMATS:
-        raise HierarchyError(f"unknown hierarchy format {fmt!r}; use one of {', '.join(FORMATS)}")
+        raise HierarchyError(f"unknown hierarchy format {quote(fmt)}; use one of {', '.join(FORMATS)}")
     rows = None
     if fmt is None:
         fmt, rows, header = _detect(path, text, header, class_list)
@@ -178,11 +179,11 @@ def read_class_list(path: str | os.PathLike) -> list[str]:
             continue
         if name in first_line:
             raise HierarchyError(
-                f"{path}:{number}: duplicate class name {name!r} (first on line {first_line[name]})")
+                f"{clip_path(path)}:{number}: duplicate class name {quote(name)} (first on line {first_line[name]})")
         first_line[name] = number
         names.append(name)
     if not names:
-        raise HierarchyError(f"{path}: the class list is empty")
+        raise HierarchyError(f"{clip_path(path)}: the class list is empty")
     return names
 
 
@@ -212,12 +213,12 @@ def _detect(path: Path, text: str | None, header: bool | None, classes: Sequence
         return "newick", None, None
     lines = [line for line in _check_lines(path, text) if line.strip()]
     if not lines:
-        raise HierarchyError(f"{path}: the hierarchy file is empty")
+        raise HierarchyError(f"{clip_path(path)}: the hierarchy file is empty")
     if suffix != ".csv" and not any("," in line or "\t" in line for line in lines):
         if all(len(line.split()) == 2 for line in lines):
             return "is_a", None, None
         raise HierarchyError(
-            f"{path}: cannot tell the hierarchy format (no commas or tabs, and not 'parent child' "
+            f"{clip_path(path)}: cannot tell the hierarchy format (no commas or tabs, and not 'parent child' "
             f"lines); pass fmt= one of {', '.join(FORMATS)}")
     rows = _read_rows(path, text)
     header = _decide_header(path, rows, header, classes)
@@ -239,14 +240,14 @@ def _read_text(path: Path, what: str) -> str:
     try:
         size = path.stat().st_size
         if size > LIMITS.max_file_bytes:
-            raise HierarchyError(f"{path}: {file_too_large(size)}")
+            raise HierarchyError(f"{clip_path(path)}: {file_too_large(size)}")
         return path.read_text(encoding="utf-8-sig")  # -sig: drop a BOM that spreadsheets write
     except FileNotFoundError:
-        raise HierarchyError(f"{what} {path} not found") from None
+        raise HierarchyError(f"{what} {clip_path(path)} not found") from None
     except UnicodeDecodeError as exc:
-        raise HierarchyError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        raise HierarchyError(f"{clip_path(path)}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
-        raise HierarchyError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+        raise HierarchyError(f"cannot read {what} {clip_path(path)}: {exc.strerror or exc}") from None
 
 
 def _class_list(classes: ClassesArg) -> list[str] | None:
@@ -274,7 +275,7 @@ def _no_duplicates(names: Sequence[str], where: str) -> None:
 
 def _few(items: Iterable[str]) -> str:
     items = list(items)
-    shown = ", ".join(repr(x) for x in items[:_MAX_NAMED])
+    shown = ", ".join(quote(x) for x in items[:_MAX_NAMED])
     return shown + (f" and {len(items) - _MAX_NAMED} more" if len(items) > _MAX_NAMED else "")
 
 
@@ -287,12 +288,13 @@ def _check_lines(path: Path, text: str) -> list[str]:
     breaks = sum(text.count(b) for b in _LINE_BREAKS) - text.count("\r\n")
     count = breaks + (not text.endswith(_LINE_BREAKS))
     if count > LIMITS.max_file_lines:
-        raise HierarchyError(f"{path}: " + str(too_large("large", count, LIMITS.max_file_lines, "lines")))
+        raise HierarchyError(f"{clip_path(path)}: " + str(too_large("large", count, LIMITS.max_file_lines, "lines")))
     return text.splitlines()
 
 
 def _too_many_names(path: Path, line: int) -> HierarchyError:
-    return HierarchyError(f"{path}:{line}: hierarchy too large: over {LIMITS.max_nodes:,} different node names "
+    return HierarchyError(f"{clip_path(path)}:{line}: hierarchy too large: over {LIMITS.max_nodes:,} different "
+                          f"node names "
                           f"(at most {LIMITS.max_nodes:,} nodes are supported)")
 
 
@@ -310,7 +312,7 @@ def _read_rows(path: Path, text: str) -> list[tuple[int, list[str]]]:
     counts = [line.count(delimiter) for line in lines]
     columns = max(counts) + 1
     if columns > LIMITS.max_level_columns:
-        raise HierarchyError(f"{path}:{counts.index(columns - 1) + 1}: "
+        raise HierarchyError(f"{clip_path(path)}:{counts.index(columns - 1) + 1}: "
                              + str(too_large("deep", columns, LIMITS.max_level_columns, "level columns")))
     del lines
     reader = csv.reader(io.StringIO(text), delimiter=delimiter)
@@ -325,7 +327,7 @@ def _read_rows(path: Path, text: str) -> list[tuple[int, list[str]]]:
             if len(interned) > most:
                 raise _too_many_names(path, reader.line_num)
     except csv.Error as exc:
-        raise HierarchyError(f"{path}:{reader.line_num}: malformed CSV ({exc})") from None
+        raise HierarchyError(f"{clip_path(path)}:{reader.line_num}: malformed CSV ({exc})") from None
     return rows
 
 
@@ -358,7 +360,7 @@ def _decide_header(path: Path, rows: list[tuple[int, list[str]]], header: bool |
     if len(shown) > 80:
         shown = shown[:77] + "..."
     warnings.warn(HierarchyNote(
-        f"{path}: took the first row ({shown!r}, line {line}) as column names, since none of its "
+        f"{clip_path(path)}: took the first row ({quote(shown)}, line {line}) as column names, since none of its "
         f"names occurs again; if it is data, say the file has no header (header=False, --no-header)"),
         stacklevel=4)
     return True
@@ -369,10 +371,10 @@ def _edge_rows(path: Path, rows, header: bool) -> list[tuple[str, str, int]]:
     edges = []
     for line, cells in rows[1:] if header else rows:
         if len(cells) != 2 or not all(cells):
-            raise HierarchyError(f"{path}:{line}: expected 'parent,child', got {','.join(cells)!r}")
+            raise HierarchyError(f"{clip_path(path)}:{line}: expected 'parent,child', got {quote(','.join(cells))}")
         edges.append((cells[0], cells[1], line))
     if not edges:
-        raise HierarchyError(f"{path}: no edges below the header")
+        raise HierarchyError(f"{clip_path(path)}: no edges below the header")
     return edges
 
 
@@ -387,7 +389,7 @@ class _Links:
         self.nodes: dict[str, None] = {}  # first-seen order, as networkx kept it
         for parent, child, line in edges:
             if parent == child:
-                raise HierarchyError(f"{path}:{line}: {child!r} is its own parent (a cycle)")
+                raise HierarchyError(f"{clip_path(path)}:{line}: {quote(child)} is its own parent (a cycle)")
             if (parent, child) in self.line:
                 continue
             self.line[parent, child] = line
@@ -435,11 +437,13 @@ def _check_tree_links(path: Path, links: _Links, nodes: Iterable[str], first_par
             node = min(multi, key=lambda n: multi[n][1][0])
             (l1, p1), (l2, p2) = multi[node][:2]
             raise HierarchyError(
-                f"{path}: node {node!r} has two parents, {p1!r} (line {l1}) and {p2!r} (line {l2}); "
+                f"{clip_path(path)}: node {quote(node)} has two parents, {quote(p1)} (line {l1}) and "
+                f"{quote(p2)} (line {l2}); "
                 f"a hierarchy must be a tree (to keep the first listed parent: --first-parent, or first_parent=True)")
     cycle = links.find_cycle(inside)
     if cycle:
-        raise HierarchyError(f"{path}: the parent links contain a cycle: {' -> '.join(map(str, cycle))}")
+        raise HierarchyError(f"{clip_path(path)}: the parent links contain a cycle: "
+                             f"{clip(' -> '.join(map(str, cycle)), 300)}")
 
 
 def _tree_from_edges(path, edges, classes, first_parent, collapse) -> Hierarchy:
@@ -487,7 +491,7 @@ def _tree_from_is_a(path, text, classes, first_parent, collapse) -> Hierarchy:
             continue
         parts = raw.split()
         if len(parts) != 2:
-            raise HierarchyError(f"{path}:{line}: expected 'parent child', got {raw.strip()!r}")
+            raise HierarchyError(f"{clip_path(path)}:{line}: expected 'parent child', got {quote(raw.strip())}")
         edges.append((parts[0], parts[1], line))
         seen.update(parts)
         if len(seen) > LIMITS.max_nodes:  # the whole graph, not just the classes' ancestors
@@ -497,12 +501,12 @@ def _tree_from_is_a(path, text, classes, first_parent, collapse) -> Hierarchy:
         classes = [c for c in dict.fromkeys(c for _, c, _ in edges) if c not in links.children]
     missing = [c for c in classes if c not in links.nodes]
     if missing:
-        raise HierarchyError(f"{path}: {len(missing)} classes of the class list are not in the hierarchy: "
+        raise HierarchyError(f"{clip_path(path)}: {len(missing)} classes of the class list are not in the hierarchy: "
                              f"{_few(missing)}")
     if len(classes) > 1:
         orphans = [c for c in classes if c not in links.parents]
         if orphans:
-            raise HierarchyError(f"{path}: classes with no parent in the is-a file: {_few(orphans)}")
+            raise HierarchyError(f"{clip_path(path)}: classes with no parent in the is-a file: {_few(orphans)}")
     # Only the classes and their ancestors matter; the rest of the graph (e.g. all of WordNet) is ignored.
     kept, frontier = set(classes), list(classes)
     while frontier:
@@ -526,7 +530,7 @@ def _tree_from_is_a(path, text, classes, first_parent, collapse) -> Hierarchy:
                     ready.append(child)
     longest = max(chain.values(), default=0)
     if longest > LIMITS.max_depth:
-        raise HierarchyError(f"{path}: " + str(too_large("deep", longest, LIMITS.max_depth, "levels")))
+        raise HierarchyError(f"{clip_path(path)}: " + str(too_large("deep", longest, LIMITS.max_depth, "levels")))
     try:
         return Hierarchy.from_is_a_file(path, classes, collapse_single_child=collapse)
     except HierarchyError as exc:
@@ -536,20 +540,21 @@ def _tree_from_is_a(path, text, classes, first_parent, collapse) -> Hierarchy:
 # ---------------------------------------------------------------------------------------- levels
 def _tree_from_levels(path, rows, classes, collapse) -> Hierarchy:
     if not rows:
-        raise HierarchyError(f"{path}: no classes below the header")
+        raise HierarchyError(f"{clip_path(path)}: no classes below the header")
     width = len(rows[0][1])
     if width < 2:
-        raise HierarchyError(f"{path}:{rows[0][0]}: a levels file needs at least two columns "
+        raise HierarchyError(f"{clip_path(path)}:{rows[0][0]}: a levels file needs at least two columns "
                              f"(coarse → fine, the class last)")
     paths: list[tuple[list[str], str, int]] = []
     class_line: dict[str, int] = {}
     for line, cells in rows:
         if len(cells) != width or not cells[-1]:
-            raise HierarchyError(f"{path}:{line}: expected {width} columns (coarse → fine, the class last), "
-                                 f"got {','.join(cells)!r}")
+            raise HierarchyError(f"{clip_path(path)}:{line}: expected {width} columns (coarse → fine, the class last), "
+                                 f"got {quote(','.join(cells))}")
         cls = cells[-1]
         if cls in class_line:
-            raise HierarchyError(f"{path}:{line}: duplicate class name {cls!r} (first on line {class_line[cls]})")
+            raise HierarchyError(f"{clip_path(path)}:{line}: duplicate class name {quote(cls)} (first on line "
+                                 f"{class_line[cls]})")
         class_line[cls] = line
         paths.append(([c for c in cells[:-1] if c], cls, line))  # an empty cell skips that level
 
@@ -576,19 +581,21 @@ def _tree_from_levels(path, rows, classes, collapse) -> Hierarchy:
             if node is None:
                 node = cell if parent is None else f"{parent}/{cell}"  # the path keeps equal names apart
                 if owner.setdefault(node, key) != key:
-                    raise HierarchyError(f"{path}:{line}: node path {node!r} is ambiguous ('/' inside a name)")
+                    raise HierarchyError(f"{clip_path(path)}:{line}: node path {quote(node)} is ambiguous ('/' "
+                                         f"inside a name)")
                 if node in class_line:
-                    raise HierarchyError(f"{path}:{line}: {node!r} is both a class (line {class_line[node]}) "
+                    raise HierarchyError(f"{clip_path(path)}:{line}: {quote(node)} is both a class (line "
+                                         f"{class_line[node]}) "
                                          f"and a group above other classes; rename one")
                 group[key] = node
                 names[node] = cell
                 id_chars += len(node)
                 if id_chars > LIMITS.max_id_chars:
                     raise HierarchyError(
-                        f"{path}:{line}: hierarchy too large: its group paths (the node ids) exceed "
+                        f"{clip_path(path)}:{line}: hierarchy too large: its group paths (the node ids) exceed "
                         f"{LIMITS.max_id_chars:,} characters in all (deep levels of long names)")
                 if len(group) + len(class_line) > LIMITS.max_nodes:
-                    raise HierarchyError(f"{path}:{line}: " + str(too_large(
+                    raise HierarchyError(f"{clip_path(path)}:{line}: " + str(too_large(
                         "large", len(group) + len(class_line), LIMITS.max_nodes, "nodes")))
                 if parent is not None:
                     parent_of[node] = parent
@@ -663,7 +670,8 @@ def _parse_newick(text: str) -> tuple[list[int], list[str], list[bool], int]:
         if kind == "comment":
             pos = _skip_comment(text, m.start())
         elif kind == "bad":
-            raise _NewickError("unterminated quote" if token == "'" else f"unexpected {token!r} at character {pos}")
+            raise _NewickError("unterminated quote" if token == "'" else f"unexpected {quote(token)} at "
+                                                                         f"character {pos}")
         elif kind in ("word", "quoted"):
             if in_length:
                 continue  # a branch length: not kept
@@ -712,17 +720,17 @@ def _read_newick(path: Path, text: str) -> tuple[dict[str, str], list[str], dict
     try:
         parent, label, internal, trees = _parse_newick(text.strip())
     except _NewickError as exc:
-        raise HierarchyError(f"{path}: not valid Newick ({exc})") from None
+        raise HierarchyError(f"{clip_path(path)}: not valid Newick ({exc})") from None
     except HierarchyError as exc:
         raise _in_file(path, exc) from None
     if trees != 1:
-        raise HierarchyError(f"{path}: expected one Newick tree, found {trees}")
+        raise HierarchyError(f"{clip_path(path)}: expected one Newick tree, found {trees}")
     if not internal[0]:
-        raise HierarchyError(f"{path}: the Newick tree has no branches (expected e.g. '(a,b)root;')")
+        raise HierarchyError(f"{clip_path(path)}: the Newick tree has no branches (expected e.g. '(a,b)root;')")
 
     leaf_labels = [lab for lab, inner in zip(label, internal, strict=True) if not inner]
     if "" in leaf_labels:
-        raise HierarchyError(f"{path}: a leaf of the Newick tree has no name; every class needs a label")
+        raise HierarchyError(f"{clip_path(path)}: a leaf of the Newick tree has no name; every class needs a label")
     _no_duplicates(leaf_labels, f"Newick tree {path}")
     uses = Counter(lab for lab, inner in zip(label, internal, strict=True) if inner and lab)
     unique = {x for x, k in uses.items() if k == 1} - set(leaf_labels)
@@ -746,7 +754,8 @@ def _read_newick(path: Path, text: str) -> tuple[dict[str, str], list[str], dict
                 id_chars += len(node_id)
                 if id_chars > LIMITS.max_id_chars:
                     raise HierarchyError(
-                        f"{path}: hierarchy too large: the paths of its repeated labels (the node ids) exceed "
+                        f"{clip_path(path)}: hierarchy too large: the paths of its repeated labels (the node "
+                        f"ids) exceed "
                         f"{LIMITS.max_id_chars:,} characters in all")
             else:
                 node_id, unnamed = _fresh_id(f"node{unnamed}", taken, counters), unnamed + 1
@@ -777,7 +786,8 @@ def _tree_from_json(path, text, classes, collapse) -> Hierarchy:
 def _in_file(path: Path, exc: HierarchyError) -> HierarchyError:
     """``exc`` with the file named first, unless its message already names it."""
     message = str(exc)
-    return exc if str(path) in message else HierarchyError(f"{path}: {message}")
+    return exc if str(path) in message or clip_path(path) in message else HierarchyError(f"{clip_path(path)}: "
+                                                                                         f"{message}")
 
 
 def _build(path, parent_of, leaves, names, classes, collapse) -> Hierarchy:
@@ -789,13 +799,15 @@ def _build(path, parent_of, leaves, names, classes, collapse) -> Hierarchy:
             parents = set(parent_of.values())
             inner = [c for c in missing if c in parents]
             if inner:
-                raise HierarchyError(f"{path}: classes of the class list are internal nodes of the hierarchy "
+                raise HierarchyError(f"{clip_path(path)}: classes of the class list are internal nodes of the "
+                                     f"hierarchy "
                                      f"(they have children): {_few(inner)}")
-            raise HierarchyError(f"{path}: {len(missing)} classes of the class list are not in the hierarchy: "
+            raise HierarchyError(f"{clip_path(path)}: {len(missing)} classes of the class list are not in the "
+                                 f"hierarchy: "
                                  f"{_few(missing)}")
         extra = [x for x in leaves if x not in class_set]
         if extra:
-            raise HierarchyError(f"{path}: {len(extra)} leaves of the hierarchy are not in the class list: "
+            raise HierarchyError(f"{clip_path(path)}: {len(extra)} leaves of the hierarchy are not in the class list: "
                                  f"{_few(extra)}")
         leaves = list(classes)
     try:

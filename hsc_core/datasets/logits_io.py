@@ -38,7 +38,7 @@ from typing import IO, Any
 import numpy as np
 
 from ..config import rows_per_chunk
-from ..core.validation import check_labels, clip, clip_path, quote
+from ..core.validation import bounded_message, check_labels, clip, clip_path, quote
 
 FORMAT_VERSION = "hsc-logits/1"
 REQUIRED_ARRAYS = ("logits", "labels", "sample_ids")
@@ -52,6 +52,9 @@ MAX_ABS_LOGIT = 1e4
 
 class LogitsFileError(ValueError):
     """A cached-logits file is missing, corrupt or inconsistent."""
+
+    def __init__(self, message: object = "") -> None:  # bounded: built from user-provided names
+        super().__init__(bounded_message(str(message)))
 
 
 @dataclass(frozen=True, eq=False)

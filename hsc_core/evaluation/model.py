@@ -30,7 +30,7 @@ from ..core.evaluation import (
     threshold_grid_from_logits,
 )
 from ..core.events import RuleEvents, rule_events
-from ..core.hierarchical_prf import Average, hierarchical_prf, mistake_severity_histogram
+from ..core.hierarchical_prf import Average, hierarchical_prf, mistake_lca_depth_counts
 from ..core.hierarchy import Hierarchy
 from ..core.metric_intervals import (
     bootstrap_statistics,
@@ -310,9 +310,9 @@ class EvaluationSet:
         return hierarchical_prf(self.hierarchy, self.labels, nodes, average=average, beta=beta)
 
     def severity_histogram(self, rule: str, theta: float = 0.0) -> np.ndarray:
-        """Wrong predictions of ``rule`` at θ by LCA depth (``mistake_severity_histogram``)."""
+        """Wrong predictions of ``rule`` at θ by LCA depth (``mistake_lca_depth_counts``)."""
         nodes, _ = self.predict(rule, theta)
-        return mistake_severity_histogram(self.hierarchy, nodes, self.labels)
+        return mistake_lca_depth_counts(self.hierarchy, nodes, self.labels)
 
     def extra_results(self, rules: Sequence[str] = ALL_RULES, loss: Loss = "01", *, intervals: bool = False,
                       n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> list[ResultRow]:
@@ -362,6 +362,13 @@ class EvaluationSet:
                     self.hierarchy, probs, self.labels[start: start + probs.shape[0]])
             return out
         return self._memo.get("tight", compute)
+
+    def guarantee_data(self) -> Any:
+        """The per-sample quantities of every accuracy guarantee (``guarantees.GuaranteeData``),
+        built once: the shoot-out, the decision card and the dashboard share them."""
+        from .guarantees import GuaranteeData  # guarantees uses this module's sets, not the reverse
+
+        return self._memo.get("guarantees", lambda: GuaranteeData.from_evaluation_set(self))
 
     def results(self, losses: Sequence[Loss] = ("01",), dec: int | None = None, *, intervals: bool = False,
                 n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> list[ResultRow]:

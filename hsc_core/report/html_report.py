@@ -44,6 +44,8 @@ from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, Interval
 from ..core.validation import clip, clip_path, quote
 from ..datasets.logits_io import LogitsBundle, load_logits
 from ..evaluation import RESULT_COLUMNS, ModelEvaluation, ResultRow, column_label, to_csv, wide_table
+from ..evaluation.card import card_markdown, decision_card
+from ..evaluation.guarantees import METHODS
 from ..evaluation.resolve import expand_inputs, load_user_hierarchy, resolve_hierarchy
 from ..evaluation.results import display_value
 from . import figures
@@ -259,6 +261,40 @@ def _beyond_section(ev: ModelEvaluation, fig: _Figures, n_resamples: int, seed: 
     ])
 
 
+def card_section(card: dict) -> str:
+    """The decision card (``evaluation.card.decision_card``) as HTML, every text escaped, with its
+    Markdown (YAML front matter) embedded as a download."""
+    r = card["realised"]
+    h = card["haurc_climbing"]
+    status = "Certified." if card["certified"] else f"Not certified: {card['note']}"
+    rows = [
+        ["θ to ship" if card["method"] != "darts" else "λ to ship", f"{card['theta']:.6g}"],
+        ["method", f"{card['method_label']} ({card['method']}; {card['method_source']})"],
+        ["guarantee", card["guarantee"]],
+        ["status", status],
+        ["realised accuracy [95 % CI]", f"{r['accuracy']:.4f} [{r['accuracy_interval'][0]:.4f}, "
+                                        f"{r['accuracy_interval'][1]:.4f}] (target {card['target_accuracy']:.4g})"],
+        ["realised coverage [95 % CI]", f"{r['coverage']:.4f} [{r['coverage_interval'][0]:.4f}, "
+                                        f"{r['coverage_interval'][1]:.4f}]"],
+        ["hAURC×1000 Climbing [95 % CI]", f"{1000 * h['value']:.2f} [{1000 * h['interval'][0]:.2f}, "
+                                          f"{1000 * h['interval'][1]:.2f}]"],
+        ["calibration / test samples", f"{card['n_cal']:,} / {card['n_test']:,} (seed {card['seed']})"],
+    ]
+    ev = card.get("evidence") or {}
+    if ev:
+        rows.append([f"violation rate over {ev['reps']:,} calibration sets",
+                     f"{ev['violation_rate']:.1%} (95 % upper limit {ev['violation_high_95']:.1%}; δ = "
+                     f"{card['delta']:.4g})"])
+    md = base64.b64encode(card_markdown(card).encode("utf-8")).decode("ascii")
+    name = figures.safe_filename(f"decision_card_{card['model']}_{card['method']}") + ".md"
+    return "\n".join([
+        f"<h3>Decision card: {_e(card['model'])}</h3>",
+        _table(["", ""], rows),
+        f'<p class="meta"><a download="{_e(name)}" href="data:text/markdown;base64,{md}">Download the decision '
+        "card (Markdown with YAML front matter)</a></p>",
+    ])
+
+
 # ---------------------------------------------------------------------------- one model, laid out
 @dataclass(frozen=True)
 class _Laid:
@@ -287,9 +323,12 @@ def _provenance_row(ev: ModelEvaluation) -> list:
             ds_text or ev.dataset or "–", m.get("date", "–"), f"{ev.n_samples:,}"]
 
 
-def _lay_out(ev: ModelEvaluation, fig: _Figures, n_resamples: int, seed: int) -> _Laid:
+def _lay_out(ev: ModelEvaluation, fig: _Figures, n_resamples: int, seed: int, card: dict | None = None) -> _Laid:
     tidy = result_rows(ev, n_resamples=n_resamples, seed=seed)
-    return _Laid(_model_section(ev, _by_key(tidy), fig) + "\n" + _beyond_section(ev, fig, n_resamples, seed), tidy,
+    section = _model_section(ev, _by_key(tidy), fig) + "\n" + _beyond_section(ev, fig, n_resamples, seed)
+    if card is not None:
+        section += "\n" + card_section(decision_card(ev, n_resamples=n_resamples, bootstrap_seed=seed, **card))
+    return _Laid(section, tidy,
                  {rule: _decimated(c) for rule, c in ev.setting(True).curves().items()}, _provenance_row(ev))
 
 
@@ -383,7 +422,7 @@ def _one_protocol(models: Sequence[_Laid]) -> str:
 
 
 def build_report(evaluations: Iterable[ModelEvaluation], title: str | None = None, command: str | None = None, *,
-                 n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> str:
+                 n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP_SEED, card: dict | None = None) -> str:
     """The whole report as one HTML string (self-contained; no network requests when opened).
 
     Parameters
@@ -393,11 +432,13 @@ def build_report(evaluations: Iterable[ModelEvaluation], title: str | None = Non
     title : the page title (default: names the models).
     command : the command line shown in the provenance.
     n_resamples, seed : the bootstrap of the 95 % intervals (``EvaluationSet.bootstrap``).
+    card : ``decision_card`` options (``target_accuracy``, ``delta``, ``method`` …): each model's
+        section then ends with its decision card.
     """
     fig = _Figures()
     models = []
     for ev in evaluations:
-        models.append(_lay_out(ev, fig, n_resamples, seed))
+        models.append(_lay_out(ev, fig, n_resamples, seed, card))
         protocol = _one_protocol(models)  # before the next model's work
         del ev  # nothing below needs the logits
     if not models:
@@ -448,6 +489,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help=f"bootstrap resamples for the 95 %% intervals (default {N_RESAMPLES})")
     parser.add_argument("--seed", type=int, default=BOOTSTRAP_SEED, help=f"bootstrap seed (default {BOOTSTRAP_SEED})")
     parser.add_argument("--title", help="report title (default: names the models)")
+    parser.add_argument("--card-target", type=float, metavar="A",
+                        help="embed a decision card per model for accuracy ≥ A (see hsc card)")
+    parser.add_argument("--card-delta", type=float, default=0.1, metavar="D",
+                        help="the cards' failure probability δ (default 0.1)")
+    parser.add_argument("--card-method", default="theorem1_pac", choices=list(METHODS),
+                        help="the cards' method (default theorem1_pac)")
 
 
 def subset_mask(bundle: LogitsBundle, tag: str) -> np.ndarray | None:
@@ -484,6 +531,10 @@ def _check_args(args: argparse.Namespace) -> Path:
         raise ValueError(f"--resamples must be at least 100 for a 95 % interval, got {args.resamples}")
     if args.classes and not args.hierarchy:
         raise ValueError("--classes orders the leaves of --hierarchy FILE; pass --hierarchy too")
+    if args.card_target is not None and not 0 < args.card_target < 1:
+        raise ValueError(f"--card-target must lie in (0, 1), got {args.card_target}")
+    if not 0 < args.card_delta < 1:
+        raise ValueError(f"--card-delta must lie in (0, 1), got {args.card_delta}")
     return out
 
 
@@ -550,17 +601,22 @@ def _command(args: argparse.Namespace) -> str:
                       + (["--hierarchy", args.hierarchy] if args.hierarchy else [])
                       + (["--classes", args.classes] if args.classes else [])
                       + (["--subset", args.subset] if args.subset not in ("", "all") else [])
-                      + (["--protocol", args.protocol] if args.protocol != "project" else []))
+                      + (["--protocol", args.protocol] if args.protocol != "project" else [])
+                      + (["--card-target", str(args.card_target), "--card-delta", str(args.card_delta),
+                          "--card-method", args.card_method] if args.card_target is not None else []))
 
 
 def run(args: argparse.Namespace) -> int:
     out = _check_args(args)
     jobs = _checked_jobs(args)
+    card = None if args.card_target is None else {
+        "target_accuracy": args.card_target, "delta": args.card_delta, "method": args.card_method}
     text = build_report(_evaluations(jobs, args), args.title, _command(args), n_resamples=args.resamples,
-                        seed=args.seed)
+                        seed=args.seed, card=card)
     _write_atomic(out, text)
     print(f"{len(jobs)} model{'s' * (len(jobs) != 1)} → {out} ({out.stat().st_size / 1e6:.1f} MB)")
     return 0
 
 
-__all__ = ["build_report", "configure_parser", "headline_sentence", "interval_text", "result_rows", "run"]
+__all__ = ["build_report", "card_section", "configure_parser", "headline_sentence", "interval_text", "result_rows",
+           "run"]

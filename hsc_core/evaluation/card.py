@@ -1,0 +1,294 @@
+"""The decision card: the θ to ship, the guarantee it carries, and the evidence.
+
+``decision_card`` calibrates one method (``guarantees``) on a seeded calibration set drawn from a
+model's evaluation split, measures it on the other samples, runs the method's shoot-out as evidence
+and gathers the provenance (model, weights, data set, tree hash, protocol, T, toolkit version,
+date). ``card_markdown`` writes it as Markdown with YAML front matter (the Hugging Face model-card
+convention, with a ``model-index`` of the realised metrics); ``card_json`` is its JSON twin. The
+``hsc card`` command, ``hsc report`` and the Guaranteed-accuracy page all use these three.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from ..core.protocol import protocol_text
+from ..core.thresholds import stratified_split_sampler
+from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES
+from .guarantees import METHODS, GuaranteeData, Settings, calibrate, check_methods, shootout
+from .model import ModelEvaluation
+from .results import toolkit_version
+
+CARD_FORMAT = "hsc-decision-card/1"
+DEFAULT_METHOD = "theorem1_pac"
+CARD_REPS = 200
+CONFIDENCE = 0.95
+
+
+def _proportion_interval(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Clopper–Pearson interval of a proportion k/n."""
+    a = (1 - confidence) / 2
+    low = stats.beta.ppf(a, k, n - k + 1) if k > 0 else 0.0
+    high = stats.beta.ppf(1 - a, k + 1, n - k) if k < n else 1.0
+    return float(low), float(high)
+
+
+def _mean_interval(x: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Student-t interval of a mean."""
+    m, n = float(x.mean()), x.size
+    if n < 2:
+        return m, m
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1) * x.std(ddof=1) / np.sqrt(n))
+    return m - half, m + half
+
+
+def guarantee_sentence(kind: str, target: float, delta: float, depth: int) -> str:
+    """What the method promises, in words."""
+    if kind == "pac":
+        return (f"With probability at least {1 - delta:.4g} over the calibration set, the hierarchical accuracy "
+                f"on new data from the same distribution is at least {target:.4g}.")
+    if kind == "marginal":
+        return (f"On average over calibration sets, a new sample is predicted correctly with probability at least "
+                f"{target:.4g}; one deployed calibration can fall below it (no 1 − δ statement).")
+    if kind == "marginal per group":
+        return (f"As 'marginal', within every superclass at depth {depth} of the tree: on average, accuracy at "
+                f"least {target:.4g} in each.")
+    return "No finite-sample guarantee: DARTS' binomial stopping rule is a heuristic."
+
+
+def decision_card(
+    evaluation: ModelEvaluation,
+    *,
+    target_accuracy: float,
+    delta: float,
+    method: str = DEFAULT_METHOD,
+    n_cal: int | None = None,
+    ts: bool = True,
+    seed: int = 0,
+    reps: int = CARD_REPS,
+    data: GuaranteeData | None = None,
+    n_resamples: int | None = None,
+    bootstrap_seed: int | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """Calibrate ``method`` for accuracy ≥ ``target_accuracy`` and gather the evidence.
+
+    Parameters
+    ----------
+    evaluation : the model (its protocol fixes the evaluation split and T).
+    target_accuracy, delta : the requirement 1 − α and the PAC failure probability δ.
+    method : a name of ``guarantees.METHODS``.
+    n_cal : calibration samples drawn (stratified, ``seed``) from the evaluation split; default
+        half of it, at most 1,000. The rest measure the realised numbers.
+    ts : with temperature scaling.
+    reps : repetitions of the evidence shoot-out (0: none).
+    data : the setting's ``GuaranteeData`` when the caller has it cached.
+    n_resamples, bootstrap_seed : the hAURC interval's bootstrap (default: the layer's), e.g. the
+        report's, so its cached bootstrap is reused.
+    options : further ``guarantees.Settings`` fields (``min_coverage``, ``p_value`` …).
+
+    Returns
+    -------
+    dict, JSON-serialisable: the card (``card_markdown``/``card_json`` render it).
+    """
+    method = check_methods([method])[0]
+    if not 0.0 < float(target_accuracy) < 1.0:
+        raise ValueError(f"the target accuracy must lie in (0, 1), got {target_accuracy}")
+    settings = Settings(alpha=1.0 - float(target_accuracy), delta=float(delta), **options)
+    es = evaluation.setting(ts)
+    data = data if data is not None else es.guarantee_data()
+    n = data.n
+    n_cal = int(min(1000, n // 2) if n_cal is None else n_cal)
+    if not 0 < n_cal < n:
+        raise ValueError(f"n_cal must lie in (0, {n}) (the evaluation split's size), got {n_cal}")
+    cal_rows = stratified_split_sampler(data.labels, n_cal, seed)()
+    test = np.ones(n, dtype=bool)
+    test[cal_rows] = False
+    fit = calibrate(method, data, cal_rows, settings)
+    nodes = fit.predict(data)[test]
+    h = data.hierarchy
+    correct = h.is_ancestor(nodes, data.labels[test])
+    k, m = int(correct.sum()), int(test.sum())
+    cov = h.coverage[nodes]
+    boot = es.bootstrap(n_resamples=N_RESAMPLES if n_resamples is None else n_resamples,
+                        seed=BOOTSTRAP_SEED if bootstrap_seed is None else bootstrap_seed).haurc["climbing"]
+    info = METHODS[method]
+    evidence: dict[str, Any] = {}
+    if reps:
+        res = shootout(data, settings, n_cal, methods=[method], reps=int(reps), sampling="iid", seed=seed)
+        row = res.summary.iloc[0]
+        evidence = {"reps": int(reps), "sampling": "iid", "violation_rate": float(row["violation_rate"]),
+                    "violation_high_95": float(row["violation_high"]), "accuracy_mean": float(row["accuracy_mean"]),
+                    "coverage_mean": float(row["coverage_mean"]),
+                    "guarantee_holds": None if row["guarantee_holds"] == "" else bool(row["guarantee_holds"])}
+    manifest = evaluation.manifest or {}
+    ds = manifest.get("dataset") if isinstance(manifest.get("dataset"), dict) else {}
+    return {
+        "format": CARD_FORMAT,
+        "model": evaluation.name,
+        "timm_model": str(manifest.get("timm_model", "")),
+        "weights": str(manifest.get("weights", "")),
+        "file": evaluation.file,
+        "dataset": evaluation.dataset,
+        "dataset_name": str(ds.get("name", "")) if isinstance(ds, dict) else "",
+        "hierarchy_hash": evaluation.hierarchy_hash,
+        "protocol": evaluation.protocol,
+        "protocol_text": protocol_text(evaluation.protocol),
+        "temperature": float(es.temperature),
+        "ts": bool(ts),
+        "n_eval": int(n),
+        "n_cal": n_cal,
+        "n_test": m,
+        "seed": int(seed),
+        "method": method,
+        "method_label": info.label,
+        "method_source": info.source,
+        "kind": info.kind,
+        "theta": float(fit.theta),
+        "thetas_by_group": {str(g): t for g, t in fit.thetas_by_group.items()},
+        "target_accuracy": settings.target,
+        "delta": settings.delta,
+        "certified": bool(fit.found),
+        "note": fit.note,
+        "guarantee": guarantee_sentence(info.kind, settings.target, settings.delta, settings.mondrian_depth),
+        "guaranteed": {
+            "accuracy": settings.target,
+            "coverage": settings.min_coverage if method == "ltt_multi" else None,
+            "severity_at_most": settings.max_severity if method == "ltt_multi" else None,
+            "confidence": 1.0 - settings.delta if info.kind == "pac" else None,
+            "holds": "with probability" if info.kind == "pac" else ("none" if info.kind == "heuristic"
+                                                                    else "on average"),
+        },
+        "realised": {
+            "accuracy": k / m, "accuracy_interval": list(_proportion_interval(k, m)),
+            "coverage": float(cov.mean()), "coverage_interval": list(_mean_interval(cov)),
+            "set_size": float(h.leaf_count[nodes].mean()), "confidence": CONFIDENCE,
+        },
+        "haurc_climbing": {"value": boot.estimate, "interval": [boot.low, boot.high],
+                           "confidence": CONFIDENCE},
+        "evidence": evidence,
+        "toolkit_version": toolkit_version(),
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
+def card_json(card: dict[str, Any]) -> str:
+    """The card as indented JSON (the Markdown's twin)."""
+    return json.dumps(card, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]#!|<>~&])")
+
+
+def md_text(value: Any, limit: int = 200) -> str:
+    """User text for a Markdown body: one line, capped, every Markdown/HTML special escaped."""
+    text = " ".join(str(value).split())
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def _yaml(value: Any) -> str:
+    """A YAML scalar: JSON's quoting is valid YAML (double-quoted, escaped), numbers as they are."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _guaranteed_line(card: dict[str, Any]) -> str:
+    g = card.get("guaranteed") or {}
+    parts = [f"accuracy ≥ {g.get('accuracy', card['target_accuracy']):.4g}"]
+    if g.get("coverage") is not None:
+        parts.append(f"coverage ≥ {g['coverage']:.4g}")
+    if g.get("severity_at_most") is not None:
+        parts.append(f"mean severity ≤ {g['severity_at_most']:.4g}")
+    how = (f"with probability ≥ {g['confidence']:.4g}" if g.get("confidence") is not None
+           else {"on average": "on average", "none": "(no guarantee)"}.get(g.get("holds", ""), ""))
+    trivially = "" if card["certified"] else " — met only trivially: the root is predicted where nothing is certified"
+    return f"Guaranteed: {', '.join(parts)} {how}{trivially}."
+
+
+def card_markdown(card: dict[str, Any]) -> str:
+    """Markdown with YAML front matter (Hugging Face model-card convention)."""
+    r = card["realised"]
+    ds = card["dataset"] or "unknown"
+    front = [
+        "---",
+        f"model_name: {_yaml(card['model'])}",
+        "library_name: hsc-toolkit",
+        "tags: [hierarchical-selective-classification, conformal-prediction, risk-control]",
+        f"datasets: [{_yaml(ds)}]",
+        f"base_model: {_yaml(card['timm_model'] or card['model'])}",
+        "model-index:",
+        f"- name: {_yaml(card['model'])}",
+        "  results:",
+        "  - task: {type: image-classification, name: hierarchical selective classification}",
+        f"    dataset: {{type: {_yaml(ds)}, name: {_yaml(card['dataset_name'] or ds)}}}",
+        "    metrics:",
+        f"    - {{type: hierarchical_accuracy, value: {r['accuracy']:.6f}, name: realised accuracy}}",
+        f"    - {{type: coverage, value: {r['coverage']:.6f}, name: realised coverage}}",
+        f"    - {{type: haurc, value: {card['haurc_climbing']['value']:.6f}, name: hAURC Climbing}}",
+        "hsc_decision_card:",
+        *(f"  {k}: {_yaml(card[k])}" for k in ("format", "method", "kind", "theta", "target_accuracy", "delta",
+                                               "certified", "n_cal", "n_test", "seed", "temperature", "ts",
+                                               "hierarchy_hash", "protocol", "weights", "toolkit_version",
+                                               "date")),
+        "---",
+    ]
+    acc_lo, acc_hi = r["accuracy_interval"]
+    cov_lo, cov_hi = r["coverage_interval"]
+    h = card["haurc_climbing"]
+    lines = [
+        f"# Decision card: {md_text(card['model'])}",
+        "",
+        f"**Ship {'λ' if card['method'] == 'darts' else 'θ'} = {card['theta']:.6g}** with "
+        f"*{md_text(card['method_label'])}* (`{card['method']}`; {md_text(card['method_source'])}).",
+        "",
+        "## Guarantee",
+        "",
+        md_text(card["guarantee"], 400),
+        "",
+        ("**Certified.**" if card["certified"] else f"**Not certified:** {md_text(card['note'], 400)}"),
+        "",
+        _guaranteed_line(card),
+        "",
+        "## Realised on held-out samples",
+        "",
+        f"| quantity | value | {card['realised']['confidence']:.0%} interval |",
+        "|---|---|---|",
+        f"| accuracy (target {card['target_accuracy']:.4g}) | {r['accuracy']:.4f} | [{acc_lo:.4f}, {acc_hi:.4f}] |",
+        f"| coverage | {r['coverage']:.4f} | [{cov_lo:.4f}, {cov_hi:.4f}] |",
+        f"| mean set size (leaves) | {r['set_size']:.2f} | |",
+        f"| hAURC (Climbing, ×1000) | {1000 * h['value']:.2f} | [{1000 * h['interval'][0]:.2f}, "
+        f"{1000 * h['interval'][1]:.2f}] |",
+        "",
+        f"Calibrated on {card['n_cal']:,} samples (seed {card['seed']}) of the {card['n_eval']:,}-sample evaluation "
+        f"split, measured on the other {card['n_test']:,}.",
+        "",
+    ]
+    ev = card.get("evidence") or {}
+    if ev:
+        lines += [
+            "## Evidence",
+            "",
+            f"Over {ev['reps']:,} calibration sets of {card['n_cal']:,} drawn with replacement (the data set as the "
+            f"deployment distribution): accuracy fell below {card['target_accuracy']:.4g} in "
+            f"{ev['violation_rate']:.1%} of them (95 % upper limit {ev['violation_high_95']:.1%}; δ = "
+            f"{card['delta']:.4g}); mean accuracy {ev['accuracy_mean']:.4f}, mean coverage {ev['coverage_mean']:.4f}.",
+            "",
+        ]
+    lines += [
+        "## Provenance",
+        "",
+        f"- model: {md_text(card['model'])} ({md_text(card['timm_model'] or 'n/a')})",
+        f"- weights: {md_text(card['weights'] or 'n/a')}",
+        f"- data set: {md_text(ds)} — hierarchy hash `{card['hierarchy_hash']}`",
+        f"- protocol: {md_text(card['protocol'])} — {md_text(card['protocol_text'], 400)}",
+        f"- temperature T = {card['temperature']:.4f} ({'applied' if card['ts'] else 'not applied'})",
+        f"- toolkit hsc {md_text(card['toolkit_version'])}, {card['date']}",
+        "",
+    ]
+    return "\n".join(front) + "\n\n" + "\n".join(lines)

@@ -1,0 +1,215 @@
+"""``hsc guarantees`` (every guarantee side by side) and ``hsc card`` (the decision card to deploy).
+
+::
+
+    hsc guarantees LOGITS --target-accuracy A --delta D [--n-cal N] [--reps R] [--methods M …]
+                   [--sampling iid|split] [--min-coverage C] [--max-severity S] [--out summary.csv]
+    hsc card LOGITS --target-accuracy A --delta D [--method M] [--n-cal N] [--out card.md]
+
+Thin front ends of ``hsc_core.evaluation.guarantees`` and ``.card``: one model's logits, its
+built-in (or ``--hierarchy``) tree, the evaluation split of the project protocol, with temperature
+scaling unless ``--no-ts``. Bad input: one line on stderr, exit code 2 (``hsc_core.cli``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..core.ltt import P_VALUES
+from ..core.validation import clip_path
+from ..datasets.logits_io import load_logits
+from ..evaluation.card import CARD_REPS, DEFAULT_METHOD, card_json, card_markdown, decision_card
+from ..evaluation.guarantees import (
+    DEFAULT_METHODS,
+    METHODS,
+    MONDRIAN_DEPTH,
+    N_LAMBDAS,
+    N_REPS,
+    SAMPLINGS,
+    SUMMARY_COLUMNS,
+    Settings,
+    check_methods,
+    shootout,
+)
+from ..evaluation.model import ModelEvaluation
+from ..evaluation.resolve import load_user_hierarchy, resolve_hierarchy
+from ..evaluation.results import to_csv
+
+
+def _level(flag: str):
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} must be a number in (0, 1), got {text[:40]!r}") from None
+        if not 0.0 < v < 1.0:
+            raise argparse.ArgumentTypeError(f"{flag} must lie in (0, 1), got {text[:40]!r}")
+        return v
+    return parse
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text[:40]!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text[:40]!r}")
+    return v
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("logits", metavar="LOGITS", help="one cached-logits .npz file")
+    parser.add_argument("--target-accuracy", required=True, type=_level("--target-accuracy"), metavar="A",
+                        help="the accuracy 1 − α to guarantee, e.g. 0.95")
+    parser.add_argument("--delta", required=True, type=_level("--delta"), metavar="D",
+                        help="failure probability δ of PAC guarantees, e.g. 0.1")
+    parser.add_argument("--n-cal", type=_positive, metavar="N", help="calibration size (default: see below)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the calibration draws (default 0)")
+    parser.add_argument("--hierarchy", metavar="FILE", help="class tree (default: the file's built-in data set)")
+    parser.add_argument("--classes", metavar="FILE", help="class list giving the logits' column order")
+    parser.add_argument("--no-ts", dest="ts", action="store_false", help="without temperature scaling")
+    parser.add_argument("--min-coverage", type=_level("--min-coverage"), metavar="C",
+                        help="second risk of ltt_multi: mean coverage ≥ C")
+    parser.add_argument("--max-severity", type=_level("--max-severity"), metavar="S",
+                        help="second risk of ltt_multi: mean severity ≤ S")
+    parser.add_argument("--p-value", choices=P_VALUES, default="binomial",
+                        help="LTT p-values: exact binomial tail (default) or Hoeffding–Bentkus")
+    parser.add_argument("--mondrian-depth", type=int, default=MONDRIAN_DEPTH, metavar="D",
+                        help=f"depth of the superclasses of the Mondrian methods (default {MONDRIAN_DEPTH})")
+    parser.add_argument("--n-lambdas", type=_positive, default=N_LAMBDAS, metavar="M",
+                        help=f"LTT grid size (default {N_LAMBDAS})")
+
+
+def load_evaluation(args: argparse.Namespace) -> ModelEvaluation:
+    """The model of ``args.logits`` under the project protocol, on its tree."""
+    path = Path(args.logits)
+    if not path.is_file():
+        raise ValueError(f"logits file {clip_path(args.logits)} not found")
+    bundle = load_logits(path)
+    tree = load_user_hierarchy(args.hierarchy, args.classes) if args.hierarchy else None
+    dataset, hierarchy = resolve_hierarchy(bundle, str(path), tree)
+    return ModelEvaluation.from_bundle(bundle, hierarchy, dataset=dataset, file=str(path))
+
+
+def _check_out(path: str | None) -> None:
+    """Fail before the long work when the output's folder does not exist."""
+    if path and not Path(path).resolve().parent.is_dir():
+        raise ValueError(f"--out {clip_path(path)}: its folder does not exist")
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    return {"min_coverage": args.min_coverage, "max_severity": args.max_severity, "p_value": args.p_value,
+            "n_lambdas": args.n_lambdas, "mondrian_depth": args.mondrian_depth}
+
+
+def _bar(desc: str):
+    from tqdm.auto import tqdm
+
+    state: dict[str, Any] = {}
+
+    def progress(done: int, total: int) -> None:
+        if "bar" not in state:
+            state["bar"] = tqdm(total=total, desc=desc, unit="step", file=sys.stderr, leave=False, disable=None)
+        state["bar"].update(done - state["bar"].n)
+        if done >= total:
+            state["bar"].close()
+    return progress
+
+
+# ---------------------------------------------------------------------------- hsc guarantees
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    _common(parser)
+    parser.description = ("Every accuracy guarantee on the same repeated calibration sets: violation rate vs δ, "
+                          "accuracy, coverage, specificity and run time per method.")
+    parser.add_argument("--reps", type=_positive, default=N_REPS, metavar="R",
+                        help=f"calibration sets drawn (default {N_REPS})")
+    parser.add_argument("--methods", nargs="+", metavar="M", default=None,
+                        help=f"methods (default: all but ltt_multi, which joins with a second risk): "
+                             f"{', '.join(METHODS)}")
+    parser.add_argument("--sampling", choices=SAMPLINGS, default="iid",
+                        help="iid (default): draws with replacement, realised numbers on the whole data set (the "
+                             "guarantees' own law); split: the paper's calibration/test splits")
+    parser.add_argument("--out", metavar="CSV", help="write the summary here (and every repetition to CSV.reps.csv)")
+    parser.epilog = "--n-cal defaults to half the evaluation split, at most 1,000."
+
+
+def _format(summary) -> str:
+    cols = [("method", 20, "s"), ("kind", 9, "s"), ("violation_rate", 9, ".3f"), ("violation_se", 7, ".3f"),
+            ("guarantee_holds", 5, "s"),
+            ("accuracy_mean", 8, ".4f"), ("accuracy_std", 7, ".4f"), ("coverage_mean", 8, ".4f"),
+            ("set_size_mean", 8, ".1f"), ("seconds", 7, ".2f")]
+    head = "  ".join(f"{c[:w]:>{w}}" if f != "s" else f"{c[:w]:<{w}}" for c, w, f in
+                     [("method", 20, "s"), ("guarantee", 9, "s"), ("viol.", 9, ""), ("± se", 7, ""), ("holds", 5, "s"),
+                      ("acc", 8, ""), ("acc sd", 7, ""), ("coverage", 8, ""), ("leaves", 8, ""), ("s", 7, "")])
+    lines = [head]
+    for _, r in summary.iterrows():
+        kind = {"marginal per group": "per group"}.get(r["kind"], r["kind"])
+        shown = {"kind": kind, "guarantee_holds": {True: "yes", False: "NO"}.get(r["guarantee_holds"], "–")}
+        lines.append("  ".join(f"{str(shown.get(c, r[c]))[:w]:<{w}}" if f == "s" else f"{r[c]:>{w}{f}}"
+                               for c, w, f in cols))
+    notes = [f"- {r['method']}: {r['note']}" for _, r in summary.iterrows() if r["note"]]
+    return "\n".join(lines + ([""] + notes if notes else []))
+
+
+def run(args: argparse.Namespace) -> int:
+    methods = list(args.methods) if args.methods else [m for m in DEFAULT_METHODS]
+    if args.methods is None and (args.min_coverage is not None or args.max_severity is not None):
+        methods.append("ltt_multi")
+    methods = list(check_methods(methods))
+    _check_out(args.out)
+    settings = Settings(alpha=1.0 - args.target_accuracy, delta=args.delta, **_settings(args))
+    ev = load_evaluation(args)
+    es = ev.setting(args.ts)
+    n_cal = int(args.n_cal or min(1000, es.n // 2))
+    if n_cal >= es.n:
+        raise ValueError(f"--n-cal must be below the evaluation split's {es.n:,} samples, got {n_cal:,}")
+    data = es.guarantee_data()
+    res = shootout(data, settings, n_cal, methods=methods, reps=args.reps, sampling=args.sampling, seed=args.seed,
+                   progress=_bar("guarantees"))
+    print(f"{ev.name}: accuracy ≥ {settings.target:.4g}, δ = {settings.delta:.4g}, n_cal = {n_cal:,} of {es.n:,}, "
+          f"{args.reps:,} {args.sampling} repetitions (seed {args.seed})")
+    print(_format(res.summary))
+    if args.out:
+        out = Path(args.out)
+        out.write_text(to_csv(res.summary.to_dict("records"), list(SUMMARY_COLUMNS)), encoding="utf-8")
+        reps = res.repetitions
+        Path(f"{out}.reps.csv").write_text(to_csv(reps.to_dict("records"), list(reps.columns)), encoding="utf-8")
+        print(f"wrote {out} and {out}.reps.csv", file=sys.stderr)
+    return 0
+
+
+# ---------------------------------------------------------------------------- hsc card
+def configure_card_parser(parser: argparse.ArgumentParser) -> None:
+    _common(parser)
+    parser.description = "A decision card: the θ to ship, its guarantee and the evidence (Markdown + JSON)."
+    parser.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS),
+                        help=f"the method to deploy (default {DEFAULT_METHOD})")
+    parser.add_argument("--reps", type=int, default=CARD_REPS, metavar="R",
+                        help=f"repetitions of the evidence shoot-out (default {CARD_REPS}; 0: none)")
+    parser.add_argument("--out", default="decision_card.md", metavar="MD",
+                        help="the Markdown card (default decision_card.md); its JSON twin goes next to it")
+    parser.epilog = "--n-cal defaults to half the evaluation split, at most 1,000."
+
+
+def run_card(args: argparse.Namespace) -> int:
+    if args.reps < 0:
+        raise ValueError(f"--reps must be 0 or more, got {args.reps}")
+    _check_out(args.out)
+    ev = load_evaluation(args)
+    progress = _bar("card")
+    progress(0, 1)
+    card = decision_card(ev, target_accuracy=args.target_accuracy, delta=args.delta, method=args.method,
+                         n_cal=args.n_cal, ts=args.ts, seed=args.seed, reps=args.reps, **_settings(args))
+    progress(1, 1)
+    out = Path(args.out)
+    out.write_text(card_markdown(card), encoding="utf-8")
+    out.with_suffix(".json").write_text(card_json(card), encoding="utf-8")
+    print(f"{card['model']}: ship θ = {card['theta']:.6g} ({card['method']}); realised accuracy "
+          f"{card['realised']['accuracy']:.4f}, coverage {card['realised']['coverage']:.4f}"
+          + ("" if card["certified"] else f" — NOT certified: {card['note']}"))
+    print(f"wrote {out} and {out.with_suffix('.json')}", file=sys.stderr)
+    return 0

@@ -1,0 +1,109 @@
+"""AppTest of the Model atlas page: the authors' table by regime, Table 1, suspect rows, deep
+links, the user's own models with the sample note, and refused input. Numbers are recomputed with
+``hsc_core.evaluation.atlas`` directly."""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from pathlib import Path
+
+import pytest
+from app_support import open_page
+from conftest import SHARED, random_tree
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from hsc_core.core.synthetic import synthetic_logits  # noqa: E402
+from hsc_core.evaluation.atlas import load_atlas_table, paper_table1, regime_summary  # noqa: E402
+from hsc_core.evaluation.model import ModelEvaluation  # noqa: E402
+from hsc_core.evaluation.results import RESULT_COLUMNS, to_csv  # noqa: E402
+
+PAGE = "app_pages/model_atlas.py"
+AUTHORS = SHARED / "reference" / "authors_models_comparison_full.csv"
+needs_authors = pytest.mark.skipif(not AUTHORS.is_file(), reason="the authors' table is not in ../shared/reference")
+
+
+@pytest.fixture
+def downloads(monkeypatch) -> dict:
+    """key → payload of every st.download_button the page creates."""
+    import streamlit as st
+
+    got, real = {}, st.download_button
+
+    def spy(label, data, *args, **kwargs):
+        got[kwargs.get("key")] = data
+        return real(label, data, *args, **kwargs)
+
+    monkeypatch.setattr(st, "download_button", spy)
+    return got
+
+
+def _csv(payload) -> list[dict]:
+    text = (payload() if callable(payload) else payload).decode("utf-8")
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+@pytest.fixture
+def results_dir(monkeypatch, tmp_path) -> Path:
+    """A results folder holding the project's own results.csv of two small models."""
+    h = random_tree(30, seed=5)
+    rows = []
+    for k, name in enumerate(("mine_a", "mine_b")):
+        logits, labels = synthetic_logits(h, n_samples=300, seed=k)
+        rows += ModelEvaluation(h, logits, labels, name=name, dataset="imagenet1k").results()
+    (tmp_path / "results.csv").write_text(to_csv(rows, RESULT_COLUMNS))
+    (tmp_path / "secret.txt").write_text("not a table")
+    monkeypatch.setenv("HSC_RESULTS_DIR", str(tmp_path))
+    return tmp_path
+
+
+@needs_authors
+def test_authors_table_by_regime_with_table1_and_your_models(monkeypatch, downloads):
+    monkeypatch.setenv("HSC_RESULTS_DIR", str(AUTHORS.parent))
+    at = open_page(PAGE, {"atlas": AUTHORS.name, "ts": "1", "regime": "distillation"})
+    assert not at.error, [e.value for e in at.error]
+    table = load_atlas_table(AUTHORS)
+    n_dist = sum("distillation" in r.split(";") for r in table["regimes"])
+    assert any("**1,116 models**" in c.value and f"{n_dist:,} of them knowledge distillation" in c.value
+               for c in at.caption)
+    # the shipped Lite models sit on the same axes, and the page says their sample differs
+    assert any("1,705 images" in w.value and "50,000" in w.value for w in at.warning)  # sample note
+    got = {(r["rule"], r["ts"]): r for r in _csv(downloads["dl_atlas_t1"])}
+    for want in paper_table1(table):
+        row = got[(want["rule"], "true" if want["ts"] else "false")]
+        assert float(row["haurc_x1000_mean"]) == pytest.approx(want["haurc_x1000_mean"])
+    assert float(got[("climbing", "true")]["haurc_x1000_mean"]) == pytest.approx(36.51, abs=0.05)
+    regimes = {r["regime"]: r for r in _csv(downloads["dl_atlas_regimes"])}
+    want = {r["regime"]: r for r in regime_summary(table, rule="climbing", ts=True)}
+    assert set(regimes) == set(want)
+    assert float(regimes["clip_finetuned"]["haurc_x1000_mean"]) == pytest.approx(
+        want["clip_finetuned"]["haurc_x1000_mean"])
+    models = _csv(downloads["dl_atlas_models"])
+    assert {r["source"] for r in models} == {"authors", "yours"}
+    assert len([r for r in models if r["source"] == "authors"]) == n_dist
+    assert all(r["temperature_scaling"] == "on" for r in models)  # self-describing: the export says TS on
+    assert len(at.get("plotly_chart")) == 2
+
+
+def test_project_results_from_the_folder_and_refused_paths(results_dir, downloads):
+    at = open_page(PAGE, {"atlas": "results.csv"})
+    assert not at.error, [e.value for e in at.error]
+    assert any("**2 models**" in c.value for c in at.caption)
+    assert [r["model"] for r in _csv(downloads["dl_atlas_models"]) if r["source"] == "project"] == ["mine_a",
+                                                                                                    "mine_b"]
+    for name, message in (("../../etc/passwd.csv", "outside the results folder"),
+                          ("secret.txt", "is not a .csv file"), ("gone.csv", "no such file")):
+        at = open_page(PAGE, {"atlas": name})
+        assert len(at.error) == 1 and message in at.error[0].value, [e.value for e in at.error]
+
+
+def test_presenter_mode_and_no_table(monkeypatch, tmp_path):
+    monkeypatch.setenv("HSC_RESULTS_DIR", str(tmp_path))  # an empty folder: your models only
+    at = open_page(PAGE, {"presenter": "1", "atlas_y": "gain_percent"})
+    assert not at.error, [e.value for e in at.error]
+    assert any("your models only" in i.value for i in at.info)
+    assert at.session_state["atlas_y"] == "gain_percent"
+    assert len(at.get("plotly_chart")) == 2

@@ -1,0 +1,105 @@
+"""AppTests of the Guaranteed-accuracy page's shoot-out, solver and small-n wording, each number
+recomputed with the library (not through the dashboard's helpers)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from app_support import open_page
+
+from hsc_core.core.synthetic import synthetic_logits
+from hsc_core.core.thresholds import theorem1_epsilon
+from hsc_core.datasets.imagenet import imagenet_hierarchy
+from hsc_core.datasets.logits_io import load_logits, save_logits
+from hsc_core.evaluation.guarantees import Settings, shootout
+from hsc_core.evaluation.model import ModelEvaluation
+
+PAGE = "app_pages/guaranteed_accuracy.py"
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cached_logits_ga")
+    h = imagenet_hierarchy()
+    logits, labels = synthetic_logits(h, 600, top1=0.75, seed=1)
+    save_logits(d / "alpha_net.npz", logits, labels, [f"i{i}" for i in range(600)], manifest={"model": "alpha_net"},
+                dtype="float32")
+    return d
+
+
+@pytest.fixture
+def page(model_dir, monkeypatch):
+    monkeypatch.delenv("HSC_SYNTHETIC", raising=False)
+    monkeypatch.setenv("HSC_CACHED_LOGITS_DIR", str(model_dir))
+
+    def open_(query: dict | None = None):
+        return open_page(PAGE, query)
+    return open_
+
+
+def _metric(at, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def test_small_n_is_said_in_words_and_the_band_agrees(page):
+    at = page()
+    at.slider(key="_w.ga.acc").set_value(0.95)
+    at.slider(key="_w.ga.n").set_value(10).run()
+    assert not at.exception
+    assert _metric(at, "θ̂ (threshold)") == "1.0000" and _metric(at, "Test accuracy") == "1.0000"
+    assert _metric(at, "Within target ± ε") == "yes"  # 1.0 − 0.95 ≤ 0.05, not a float artefact
+    warnings = " ".join(w.value for w in at.warning)
+    assert "n = 10 is too small" in warnings and "n ≥ 19" in warnings
+
+
+def test_solver_follows_the_sliders_and_says_when_theta_is_the_root(page):
+    at = page()
+    at.slider(key="_w.ga.acc").set_value(0.9)
+    at.slider(key="_w.ga.conf").set_value(0.8)
+    at.slider(key="_w.ga.n").set_value(300).run()
+    at.radio(key="_w.ga.solve").set_value("epsilon").run()
+    assert not at.exception
+    assert _metric(at, "margin ε (solved)") == f"{theorem1_epsilon(300, 0.1, 0.2):.4f}"
+    assert not any(n.key == "_w.ga.eps" for n in at.number_input)  # no ε input beside the solved ε
+    at.slider(key="_w.ga.n").set_value(200).run()  # the solver follows the slider
+    assert _metric(at, "margin ε (solved)") == f"{theorem1_epsilon(200, 0.1, 0.2):.4f}"
+    at.radio(key="_w.ga.solve").set_value("alpha").run()
+    at.number_input(key="solve_n").set_value(10)
+    at.number_input(key="_w.ga.eps").set_value(0.0001).run()
+    assert "every sample is predicted as the root" in " ".join(w.value for w in at.warning)
+
+
+def test_a_run_survives_moving_the_target_and_back(page):
+    at = page()
+    at.slider(key="_w.ga.acc").set_value(0.9)
+    at.slider(key="_w.ga.n").set_value(200)
+    at.slider(key="_w.ga.reps").set_value(10)
+    at.multiselect(key="ga_baselines").set_value(["crc"])
+    next(b for b in at.button if b.label == "Run repetitions").click().run()
+    assert any("share of repetitions" in str(d.proto) or "fraction_within_eps" in d.value.columns for d in at.dataframe)
+    title = at.get("plotly_chart")[0].proto.spec
+    assert "over 10 repetitions" in title
+    at.slider(key="_w.ga.acc").set_value(0.92).run()
+    assert not any("fraction_within_eps" in d.value.columns for d in at.dataframe)
+    at.slider(key="_w.ga.acc").set_value(0.9).run()
+    assert any("fraction_within_eps" in d.value.columns for d in at.dataframe)
+
+
+def test_shootout_from_a_deep_link_matches_the_library(page, model_dir):
+    at = page({"acc": "0.9", "conf": "0.9", "n": "250", "g_reps": "40",
+               "g_methods": "theorem1,ltt_holm,crc,theorem1_mondrian", "g_sampling": "iid", "split_seed": "2",
+               "g_pv": "hoeffding_bentkus", "g_depth": "1"})
+    methods = ["theorem1", "crc", "ltt_holm", "theorem1_mondrian"]
+    assert at.multiselect(key="_w.ga.g_methods").value == methods
+    next(b for b in at.button if b.label == "Run the shoot-out").click().run()
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "violation_rate" in d.value.columns)
+    ev = ModelEvaluation.from_bundle(load_logits(model_dir / "alpha_net.npz"), imagenet_hierarchy())
+    settings = Settings(alpha=0.1, delta=0.1, p_value="hoeffding_bentkus", mondrian_depth=1)
+    res = shootout(ev.setting(False).guarantee_data(), settings, 250, methods=methods, reps=40, seed=2)
+    np.testing.assert_allclose(table["violation_rate"].to_numpy(float), res.summary["violation_rate"].to_numpy(float))
+    np.testing.assert_allclose(table["coverage_mean"].to_numpy(float), res.summary["coverage_mean"].to_numpy(float))
+    assert len(at.get("plotly_chart")) >= 2
+    assert at.query_params["g_reps"] in (["40"], "40")
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert {"Card (Markdown)", "Card (JSON)"} <= set(labels), labels
