@@ -222,10 +222,14 @@ def _candidates(hierarchy: Hierarchy, probs: np.ndarray, metric: Metric, beta: f
         # arg-max leaf scores ≥ its probability m. A node under a top node less probable than m is
         # beaten by that leaf in both. With P(v) ≥ q·P(top(v)) this needs P(v) ≥ q·m: a cheap pre-filter.
         m = probs[rows, leaf].astype(np.float64)
-        # In the probabilities' precision with a 1e-6 margin below (float32 rounding is ~6e-8):
-        # never drops a node that the exact test below keeps.
-        loose = (q * (1.0 - 1e-6)).astype(probs.dtype)
-        r, c = np.nonzero(probs >= loose[None, :] * m.astype(probs.dtype)[:, None])
+        # One scalar per row (the smallest positive q; a 1e-6 margin below covers float32 rounding,
+        # ~6e-8), plus every row's nodes with q = 0: never drops a node the exact test below keeps,
+        # and reads the probabilities once.
+        free = np.flatnonzero(q == 0)
+        q_lo = float(q[q > 0].min()) if (q > 0).any() else 0.0
+        floor = (m * q_lo * (1.0 - 1e-6)).astype(probs.dtype)
+        r, c = np.nonzero(probs >= floor[:, None])
+        r, c = np.r_[r, np.repeat(rows, free.size)], np.r_[c, np.tile(free, n)]
         p_top = probs[r, top[c]].astype(np.float64)
         ok = (p_top >= m[r]) & (probs[r, c] >= q[c] * p_top)
         r, c = r[ok], c[ok]
