@@ -38,11 +38,13 @@ def _figure1(_es, key: tuple) -> int | None:
 
 
 @data.cache_resource(max_entries=64, show_spinner=False)
-def _tree(_es, key: tuple, i: int, font_size: int, _theta: float):
+def _tree(_es, key: tuple, i: int, font_size: int, _theta: float, rules: tuple = ()):
     """The tree figure with its 101 θ frames, built once per sample (≈ 0.1–0.3 s); it opens at the θ
-    it was first asked for, and the page shows any other θ by animating to its frame in the browser."""
-    return tree_figure(_es.hierarchy, _es.node_row(i), record_rows(_es.paths, i), int(_es.labels[i]), _theta,
-                       font_size=font_size)
+    it was first asked for, and the page shows any other θ by animating to its frame in the browser.
+    ``rules``: the marked rules (the shared ``rules`` link setting; the paper's four by default)."""
+    paths = views.selected_paths(_es, rules)
+    return tree_figure(_es.hierarchy, _es.node_row(i), record_rows(paths, i), int(_es.labels[i]), _theta,
+                       font_size=font_size, rules=list(paths))
 
 
 def _mark_dirty() -> None:
@@ -180,13 +182,14 @@ def theta_view() -> None:
 
 
 def _chart(theta: float) -> None:
-    fig = _tree(es, _es_key(), i, ui.font_size(), round(float(theta), 2))
+    fig = _tree(es, _es_key(), i, ui.font_size(), round(float(theta), 2), tuple(state.get("rules")))
     ui.figure(fig, f"explorer_{sample}", key=CHART, context=ui.export_context(es), width="content")
     ui.sweep_sync(CHART, theta, _follow)
 
 
 def _details(theta: float) -> None:
-    view = views.sample_view(h, es.node_row(i), es.paths, i, theta, true_leaf=true_leaf)
+    view = views.sample_view(h, es.node_row(i), views.selected_paths(es, state.get("rules")), i, theta,
+                             true_leaf=true_leaf)
     st.markdown(views.choice_text(h, view))
     if not ui.presenter():
         st.caption("The predicted leaf's path runs down from the root; the true label's branch hangs off their "

@@ -10,6 +10,7 @@ column names (``column_label``), so every page and export names a number the sam
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -17,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from hsc_core.core.hierarchy import Hierarchy
+from hsc_core.core.metric_rules import ALL_RULES
 from hsc_core.core.rules import RULE_LABELS, RULES, DecisionPaths, decision_paths, record_index
 from hsc_core.core.thresholds import QuantileMethod, select_threshold, theorem1_epsilon
 from hsc_core.core.validation import check_theta
@@ -82,7 +84,9 @@ class SampleView:
 def sample_view(h: Hierarchy, probs: np.ndarray, paths: dict[str, DecisionPaths], i: int, theta: float,
                 true_leaf: int | None = None) -> SampleView:
     """``probs``: the sample's node probabilities; ``paths``: decision paths holding it as row ``i``."""
-    pred = int(paths["selective"].nodes[i, 0])  # every rule starts at the arg-max leaf
+    # every paper rule starts at the arg-max leaf (the metric-optimal ones need not)
+    pred = (int(paths["selective"].nodes[i, 0]) if "selective" in paths
+            else int(np.argmax(np.asarray(probs)[: h.n_leaves])))
     path = h.path_to_root(pred)
     branch = np.zeros(0, dtype=np.int64)
     if true_leaf is not None and true_leaf != pred:
@@ -109,7 +113,7 @@ def choice_text(h: Hierarchy, view: SampleView) -> str:
     """One markdown line per rule, e.g. ``Climbing → dog (p = 0.930, coverage 0.309) ✓ correct``;
     a root prediction reads ``Selective → reject (root): abstains``."""
     lines = []
-    for rule in RULES:
+    for rule in ALL_RULES:
         c = view.choices.get(rule)
         if c is None:
             continue
@@ -125,7 +129,7 @@ def choice_text(h: Hierarchy, view: SampleView) -> str:
 
 def choice_table(h: Hierarchy, view: SampleView) -> pd.DataFrame:
     rows = []
-    for rule in RULES:
+    for rule in ALL_RULES:
         c = view.choices.get(rule)
         if c is None:
             continue
@@ -195,6 +199,13 @@ def figure1_example(h: Hierarchy, node_probs: np.ndarray, paths: dict[str, Decis
     gap = h.depth[leaf_pred[rows]] - h.depth[climb]  # levels climbed
     order = np.lexsort((np.abs(leaf_conf[rows] - 0.29), gap))
     return int(rows[order[0]])
+
+
+def selected_paths(es: Any, rules: Sequence[str]) -> dict[str, DecisionPaths]:
+    """Decision paths of ``rules`` (any of ``ALL_RULES``; the paper's four when none) on an
+    ``EvalSet``, in ``ALL_RULES`` order: the paper's from the set, the others from the layer."""
+    chosen = [r for r in ALL_RULES if r in rules] or list(RULES)
+    return {r: es.paths[r] if r in es.paths else es.view.rule_paths(r) for r in chosen}
 
 
 def single_sample_paths(h: Hierarchy, node_probs_row: np.ndarray) -> dict[str, DecisionPaths]:

@@ -115,3 +115,21 @@ def test_overview_shows_metrics_beyond_the_paper_per_rule(use_dir):
     curve = rc_curve_from_paths(h, any_decision_paths(h, probs, "max_information", pruned=False), b.labels[~cal])
     got = float(table.loc[table["rule"] == "Information-optimal", "achievable hAURC×1000"].iloc[0])
     assert got == pytest.approx(1000 * achievable_haurc(curve), rel=1e-6)
+
+
+def test_explorer_marks_the_rules_of_the_link(use_dir):
+    b = load_logits(use_dir / "gamma_net.npz")
+    h, probs, labels = _reference(use_dir / "gamma_net.npz")
+    ids = b.sample_ids[~calibration_mask(b.labels)]
+    i = 3
+    at = open_page("app_pages/explorer.py", {"sample": str(ids[i]), "theta": "0.3",
+                                             "rules": "climbing,hf1,min_severity,pareto"})
+    assert not at.error and not at.exception
+    table = next(d.value for d in at.dataframe if "node id" in d.value.columns)
+    assert list(table["rule"]) == [RULE_LABELS[r] for r in ("climbing", "hf1", "min_severity", "pareto")]
+    for rule in ("hf1", "min_severity", "pareto"):
+        node, conf = any_decision_paths(h, probs, rule, pruned=False).predict(0.3)
+        row = table[table["rule"] == RULE_LABELS[rule]].iloc[0]
+        assert row["node id"] == h.node_ids[int(node[i])] and row["confidence"] == pytest.approx(float(conf[i]))
+    chart = at.get("plotly_chart")[0].proto.spec
+    assert "hF1-optimal" in chart and "Pareto (Valmadre)" in chart   # the tree's key names every marked rule

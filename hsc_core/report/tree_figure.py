@@ -33,7 +33,8 @@ from . import style
 
 THETA_GRID = np.round(np.linspace(0.0, 1.0, 101), 2)
 HEAD_LINES = 3           # headline above the root: θ + key, then two rules per line
-SYMBOL_GLYPH = {"square": "■", "circle": "●", "triangle-up": "▲", "diamond": "◆", "x": "✖"}
+SYMBOL_GLYPH = {"square": "■", "circle": "●", "triangle-up": "▲", "diamond": "◆", "x": "✖",
+                "star": "★", "hexagon": "⬢", "pentagon": "⬟", "cross": "✚"}  # the last four: metric_rules
 REJECT = "reject (root)"
 NAME_CHARS = 32          # longer node names are cut with "…" (ImageNet: 11 of 1,000 leaves)
 CHAR_EM = 0.6            # mean glyph width / font size, to size labels before the browser draws them
