@@ -256,7 +256,8 @@ def _beyond_section(ev: ModelEvaluation, fig: _Figures, n_resamples: int, seed: 
         _table(header, body),
         f'<p class="meta">Arg-max leaf: {_e(column_label("aurc_zhou"))} {cell("", "aurc_zhou")}, '
         f'{_e(column_label("augrc"))} {cell("", "augrc")}. Excess hAURC is measured against the oracle ordering '
-        "of each rule's own moves; achievable hAURC is the area under the convex hull of its operating points.</p>",
+        "of each rule's own operating points; achievable hAURC is the area under the convex hull of its "
+        "operating points.</p>",
         fig(figures.titled(rc, "Risk–coverage: rules beyond the paper", ctx), f"rc_beyond_{ctx.slug()}"),
     ])
 
