@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, cast
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -432,25 +433,102 @@ def presenter() -> bool:
     return bool(state.get("presenter"))
 
 
+# Presenter mode is laid out for a 1280×720 screen and scaled up to the real one: the page's type
+# through CSS (1 rem = 1.5 % of the width or 2.67 % of the height, whichever is smaller: 19.2 px at
+# 1280×720, 28.8 px at 1920×1080), the figures through ``presenter_scale`` (the same ratio, from the
+# browser's viewport as reported by ``viewport_probe``), so text and charts grow together.
+DESIGN_VIEWPORT = (1280, 720)
+VIEWPORT_KEY = "_viewport"
+DESIGN_REM_PX = 19.2
+
+
+def viewport() -> tuple[int, int]:
+    """The browser window's (width, height) in CSS pixels, as last reported by ``viewport_probe``;
+    the design size until the browser has reported one."""
+    size = getattr(st.session_state.get(VIEWPORT_KEY), "size", None)
+    try:
+        w, h = (int(v) for v in str(size).split("x"))
+    except ValueError:
+        return DESIGN_VIEWPORT
+    return (w, h) if 200 <= w <= 10_000 and 200 <= h <= 10_000 else DESIGN_VIEWPORT
+
+
+def presenter_scale() -> float:
+    """How much bigger than the 1280×720 design the screen is (1 to 2.5, in steps of 1/8, so a
+    window resized by a few pixels does not rebuild the figures)."""
+    w, h = viewport()
+    raw = min(w / DESIGN_VIEWPORT[0], h / DESIGN_VIEWPORT[1])
+    return float(min(max(1.0, np.floor(raw * 8) / 8), 2.5))
+
+
 def font_size() -> int:
-    """Figure font size: projector-sized in presenter mode."""
+    """Figure font size: projector-sized in presenter mode, growing with the screen."""
     from hsc_core.report import style
 
-    return style.PRESENTER_FONT_SIZE if presenter() else style.BASE_FONT_SIZE
+    return int(round(style.PRESENTER_FONT_SIZE * presenter_scale())) if presenter() else style.BASE_FONT_SIZE
+
+
+def fit_height(reserved_rem: float, *, normal: int | None = None, least: int = 260) -> int | None:
+    """A chart height (px) that leaves ``reserved_rem`` rem of the screen for the page's title,
+    controls and text in presenter mode, so the chart's axis title stays above the fold; ``normal``
+    outside presenter mode (None: the figure's own height)."""
+    if not presenter():
+        return normal
+    _, h = viewport()
+    rem = DESIGN_REM_PX * presenter_scale()
+    return int(max(least * presenter_scale(), h - reserved_rem * rem))
 
 
 PRESENTER_CSS = """
-html { font-size: 19px; }
-[data-testid="stMainBlockContainer"] { padding-top: 3.1rem; padding-bottom: 1rem; }
-[data-testid="stMainBlockContainer"] h1 { font-size: 1.5rem; padding: 0 0 0.2rem 0; }
+html { font-size: clamp(16px, min(1.5vw, 2.667vh), 48px); }
+[data-testid="stMainBlockContainer"] { padding: 2.6rem 2.2rem 0.5rem 2.2rem; max-width: 100%; }
+[data-testid="stMainBlockContainer"] h1 { font-size: 1.45rem; padding: 0 0 0.1rem 0; }
+[data-testid="stMainBlockContainer"] h2, [data-testid="stMainBlockContainer"] h3 { font-size: 1.15rem;
+  padding: 0.1rem 0 0.2rem 0; }
+[data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.55rem; }
 [data-testid="stHeader"] { background: transparent; }
+"""
+# While a chart sweeps θ in the browser, the page's θ control and θ text show a stale θ: they are
+# hidden until the server has caught up (``sweep_sync`` toggles the class), so one θ is on screen.
+SWEEP_CSS = """
+.hsc-stale { visibility: hidden !important; }
 """
 
 
 def presenter_style() -> None:
-    """Bigger type and less padding, so a slider and its chart share a 1280×720 screen."""
+    """Bigger type and less padding, so a slider and its chart share a 1280×720 screen; the type
+    grows with the screen. Also the sweep's "stale θ" style (every mode)."""
+    st.html(f"<style>{SWEEP_CSS}{PRESENTER_CSS if presenter() else ''}</style>")
     if presenter():
-        st.html(f"<style>{PRESENTER_CSS}</style>")
+        viewport_probe()
+
+
+_VIEWPORT_JS = """
+export default function (component) {
+  const { data, setStateValue } = component;
+  const report = () => {
+    const v = `${window.innerWidth}x${window.innerHeight}`;
+    if (v !== data.known) setStateValue("size", v);
+  };
+  let timer = null;
+  const onResize = () => { clearTimeout(timer); timer = setTimeout(report, 300); };
+  window.addEventListener("resize", onResize);
+  report();
+  return () => { clearTimeout(timer); window.removeEventListener("resize", onResize); };
+}
+"""
+_viewport_component = None
+
+
+def viewport_probe() -> None:
+    """Report the browser window's size to the server (``viewport``): once when presenter mode
+    starts, then on resize. A changed size reruns the page at the new scale."""
+    global _viewport_component
+    if _viewport_component is None:
+        _viewport_component = st.components.v2.component("hsc_viewport", js=_VIEWPORT_JS)
+    w, h = viewport()
+    known = getattr(st.session_state.get(VIEWPORT_KEY), "size", None) or f"{w}x{h}"
+    _viewport_component(key=VIEWPORT_KEY, data={"known": known}, on_size_change=lambda: None, height=0)
 
 
 def controls(label: str = "Controls"):
@@ -460,12 +538,18 @@ def controls(label: str = "Controls"):
 
 # Plotly's own slider and play button move θ in the browser; this listener sends the θ where the
 # sweep comes to rest (no new frame for ``delay`` ms) to the server, so the Streamlit slider
-# follows on release. It also makes the chart focusable: ←/→ (±0.01), Page Up/Down (±0.1),
-# Home/End animate to that frame (Plotly's slider moves with it).
+# follows on release. While the chart is ahead of the server, the page's θ slider and θ text
+# (containers keyed ``<chart>_slider`` / ``<chart>_follow``) are hidden, so only one θ is ever on
+# screen. Dragging the page's slider moves the chart with the thumb (its θ text hides until the
+# release reaches the server). It also makes the chart focusable: ←/→ (±0.01), Page Up/Down
+# (±0.1), Home/End animate to that frame (Plotly's slider moves with it). The camera button
+# exports the figure without the sweep controls, with a title.
 _SWEEP_JS = """
 export default function (component) {
   const { data, setTriggerValue } = component;
   const selector = `.st-key-${data.chart} .js-plotly-plot`;
+  const stale = (what, on) => document.querySelectorAll(what).forEach((el) => el.classList.toggle("hsc-stale", on));
+  const follow = `.st-key-${data.chart}_follow`, pageSlider = `.st-key-${data.chart}_slider`;
   // This function runs again on every rerun: listeners are attached once per chart element and
   // read the latest server θ and trigger from it, so no stale θ is ever sent back.
   const show = (gd, k) => {
@@ -476,17 +560,33 @@ export default function (component) {
                                                       transition: { duration: 0 } });
     }
   };
+  const frameOf = (gd, v) => gd._fullLayout.sliders[0].steps.findIndex((s) => s.value === v);
+  const exportImage = (gd, st) => {
+    const fmt = (st.image && st.image.format) || "png";
+    const layout = Object.assign({}, gd.layout, { sliders: [], updatemenus: [] });
+    const top = (gd.layout.margin && gd.layout.margin.t) || 0;
+    const title = st.image && st.image.title;
+    layout.margin = Object.assign({}, gd.layout.margin, { t: Math.max(20, top - st.controls) + (title ? 40 : 0) });
+    if (title) layout.title = { text: title, x: 0.01, xanchor: "left", y: 0.99, yanchor: "top", yref: "container",
+                                font: { size: 16 } };
+    window.Plotly.downloadImage({ data: gd.data, layout: layout }, {
+      format: fmt, filename: (st.image && st.image.filename) || "figure", scale: 2,
+      width: gd._fullLayout.width, height: gd._fullLayout.height - st.controls + (title ? 40 : 0) });
+  };
   const attach = (gd) => {
     const st = { timer: null };
     gd.__hscSweep = st;
     // Every frame shown (play, drag, key) restarts the timer: θ is sent once the sweep rests.
     gd.on("plotly_animatingframe", (e) => {
       clearTimeout(st.timer);
-      if (e.name === st.server) return;  // the server's own θ, shown by sync()
+      if (e.name === st.fromPage) return;  // following the page's own slider
+      if (e.name === st.server && !st.userMoved) return;  // the server's own θ, shown by sync()
       st.userMoved = true;  // a sweep in the browser: sync() leaves the chart alone until it rests
+      stale(`${follow}, ${pageSlider}`, true);
       st.timer = setTimeout(() => {
         const v = parseFloat(e.name);
-        if (Number.isFinite(v) && e.name !== st.server) st.send(v);
+        if (e.name === st.server) { st.userMoved = false; stale(`${follow}, ${pageSlider}`, false); }
+        else if (Number.isFinite(v)) st.send(v);
       }, st.delay);
     });
     gd.setAttribute("tabindex", "0");
@@ -501,7 +601,31 @@ export default function (component) {
       ev.preventDefault();
       show(gd, to);
     });
+    // The camera button: the figure without Play and its slider, titled (capture phase, before Plotly's own).
+    gd.addEventListener("click", (ev) => {
+      const btn = ev.target.closest && ev.target.closest('.modebar-btn[data-val="toImage"], .modebar-btn[data-attr="toImage"], a[data-title^="Download plot"]');
+      if (!btn || !gd.contains(btn)) return;
+      ev.preventDefault(); ev.stopPropagation();
+      exportImage(gd, st);
+    }, true);
     return st;
+  };
+  // The page slider's thumb label changes while it is dragged: the chart follows it at once.
+  const watchPageSlider = (gd, st) => {
+    const thumb = document.querySelector(`${pageSlider} [data-testid="stSliderThumbValue"]`);
+    if (!thumb || thumb === st.thumb) return;
+    st.thumb = thumb;
+    if (st.thumbObs) st.thumbObs.disconnect();
+    st.thumbObs = new MutationObserver(() => {
+      const v = parseFloat(thumb.textContent);
+      if (!Number.isFinite(v)) return;
+      const name = v.toFixed(2), k = frameOf(gd, name);
+      if (k < 0 || name === st.server) { stale(follow, false); return; }
+      st.fromPage = name;
+      stale(follow, true);
+      show(gd, k);
+    });
+    st.thumbObs.observe(thumb, { childList: true, characterData: true, subtree: true });
   };
   // Only the newest call of this function acts (an earlier call's timer may still be running).
   const gens = (window.__hscSweepGen = window.__hscSweepGen || {});
@@ -513,16 +637,21 @@ export default function (component) {
     if (!gd || typeof gd.on !== "function" || !gd._fullLayout || !gd._fullLayout.sliders) return false;
     const st = gd.__hscSweep || attach(gd);
     st.delay = data.delay;
+    st.image = data.image;
+    st.controls = data.controls;
     st.send = (v) => setTriggerValue("theta", v);
     if (st.server !== data.theta) {  // the server's θ changed
       st.server = data.theta;
       st.userMoved = false;
+      st.fromPage = null;
     }
+    watchPageSlider(gd, st);
     // Show the server's frame whenever the chart is not at it and the user is not sweeping: also
     // after Streamlit redraws the (cached) figure at its first θ, or before Plotly was ready.
     const sl = gd._fullLayout.sliders[0];
-    const k = sl.steps.findIndex((s) => s.value === data.theta);
-    if (!st.userMoved && k >= 0 && k !== sl.active) show(gd, k);
+    const k = frameOf(gd, data.theta);
+    if (!st.userMoved && !st.fromPage && k >= 0 && k !== sl.active) show(gd, k);
+    if (!st.userMoved && (k === sl.active || k < 0)) stale(`${follow}, ${pageSlider}`, false);
     return true;
   };
   poll = setInterval(sync, 250);
@@ -533,10 +662,13 @@ export default function (component) {
 _sweep_component = None
 
 
-def sweep_sync(chart_key: str, theta: float, on_theta: Callable[[float], None], delay_ms: int = 600) -> None:
+def sweep_sync(chart_key: str, theta: float, on_theta: Callable[[float], None], delay_ms: int = 600,
+               *, image: str = "figure", title: str | None = None, context: ExportContext | None = None) -> None:
     """Mount the θ-sweep listener for the Plotly chart rendered with ``key=chart_key``: the chart
     shows the server's ``theta`` (its frame), and ``on_theta(θ)`` runs (as a callback) when an
-    in-browser sweep comes to rest at θ."""
+    in-browser sweep comes to rest at θ. Put the page's θ slider in ``st.container(key=f"{chart_key}_slider")``
+    and its θ-dependent text in ``…_follow`` (``theta_boxes``): they hide while the chart is ahead.
+    ``image``/``title``/``context``: the camera button's file name and the exported image's title."""
     global _sweep_component
     if _sweep_component is None:
         _sweep_component = st.components.v2.component("hsc_theta_sweep", js=_SWEEP_JS)
@@ -547,6 +679,21 @@ def sweep_sync(chart_key: str, theta: float, on_theta: Callable[[float], None], 
         if value is not None:
             on_theta(float(value))
 
-    _sweep_component(key=key, data={"chart": chart_key, "delay": int(delay_ms), "theta": f"{theta:.2f}"},
+    from hsc_core.report import style
+
+    head = "" if title is None else style.plain(title, None) + (
+        f"<br><span style='font-size:12px'>{style.plain(context.describe(style.NAME_CHARS), None)}</span>"
+        if context is not None else "")
+    fmt = state.get("fmt")
+    controls = int(round(30 + 2.2 * font_size()))  # the sweep controls' height (tree_figure.add_theta_sweep)
+    _sweep_component(key=key, data={"chart": chart_key, "delay": int(delay_ms), "theta": f"{theta:.2f}",
+                                    "controls": controls,
+                                    "image": {"format": fmt if fmt in ("png", "svg") else "png",
+                                              "filename": export_name(image, context), "title": head}},
                      on_theta_change=follow,
                      height=0)
+
+
+def theta_boxes(chart_key: str):
+    """(slider box, text box) for a swept chart's page θ slider and θ-dependent text (``sweep_sync``)."""
+    return st.container(key=f"{chart_key}_slider"), st.container(key=f"{chart_key}_follow")
