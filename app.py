@@ -18,7 +18,7 @@ if state.get("presenter"):
 # entry point as its legacy multipage app and, on a fresh server, would run a deep link such as
 # /explorer as that file alone, without this script. The url_path values are the deep links.
 PAGES = [
-    st.Page("app_pages/overview.py", title="Overview", icon=":material/home:", url_path="overview", default=True),
+    st.Page("app_pages/overview.py", title="Overview", icon=":material/home:", url_path="home", default=True),
     st.Page("app_pages/story.py", title="Guided story", icon=":material/school:", url_path="story"),
     st.Page("app_pages/explorer.py", title="Explorer", icon=":material/account_tree:", url_path="explorer"),
     st.Page("app_pages/risk_coverage.py", title="Risk–Coverage", icon=":material/show_chart:",
@@ -30,6 +30,9 @@ PAGES = [
     st.Page("app_pages/compare_models.py", title="Compare models", icon=":material/compare_arrows:",
             url_path="compare_models"),
     st.Page("app_pages/try_an_image.py", title="Try an image", icon=":material/image:", url_path="try_an_image"),
+    # The default page lives at "/"; this hidden twin makes a shared "/overview" link open it too.
+    st.Page("app_pages/overview.py", title="Overview", icon=":material/home:", url_path="overview",
+            visibility="hidden"),
 ]
 
 page = st.navigation(PAGES)

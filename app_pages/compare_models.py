@@ -9,7 +9,8 @@ from hsc_core.report.figures import ExportContext
 ui.ensure_entrypoint()
 
 st.title("Compare models")
-controls = st.columns([1.4, 1.2, 1.4, 1])
+with ui.controls("Rule, risk, curve and scaling"):
+    controls = st.columns([1.4, 1.2, 1.4, 1])
 with controls[0]:
     state.bind(st.selectbox, "Rule", "cmp_rule", scope="cmp", options=list(RULES), format_func=RULE_LABELS.get)
 with controls[1]:
@@ -57,7 +58,7 @@ st.caption(f"{len(sets)} model(s) · subset *{ui.plain(subset)}* · "
            + ("temperature scaling on (each model's own T)" if ts else "no temperature scaling")
            + " · every model on its protocol evaluation split")
 ui.figure(plots.compare_figure(sets, rule, loss), f"compare_{rule}_{loss}_{state.get('dec')}", key="compare_chart",
-          context=context, title=f"{RULE_LABELS[rule]} risk–coverage curves")
+          context=context, title=f"{RULE_LABELS[rule]} risk–coverage curves", height=ui.fit_height(7.4))
 # One row per model, the layer's column names (loss=None: a severity column says so).
 table = views.model_rows(rows, loss=None, limits=ci_rows)
 df = views.with_interval_text(table)
@@ -67,7 +68,8 @@ cfg["top-1 accuracy"] = st.column_config.NumberColumn(format="%.4f")
 cfg["T"] = st.column_config.NumberColumn(format="%.3f")
 cfg["n_eval"] = st.column_config.NumberColumn("evaluation samples")
 cfg["n_cal"] = st.column_config.NumberColumn("calibration samples")
-st.dataframe(df, hide_index=True, column_config=cfg, key="compare_table")
+# Every column at the width of its values; the table scrolls sideways when the page is narrower.
+st.dataframe(df, hide_index=True, column_config=cfg, key="compare_table", width="stretch")
 ui.csv_download(table, f"compare_models_{loss}_{state.get('dec')}", key="dl_compare", context=context)
 gains = views.gain_intervals(ci_rows, with_ts=False)
 if gains:

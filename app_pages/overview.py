@@ -10,7 +10,7 @@ from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.rules import RULE_LABELS
 from hsc_core.core.uncertainty import CONFIDENCE, N_RESAMPLES, ON_DEMAND_SAMPLES
 from hsc_core.report.figures import RISK_NOTE, ExportContext
-from hsc_core.report.html_report import HEADLINE_RULE, headline_sentence
+from hsc_core.report.html_report import HEADLINE_RULE, headline_sentence, worse_sentence
 
 ui.ensure_entrypoint()
 
@@ -68,6 +68,7 @@ def headline() -> None:
 
 
 headline()
+negative = st.container()  # the negative result, once every model's rows are in (below)
 with st.expander("How these numbers are measured (one protocol for every page)"):
     st.markdown(
         f"**Protocol.** {PROTOCOL_TEXT} The split is the same on every page, so a number means the same "
@@ -131,6 +132,9 @@ if not rows:
         ui.no_models_message()
     st.stop()
 
+worse = worse_sentence(rows)
+if worse:
+    negative.warning(ui.plain(worse), icon=":material/trending_down:")
 models = views.model_rows(rows, metrics=("top1", "temperature"))
 st.dataframe(pd.DataFrame(models), hide_index=True, key="overview_table",
              column_config={"n_eval": st.column_config.NumberColumn("evaluation samples"),

@@ -249,13 +249,46 @@ def export_context(es: data.EvalSet, theta: float | None = None,
 
 
 def figure(fig, name: str, key: str | None = None, context: ExportContext | None = None,
-           title: str | None = None, width: Literal["stretch", "content"] = "stretch") -> None:
+           title: str | None = None, width: Literal["stretch", "content"] = "stretch",
+           height: int | None = None) -> None:
     """st.plotly_chart with the PNG/SVG download button configured. With ``context`` the file name
     (and, with ``title``, the figure's title line) say which model, data set, subset, TS and θ.
-    ``width="content"`` keeps a figure that sets its own width (the tree) at that width or less."""
+    ``width="content"`` keeps a figure that sets its own width (the tree) at that width or less.
+    ``height`` (e.g. ``fit_height``): the whole figure's height, title included; in presenter mode
+    such a figure (built fresh for this call, never a cached one) also gets the presenter type size."""
     if title is not None:
         titled(fig, title, context)
+    if height is not None:
+        fig.update_layout(height=int(height))
+        if presenter():
+            size = font_size()
+            fig.update_layout(font=dict(size=size), legend=dict(font=dict(size=int(size * 0.8))))
+            if title is not None:
+                fig.update_layout(title=dict(font=dict(size=size)))
     st.plotly_chart(fig, config=plot_config(export_name(name, context), state.get("fmt")), key=key, width=width)
+
+
+def sample_image(es: data.EvalSet, sample: str, width: int | Literal["stretch"] = "stretch") -> None:
+    """A sample's image with its id as caption: the one place that reads one (inside the data set's
+    image folder only); a caption says why when there is none."""
+    from hsc_core.datasets.images import ImageReadError, display_image, open_image_safely, safe_image_path
+
+    if es.image_dir is None:
+        st.caption(f"Sample {plain(sample)} (no image folder for this data set: set `HSC_IMAGE_DIR`, or add "
+                   "`images/` to the data set's folder)")
+        return
+    # None also for an id that is not a plain file name inside the folder (e.g. "../x.png").
+    image_path = safe_image_path(es.image_dir, sample)
+    try:
+        image = display_image(open_image_safely(image_path)) if image_path is not None else None
+    except ImageReadError:
+        image = None
+    if image is not None:
+        st.image(image, caption=plain(sample), width=width)
+    elif image_path is None:
+        st.caption(f"Sample {plain(sample)} (no image with this name in the image folder)")
+    else:
+        st.caption(f"Sample {plain(sample)} (its image file cannot be read)")
 
 
 def csv_text(table, context: ExportContext | None = None) -> str:
@@ -603,7 +636,8 @@ export default function (component) {
     });
     // The camera button: the figure without Play and its slider, titled (capture phase, before Plotly's own).
     gd.addEventListener("click", (ev) => {
-      const btn = ev.target.closest && ev.target.closest('.modebar-btn[data-val="toImage"], .modebar-btn[data-attr="toImage"], a[data-title^="Download plot"]');
+      const btn = ev.target.closest && ev.target.closest(
+        '.modebar-btn[data-val="toImage"], .modebar-btn[data-attr="toImage"], a[data-title^="Download plot"]');
       if (!btn || !gd.contains(btn)) return;
       ev.preventDefault(); ev.stopPropagation();
       exportImage(gd, st);
@@ -667,7 +701,7 @@ def sweep_sync(chart_key: str, theta: float, on_theta: Callable[[float], None], 
     """Mount the θ-sweep listener for the Plotly chart rendered with ``key=chart_key``: the chart
     shows the server's ``theta`` (its frame), and ``on_theta(θ)`` runs (as a callback) when an
     in-browser sweep comes to rest at θ. Put the page's θ slider in ``st.container(key=f"{chart_key}_slider")``
-    and its θ-dependent text in ``…_follow`` (``theta_boxes``): they hide while the chart is ahead.
+    and its θ-dependent text in ``…_follow`` (``theta_box``): they hide while the chart is ahead.
     ``image``/``title``/``context``: the camera button's file name and the exported image's title."""
     global _sweep_component
     if _sweep_component is None:
@@ -694,6 +728,7 @@ def sweep_sync(chart_key: str, theta: float, on_theta: Callable[[float], None], 
                      height=0)
 
 
-def theta_boxes(chart_key: str):
-    """(slider box, text box) for a swept chart's page θ slider and θ-dependent text (``sweep_sync``)."""
-    return st.container(key=f"{chart_key}_slider"), st.container(key=f"{chart_key}_follow")
+def theta_box(chart_key: str, part: Literal["slider", "follow"]):
+    """The container of a swept chart's page θ slider (``"slider"``) or θ-dependent text
+    (``"follow"``): ``sweep_sync`` hides it while the chart shows a θ the server has not caught up with."""
+    return st.container(key=f"{chart_key}_{part}")

@@ -102,6 +102,28 @@ def headline_sentence(model: str, dataset: str, n_eval: int, ts: bool, gain: Int
             f"({lo:+.1f} % to {hi:+.1f} %) contains 0: no clear difference on this many images.")
 
 
+def worse_sentence(rows: Iterable[ResultRow]) -> str:
+    """The negative result in one sentence: each TS setting's rules (all models) whose hierarchical
+    gain vs Selective is below 0, e.g. "Without temperature scaling, some rules do worse than plain
+    selective classification: Jumping −18.2 % on Lite1 …". A row with an interval counts only when the
+    whole interval is below 0 ("clearly worse"); one without says it is a point estimate. "" when
+    no rule does worse. Plain text (escape it for HTML; it holds user names)."""
+    worse: dict[bool, list[str]] = {True: [], False: []}
+    for r in rows:
+        if r["metric"] != "gain_percent" or r["rule"] == "selective" or r["loss"] != "01":
+            continue
+        g, high = display_value(r), r["ci_high"]
+        if not np.isfinite(g) or g >= 0 or (high is not None and display_value(r, "ci_high") >= 0):
+            continue
+        how = f"95 % CI {display_value(r, 'ci_low'):.1f} to {display_value(r, 'ci_high'):.1f} %" if high is not None \
+            else "point estimate"
+        worse[bool(r["ts"])].append(f"{RULE_LABELS[r['rule']]} {g:.1f} % on {r['model']} ({how})")
+    parts = [f"{'With' if ts else 'Without'} temperature scaling, a rule can do worse than plain selective "
+             f"classification (negative gain): " + "; ".join(items) + "."
+             for ts, items in ((False, worse[False]), (True, worse[True])) if items]
+    return " ".join(parts)
+
+
 def interval_text(iv: Interval, scale: float = 1.0, digits: int = 2, unit: str = "") -> str:
     """``estimate [low, high]`` (× ``scale``), or "–" when the estimate is not a number."""
     if not np.isfinite(iv.estimate):
@@ -377,6 +399,8 @@ def build_report(evaluations: Iterable[ModelEvaluation], title: str | None = Non
         f'protocol: {_e(protocol)} · {len(models)} model{"s" * (len(models) != 1)}</p>',
         '<h2 id="summary">In one sentence</h2>',
         *[f'<p class="headline">{_e(_headline(_by_key(m.rows), True))}</p>' for m in models],
+        *([f'<p class="note">{_e(worse)}</p>'] if (worse := worse_sentence(r for m in models for r in m.rows))
+          else []),
         '<h2 id="protocol">How these numbers were measured</h2>',
         f"<p>{_e(protocol_text(protocol))}</p>",
         f"<p>{_e(figures.RISK_NOTE)} hAURC is the area under the risk–coverage curve (lower is better; shown ×1000); "
