@@ -38,11 +38,11 @@ def _figure1(_es, key: tuple) -> int | None:
 
 
 @data.cache_resource(max_entries=64, show_spinner=False)
-def _tree(_es, key: tuple, i: int, font_size: int, max_height: int | None, _theta: float):
+def _tree(_es, key: tuple, i: int, font_size: int, max_height: int | None, max_width: int, _theta: float):
     """The tree figure with its 101 θ frames, built once per sample (≈ 0.1–0.3 s); it opens at the θ
     it was first asked for, and the page shows any other θ by animating to its frame in the browser."""
     return tree_figure(_es.hierarchy, _es.node_row(i), record_rows(_es.paths, i), int(_es.labels[i]), _theta,
-                       font_size=font_size, max_height=max_height)
+                       font_size=font_size, max_height=max_height, max_width=max_width)
 
 
 def _mark_dirty() -> None:
@@ -167,7 +167,8 @@ def theta_view() -> None:
 
 def _chart(theta: float) -> None:
     # Presenter mode: the tree, the page's θ slider and the picks' text share one screen.
-    fig = _tree(es, _es_key(), i, ui.font_size(), ui.fit_height(9.5), round(float(theta), 2))
+    width = ui.fit_width(5 / 6 if ui.presenter() else 4 / 5) - 30  # the info column takes the rest
+    fig = _tree(es, _es_key(), i, ui.font_size(), ui.fit_height(9.5), width, round(float(theta), 2))
     ui.figure(fig, f"explorer_{sample}", key=CHART, context=ui.export_context(es), width="content")
     ui.sweep_sync(CHART, theta, _follow, image=f"explorer_{sample}", context=ui.export_context(es, theta),
                   title=f"Sample {sample}: every rule's pick")

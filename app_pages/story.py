@@ -39,8 +39,7 @@ def _go(k: int) -> None:
     state.set("step", k)
 
 
-if not ui.presenter():
-    st.title("Guided story")
+st.title("Guided story")
 nav = st.columns([1, 6, 1], vertical_alignment="center")
 with nav[0]:
     st.button("← Back", on_click=_go, args=(step - 1,), disabled=step == 1, key="story_back")
@@ -96,9 +95,9 @@ def _stay(theta: float) -> None:
 
 
 @data.cache_resource(max_entries=16, show_spinner=False)
-def _tree(_es, key: tuple, i: int, rules: tuple, font: int, max_height: int | None):
+def _tree(_es, key: tuple, i: int, rules: tuple, font: int, max_height: int | None, max_width: int):
     return tree_figure(_es.hierarchy, _es.node_row(i), record_rows(_es.paths, i), int(_es.labels[i]), THETA,
-                       font_size=font, rules=rules, max_height=max_height)
+                       font_size=font, rules=rules, max_height=max_height, max_width=max_width)
 
 
 def _beside(text_width: float = 1.0):
@@ -107,7 +106,9 @@ def _beside(text_width: float = 1.0):
 
 
 def _photo() -> None:
-    ui.sample_image(es, str(es.sample_ids[i]))
+    # Small beside the text: the photo says what the image is; the chart is the lesson.
+    ui.sample_image(es, str(es.sample_ids[i]), width=int(9 * ui.DESIGN_REM_PX * ui.presenter_scale())
+                    if ui.presenter() else 220)
 
 
 def _tree_step(rules: tuple, chart: str, text: str) -> None:
@@ -116,7 +117,8 @@ def _tree_step(rules: tuple, chart: str, text: str) -> None:
         st.markdown(text)
         _photo()
     with right:
-        ui.figure(_tree(es, key, i, rules, font, ui.fit_height(6.8)), f"story_{chart}", key=chart, width="content")
+        fig = _tree(es, key, i, rules, font, ui.fit_height(6.8), ui.fit_width(2.2 / 3.2) - 30)
+        ui.figure(fig, f"story_{chart}", key=chart, width="content")
         ui.sweep_sync(chart, THETA, _stay, image=f"story_{chart}", context=ui.export_context(es),
                       title=f"Sample {es.sample_ids[i]}: " + " vs ".join(RULE_LABELS[r] for r in rules))
 
@@ -162,17 +164,17 @@ elif step == 4:
 
     sel, climb = cs.curves["selective"].haurc, cs.curves["climbing"].haurc
     left, right = _beside()
+    with right:  # the chart first: the interval in the text may take a few seconds the first time
+        ui.figure(_rc(cs, key, font, ui.fit_height(6.8)), "story_step4", key="story_rc",
+                  context=ui.export_context(es))
+        ui.sweep_sync("story_rc", THETA, _stay, image="story_step4", context=ui.export_context(es),
+                      title="Risk–coverage: Selective vs Climbing")
     with left:
         st.markdown(
             f"Every θ gives each rule a **coverage** (how much it still says, 1 = every leaf answered) and a "
             f"**risk** (how often it is wrong) over all {es.n:,} samples. Lower is better: the area under the "
             f"curve (hAURC) is {1000 * sel:.1f} ×10⁻³ for {RULE_LABELS['selective']} and {1000 * climb:.1f} ×10⁻³ "
             f"for {RULE_LABELS['climbing']}. {_gain_words(es)} Press ▶ Play to move θ.")
-    with right:
-        ui.figure(_rc(cs, key, font, ui.fit_height(6.8)), "story_step4", key="story_rc",
-                  context=ui.export_context(es))
-        ui.sweep_sync("story_rc", THETA, _stay, image="story_step4", context=ui.export_context(es),
-                      title="Risk–coverage: Selective vs Climbing")
 else:
     tight = data.tight_thresholds(es)
     n_cal = int(min(max(10, N_CAL), max(20, int(es.n * 0.9))))  # as the Guaranteed accuracy page caps n

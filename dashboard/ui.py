@@ -512,6 +512,19 @@ def fit_height(reserved_rem: float, *, normal: int | None = None, least: int = 2
     return int(max(least * presenter_scale(), h - reserved_rem * rem))
 
 
+NORMAL_MAIN_PX = 750  # the main column at 1280 px with the sidebar open (normal mode reports no viewport)
+
+
+def fit_width(fraction: float = 1.0) -> int:
+    """The pixels a chart in a column holding ``fraction`` of the page's main area can use: in
+    presenter mode from the browser's width, otherwise the 1280-pixel layout with the sidebar open."""
+    if not presenter():
+        return int(NORMAL_MAIN_PX * fraction)
+    w, _ = viewport()
+    main = w - 4.4 * DESIGN_REM_PX * presenter_scale()  # the presenter CSS's side padding
+    return int(main * fraction)
+
+
 PRESENTER_CSS = """
 html { font-size: clamp(16px, min(1.5vw, 2.667vh), 48px); }
 [data-testid="stMainBlockContainer"] { padding: 2.6rem 2.2rem 0.5rem 2.2rem; max-width: 100%; }

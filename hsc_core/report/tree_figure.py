@@ -235,7 +235,8 @@ def _geometry(lay: TreeLayout, parts: list[tuple[str, str]], font_size: int, sma
 def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.ndarray, np.ndarray]],
                 true_leaf: int | None = None, theta: float = 0.5, *, grid: np.ndarray = THETA_GRID,
                 font_size: int = style.BASE_FONT_SIZE, animate: bool = True, rules=RULES,
-                title: str | None = None, max_height: int | None = None) -> go.Figure:
+                title: str | None = None, max_height: int | None = None,
+                max_width: int | None = None) -> go.Figure:
     """Figure 1 for one sample at θ, with one frame per θ of ``grid`` when ``animate``.
 
     probs: (n_nodes,) node probabilities; records: rule → (nodes, values) from ``record_rows``;
@@ -243,7 +244,9 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
     A node whose probability is below θ is drawn hollow and its bar's θ tick lies right of the
     bar's fill; the picks of all rules are one trace (one marker per rule, each in its own slot) so
     a frame restyles only four traces. ``max_height``: rows are squeezed (down to 1.45 × the font
-    size) so the figure fits this many pixels, e.g. a 720-pixel projector screen.
+    size) so the figure fits this many pixels, e.g. a 720-pixel projector screen. ``max_width``:
+    when the tree would be wider, the notes beside the labels ("+12 others: 0.08") move to the
+    hover text, so no label is cut at the page's edge.
     """
     raw_probs = np.asarray(probs)  # θ is compared in the probabilities' own precision (below_theta)
     probs = raw_probs.astype(float)
@@ -259,6 +262,14 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
     picked = {int(rn[k]) for rn, rv in records.values() for k in np.unique(pick_index(rv, grid))}
     left_slots = bool(set(lay.nodes[lay.x == 1].tolist()) & picked)
     x, side, left_edge, right = _geometry(lay, parts, font_size, small, len(rules), slot, left_slots)
+    notes = {int(v): n for v, (_, n) in zip(lay.nodes, parts, strict=True)}
+    if max_width is not None and right - left_edge + 28 > max_width:
+        # Too wide for the page: the notes move to the hover text rather than be cut at the edge.
+        parts = [(m, "") for m, _ in parts]
+        x, side, left_edge, right = _geometry(lay, parts, font_size, small, len(rules), slot, left_slots)
+        notes_in_hover = True
+    else:
+        notes_in_hover = False
     y = -lay.row.astype(float)
     pos = {v: (float(x[k]), float(y[k])) for k, v in enumerate(nodes)}
     correct = {v: (None if true_leaf is None else bool(h.is_ancestor(v, int(true_leaf)))) for v in nodes}
@@ -291,7 +302,8 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
         hover.append(f"{style.plain(h.names[v], style.HOVER_CHARS)} ({style.plain(h.node_ids[v], 40)})<br>"
                      f"p = {probs[v]:.4f}<br>coverage {h.coverage[v]:.3f} · "
                      f"{int(h.leaf_count[v])} leaves<br>"
-                     + ("predicting the root = abstaining (reject)" if v == h.root else state))
+                     + ("predicting the root = abstaining (reject)" if v == h.root else state)
+                     + (f"<br>{notes[v]}" if notes_in_hover and notes[v] else ""))
 
     def segs(pairs):
         xs, ys = [], []
@@ -329,9 +341,9 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
                         f"(p = {rv[k]:.3f})")
         return dict(x=xs, y=ys, hovertext=text)
 
-    key = f"<span style='font-size:{small}px'>○ p < θ  ▬ p  ┃ θ</span>" if true_leaf is None else (
+    key = f"<span style='font-size:{small}px'>○ p < θ  bar: p, ┃ θ</span>" if true_leaf is None else (
         f"<span style='font-size:{small}px'><span style='color:{style.CORRECT_COLOUR}'>●</span> ✓ correct  "
-        f"<span style='color:{style.WRONG_COLOUR}'>✖</span> ✗ wrong  ○ p < θ  ▬ p  ┃ θ</span>")
+        f"<span style='color:{style.WRONG_COLOUR}'>✖</span> ✗ wrong  ○ p < θ  bar: p, ┃ θ</span>")
 
     def headline(th: float) -> dict:
         parts = []
