@@ -11,6 +11,7 @@ from dashboard import data, report, state, ui
 
 st.set_page_config(page_title="Hierarchical Selective Classification", page_icon="🌳", layout="wide")
 state.init_state()
+ui.warm_plotly()  # first thing in a new session: the browser loads plotly.js while this run computes
 if state.get("presenter"):
     st.set_page_config(initial_sidebar_state="collapsed")
 

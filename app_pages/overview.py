@@ -56,9 +56,8 @@ def headline() -> None:
                 st.rerun()
             return
         boots = {ts: data.haurc_intervals(es) for ts, es in sets.items()}
-    except data.LOAD_ERRORS as exc:
-        ui.show_load_error(name, exc)
-        return
+    except data.LOAD_ERRORS:
+        return  # said once, in the models' list below
     on = sets[True]
     gain = boots[True].gain[HEADLINE_RULE]
     text = headline_sentence(name, on.dataset.name, on.n, True, gain)
@@ -126,7 +125,7 @@ with st.spinner("Summarising models…"):
         except data.LOAD_ERRORS as exc:
             errors.append((model, exc))
 for model, exc in errors:
-    st.error(f"**{ui.plain(model)}** cannot be used: {ui.plain(ui.public_message(exc))}")
+    ui.show_load_error(model, exc)
 if not rows:
     if not errors:
         ui.no_models_message()

@@ -165,7 +165,7 @@ elif step == 4:
     sel, climb = cs.curves["selective"].haurc, cs.curves["climbing"].haurc
     left, right = _beside()
     with right:  # the chart first: the interval in the text may take a few seconds the first time
-        ui.figure(_rc(cs, key, font, ui.fit_height(6.8)), "story_step4", key="story_rc",
+        ui.figure(_rc(cs, key, font, ui.fit_height(9.8)), "story_step4", key="story_rc",
                   context=ui.export_context(es))
         ui.sweep_sync("story_rc", THETA, _stay, image="story_step4", context=ui.export_context(es),
                       title="Risk–coverage: Selective vs Climbing")

@@ -117,7 +117,7 @@ def curve_set_or_stop(es: data.EvalSet, loss: Loss = "01", dec: int | None = Non
 
 
 def show_load_error(name: str, exc: Exception) -> None:
-    st.error(f"Cannot use model **{plain(clip(name))}**: {plain(public_message(exc))}")
+    st.error(f"Cannot use model **{plain(clip(name))}**: {plain(_upload_reason(exc, name))}")
     st.caption("The other models still work: pick one in the sidebar.")
 
 
@@ -222,9 +222,9 @@ def _upload_widget() -> None:
 
 
 def _upload_reason(exc: Exception, name: str) -> str:
-    """The loader's message about the uploaded file, without repeating its name in front."""
+    """The loader's message about a model or an uploaded file, without repeating its name in front."""
     text = public_message(exc)
-    for prefix in (f"{name}: ", f"{clip(name)}: ", f"{Path(name).stem}: "):
+    for prefix in (f"{name}: ", f"{clip(name)}: ", f"{Path(name).stem}: ", f"{Path(name).name}: "):
         if text.startswith(prefix):
             return text[len(prefix):]
     return text
@@ -348,12 +348,16 @@ def plain(text: object) -> str:
     return _LINE_START.sub(lambda m: (m.group(1) or "") + "\\", escaped, count=1)
 
 
-def _dataset_label(name: str) -> str:
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 class``, ``1,000 classes``: the number with its noun in the right number."""
+    return f"{n:,} {noun if n == 1 else (plural or noun + ('es' if noun.endswith(('s', 'sh', 'ch', 'x')) else 's'))}"
+
+
+def _dataset_classes(name: str) -> int | None:
     try:
-        ds = data.get_dataset(name)
+        return int(data.get_dataset(name).hierarchy.n_leaves)
     except data.LOAD_ERRORS:
-        return f"{name} (cannot be loaded)"
-    return f"{name} ({ds.hierarchy.n_leaves:,} classes)"
+        return None
 
 
 def dataset_picker(name: str, location: str, bundle) -> None:
@@ -368,11 +372,16 @@ def dataset_picker(name: str, location: str, bundle) -> None:
         return
     choices = st.session_state.setdefault(data.DATASET_CHOICES, {})
     _apply_link_dataset(choices, location, bundle.n_classes)
-    labels = {ds: _dataset_label(ds) for ds in data.dataset_catalog()}
+    # Only data sets whose class count matches the logits can be this model's: the others are not offered.
+    fitting = [ds for ds in data.dataset_catalog() if _dataset_classes(ds) == bundle.n_classes]
+    labels = {ds: f"{ds} ({count(bundle.n_classes, 'class')})" for ds in fitting}
     options = list(labels)
+    if not options:
+        st.warning(f"No data set has {count(bundle.n_classes, 'class')} like the logits of {plain(name)}: add "
+                   "its hierarchy and class list under *Add a data set* below.")
     current = choices.get(location)
     picked = st.selectbox(
-        f"Data set of {name} ({bundle.n_classes:,} classes)", options,
+        f"Data set of {name} ({count(bundle.n_classes, 'class')})", options,
         index=options.index(current) if current in options else None,
         format_func=cast(Callable[[Any], str], labels.get),  # every option has a label
         placeholder="Pick the data set of these logits…", key=f"_dataset_pick.{location}",
@@ -405,7 +414,7 @@ def _apply_link_dataset(choices: dict, location: str, n_classes: int) -> None:
         except data.LOAD_ERRORS as exc:
             n, reason = None, public_message(exc)
         else:
-            reason = None if n == n_classes else f"it has {n:,} classes, the logits have {n_classes:,}"
+            reason = None if n == n_classes else f"it has {count(n, 'class')}, the logits have {n_classes:,}"
     if reason is None:
         choices[location] = wanted
     else:
@@ -430,7 +439,7 @@ def _add_dataset() -> None:
         ss.setdefault(data.SESSION_DATASETS, {})[added.name] = added.location
         h = added.dataset.hierarchy
         done = (f"Added data set **{plain(added.name)}** "
-                f"({h.n_leaves:,} classes, {h.n_nodes:,} nodes) for this browser session.")
+                f"({count(h.n_leaves, 'class')}, {count(h.n_nodes, 'node')}) for this browser session.")
         # What the reader assumed (a first row taken as column names) is shown, not buried.
         redo = "If that row is a class, set **First row** to *a class (no header)* and add the file again."
         ss["_ds_msg"] = ("warning", " ".join([done, *(plain(n) for n in added.notes), redo])) if added.notes \
@@ -459,6 +468,25 @@ def dataset_upload_widget() -> None:
     kind, msg = st.session_state.get("_ds_msg", ("info", ""))
     if msg:
         getattr(st, kind)(msg)
+
+
+# ---------------------------------------------------------------------------- first paint
+WARM = "_plotly_warm"
+
+
+def warm_plotly() -> None:
+    """In a session's first run only: an invisible, empty Plotly chart sent before anything else,
+    so the browser fetches and starts plotly.js (≈ 4.7 MB, seconds on a slow machine) while the
+    server still computes the page; a shared link's chart then draws as soon as it arrives."""
+    if st.session_state.get(WARM):
+        return
+    st.session_state[WARM] = True
+    import plotly.graph_objects as go
+
+    with st.container(key="hsc_plotly_warm", height=1, border=False):
+        st.html("<style>.st-key-hsc_plotly_warm { display: none; }</style>")
+        st.plotly_chart(go.Figure(layout=dict(width=10, height=10)), config={"staticPlot": True},
+                        key="hsc_plotly_warm_chart")
 
 
 # ---------------------------------------------------------------------------- teaching: presenter mode, θ sweep

@@ -25,11 +25,9 @@ import base64
 import datetime as _dt
 import gc
 import html
-import os
 import platform
 import shlex
 import sys
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +39,7 @@ from ..core.protocol import PROTOCOLS, protocol_text
 from ..core.rules import RULE_LABELS, RULES
 from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, Interval
 from ..core.validation import clip, clip_path, quote
-from ..datasets.logits_io import LogitsBundle, load_logits
+from ..datasets.logits_io import LogitsBundle, _atomic_write, load_logits
 from ..evaluation import RESULT_COLUMNS, ModelEvaluation, ResultRow, column_label, to_csv, wide_table
 from ..evaluation.resolve import expand_inputs, load_user_hierarchy, resolve_hierarchy
 from ..evaluation.results import display_value
@@ -454,15 +452,9 @@ def subset_mask(bundle: LogitsBundle, tag: str) -> np.ndarray | None:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """``text`` to ``path`` through a temp file renamed over it, with the permissions a plain
+    ``open()`` gives (0644 under the usual umask 022), not mkstemp's 0600."""
+    _atomic_write(path, lambda fh: fh.write(text.encode("utf-8")))
 
 
 def _check_args(args: argparse.Namespace) -> Path:
