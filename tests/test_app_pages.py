@@ -20,6 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from dashboard import state  # noqa: E402
 from hsc_core.core.curves import hierarchical_rc_curve  # noqa: E402
 from hsc_core.core.probabilities import fit_temperature, node_probabilities, softmax  # noqa: E402
 from hsc_core.core.protocol import calibration_mask  # noqa: E402
@@ -49,7 +50,9 @@ PAGES = {
 TYPICAL = "RomanPlaud/hierarchical_decision_rules (224x224)"
 EASIER = "VeriSilicon/acuity-dataset (227x227)"
 TIMEOUT = 180
-CLIMB_NO_TS = column_label("haurc", "climbing", ts=False)  # "hAURC×1000 Climbing (no TS)"
+# Pages open with temperature scaling on (state.SETTINGS["ts"]): references and column names follow it.
+DEFAULT_TS = bool(state.SETTINGS["ts"].default)
+CLIMB_DEFAULT = column_label("haurc", "climbing", ts=DEFAULT_TS)  # "hAURC×1000 Climbing (TS)"
 
 
 # ---------------------------------------------------------------------------- fixtures
@@ -114,7 +117,7 @@ def metric(at: AppTest, label: str) -> str:
 
 
 # ---------------------------------------------------------------------------- reference values
-def reference(location: Path, subset_tag: str | None = None, ts: bool = False):
+def reference(location: Path, subset_tag: str | None = None, ts: bool = DEFAULT_TS):
     """(hierarchy, node_probs, labels, ids, T) as the dashboard should evaluate them: the protocol's
     evaluation split (of the subset), T fitted on the whole file's calibration split."""
     b = load_logits(location)
@@ -382,12 +385,12 @@ def test_calibration_and_compare_pages(use_dir, model_dir):
     assert len(frame(at, "max ECE")) == 4
     at.switch_page("app_pages/compare_models.py").run()
     assert not at.exception
-    table = frame(at, CLIMB_NO_TS)
+    table = frame(at, CLIMB_DEFAULT)
     assert list(table["model"]) == ["alpha_net", "beta_net"]
     for name in ("alpha_net", "beta_net"):
         h, probs, labels, _, _ = reference(model_dir / f"{name}.npz")
         want = 1000 * hierarchical_rc_curve(h, probs, labels, "climbing").haurc
-        got = float(table.loc[table["model"] == name, CLIMB_NO_TS].iloc[0])
+        got = float(table.loc[table["model"] == name, CLIMB_DEFAULT].iloc[0])
         assert got == pytest.approx(want, rel=1e-12)
 
 
@@ -445,7 +448,7 @@ def test_broken_files_show_errors_and_others_keep_working(use_dir, broken_dir):
     assert set(frame(at, "hAURC×1000 95 % CI")["model"]) == {"alpha_net", "beta_net"}
     at.switch_page("app_pages/compare_models.py").run()
     assert not at.exception
-    assert list(frame(at, CLIMB_NO_TS)["model"]) == ["alpha_net", "beta_net"]
+    assert list(frame(at, CLIMB_DEFAULT)["model"]) == ["alpha_net", "beta_net"]
 
 
 def test_upload_npz_adds_a_model(use_dir, model_dir, tmp_path):
