@@ -29,7 +29,7 @@ if not rules:
 curves = data.cc_curves(es, int(state.get("bins")))
 context = ui.export_context(es)
 ui.figure(plots.cc_figure(curves, rules), f"cc_bins{state.get('bins')}", key="cc_chart", context=context,
-          title=f"Calibration–coverage (ECE, {int(state.get('bins'))} bins)", height=ui.fit_height(8.4))
+          title=f"Calibration–coverage (ECE, {int(state.get('bins'))} bins)", height=ui.fit_height(9.1))
 
 rows = []
 for r in rules:

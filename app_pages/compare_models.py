@@ -58,7 +58,7 @@ st.caption(f"{len(sets)} model(s) · subset *{ui.plain(subset)}* · "
            + ("temperature scaling on (each model's own T)" if ts else "no temperature scaling")
            + " · every model on its protocol evaluation split")
 ui.figure(plots.compare_figure(sets, rule, loss), f"compare_{rule}_{loss}_{state.get('dec')}", key="compare_chart",
-          context=context, title=f"{RULE_LABELS[rule]} risk–coverage curves", height=ui.fit_height(12.2))
+          context=context, title=f"{RULE_LABELS[rule]} risk–coverage curves", height=ui.fit_height(12.9))
 # One row per model, the layer's column names (loss=None: a severity column says so).
 table = views.model_rows(rows, loss=None, limits=ci_rows)
 df = views.with_interval_text(table)

@@ -152,15 +152,16 @@ def _follow(theta: float) -> None:
 def theta_view() -> None:
     if mode in views.CURATED and st.session_state.get(LIST_THETA) != round(float(state.get("theta")), 4):
         st.rerun()  # a sweep moved θ: the curated list and its count above are redrawn for the new θ
-    # In presenter mode the chart's own slider leads and this one follows below it.
-    chart_box = st.container() if ui.presenter() else None
-    with ui.theta_box(CHART, "slider"):
-        theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="ex", min_value=0.0,
-                           max_value=1.0, step=0.01, format="%.2f",
-                           help="The tree's own ▶ Play button and slider sweep θ in the browser; where they "
-                                "stop becomes this slider's value.")
-    with chart_box or st.container():
-        _chart(theta)
+    # In presenter mode the chart's own θ slider and ▶ Play are the θ control (the page's slider
+    # would push the tree below a 720-pixel screen); θ still reaches the URL where a sweep rests.
+    theta = float(state.get("theta"))
+    if not ui.presenter():
+        with ui.theta_box(CHART, "slider"):
+            theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="ex", min_value=0.0,
+                               max_value=1.0, step=0.01, format="%.2f",
+                               help="The tree's own ▶ Play button and slider sweep θ in the browser; where they "
+                                    "stop becomes this slider's value.")
+    _chart(theta)
     with ui.theta_box(CHART, "follow"):
         _details(theta)
 

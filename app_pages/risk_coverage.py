@@ -63,7 +63,7 @@ def theta_view() -> None:
     with chart:
         # Presenter mode: title, θ slider and the whole chart (its x-axis title included) on one screen.
         fig = _sweep_figure(cs, (*es.key, loss, state.get("dec")), tuple(rules), loss, ui.font_size(),
-                            ui.fit_height(12.8), round(float(theta), 2))
+                            ui.fit_height(13.6), round(float(theta), 2))
         name = f"rc_{es.model}_{loss}_{state.get('dec')}"
         ui.figure(fig, name, key="rc_chart", context=ui.export_context(es))
         ui.sweep_sync("rc_chart", theta, _follow, image=name, context=ui.export_context(es),

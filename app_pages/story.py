@@ -117,7 +117,7 @@ def _tree_step(rules: tuple, chart: str, text: str) -> None:
         st.markdown(text)
         _photo()
     with right:
-        fig = _tree(es, key, i, rules, font, ui.fit_height(6.8), ui.fit_width(2.2 / 3.2) - 30)
+        fig = _tree(es, key, i, rules, font, ui.fit_height(7.4), ui.fit_width(2.2 / 3.2) - 30)
         ui.figure(fig, f"story_{chart}", key=chart, width="content")
         ui.sweep_sync(chart, THETA, _stay, image=f"story_{chart}", context=ui.export_context(es),
                       title=f"Sample {es.sample_ids[i]}: " + " vs ".join(RULE_LABELS[r] for r in rules))
@@ -165,7 +165,7 @@ elif step == 4:
     sel, climb = cs.curves["selective"].haurc, cs.curves["climbing"].haurc
     left, right = _beside()
     with right:  # the chart first: the interval in the text may take a few seconds the first time
-        ui.figure(_rc(cs, key, font, ui.fit_height(9.8)), "story_step4", key="story_rc",
+        ui.figure(_rc(cs, key, font, ui.fit_height(10.5)), "story_step4", key="story_rc",
                   context=ui.export_context(es))
         ui.sweep_sync("story_rc", THETA, _stay, image="story_step4", context=ui.export_context(es),
                       title="Risk–coverage: Selective vs Climbing")

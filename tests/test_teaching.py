@@ -3,6 +3,7 @@ reject wording, presenter mode and the guided story (unit tests + AppTest)."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -304,8 +305,26 @@ def test_presenter_mode_tucks_controls_away(open_page):
     assert at.session_state["presenter"] is True
     assert "Pick a sample" in [e.label for e in at.expander]
     assert at.query_params["presenter"] in ("1", ["1"])
+    # The chart's own θ slider and Play are the θ control there: no page slider pushes the tree down.
+    assert "_w.ex.theta" not in [s.key for s in at.slider]
     plain = open_page("app_pages/explorer.py")
     assert "Pick a sample" not in [e.label for e in plain.expander]
+    assert "_w.ex.theta" in [s.key for s in plain.slider]
+
+
+def test_story_guarantee_uses_the_guaranteed_accuracy_pages_defaults(open_page):
+    """Step 5 calibrates on the n, target, confidence and seed that the Guaranteed accuracy page
+    opens with (n capped at 90 % of the samples as there), so both show the same θ̂."""
+    from dashboard import state
+
+    at = open_page("app_pages/story.py", {"step": "5"})
+    text = " ".join(m.value for m in at.markdown)
+    n_eval = int(re.search(r"accuracy on the other ([0-9,]+)", " ".join(m.label for m in at.metric)).group(1)
+                 .replace(",", ""))
+    n = int(re.search(r"Take \*\*([0-9,]+)\*\* labelled", text).group(1).replace(",", ""))
+    n_all = n + n_eval
+    assert n == min(state.SETTINGS["n"].default, max(20, int(0.9 * n_all)))
+    assert f"{state.SETTINGS['acc'].default:.0%}" in text and f"{state.SETTINGS['conf'].default:.0%}" in text
 
 
 @pytest.mark.parametrize("step", [1, 2, 3, 4, 5])
