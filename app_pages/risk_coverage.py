@@ -66,7 +66,7 @@ def theta_view() -> None:
                             ui.fit_height(13.6), round(float(theta), 2))
         name = f"rc_{es.model}_{loss}_{state.get('dec')}"
         ui.figure(fig, name, key="rc_chart", context=ui.export_context(es))
-        ui.sweep_sync("rc_chart", theta, _follow, image=name, context=ui.export_context(es),
+        ui.sweep_sync("rc_chart", theta, _follow, image=f"rc_{loss}_{state.get('dec')}", context=ui.export_context(es),
                       title="Risk–coverage curves and each rule's operating point")
     with text, ui.theta_box("rc_chart", "follow"):
         st.markdown(f"**Operating points** (θ = {theta:.2f}; ▶ Play on the chart sweeps θ)")

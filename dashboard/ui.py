@@ -637,15 +637,20 @@ export default function (component) {
   const frameOf = (gd, v) => gd._fullLayout.sliders[0].steps.findIndex((s) => s.value === v);
   const exportImage = (gd, st) => {
     const fmt = (st.image && st.image.format) || "png";
-    const layout = Object.assign({}, gd.layout, { sliders: [], updatemenus: [] });
-    const top = (gd.layout.margin && gd.layout.margin.t) || 0;
     const title = st.image && st.image.title;
-    layout.margin = Object.assign({}, gd.layout.margin, { t: Math.max(20, top - st.controls) + (title ? 40 : 0) });
-    if (title) layout.title = { text: title, x: 0.01, xanchor: "left", y: 0.99, yanchor: "top", yref: "container",
-                                font: { size: 16 } };
+    const head = title ? 72 : 0;  // two title lines: what it is, and which model, data set, TS, θ
+    const top = (gd.layout.margin && gd.layout.margin.t) || 0;
+    // One font the export measures and draws alike (a web font still loading cut the legend's text).
+    const font = Object.assign({}, gd.layout.font, { family: "Arial, Helvetica, sans-serif" });
+    const layout = Object.assign({}, gd.layout, { sliders: [], updatemenus: [], font: font,
+      margin: Object.assign({}, gd.layout.margin, { t: Math.max(20, top - st.controls) + head }) });
+    if (gd.layout.legend) layout.legend = Object.assign({}, gd.layout.legend, { font: Object.assign({},
+      gd.layout.legend.font, { family: font.family }) });
+    if (title) layout.title = { text: title, x: 0.01, xanchor: "left", y: 0.995, yanchor: "top", yref: "container",
+                                pad: { t: 12 }, font: { size: 16, family: font.family } };
     window.Plotly.downloadImage({ data: gd.data, layout: layout }, {
       format: fmt, filename: (st.image && st.image.filename) || "figure", scale: 2,
-      width: gd._fullLayout.width, height: gd._fullLayout.height - st.controls + (title ? 40 : 0) });
+      width: gd._fullLayout.width, height: gd._fullLayout.height - st.controls + head });
   };
   const attach = (gd) => {
     const st = { timer: null };
@@ -678,7 +683,7 @@ export default function (component) {
     // The camera button: the figure without Play and its slider, titled (capture phase, before Plotly's own).
     gd.addEventListener("click", (ev) => {
       const btn = ev.target.closest && ev.target.closest(
-        '.modebar-btn[data-val="toImage"], .modebar-btn[data-attr="toImage"], a[data-title^="Download plot"]');
+        '.modebar-btn[data-title^="Download plot"]');
       if (!btn || !gd.contains(btn)) return;
       ev.preventDefault(); ev.stopPropagation();
       exportImage(gd, st);

@@ -36,11 +36,11 @@ PRESENTER_PAGES = {
 
 GEOMETRY_JS = """() => {
   const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
-  const all = (s) => Array.from(document.querySelectorAll(s));
+  const all = (s) => Array.from(document.querySelectorAll(s)).filter((e) => !e.closest('.st-key-hsc_plotly_warm'));
   const p = document.querySelector('[data-testid="stMarkdownContainer"] p');
   return { charts: all('.js-plotly-plot').map(box), axes: all('.js-plotly-plot .xtitle').map(box),
            sweeps: all('.js-plotly-plot .slider-container').map(box),
-           pageSliders: all('[data-testid="stSlider"] [role="slider"]').map(box),
+           pageSliders: all('[data-testid="stSlider"] [role="group"]').map(box),
            text: p ? parseFloat(getComputedStyle(p).fontSize) : 0,
            chartText: Math.max(0, ...all('.js-plotly-plot .xtitle, .js-plotly-plot .textpoint text')
                                  .map((e) => parseFloat(e.style.fontSize) || 0)) };
@@ -64,8 +64,9 @@ def _open(pg, url: str, path: str, chart: str | None = None) -> None:
     wait_idle(pg, settle=1.0)
     if chart is not None:
         pg.wait_for_selector(f".st-key-{chart} .js-plotly-plot .main-svg")
-    else:
-        pg.wait_for_selector(".js-plotly-plot .main-svg")
+    else:  # a page chart (not app.py's invisible plotly.js warm-up chart)
+        pg.wait_for_function("() => Array.from(document.querySelectorAll('.js-plotly-plot .main-svg'))"
+                             ".some((e) => !e.closest('.st-key-hsc_plotly_warm'))")
     wait_idle(pg, settle=1.0)  # the viewport's report may rerun the page once at the new scale
     time.sleep(0.5)
 
@@ -149,12 +150,12 @@ def test_one_theta_on_screen_during_a_sweep(server, browser):
         assert _shown_theta(pg) == "0.30" and _chart_theta(pg, "rc_chart") == "0.30"
         assert not _hidden(pg, ".st-key-rc_chart_slider")
         # Dragging the page's slider: the chart follows the thumb before the release.
-        thumb = pg.locator('.st-key-rc_chart_slider [role="slider"]')
-        track = pg.locator('.st-key-rc_chart_slider [data-testid="stSlider"]').bounding_box()
-        box = thumb.bounding_box()
-        pg.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        track = pg.locator('.st-key-rc_chart_slider [data-testid="stSlider"] [role="group"]').bounding_box()
+        thumb = pg.locator('.st-key-rc_chart_slider [data-testid="stSliderThumbValue"]').bounding_box()
+        y = track["y"] + track["height"] / 2
+        pg.mouse.move(thumb["x"] + thumb["width"] / 2, y)
         pg.mouse.down()
-        pg.mouse.move(track["x"] + 0.7 * track["width"], box["y"] + box["height"] / 2, steps=8)
+        pg.mouse.move(track["x"] + 0.7 * track["width"], y, steps=10)
         pg.wait_for_function("() => { const g = document.querySelector('.st-key-rc_chart .js-plotly-plot');"
                              " const sl = g._fullLayout.sliders[0];"
                              " return parseFloat(sl.steps[sl.active].value) > 0.5; }")
