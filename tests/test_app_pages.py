@@ -34,7 +34,6 @@ from hsc_core.core.thresholds import (  # noqa: E402
 )
 from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy  # noqa: E402
 from hsc_core.datasets.logits_io import load_logits, save_logits  # noqa: E402
-from hsc_core.evaluation import column_label  # noqa: E402
 
 APP = str(ROOT / "app.py")
 SHIPPED = ROOT / "cached_logits"
