@@ -410,9 +410,9 @@ def _apply_link_dataset(choices: dict, location: str, n_classes: int) -> None:
         reason = "there is no data set with this name"
     else:
         try:
-            n = data.get_dataset(wanted).hierarchy.n_leaves
+            n = int(data.get_dataset(wanted).hierarchy.n_leaves)
         except data.LOAD_ERRORS as exc:
-            n, reason = None, public_message(exc)
+            reason = public_message(exc)
         else:
             reason = None if n == n_classes else f"it has {count(n, 'class')}, the logits have {n_classes:,}"
     if reason is None:

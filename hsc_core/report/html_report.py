@@ -454,7 +454,10 @@ def subset_mask(bundle: LogitsBundle, tag: str) -> np.ndarray | None:
 def _write_atomic(path: Path, text: str) -> None:
     """``text`` to ``path`` through a temp file renamed over it, with the permissions a plain
     ``open()`` gives (0644 under the usual umask 022), not mkstemp's 0600."""
-    _atomic_write(path, lambda fh: fh.write(text.encode("utf-8")))
+    def write(fh) -> None:
+        fh.write(text.encode("utf-8"))
+
+    _atomic_write(path, write)
 
 
 def _check_args(args: argparse.Namespace) -> Path:
