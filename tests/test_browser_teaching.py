@@ -169,15 +169,34 @@ def test_one_theta_on_screen_during_a_sweep(server, browser):
         assert abs(float(_shown_theta(pg)) - float(dragged)) <= 0.02
 
 
+def _rescue_count(model: str, theta: float) -> int:
+    """How many "Climbing rescues a wrong leaf" samples the library finds at θ (TS on, as the link)."""
+    from dashboard.views import curated_rows
+    from hsc_core import ModelEvaluation, imagenet_hierarchy, load_logits
+
+    es = ModelEvaluation.from_bundle(load_logits(ROOT / "cached_logits" / f"{model}.npz"),
+                                     imagenet_hierarchy()).setting(True)
+    return int(curated_rows(es.hierarchy, es.paths, es.labels, es.leaf_pred, es.leaf_conf, theta)["rescue"].size)
+
+
 def test_overview_link_and_explorer_link_keep_the_view(server, browser):
     with new_page(browser, 1440, 900) as pg:
         pg.goto(f"{server}/overview")
         wait_idle(pg)
         assert "Page not found" not in pg.locator('[data-testid="stApp"]').inner_text()
         assert pg.locator("h1").first.inner_text() == "Hierarchical Selective Classification"
-        _open(pg, server, "explorer?model=efficientnet_lite1&ts=1&pick=worst", "explorer_tree")
+        _open(pg, server, "explorer?model=efficientnet_lite1&ts=1&pick=rescue&theta=0.5", "explorer_tree")
         href = pg.locator("a", has_text="Link to it").get_attribute("href")
         assert "model=efficientnet_lite1" in href and "ts=1" in href and "pick=rescue" in href
+        # A sweep to θ = 1 that comes to rest redraws the curated list for that θ (no stale "of N").
+        before = pg.locator('[data-testid="stMain"]').inner_text()
+        assert re.search(r"Example \(of [0-9,]+\)", before)
+        pg.locator(".st-key-explorer_tree .js-plotly-plot").focus()
+        pg.keyboard.press("End")
+        n = _rescue_count("efficientnet_lite1", 1.0)
+        shown = "case at θ = 1.00" if n == 0 else f"Example (of {n:,})"
+        pg.wait_for_function("(s) => document.querySelector('[data-testid=\"stMain\"]').innerText.includes(s)",
+                             arg=shown, timeout=60_000)
 
 
 def test_camera_exports_a_titled_figure_without_the_sweep_controls(server, browser):

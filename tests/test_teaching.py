@@ -355,3 +355,10 @@ def test_chosen_record_compares_theta_in_the_records_precision():
             want_node, want_conf = paths.predict(theta)
             assert chosen_record(paths, 0, theta) == (int(want_node[0]), float(want_conf[0]))
     assert chosen_record(decision_paths(h, probs, "selective"), 0, 0.7)[0] == 0  # the leaf, not the root
+
+
+def test_counts_read_in_the_right_number():
+    from dashboard.ui import count
+
+    assert count(1, "class") == "1 class" and count(1000, "class") == "1,000 classes"
+    assert count(1, "node") == "1 node" and count(0, "node") == "0 nodes"
