@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from app_support import open_page
+from app_support import open_page as _open_page
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -48,6 +48,12 @@ PAGES = {
 TOY_EDGES = [("animal", "cat"), ("animal", "dog"), ("vehicle", "car"), ("vehicle", "truck"), ("vehicle", "bus"),
              ("root", "animal"), ("root", "vehicle")]
 TOY_CLASSES = ["truck", "cat", "bus", "dog", "car"]  # logit order differs from the file's order on purpose
+
+
+def open_page(page: str, query: dict | None = None) -> AppTest:
+    """``app_support.open_page`` without temperature scaling: these tests compare with the library's
+    raw-softmax numbers (the pages open with TS on)."""
+    return _open_page(page, {"ts": "0", **(query or {})})
 
 
 def cifar_hierarchy() -> Hierarchy:
