@@ -419,7 +419,7 @@ def illustration_figure(h: Hierarchy, leaf_name: str = "golden_retriever", theta
         edges_x += [0, 0, None]
         edges_y += [y[child], y[parent], None]
     for j in range(len(siblings)):
-        edges_x += [-1.1 * (j + 1), 0, None]
+        edges_x += [-1.0 - 1.4 * j, 0, None]
         edges_y += [0, 1, None]
     top = max(y.values())
     edges_x += [0, 0]
@@ -441,7 +441,7 @@ def illustration_figure(h: Hierarchy, leaf_name: str = "golden_retriever", theta
         ))
     for j, s in enumerate(siblings):
         fig.add_trace(go.Scatter(
-            x=[-1.1 * (j + 1)], y=[0], mode="markers+text", showlegend=False, hoverinfo="skip",
+            x=[-1.0 - 1.4 * j], y=[0], mode="markers+text", showlegend=False, hoverinfo="skip",
             marker=dict(size=13, color="#e6e6e6", line=dict(color="black", width=1)),
             text=["<br>".join(style.plain(word, None) for word in style.clip(node_name(h, s)).split(" "))
                   + f"<br>{sib_p[j]:.2f}" + (f"<br>{style.CORRECT_MARK} true class" if j == 0 else "")],
@@ -449,7 +449,7 @@ def illustration_figure(h: Hierarchy, leaf_name: str = "golden_retriever", theta
         ))
     fig.add_annotation(x=0, y=top + 0.85, text=f"… up to the root ({shown_name(h, path[-1])}: 1.00)",
                        showarrow=False, xanchor="left")
-    fig.update_xaxes(visible=False, range=[-2.9, 4.6])
+    fig.update_xaxes(visible=False, range=[-3.3, 4.4])
     fig.update_yaxes(visible=False, range=[-2.0, top + 1.2])
     return layout(fig, f"Climbing at θ = {theta} (illustrative numbers)", height=430)
 
