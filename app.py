@@ -11,6 +11,7 @@ from dashboard import data, report, state, ui
 
 st.set_page_config(page_title="Hierarchical Selective Classification", page_icon="🌳", layout="wide")
 state.init_state()
+ui.warm_plotly()  # first thing in a new session: the browser loads plotly.js while this run computes
 if state.get("presenter"):
     st.set_page_config(initial_sidebar_state="collapsed")
 
@@ -18,7 +19,7 @@ if state.get("presenter"):
 # entry point as its legacy multipage app and, on a fresh server, would run a deep link such as
 # /explorer as that file alone, without this script. The url_path values are the deep links.
 PAGES = [
-    st.Page("app_pages/overview.py", title="Overview", icon=":material/home:", url_path="overview", default=True),
+    st.Page("app_pages/overview.py", title="Overview", icon=":material/home:", url_path="home", default=True),
     st.Page("app_pages/story.py", title="Guided story", icon=":material/school:", url_path="story"),
     st.Page("app_pages/explorer.py", title="Explorer", icon=":material/account_tree:", url_path="explorer"),
     st.Page("app_pages/risk_coverage.py", title="Risk–Coverage", icon=":material/show_chart:",
@@ -33,6 +34,9 @@ PAGES = [
             url_path="where_in_tree"),
     st.Page("app_pages/model_atlas.py", title="Model atlas", icon=":material/scatter_plot:", url_path="model_atlas"),
     st.Page("app_pages/try_an_image.py", title="Try an image", icon=":material/image:", url_path="try_an_image"),
+    # The default page lives at "/"; this hidden twin makes a shared "/overview" link open it too.
+    st.Page("app_pages/overview.py", title="Overview", icon=":material/home:", url_path="overview",
+            visibility="hidden"),
 ]
 
 page = st.navigation(PAGES)

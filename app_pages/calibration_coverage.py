@@ -11,17 +11,18 @@ from hsc_core.core.rules import RULE_LABELS, RULES
 ui.ensure_entrypoint()
 
 st.title("Calibration–coverage")
-controls = st.columns([2.2, 1.2, 1])
-with controls[0]:
+with ui.controls("Rules, bins and scaling"):
     state.bind(st.multiselect, "Rules", "rules", scope="cc", options=list(ALL_RULES), format_func=RULE_LABELS.get)
-with controls[1]:
+    controls = st.columns([1.6, 1])
+with controls[0]:
     state.bind(st.slider, "ECE bins", "bins", scope="cc", step=1)  # range: state.SETTINGS["bins"]
-with controls[2]:
+with controls[1]:
     state.bind(st.toggle, "Temp. scaling", "ts", scope="cc",
                help="Same switch as in the sidebar: T fitted on the calibration split, curves on the evaluation split.")
 
 es = ui.require_eval_set()
-st.caption(ui.eval_caption(es))
+if not ui.presenter():
+    st.caption(ui.eval_caption(es))
 rules = [r for r in RULES if r in state.get("rules")]
 if not rules:
     st.info("Select at least one of the paper's four rules: calibration–coverage curves are drawn for those.")
@@ -29,7 +30,7 @@ if not rules:
 curves = data.cc_curves(es, int(state.get("bins")))
 context = ui.export_context(es)
 ui.figure(plots.cc_figure(curves, rules), f"cc_bins{state.get('bins')}", key="cc_chart", context=context,
-          title=f"Calibration–coverage (ECE, {int(state.get('bins'))} bins)")
+          title=f"Calibration–coverage (ECE, {int(state.get('bins'))} bins)", height=ui.fit_height(9.1))
 
 rows = []
 for r in rules:

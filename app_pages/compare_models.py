@@ -1,5 +1,6 @@
 """Compare models: one rule's RC curves overlaid, and a sortable table of every model."""
 
+import pandas as pd
 import streamlit as st
 
 from dashboard import data, plots, state, ui, views
@@ -11,7 +12,8 @@ from hsc_core.report.figures import ExportContext
 ui.ensure_entrypoint()
 
 st.title("Compare models")
-controls = st.columns([1.4, 1.2, 1.4, 1])
+with ui.controls("Rule, risk, curve and scaling"):
+    controls = st.columns([1.4, 1.2, 1.4, 1])
 with controls[0]:
     state.bind(st.selectbox, "Rule", "cmp_rule", scope="cmp", options=list(ALL_RULES), format_func=RULE_LABELS.get)
 with controls[1]:
@@ -59,17 +61,23 @@ st.caption(f"{len(sets)} model(s) · subset *{ui.plain(subset)}* · "
            + ("temperature scaling on (each model's own T)" if ts else "no temperature scaling")
            + " · every model on its protocol evaluation split")
 ui.figure(plots.compare_figure(sets, rule, loss), f"compare_{rule}_{loss}_{state.get('dec')}", key="compare_chart",
-          context=context, title=f"{RULE_LABELS[rule]} risk–coverage curves")
-# One row per model, the layer's column names (loss=None: a severity column says so).
+          context=context, title=f"{RULE_LABELS[rule]} risk–coverage curves", height=ui.fit_height(12.9))
+# One row per model, the layer's column names (loss=None: a severity column says so): the CSV. On screen
+# two narrow tables instead of one too wide for the page: the models, then one row per model and rule.
 table = views.model_rows(rows, loss=None, limits=ci_rows)
-df = views.with_interval_text(table)
-cfg = {c: st.column_config.NumberColumn(format="%.2f") for c in df.columns
-       if c.startswith(("hAURC", "gain")) and not c.endswith(views.CI)}
-cfg["top-1 accuracy"] = st.column_config.NumberColumn(format="%.4f")
-cfg["T"] = st.column_config.NumberColumn(format="%.3f")
-cfg["n_eval"] = st.column_config.NumberColumn("evaluation samples")
-cfg["n_cal"] = st.column_config.NumberColumn("calibration samples")
-st.dataframe(df, hide_index=True, column_config=cfg, key="compare_table")
+models_df = pd.DataFrame([{k: r[k] for k in ("model", "dataset", "n_eval", "n_cal", "top-1 accuracy", "T") if k in r}
+                          for r in table])
+st.dataframe(models_df, hide_index=True, key="compare_models_table",
+             column_config={"top-1 accuracy": st.column_config.NumberColumn(format="%.4f"),
+                            "T": st.column_config.NumberColumn(format="%.3f"),
+                            "n_eval": st.column_config.NumberColumn("evaluation samples"),
+                            "n_cal": st.column_config.NumberColumn("calibration samples")})
+# With intervals: the exact curves' values and limits (the bootstrap runs on them).
+df = views.with_interval_text(views.rule_rows(ci_rows if show_ci else rows))
+df = df.drop(columns=[c for c in ("TS",) if c in df.columns])
+st.dataframe(df, hide_index=True, key="compare_table",
+             column_config={"hAURC×1000": st.column_config.NumberColumn(format="%.2f"),
+                            "gain %": st.column_config.NumberColumn(format="%.2f")})
 ui.csv_download(table, f"compare_models_{loss}_{state.get('dec')}", key="dl_compare", context=context)
 gains = views.gain_intervals(ci_rows, with_ts=False)
 if gains:

@@ -7,7 +7,6 @@ import numpy as np
 import streamlit as st
 
 from dashboard import data, perturb, state, ui, views
-from hsc_core.datasets.images import ImageReadError, display_image, open_image_safely, safe_image_path
 from hsc_core.report.tree_figure import record_rows, tree_figure
 
 ui.ensure_entrypoint()
@@ -21,6 +20,7 @@ if not ui.presenter():
 PICKS = {**views.CURATED, "random": "Random (seeded)", "class": "By true class"}
 DIRTY = "_explorer_resample"
 CHART = "explorer_tree"
+LIST_THETA = "_explorer_list_theta"  # the θ the curated list (and its "of N") was drawn at
 
 
 def _es_key() -> tuple:
@@ -38,13 +38,14 @@ def _figure1(_es, key: tuple) -> int | None:
 
 
 @data.cache_resource(max_entries=64, show_spinner=False)
-def _tree(_es, key: tuple, i: int, font_size: int, _theta: float, rules: tuple = ()):
+def _tree(_es, key: tuple, i: int, font_size: int, max_height: int | None, max_width: int, _theta: float,
+          rules: tuple = ()):
     """The tree figure with its 101 θ frames, built once per sample (≈ 0.1–0.3 s); it opens at the θ
     it was first asked for, and the page shows any other θ by animating to its frame in the browser.
     ``rules``: the marked rules (the shared ``rules`` link setting; the paper's four by default)."""
     paths = views.selected_paths(_es, rules)
     return tree_figure(_es.hierarchy, _es.node_row(i), record_rows(paths, i), int(_es.labels[i]), _theta,
-                       font_size=font_size, rules=list(paths))
+                       font_size=font_size, rules=list(paths), max_height=max_height, max_width=max_width)
 
 
 def _mark_dirty() -> None:
@@ -63,26 +64,6 @@ def _show_figure1() -> None:
     state.set("pick", "rescue")
     state.set("sample", str(es.sample_ids[FIGURE1]))
     state.set("theta", views.FIGURE1_THETA)
-
-
-def _show_image(sample: str) -> None:
-    """The one place that reads a sample's image (inside the data set's image folder only)."""
-    if es.image_dir is None:
-        st.caption(f"Sample {ui.plain(sample)} (no image folder for this data set: set `HSC_IMAGE_DIR`, or add "
-                   "`images/` to the data set's folder)")
-        return
-    # None also for an id that is not a plain file name inside the folder (e.g. "../x.png").
-    image_path = safe_image_path(es.image_dir, sample)
-    try:
-        image = display_image(open_image_safely(image_path)) if image_path is not None else None
-    except ImageReadError:
-        image = None
-    if image is not None:
-        st.image(image, caption=ui.plain(sample), width="stretch")
-    elif image_path is None:
-        st.caption(f"Sample {ui.plain(sample)} (no image with this name in the image folder)")
-    else:
-        st.caption(f"Sample {ui.plain(sample)} (its image file cannot be read)")
 
 
 with ui.controls("Pick a sample"):
@@ -106,7 +87,8 @@ if mode == "random":
         i = int(np.random.default_rng(int(state.get("seed"))).integers(es.n))
         sample = str(es.sample_ids[i])
 elif mode in views.CURATED:
-    rows = _curated(es, _es_key(), round(float(state.get("theta")), 4))[mode]
+    st.session_state[LIST_THETA] = round(float(state.get("theta")), 4)
+    rows = _curated(es, _es_key(), st.session_state[LIST_THETA])[mode]
     if rows.size == 0:
         with cols[1]:
             st.info(f"No sample is a “{PICKS[mode]}” case at θ = {state.get('theta'):.2f}; try another θ.")
@@ -126,7 +108,10 @@ elif mode in views.CURATED:
             st.button("Figure-1-like example", on_click=_show_figure1, icon=":material/account_tree:",
                       help="An unsure, wrong top-1 leaf that Climbing lifts to a correct ancestor at θ = 0.5, "
                            "as in the paper's Figure 1.")
-            link = urlencode({"pick": "rescue", "sample": str(es.sample_ids[FIGURE1]), "theta": "0.5"})
+            # The link keeps what the page shows (model, data set, subset, TS) and changes only the sample.
+            keep = {k: state.SETTINGS[k].encode(state.get(k)) for k in ("model", "dataset", "subset", "ts", "presenter")
+                    if state.get(k) is not None}
+            link = urlencode({**keep, "pick": "rescue", "sample": str(es.sample_ids[FIGURE1]), "theta": "0.5"})
             st.markdown(f"[Link to it](explorer?{link})")
 else:  # by class
     classes = sorted(es.rows_by_class, key=lambda c: h.names[c].lower())
@@ -152,7 +137,7 @@ pred_leaf = int(es.leaf_pred[i])
 
 info, main = st.columns([1, 5] if ui.presenter() else [1, 4], gap="small")
 with info:
-    _show_image(sample)
+    ui.sample_image(es, sample)
     st.markdown(
         f"**True class:** {ui.plain(views.node_name(h, true_leaf))}  \n"
         f"**Top-1 leaf:** {ui.plain(views.node_name(h, pred_leaf))} (p = {es.leaf_conf[i]:.3f}) "
@@ -168,28 +153,37 @@ def _follow(theta: float) -> None:
 
 @state.fragment
 def theta_view() -> None:
-    # In presenter mode the chart's own slider leads and this one follows below it.
-    first, second = st.container(), st.container()
-    slider_box, chart_box = (second, first) if ui.presenter() else (first, second)
-    with slider_box:
-        theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="ex", min_value=0.0, max_value=1.0,
-                           step=0.01, format="%.2f",
-                           help="The tree's own ▶ Play button and slider sweep θ in the browser; where they "
-                                "stop becomes this slider's value.")
-    with chart_box:
-        _chart(theta)
-    _details(theta)
+    if mode in views.CURATED and st.session_state.get(LIST_THETA) != round(float(state.get("theta")), 4):
+        st.rerun()  # a sweep moved θ: the curated list and its count above are redrawn for the new θ
+    # In presenter mode the chart's own θ slider and ▶ Play are the θ control (the page's slider
+    # would push the tree below a 720-pixel screen); θ still reaches the URL where a sweep rests.
+    theta = float(state.get("theta"))
+    if not ui.presenter():
+        with ui.theta_box(CHART, "slider"):
+            theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="ex", min_value=0.0,
+                               max_value=1.0, step=0.01, format="%.2f",
+                               help="The tree's own ▶ Play button and slider sweep θ in the browser; where they "
+                                    "stop becomes this slider's value.")
+    _chart(theta)
+    with ui.theta_box(CHART, "follow"):
+        _details(theta)
 
 
 def _chart(theta: float) -> None:
-    fig = _tree(es, _es_key(), i, ui.font_size(), round(float(theta), 2), tuple(state.get("rules")))
+    # Presenter mode: the tree, the page's θ slider and the picks' text share one screen.
+    width = ui.fit_width(5 / 6 if ui.presenter() else 4 / 5) - 30  # the info column takes the rest
+    fig = _tree(es, _es_key(), i, ui.font_size(), ui.fit_height(9.5), width, round(float(theta), 2),
+                tuple(state.get("rules")))
     ui.figure(fig, f"explorer_{sample}", key=CHART, context=ui.export_context(es), width="content")
-    ui.sweep_sync(CHART, theta, _follow)
+    ui.sweep_sync(CHART, theta, _follow, image=f"explorer_{sample}", context=ui.export_context(es, theta),
+                  title=f"Sample {sample}: every rule's pick")
 
 
 def _details(theta: float) -> None:
     view = views.sample_view(h, es.node_row(i), views.selected_paths(es, state.get("rules")), i, theta,
                              true_leaf=true_leaf)
+    if ui.presenter():
+        return  # the tree's headline already names every rule's pick at θ
     st.markdown(views.choice_text(h, view))
     if not ui.presenter():
         st.caption("The predicted leaf's path runs down from the root; the true label's branch hangs off their "

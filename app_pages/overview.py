@@ -10,7 +10,7 @@ from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.rules import RULE_LABELS
 from hsc_core.core.uncertainty import CONFIDENCE, N_RESAMPLES, ON_DEMAND_SAMPLES
 from hsc_core.report.figures import RISK_NOTE, ExportContext
-from hsc_core.report.html_report import HEADLINE_RULE, headline_sentence
+from hsc_core.report.html_report import HEADLINE_RULE, headline_sentence, worse_sentence
 
 ui.ensure_entrypoint()
 
@@ -56,9 +56,8 @@ def headline() -> None:
                 st.rerun()
             return
         boots = {ts: data.haurc_intervals(es) for ts, es in sets.items()}
-    except data.LOAD_ERRORS as exc:
-        ui.show_load_error(name, exc)
-        return
+    except data.LOAD_ERRORS:
+        return  # said once, in the models' list below
     on = sets[True]
     gain = boots[True].gain[HEADLINE_RULE]
     text = headline_sentence(name, on.dataset.name, on.n, True, gain)
@@ -68,6 +67,7 @@ def headline() -> None:
 
 
 headline()
+negative = st.container()  # the negative result, once every model's rows are in (below)
 with st.expander("How these numbers are measured (one protocol for every page)"):
     st.markdown(
         f"**Protocol.** {PROTOCOL_TEXT} The split is the same on every page, so a number means the same "
@@ -125,12 +125,15 @@ with st.spinner("Summarising models…"):
         except data.LOAD_ERRORS as exc:
             errors.append((model, exc))
 for model, exc in errors:
-    st.error(f"**{ui.plain(model)}** cannot be used: {ui.plain(ui.public_message(exc))}")
+    ui.show_load_error(model, exc)
 if not rows:
     if not errors:
         ui.no_models_message()
     st.stop()
 
+worse = worse_sentence(rows)
+if worse:
+    negative.warning(ui.plain(worse), icon=":material/trending_down:")
 models = views.model_rows(rows, metrics=("top1", "temperature"))
 st.dataframe(pd.DataFrame(models), hide_index=True, key="overview_table",
              column_config={"n_eval": st.column_config.NumberColumn("evaluation samples"),

@@ -8,22 +8,23 @@ from dashboard import data, state, ui, views
 from hsc_core.core.metric_rules import ALL_RULES
 from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.rules import RULE_LABELS
+from hsc_core.core.uncertainty import ON_DEMAND_SAMPLES
 from hsc_core.report.sweep import operating_point_grid, rc_sweep_figure
 
 ui.ensure_entrypoint()
 
 st.title("Risk–coverage")
 with ui.controls("Rules, risk and curve"):
-    controls = st.columns([2.4, 1.1, 1.5, 1.1])
-with controls[0]:
+    # The rules get a row of their own, so every chip ("Max-Coverage" too) shows its whole name.
     state.bind(st.multiselect, "Rules", "rules", scope="rc", options=list(ALL_RULES), format_func=RULE_LABELS.get)
-with controls[1]:
+    controls = st.columns([1.1, 1.5, 1.1])
+with controls[0]:
     state.bind(st.radio, "Risk", "loss", scope="rc", options=["01", "severity"],
                format_func={"01": "0/1 (hierarchical)", "severity": "LCA severity"}.get)
-with controls[2]:
+with controls[1]:
     state.bind(st.radio, "Curve", "dec", scope="rc", options=["exact", "2"],
                format_func={"exact": "exact (every breakpoint)", "2": "authors' grid (θ to 2 decimals)"}.get)
-with controls[3]:
+with controls[2]:
     state.bind(st.toggle, "Temp. scaling", "ts", scope="rc",
                help="Same switch as in the sidebar. " + PROTOCOL_TEXT)
 
@@ -40,12 +41,12 @@ cs = ui.curve_set_or_stop(es, loss, dec)
 
 
 @data.cache_resource(max_entries=32, show_spinner=False)
-def _sweep_figure(_cs, key: tuple, rules: tuple, loss: str, font_size: int, _theta: float):
+def _sweep_figure(_cs, key: tuple, rules: tuple, loss: str, font_size: int, height: int | None, _theta: float):
     """The RC figure with one frame per θ of the 0.01 grid (operating points from the exact curves),
     built once per curve set; the page shows any θ by animating to its frame in the browser."""
     points = {r: operating_point_grid(_cs.exact[r]) for r in rules}
     return rc_sweep_figure({r: _cs.display[r] for r in rules}, points, {r: _cs.curves[r].haurc for r in rules},
-                           _theta, loss=loss, font_size=font_size)
+                           _theta, loss=loss, font_size=font_size, height=height)
 
 
 def _follow(theta: float) -> None:
@@ -54,18 +55,22 @@ def _follow(theta: float) -> None:
 
 @state.fragment
 def theta_view() -> None:
-    theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="rc", min_value=0.0, max_value=1.0,
-                       step=0.01, format="%.2f",
-                       help="Each marker is that rule's (coverage, risk) at θ; predictions accept a node when "
-                            "its probability is ≥ θ.")
+    with ui.theta_box("rc_chart", "slider"):
+        theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="rc", min_value=0.0, max_value=1.0,
+                           step=0.01, format="%.2f",
+                           help="Each marker is that rule's (coverage, risk) at θ; predictions accept a node when "
+                                "its probability is ≥ θ.")
     points = views.operating_points(cs, theta, rules)
     chart, text = st.columns([3, 1.2])
     with chart:
+        # Presenter mode: title, θ slider and the whole chart (its x-axis title included) on one screen.
         fig = _sweep_figure(cs, (*es.key, loss, state.get("dec")), tuple(rules), loss, ui.font_size(),
-                            round(float(theta), 2))
-        ui.figure(fig, f"rc_{es.model}_{loss}_{state.get('dec')}", key="rc_chart", context=ui.export_context(es))
-        ui.sweep_sync("rc_chart", theta, _follow)
-    with text:
+                            ui.fit_height(13.6), round(float(theta), 2))
+        name = f"rc_{es.model}_{loss}_{state.get('dec')}"
+        ui.figure(fig, name, key="rc_chart", context=ui.export_context(es))
+        ui.sweep_sync("rc_chart", theta, _follow, image=f"rc_{loss}_{state.get('dec')}", context=ui.export_context(es),
+                      title="Risk–coverage curves and each rule's operating point")
+    with text, ui.theta_box("rc_chart", "follow"):
         st.markdown(f"**Operating points** (θ = {theta:.2f}; ▶ Play on the chart sweeps θ)")
         st.markdown(views.operating_point_text(points))
         shown = points.drop(columns="key")
@@ -77,6 +82,12 @@ theta_view()
 
 st.subheader("Area under the curves")
 table = cs.haurc_table(rules)
+if es.n <= ON_DEMAND_SAMPLES:  # larger sets: the Overview computes their intervals on request
+    boot = data.haurc_intervals(es, loss)  # the layer's paired bootstrap, on the exact curves
+    table.insert(2, f"hAURC×1000 {views.CI}", [views.interval_text(1000 * boot.haurc[r].low, 1000 * boot.haurc[r].high)
+                                                if r in boot.haurc else "" for r in rules])
+    table.insert(4, f"gain % {views.CI}", [views.interval_text(boot.gain[r].low, boot.gain[r].high, gain=True)
+                                           if r in boot.gain else "" for r in rules])
 st.dataframe(table, hide_index=True, key="rc_table",
              column_config={"hAURC×1000": st.column_config.NumberColumn(format="%.3f"),
                             "gain %": st.column_config.NumberColumn(format="%.2f",
@@ -95,7 +106,8 @@ with c2:
                     label="Full curves (CSV)", context=ui.export_context(es))
 st.caption(
     "Point k of a curve holds for every θ in (θ_{k−1}, θ_k]. The exact curve has every breakpoint; the authors' "
-    "variant evaluates θ only at node probabilities rounded to 2 decimals. The plot shows at most "
+    "variant evaluates θ only at node probabilities rounded to 2 decimals; the 95 % intervals (paired bootstrap) "
+    "are those of the exact curves. The plot shows at most "
     "1,500 points per curve; hAURC uses the full curve, and each marker is the rule's exact (coverage, risk) at θ "
     "(on the authors' grid the two agree at every grid value of θ)."
 )

@@ -7,6 +7,7 @@ import streamlit as st
 
 from dashboard import data, state, ui, views
 from hsc_core.core.rules import RULE_LABELS
+from hsc_core.core.uncertainty import ON_DEMAND_SAMPLES
 from hsc_core.report.figures import leaf_bars_figure
 from hsc_core.report.sweep import operating_point_grid, rc_sweep_figure
 from hsc_core.report.tree_figure import record_rows, tree_figure
@@ -23,7 +24,10 @@ STEPS = {
 # The step bar's labels: short, so all five fit on one line at 1280 px (the heading has the title).
 STEP_TABS = {1: "Unsure", 2: "Reject", 3: "Climb", 4: "All samples", 5: "Guarantee"}
 THETA = views.FIGURE1_THETA
-TARGET, DELTA, N_CAL = 0.95, 0.1, 1000
+# Step 5 opens as the Guaranteed accuracy page opens (its defaults, n capped as that page caps it),
+# so the story and the page show the same θ̂ and ε.
+TARGET, DELTA = state.SETTINGS["acc"].default, round(1 - state.SETTINGS["conf"].default, 6)
+N_CAL, SPLIT_SEED = int(state.SETTINGS["n"].default), int(state.SETTINGS["split_seed"].default)
 
 es = ui.require_eval_set()
 h = es.hierarchy
@@ -70,14 +74,53 @@ def _leaf_bars(i: int, k: int = 5) -> go.Figure:
     return leaf_bars_figure([views.node_name(h, v) for v in top], leaf_p[top], top == int(es.labels[i]), font)
 
 
+def _gain_words(es) -> str:
+    """Climbing's gain vs Selective in the Overview's words: with its 95 % interval, "no clear
+    difference" when the interval contains 0 (the layer's bootstrap; a point estimate on large sets)."""
+    if es.n > ON_DEMAND_SAMPLES:
+        g = es.view.gain("climbing")
+        return f"Climbing's area is {abs(g):.1f} % {'smaller' if g >= 0 else 'larger'} (point estimate)."
+    iv = data.haurc_intervals(es).gain["climbing"]
+    ci = f"95 % CI {iv.low:+.1f} % to {iv.high:+.1f} %"
+    if iv.low > 0:
+        return f"Climbing's area is {iv.estimate:.1f} % smaller ({ci}): a clear gain."
+    if iv.high < 0:
+        return f"Climbing's area is {-iv.estimate:.1f} % larger ({ci}): Selective is better here."
+    return (f"Climbing's area is {abs(iv.estimate):.1f} % {'smaller' if iv.estimate >= 0 else 'larger'}, but the "
+            f"{ci} contains 0: no clear difference on this many images.")
+
+
 def _stay(theta: float) -> None:
     """The story's charts sweep θ in the browser only (keys and ▶ Play); its text stays at θ = 0.5."""
 
 
 @data.cache_resource(max_entries=16, show_spinner=False)
-def _tree(_es, key: tuple, i: int, rules: tuple, font: int):
+def _tree(_es, key: tuple, i: int, rules: tuple, font: int, max_height: int | None, max_width: int):
     return tree_figure(_es.hierarchy, _es.node_row(i), record_rows(_es.paths, i), int(_es.labels[i]), THETA,
-                       font_size=font, rules=rules)
+                       font_size=font, rules=rules, max_height=max_height, max_width=max_width)
+
+
+def _beside(text_width: float = 1.0):
+    """(text column, chart column): side by side, so text, photo and chart share one screen."""
+    return st.columns([text_width, 2.2], gap="medium")
+
+
+def _photo() -> None:
+    # Small beside the text: the photo says what the image is; the chart is the lesson.
+    ui.sample_image(es, str(es.sample_ids[i]), width=int(9 * ui.DESIGN_REM_PX * ui.presenter_scale())
+                    if ui.presenter() else 220)
+
+
+def _tree_step(rules: tuple, chart: str, text: str) -> None:
+    left, right = _beside()
+    with left:
+        st.markdown(text)
+        _photo()
+    with right:
+        fig = _tree(es, key, i, rules, font, ui.fit_height(7.4), ui.fit_width(2.2 / 3.2) - 30)
+        ui.figure(fig, f"story_{chart}", key=chart, width="content")
+        ui.sweep_sync(chart, THETA, _stay, image=f"story_{chart}", context=ui.export_context(es),
+                      title=f"Sample {es.sample_ids[i]}: " + " vs ".join(RULE_LABELS[r] for r in rules))
 
 
 if i is None and step <= 3:
@@ -85,55 +128,57 @@ if i is None and step <= 3:
             "have no example here; try another model or subset in the sidebar.")
 elif step == 1:
     true, pred = int(es.labels[i]), int(es.leaf_pred[i])
-    left, right = st.columns([3, 2])
+    right, left = _beside(1.2)
     with left:
         ui.figure(_leaf_bars(i), f"story_step1_{es.sample_ids[i]}", key="story_bars",
                   context=ui.export_context(es))
     with right:
+        _photo()
         st.markdown(
             f"The model's best guess for this image is **{_name(pred)}**, with probability only "
             f"**{es.leaf_conf[i]:.2f}**. It is {views.WRONG_MD}: the image shows **{_name(true)}** "
             f"(probability {es.node_probs[i, true]:.2f}).\n\n"
             "A low top probability is the model telling us it is unsure. What should it answer?")
 elif step == 2:
-    st.markdown(
-        f"A **selective** classifier accepts its top leaf only when the probability reaches a threshold θ. At "
-        f"θ = {THETA:.2f} this leaf ({es.leaf_conf[i]:.2f}) is below θ, so it **rejects** the image "
-        "(in the tree: it predicts the root, which says nothing). Every rejected image is lost coverage.")
-    ui.figure(_tree(es, key, i, ("selective",), font), "story_step2", key="story_tree_sel", width="content")
-    ui.sweep_sync("story_tree_sel", THETA, _stay)
+    _tree_step(("selective",), "story_tree_sel",
+               f"A **selective** classifier accepts its top leaf only when the probability reaches a threshold θ. "
+               f"At θ = {THETA:.2f} this leaf ({es.leaf_conf[i]:.2f}) is below θ (its bar's fill ends left of the θ "
+               "tick), so it **rejects** the image: it predicts the root, which says nothing. Every rejected "
+               "image is lost coverage.")
 elif step == 3:
     climb = int(es.paths["climbing"].predict(THETA)[0][i])
-    st.markdown(
-        f"**Climbing** walks up from the leaf to the first ancestor whose probability reaches θ: the leaves "
-        f"under a node share its probability. At θ = {THETA:.2f} it answers **{_name(climb)}** "
-        f"({es.node_probs[i, climb]:.2f}), which is {views.CORRECT_MD}: less specific, but right. "
-        "Press ▶ Play to sweep θ from where it is to 1 and watch the answer climb to the root.")
-    ui.figure(_tree(es, key, i, ("selective", "climbing"), font), "story_step3", key="story_tree_climb",
-              width="content")
-    ui.sweep_sync("story_tree_climb", THETA, _stay)
+    _tree_step(("selective", "climbing"), "story_tree_climb",
+               f"**Climbing** walks up from the leaf to the first ancestor whose probability reaches θ (the leaves "
+               f"under a node share its probability). At θ = {THETA:.2f} it answers **{_name(climb)}** "
+               f"({es.node_probs[i, climb]:.2f}), which is {views.CORRECT_MD}: less specific, but right. "
+               "Press ▶ Play to sweep θ to 1 and watch the answer climb to the root.")
 elif step == 4:
     cs = ui.curve_set_or_stop(es)
     rules = ("selective", "climbing")
 
     @data.cache_resource(max_entries=8, show_spinner=False)
-    def _rc(_cs, key: tuple, font: int):
+    def _rc(_cs, key: tuple, font: int, height: int | None):
         points = {r: operating_point_grid(_cs.exact[r]) for r in rules}
         return rc_sweep_figure({r: _cs.display[r] for r in rules}, points,
-                               {r: _cs.curves[r].haurc for r in rules}, THETA, font_size=font)
+                               {r: _cs.curves[r].haurc for r in rules}, THETA, font_size=font, height=height)
 
     sel, climb = cs.curves["selective"].haurc, cs.curves["climbing"].haurc
-    st.markdown(
-        f"Every θ gives each rule a **coverage** (how much it still says, 1 = every leaf answered) and a **risk** "
-        f"(how often it is wrong) over all {es.n:,} samples. Lower is better: the area under the curve (hAURC) "
-        f"is {1000 * sel:.1f} ×10⁻³ for {RULE_LABELS['selective']} and {1000 * climb:.1f} ×10⁻³ for "
-        f"{RULE_LABELS['climbing']}, a gain of {100 * (sel - climb) / sel:.1f} %. Press ▶ Play to move θ.")
-    ui.figure(_rc(cs, key, font), "story_step4", key="story_rc", context=ui.export_context(es))
-    ui.sweep_sync("story_rc", THETA, _stay)
+    left, right = _beside()
+    with right:  # the chart first: the interval in the text may take a few seconds the first time
+        ui.figure(_rc(cs, key, font, ui.fit_height(10.5)), "story_step4", key="story_rc",
+                  context=ui.export_context(es))
+        ui.sweep_sync("story_rc", THETA, _stay, image="story_step4", context=ui.export_context(es),
+                      title="Risk–coverage: Selective vs Climbing")
+    with left:
+        st.markdown(
+            f"Every θ gives each rule a **coverage** (how much it still says, 1 = every leaf answered) and a "
+            f"**risk** (how often it is wrong) over all {es.n:,} samples. Lower is better: the area under the "
+            f"curve (hAURC) is {1000 * sel:.1f} ×10⁻³ for {RULE_LABELS['selective']} and {1000 * climb:.1f} ×10⁻³ "
+            f"for {RULE_LABELS['climbing']}. {_gain_words(es)} Press ▶ Play to move θ.")
 else:
     tight = data.tight_thresholds(es)
-    n_cal = int(min(N_CAL, es.n // 2))
-    split = views.single_split_result(es, tight, n_cal, 0, 1 - TARGET, DELTA)
+    n_cal = int(min(max(10, N_CAL), max(20, int(es.n * 0.9))))  # as the Guaranteed accuracy page caps n
+    split = views.single_split_result(es, tight, n_cal, SPLIT_SEED, round(1 - TARGET, 6), DELTA)
     st.markdown(
         f"Which θ to use? Take **{n_cal:,}** labelled samples, ask for accuracy **{TARGET:.0%}** with confidence "
         f"**{1 - DELTA:.0%}**, and the threshold algorithm (Algorithm 1) returns θ̂ = **{split.theta_hat:.3f}**. "

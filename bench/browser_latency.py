@@ -9,11 +9,14 @@ Starts ``streamlit run app.py`` on the shipped logits and drives Debian's Chromi
    operating-point text shows the new θ (a fragment rerun).
 4. ▶ Play on the Explorer tree: frames per second (Plotly's ``plotly_animatingframe`` events).
 5. Ten quick ArrowRight presses on the Streamlit slider: how far θ moved once the app is idle.
+6. Shared links: a fresh browser context (empty cache, new session) opens an Explorer and a
+   Risk–Coverage deep link at θ = 0.37; time from navigation to the chart drawn at that θ
+   (its own slider on the linked frame), and the server process's CPU time meanwhile.
 
 Times run from the browser receiving the keydown (a capture listener on ``document``) to the
 DOM mutation that shows the new value (a MutationObserver), both ``performance.now()``.
 
-    .venv/bin/python bench/browser_latency.py [--presses 30] [--port 8639]
+    .venv/bin/python bench/browser_latency.py [--presses 30] [--links 7] [--port 8639] [--only-links]
 """
 
 from __future__ import annotations
@@ -100,10 +103,43 @@ def stats(name: str, ms: list[float]) -> None:
           f"max {a.max():7.1f} ms")
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of ``pid`` and its children that have exited (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+# True once the chart's own θ slider shows the frame named ``theta`` (the chart drawn at that θ).
+AT_THETA_JS = """([chart, theta]) => { const g = document.querySelector(`.st-key-${chart} .js-plotly-plot`);
+  const sl = g && g._fullLayout && g._fullLayout.sliders && g._fullLayout.sliders[0];
+  return !!sl && sl.steps[sl.active] && sl.steps[sl.active].value === theta; }"""
+
+
+def shared_links(browser, url: str, server_pid: int, repeats: int) -> None:
+    """6. A fresh context per visit: no cached assets, a new Streamlit session."""
+    theta = "0.37"
+    for name, path, chart in (("Explorer", f"explorer?theta={theta}&pick=rescue", "explorer_tree"),
+                              ("Risk–Coverage", f"risk_coverage?theta={theta}", "rc_chart")):
+        ms, cpu = [], []
+        for _ in range(repeats + 1):  # the first visit warms the server's caches and is dropped
+            ctx = browser.new_context(viewport={"width": 1440, "height": 900})
+            pg = ctx.new_page()
+            c0, t0 = _cpu_seconds(server_pid), time.perf_counter()
+            pg.goto(f"{url}/{path}")
+            pg.wait_for_function(AT_THETA_JS, arg=[chart, theta], timeout=120_000, polling=20)
+            ms.append(1000 * (time.perf_counter() - t0))
+            cpu.append(_cpu_seconds(server_pid) - c0)
+            ctx.close()
+        stats(f"Shared link, fresh session: {name} chart at θ = {theta}", ms[1:])
+        print(f"{'':<58} server CPU per visit: median {np.median(cpu[1:]):.2f} s")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--presses", type=int, default=30)
     ap.add_argument("--port", type=int, default=8639)
+    ap.add_argument("--links", type=int, default=7, help="fresh sessions per deep link")
+    ap.add_argument("--only-links", action="store_true", help="measure only the shared links (6.)")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -112,6 +148,10 @@ def main() -> int:
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True)
+            shared_links(browser, url, proc.pid, args.links)
+            if args.only_links:
+                browser.close()
+                return 0
             pg = browser.new_page(viewport={"width": 1440, "height": 900})
             sent: list[float] = []
             pg.on("websocket", lambda ws: ws.on("framesent", lambda _: sent.append(time.time())))

@@ -143,7 +143,9 @@ SETTINGS: dict[str, Setting] = {
     # global (sidebar)
     "model": Setting(None, _text),
     "subset": Setting("all", _text),
-    "ts": Setting(False, _bool, lambda v: "1" if v else "0"),
+    # Temperature scaling is on by default on every page, as in the Overview's headline and `hsc report`
+    # (the paper's protocol fits T on the calibration split); without it some rules do worse.
+    "ts": Setting(True, _bool, lambda v: "1" if v else "0"),
     "fmt": Setting("png", _choice("png", "svg")),
     # the data set picked for a model whose file names none (manifest without `dataset_id`)
     "dataset": Setting(None, _dataset_name),

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, cast
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -120,7 +121,7 @@ def show_load_error(name: str, exc: Exception) -> None:
         reason = public_message(exc).removeprefix(f"{clip(name)}: ")  # the name once, in bold
         st.info(f"**{plain(clip(name))}**: {plain(reason[:1].upper() + reason[1:])}.", icon="👈")
         return
-    st.error(f"Cannot use model **{plain(clip(name))}**: {plain(public_message(exc))}")
+    st.error(f"Cannot use model **{plain(clip(name))}**: {plain(_upload_reason(exc, name))}")
     st.caption("The other models still work: pick one in the sidebar.")
 
 
@@ -225,9 +226,9 @@ def _upload_widget() -> None:
 
 
 def _upload_reason(exc: Exception, name: str) -> str:
-    """The loader's message about the uploaded file, without repeating its name in front."""
+    """The loader's message about a model or an uploaded file, without repeating its name in front."""
     text = public_message(exc)
-    for prefix in (f"{name}: ", f"{clip(name)}: ", f"{Path(name).stem}: "):
+    for prefix in (f"{name}: ", f"{clip(name)}: ", f"{Path(name).stem}: ", f"{Path(name).name}: "):
         if text.startswith(prefix):
             return text[len(prefix):]
     return text
@@ -252,13 +253,46 @@ def export_context(es: data.EvalSet, theta: float | None = None,
 
 
 def figure(fig, name: str, key: str | None = None, context: ExportContext | None = None,
-           title: str | None = None, width: Literal["stretch", "content"] = "stretch") -> None:
+           title: str | None = None, width: Literal["stretch", "content"] = "stretch",
+           height: int | None = None) -> None:
     """st.plotly_chart with the PNG/SVG download button configured. With ``context`` the file name
     (and, with ``title``, the figure's title line) say which model, data set, subset, TS and θ.
-    ``width="content"`` keeps a figure that sets its own width (the tree) at that width or less."""
+    ``width="content"`` keeps a figure that sets its own width (the tree) at that width or less.
+    ``height`` (e.g. ``fit_height``): the whole figure's height, title included; in presenter mode
+    such a figure (built fresh for this call, never a cached one) also gets the presenter type size."""
     if title is not None:
         titled(fig, title, context)
+    if height is not None:
+        fig.update_layout(height=int(height))
+        if presenter():
+            size = font_size()
+            fig.update_layout(font=dict(size=size), legend=dict(font=dict(size=int(size * 0.8))))
+            if title is not None:
+                fig.update_layout(title=dict(font=dict(size=size)))
     st.plotly_chart(fig, config=plot_config(export_name(name, context), state.get("fmt")), key=key, width=width)
+
+
+def sample_image(es: data.EvalSet, sample: str, width: int | Literal["stretch"] = "stretch") -> None:
+    """A sample's image with its id as caption: the one place that reads one (inside the data set's
+    image folder only); a caption says why when there is none."""
+    from hsc_core.datasets.images import ImageReadError, display_image, open_image_safely, safe_image_path
+
+    if es.image_dir is None:
+        st.caption(f"Sample {plain(sample)} (no image folder for this data set: set `HSC_IMAGE_DIR`, or add "
+                   "`images/` to the data set's folder)")
+        return
+    # None also for an id that is not a plain file name inside the folder (e.g. "../x.png").
+    image_path = safe_image_path(es.image_dir, sample)
+    try:
+        image = display_image(open_image_safely(image_path)) if image_path is not None else None
+    except ImageReadError:
+        image = None
+    if image is not None:
+        st.image(image, caption=plain(sample), width=width)
+    elif image_path is None:
+        st.caption(f"Sample {plain(sample)} (no image with this name in the image folder)")
+    else:
+        st.caption(f"Sample {plain(sample)} (its image file cannot be read)")
 
 
 def csv_text(table, context: ExportContext | None = None) -> str:
@@ -318,12 +352,16 @@ def plain(text: object) -> str:
     return _LINE_START.sub(lambda m: (m.group(1) or "") + "\\", escaped, count=1)
 
 
-def _dataset_label(name: str) -> str:
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 class``, ``1,000 classes``: the number with its noun in the right number."""
+    return f"{n:,} {noun if n == 1 else (plural or noun + ('es' if noun.endswith(('s', 'sh', 'ch', 'x')) else 's'))}"
+
+
+def _dataset_classes(name: str) -> int | None:
     try:
-        ds = data.get_dataset(name)
+        return int(data.get_dataset(name).hierarchy.n_leaves)
     except data.LOAD_ERRORS:
-        return f"{name} (cannot be loaded)"
-    return f"{name} ({ds.hierarchy.n_leaves:,} classes)"
+        return None
 
 
 def dataset_picker(name: str, location: str, bundle) -> None:
@@ -338,11 +376,16 @@ def dataset_picker(name: str, location: str, bundle) -> None:
         return
     choices = st.session_state.setdefault(data.DATASET_CHOICES, {})
     _apply_link_dataset(choices, location, bundle.n_classes)
-    labels = {ds: _dataset_label(ds) for ds in data.dataset_catalog()}
+    # Only data sets whose class count matches the logits can be this model's: the others are not offered.
+    fitting = [ds for ds in data.dataset_catalog() if _dataset_classes(ds) == bundle.n_classes]
+    labels = {ds: f"{ds} ({count(bundle.n_classes, 'class')})" for ds in fitting}
     options = list(labels)
+    if not options:
+        st.warning(f"No data set has {count(bundle.n_classes, 'class')} like the logits of {plain(name)}: add "
+                   "its hierarchy and class list under *Add a data set* below.")
     current = choices.get(location)
     picked = st.selectbox(
-        f"Data set of {name} ({bundle.n_classes:,} classes)", options,
+        f"Data set of {name} ({count(bundle.n_classes, 'class')})", options,
         index=options.index(current) if current in options else None,
         format_func=cast(Callable[[Any], str], labels.get),  # every option has a label
         placeholder="Pick the data set of these logits…", key=f"_dataset_pick.{location}",
@@ -371,11 +414,11 @@ def _apply_link_dataset(choices: dict, location: str, n_classes: int) -> None:
         reason = "there is no data set with this name"
     else:
         try:
-            n = data.get_dataset(wanted).hierarchy.n_leaves
+            n = int(data.get_dataset(wanted).hierarchy.n_leaves)
         except data.LOAD_ERRORS as exc:
-            n, reason = None, public_message(exc)
+            reason = public_message(exc)
         else:
-            reason = None if n == n_classes else f"it has {n:,} classes, the logits have {n_classes:,}"
+            reason = None if n == n_classes else f"it has {count(n, 'class')}, the logits have {n_classes:,}"
     if reason is None:
         choices[location] = wanted
     else:
@@ -400,7 +443,7 @@ def _add_dataset() -> None:
         ss.setdefault(data.SESSION_DATASETS, {})[added.name] = added.location
         h = added.dataset.hierarchy
         done = (f"Added data set **{plain(added.name)}** "
-                f"({h.n_leaves:,} classes, {h.n_nodes:,} nodes) for this browser session.")
+                f"({count(h.n_leaves, 'class')}, {count(h.n_nodes, 'node')}) for this browser session.")
         # What the reader assumed (a first row taken as column names) is shown, not buried.
         redo = "If that row is a class, set **First row** to *a class (no header)* and add the file again."
         ss["_ds_msg"] = ("warning", " ".join([done, *(plain(n) for n in added.notes), redo])) if added.notes \
@@ -431,30 +474,139 @@ def dataset_upload_widget() -> None:
         getattr(st, kind)(msg)
 
 
+# ---------------------------------------------------------------------------- first paint
+WARM = "_plotly_warm"
+
+
+def warm_plotly() -> None:
+    """In a session's first run only: an invisible, empty Plotly chart sent before anything else,
+    so the browser fetches and starts plotly.js (≈ 4.7 MB, seconds on a slow machine) while the
+    server still computes the page; a shared link's chart then draws as soon as it arrives."""
+    if st.session_state.get(WARM):
+        return
+    st.session_state[WARM] = True
+    import plotly.graph_objects as go
+
+    with st.container(key="hsc_plotly_warm", height=1, border=False):
+        st.html("<style>.st-key-hsc_plotly_warm { display: none; }</style>")
+        st.plotly_chart(go.Figure(layout=dict(width=10, height=10)), config={"staticPlot": True},
+                        key="hsc_plotly_warm_chart")
+
+
 # ---------------------------------------------------------------------------- teaching: presenter mode, θ sweep
 def presenter() -> bool:
     return bool(state.get("presenter"))
 
 
+# Presenter mode is laid out for a 1280×720 screen and scaled up to the real one: the page's type
+# through CSS (1 rem = 1.5 % of the width or 2.67 % of the height, whichever is smaller: 19.2 px at
+# 1280×720, 28.8 px at 1920×1080), the figures through ``presenter_scale`` (the same ratio, from the
+# browser's viewport as reported by ``viewport_probe``), so text and charts grow together.
+DESIGN_VIEWPORT = (1280, 720)
+VIEWPORT_KEY = "_viewport"
+DESIGN_REM_PX = 19.2
+
+
+def viewport() -> tuple[int, int]:
+    """The browser window's (width, height) in CSS pixels, as last reported by ``viewport_probe``;
+    the design size until the browser has reported one."""
+    size = getattr(st.session_state.get(VIEWPORT_KEY), "size", None)
+    try:
+        w, h = (int(v) for v in str(size).split("x"))
+    except ValueError:
+        return DESIGN_VIEWPORT
+    return (w, h) if 200 <= w <= 10_000 and 200 <= h <= 10_000 else DESIGN_VIEWPORT
+
+
+def presenter_scale() -> float:
+    """How much bigger than the 1280×720 design the screen is (1 to 2.5, in steps of 1/8, so a
+    window resized by a few pixels does not rebuild the figures)."""
+    w, h = viewport()
+    raw = min(w / DESIGN_VIEWPORT[0], h / DESIGN_VIEWPORT[1])
+    return float(min(max(1.0, np.floor(raw * 8) / 8), 2.5))
+
+
 def font_size() -> int:
-    """Figure font size: projector-sized in presenter mode."""
+    """Figure font size: projector-sized in presenter mode, growing with the screen."""
     from hsc_core.report import style
 
-    return style.PRESENTER_FONT_SIZE if presenter() else style.BASE_FONT_SIZE
+    return int(round(style.PRESENTER_FONT_SIZE * presenter_scale())) if presenter() else style.BASE_FONT_SIZE
+
+
+def fit_height(reserved_rem: float, *, normal: int | None = None, least: int = 260) -> int | None:
+    """A chart height (px) that leaves ``reserved_rem`` rem of the screen for the page's title,
+    controls and text in presenter mode, so the chart's axis title stays above the fold; ``normal``
+    outside presenter mode (None: the figure's own height)."""
+    if not presenter():
+        return normal
+    _, h = viewport()
+    rem = DESIGN_REM_PX * presenter_scale()
+    return int(max(least * presenter_scale(), h - reserved_rem * rem))
+
+
+NORMAL_MAIN_PX = 750  # the main column at 1280 px with the sidebar open (normal mode reports no viewport)
+
+
+def fit_width(fraction: float = 1.0) -> int:
+    """The pixels a chart in a column holding ``fraction`` of the page's main area can use: in
+    presenter mode from the browser's width, otherwise the 1280-pixel layout with the sidebar open."""
+    if not presenter():
+        return int(NORMAL_MAIN_PX * fraction)
+    w, _ = viewport()
+    main = w - 4.4 * DESIGN_REM_PX * presenter_scale()  # the presenter CSS's side padding
+    return int(main * fraction)
 
 
 PRESENTER_CSS = """
-html { font-size: 19px; }
-[data-testid="stMainBlockContainer"] { padding-top: 3.1rem; padding-bottom: 1rem; }
-[data-testid="stMainBlockContainer"] h1 { font-size: 1.5rem; padding: 0 0 0.2rem 0; }
+html { font-size: clamp(16px, min(1.5vw, 2.667vh), 48px); }
+[data-testid="stMainBlockContainer"] { padding: 2.6rem 2.2rem 0.5rem 2.2rem; max-width: 100%; }
+[data-testid="stMainBlockContainer"] h1 { font-size: 1.45rem; padding: 0 0 0.1rem 0; }
+[data-testid="stMainBlockContainer"] h2, [data-testid="stMainBlockContainer"] h3 { font-size: 1.15rem;
+  padding: 0.1rem 0 0.2rem 0; }
+[data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.55rem; }
 [data-testid="stHeader"] { background: transparent; }
+"""
+# While a chart sweeps θ in the browser, the page's θ control and θ text show a stale θ: they are
+# hidden until the server has caught up (``sweep_sync`` toggles the class), so one θ is on screen.
+SWEEP_CSS = """
+.hsc-stale { visibility: hidden !important; }
 """
 
 
 def presenter_style() -> None:
-    """Bigger type and less padding, so a slider and its chart share a 1280×720 screen."""
+    """Bigger type and less padding, so a slider and its chart share a 1280×720 screen; the type
+    grows with the screen. Also the sweep's "stale θ" style (every mode)."""
+    st.html(f"<style>{SWEEP_CSS}{PRESENTER_CSS if presenter() else ''}</style>")
     if presenter():
-        st.html(f"<style>{PRESENTER_CSS}</style>")
+        viewport_probe()
+
+
+_VIEWPORT_JS = """
+export default function (component) {
+  const { data, setStateValue } = component;
+  const report = () => {
+    const v = `${window.innerWidth}x${window.innerHeight}`;
+    if (v !== data.known) setStateValue("size", v);
+  };
+  let timer = null;
+  const onResize = () => { clearTimeout(timer); timer = setTimeout(report, 300); };
+  window.addEventListener("resize", onResize);
+  report();
+  return () => { clearTimeout(timer); window.removeEventListener("resize", onResize); };
+}
+"""
+_viewport_component = None
+
+
+def viewport_probe() -> None:
+    """Report the browser window's size to the server (``viewport``): once when presenter mode
+    starts, then on resize. A changed size reruns the page at the new scale."""
+    global _viewport_component
+    if _viewport_component is None:
+        _viewport_component = st.components.v2.component("hsc_viewport", js=_VIEWPORT_JS)
+    w, h = viewport()
+    known = getattr(st.session_state.get(VIEWPORT_KEY), "size", None) or f"{w}x{h}"
+    _viewport_component(key=VIEWPORT_KEY, data={"known": known}, on_size_change=lambda: None, height=0)
 
 
 def controls(label: str = "Controls"):
@@ -464,12 +616,18 @@ def controls(label: str = "Controls"):
 
 # Plotly's own slider and play button move θ in the browser; this listener sends the θ where the
 # sweep comes to rest (no new frame for ``delay`` ms) to the server, so the Streamlit slider
-# follows on release. It also makes the chart focusable: ←/→ (±0.01), Page Up/Down (±0.1),
-# Home/End animate to that frame (Plotly's slider moves with it).
+# follows on release. While the chart is ahead of the server, the page's θ slider and θ text
+# (containers keyed ``<chart>_slider`` / ``<chart>_follow``) are hidden, so only one θ is ever on
+# screen. Dragging the page's slider moves the chart with the thumb (its θ text hides until the
+# release reaches the server). It also makes the chart focusable: ←/→ (±0.01), Page Up/Down
+# (±0.1), Home/End animate to that frame (Plotly's slider moves with it). The camera button
+# exports the figure without the sweep controls, with a title.
 _SWEEP_JS = """
 export default function (component) {
   const { data, setTriggerValue } = component;
   const selector = `.st-key-${data.chart} .js-plotly-plot`;
+  const stale = (what, on) => document.querySelectorAll(what).forEach((el) => el.classList.toggle("hsc-stale", on));
+  const follow = `.st-key-${data.chart}_follow`, pageSlider = `.st-key-${data.chart}_slider`;
   // This function runs again on every rerun: listeners are attached once per chart element and
   // read the latest server θ and trigger from it, so no stale θ is ever sent back.
   const show = (gd, k) => {
@@ -480,17 +638,38 @@ export default function (component) {
                                                       transition: { duration: 0 } });
     }
   };
+  const frameOf = (gd, v) => gd._fullLayout.sliders[0].steps.findIndex((s) => s.value === v);
+  const exportImage = (gd, st) => {
+    const fmt = (st.image && st.image.format) || "png";
+    const title = st.image && st.image.title;
+    const head = title ? 72 : 0;  // two title lines: what it is, and which model, data set, TS, θ
+    const top = (gd.layout.margin && gd.layout.margin.t) || 0;
+    // One font the export measures and draws alike (a web font still loading cut the legend's text).
+    const font = Object.assign({}, gd.layout.font, { family: "Arial, Helvetica, sans-serif" });
+    const layout = Object.assign({}, gd.layout, { sliders: [], updatemenus: [], font: font,
+      margin: Object.assign({}, gd.layout.margin, { t: Math.max(20, top - st.controls) + head }) });
+    if (gd.layout.legend) layout.legend = Object.assign({}, gd.layout.legend, { font: Object.assign({},
+      gd.layout.legend.font, { family: font.family }) });
+    if (title) layout.title = { text: title, x: 0.01, xanchor: "left", y: 0.995, yanchor: "top", yref: "container",
+                                pad: { t: 12 }, font: { size: 16, family: font.family } };
+    window.Plotly.downloadImage({ data: gd.data, layout: layout }, {
+      format: fmt, filename: (st.image && st.image.filename) || "figure", scale: 2,
+      width: gd._fullLayout.width, height: gd._fullLayout.height - st.controls + head });
+  };
   const attach = (gd) => {
     const st = { timer: null };
     gd.__hscSweep = st;
     // Every frame shown (play, drag, key) restarts the timer: θ is sent once the sweep rests.
     gd.on("plotly_animatingframe", (e) => {
       clearTimeout(st.timer);
-      if (e.name === st.server) return;  // the server's own θ, shown by sync()
+      if (e.name === st.fromPage) return;  // following the page's own slider
+      if (e.name === st.server && !st.userMoved) return;  // the server's own θ, shown by sync()
       st.userMoved = true;  // a sweep in the browser: sync() leaves the chart alone until it rests
+      stale(`${follow}, ${pageSlider}`, true);
       st.timer = setTimeout(() => {
         const v = parseFloat(e.name);
-        if (Number.isFinite(v) && e.name !== st.server) st.send(v);
+        if (e.name === st.server) { st.userMoved = false; stale(`${follow}, ${pageSlider}`, false); }
+        else if (Number.isFinite(v)) st.send(v);
       }, st.delay);
     });
     gd.setAttribute("tabindex", "0");
@@ -505,7 +684,32 @@ export default function (component) {
       ev.preventDefault();
       show(gd, to);
     });
+    // The camera button: the figure without Play and its slider, titled (capture phase, before Plotly's own).
+    gd.addEventListener("click", (ev) => {
+      const btn = ev.target.closest && ev.target.closest(
+        '.modebar-btn[data-title^="Download plot"]');
+      if (!btn || !gd.contains(btn)) return;
+      ev.preventDefault(); ev.stopPropagation();
+      exportImage(gd, st);
+    }, true);
     return st;
+  };
+  // The page slider's thumb label changes while it is dragged: the chart follows it at once.
+  const watchPageSlider = (gd, st) => {
+    const thumb = document.querySelector(`${pageSlider} [data-testid="stSliderThumbValue"]`);
+    if (!thumb || thumb === st.thumb) return;
+    st.thumb = thumb;
+    if (st.thumbObs) st.thumbObs.disconnect();
+    st.thumbObs = new MutationObserver(() => {
+      const v = parseFloat(thumb.textContent);
+      if (!Number.isFinite(v)) return;
+      const name = v.toFixed(2), k = frameOf(gd, name);
+      if (k < 0 || name === st.server) { stale(follow, false); return; }
+      st.fromPage = name;
+      stale(follow, true);
+      show(gd, k);
+    });
+    st.thumbObs.observe(thumb, { childList: true, characterData: true, subtree: true });
   };
   // Only the newest call of this function acts (an earlier call's timer may still be running).
   const gens = (window.__hscSweepGen = window.__hscSweepGen || {});
@@ -517,16 +721,21 @@ export default function (component) {
     if (!gd || typeof gd.on !== "function" || !gd._fullLayout || !gd._fullLayout.sliders) return false;
     const st = gd.__hscSweep || attach(gd);
     st.delay = data.delay;
+    st.image = data.image;
+    st.controls = data.controls;
     st.send = (v) => setTriggerValue("theta", v);
     if (st.server !== data.theta) {  // the server's θ changed
       st.server = data.theta;
       st.userMoved = false;
+      st.fromPage = null;
     }
+    watchPageSlider(gd, st);
     // Show the server's frame whenever the chart is not at it and the user is not sweeping: also
     // after Streamlit redraws the (cached) figure at its first θ, or before Plotly was ready.
     const sl = gd._fullLayout.sliders[0];
-    const k = sl.steps.findIndex((s) => s.value === data.theta);
-    if (!st.userMoved && k >= 0 && k !== sl.active) show(gd, k);
+    const k = frameOf(gd, data.theta);
+    if (!st.userMoved && !st.fromPage && k >= 0 && k !== sl.active) show(gd, k);
+    if (!st.userMoved && (k === sl.active || k < 0)) stale(`${follow}, ${pageSlider}`, false);
     return true;
   };
   poll = setInterval(sync, 250);
@@ -537,10 +746,13 @@ export default function (component) {
 _sweep_component = None
 
 
-def sweep_sync(chart_key: str, theta: float, on_theta: Callable[[float], None], delay_ms: int = 600) -> None:
+def sweep_sync(chart_key: str, theta: float, on_theta: Callable[[float], None], delay_ms: int = 600,
+               *, image: str = "figure", title: str | None = None, context: ExportContext | None = None) -> None:
     """Mount the θ-sweep listener for the Plotly chart rendered with ``key=chart_key``: the chart
     shows the server's ``theta`` (its frame), and ``on_theta(θ)`` runs (as a callback) when an
-    in-browser sweep comes to rest at θ."""
+    in-browser sweep comes to rest at θ. Put the page's θ slider in ``st.container(key=f"{chart_key}_slider")``
+    and its θ-dependent text in ``…_follow`` (``theta_box``): they hide while the chart is ahead.
+    ``image``/``title``/``context``: the camera button's file name and the exported image's title."""
     global _sweep_component
     if _sweep_component is None:
         _sweep_component = st.components.v2.component("hsc_theta_sweep", js=_SWEEP_JS)
@@ -551,6 +763,22 @@ def sweep_sync(chart_key: str, theta: float, on_theta: Callable[[float], None], 
         if value is not None:
             on_theta(float(value))
 
-    _sweep_component(key=key, data={"chart": chart_key, "delay": int(delay_ms), "theta": f"{theta:.2f}"},
+    from hsc_core.report import style
+
+    head = "" if title is None else style.plain(title, None) + (
+        f"<br><span style='font-size:12px'>{style.plain(context.describe(style.NAME_CHARS), None)}</span>"
+        if context is not None else "")
+    fmt = state.get("fmt")
+    controls = int(round(30 + 2.2 * font_size()))  # the sweep controls' height (tree_figure.add_theta_sweep)
+    _sweep_component(key=key, data={"chart": chart_key, "delay": int(delay_ms), "theta": f"{theta:.2f}",
+                                    "controls": controls,
+                                    "image": {"format": fmt if fmt in ("png", "svg") else "png",
+                                              "filename": export_name(image, context), "title": head}},
                      on_theta_change=follow,
                      height=0)
+
+
+def theta_box(chart_key: str, part: Literal["slider", "follow"]):
+    """The container of a swept chart's page θ slider (``"slider"``) or θ-dependent text
+    (``"follow"``): ``sweep_sync`` hides it while the chart shows a θ the server has not caught up with."""
+    return st.container(key=f"{chart_key}_{part}")

@@ -69,7 +69,8 @@ def random_tree(n_leaves: int, seed: int) -> Hierarchy:
 #
 # file (tests)                                marker          why
 # test_browser.py, test_browser_datasets.py,  browser, slow   real Chromium through Playwright against a live
-#   test_security_browser.py                                  Streamlit server
+#   test_security_browser.py,                                 Streamlit server
+#   test_browser_teaching.py
 # test_report.py (…_in_a_browser)             browser, slow   opens the HTML report in Chromium
 # test_app_*.py                               app             AppTest runs of the dashboard
 # test_security.py (fixture app_env)          app             AppTest runs with hostile input
@@ -88,7 +89,8 @@ def random_tree(n_leaves: int, seed: int) -> Hierarchy:
 #                                                             on the CPU, and tests measured at over ~1.5 s each
 #                                                             (a parametrized sweep: over ~2 s in all)
 BROWSER_FILES = {"test_browser.py", "test_browser_datasets.py", "test_security_browser.py",
-                 "test_browser_guarantees.py", "test_browser_atlas.py"}
+                 "test_browser_guarantees.py", "test_browser_atlas.py",
+                 "test_browser_teaching.py"}
 BROWSER_TESTS = {"test_report.py": {"test_report_makes_no_network_request_in_a_browser"}}
 APP_FIXTURES = {"app_env", "open_page"}
 SLOW_FILES = {"test_package.py", "test_app_overview_scale.py", "test_app_datasets.py", "test_app_guarantees.py",

@@ -20,6 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from dashboard import state  # noqa: E402
 from hsc_core.core.curves import hierarchical_rc_curve  # noqa: E402
 from hsc_core.core.probabilities import fit_temperature, node_probabilities, softmax  # noqa: E402
 from hsc_core.core.protocol import calibration_mask  # noqa: E402
@@ -33,7 +34,6 @@ from hsc_core.core.thresholds import (  # noqa: E402
 )
 from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy  # noqa: E402
 from hsc_core.datasets.logits_io import load_logits, save_logits  # noqa: E402
-from hsc_core.evaluation import column_label  # noqa: E402
 
 APP = str(ROOT / "app.py")
 SHIPPED = ROOT / "cached_logits"
@@ -49,7 +49,8 @@ PAGES = {
 TYPICAL = "RomanPlaud/hierarchical_decision_rules (224x224)"
 EASIER = "VeriSilicon/acuity-dataset (227x227)"
 TIMEOUT = 180
-CLIMB_NO_TS = column_label("haurc", "climbing", ts=False)  # "hAURC×1000 Climbing (no TS)"
+# Pages open with temperature scaling on (state.SETTINGS["ts"]): the references follow it.
+DEFAULT_TS = bool(state.SETTINGS["ts"].default)
 
 
 # ---------------------------------------------------------------------------- fixtures
@@ -114,7 +115,7 @@ def metric(at: AppTest, label: str) -> str:
 
 
 # ---------------------------------------------------------------------------- reference values
-def reference(location: Path, subset_tag: str | None = None, ts: bool = False):
+def reference(location: Path, subset_tag: str | None = None, ts: bool = DEFAULT_TS):
     """(hierarchy, node_probs, labels, ids, T) as the dashboard should evaluate them: the protocol's
     evaluation split (of the subset), T fitted on the whole file's calibration split."""
     b = load_logits(location)
@@ -382,12 +383,13 @@ def test_calibration_and_compare_pages(use_dir, model_dir):
     assert len(frame(at, "max ECE")) == 4
     at.switch_page("app_pages/compare_models.py").run()
     assert not at.exception
-    table = frame(at, CLIMB_NO_TS)
+    per_rule = frame(at, "gain %")  # one row per model and rule (the wide table is the CSV)
+    table = per_rule[per_rule["rule"] == RULE_LABELS["climbing"]]
     assert list(table["model"]) == ["alpha_net", "beta_net"]
     for name in ("alpha_net", "beta_net"):
         h, probs, labels, _, _ = reference(model_dir / f"{name}.npz")
         want = 1000 * hierarchical_rc_curve(h, probs, labels, "climbing").haurc
-        got = float(table.loc[table["model"] == name, CLIMB_NO_TS].iloc[0])
+        got = float(table.loc[table["model"] == name, "hAURC×1000"].iloc[0])
         assert got == pytest.approx(want, rel=1e-12)
 
 
@@ -448,7 +450,7 @@ def test_broken_files_show_errors_and_others_keep_working(use_dir, broken_dir):
     assert set(frame(at, "hAURC×1000 95 % CI")["model"]) == {"alpha_net", "beta_net"}
     at.switch_page("app_pages/compare_models.py").run()
     assert not at.exception
-    assert list(frame(at, CLIMB_NO_TS)["model"]) == ["alpha_net", "beta_net"]
+    assert list(frame(at, "top-1 accuracy")["model"]) == ["alpha_net", "beta_net"]
 
 
 def test_upload_npz_adds_a_model(use_dir, model_dir, tmp_path):

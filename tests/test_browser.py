@@ -123,7 +123,8 @@ def test_risk_coverage_operating_point_follows_theta(server, page):
     # The chart's marker moved with θ to the root's (coverage, risk) = (0, 0).
     page.wait_for_function("() => document.body.innerText.includes('θ = 1.00')")
     moved = trace(page, "Climbing at θ = 1.00")
-    assert moved and abs(moved["x"][0]) < 1e-9 and moved["y"][0] == 0, moved
+    # (With temperature scaling a few nodes reach p = 1 in float32, so coverage is 0 only to 4 decimals.)
+    assert moved and abs(moved["x"][0]) < 5e-5 and moved["y"][0] == 0, moved
     assert "theta=1" in page.url
     assert_no_exception(page)
 
@@ -194,7 +195,8 @@ def test_theta_sweep_runs_in_the_browser(server, page):
 
 
 VIEWPORTS = [(1280, 720), (1440, 900), (1920, 1080)]
-SHOTS = {"explorer": "explorer?pick=rescue", "risk_coverage": "risk_coverage", "story": "story?step=3",
+# ts=0: the Explorer's first rescue without temperature scaling is the sample checked below.
+SHOTS = {"explorer": "explorer?pick=rescue&ts=0", "risk_coverage": "risk_coverage", "story": "story?step=3",
          "explorer_presenter": "explorer?pick=rescue&presenter=1", "story_presenter": "story?step=4&presenter=1"}
 
 
@@ -212,6 +214,9 @@ def test_screenshots(server, browser, tmp_path, width, height):
             pg.goto(f"{server}/{path}")
             wait_idle(pg)
             pg.wait_for_selector('[data-testid="stPlotlyChart"] .js-plotly-plot .slider-group')
+            # Presenter mode: the browser reports its size and the page reruns once at that scale.
+            wait_idle(pg, settle=1.5)
+            pg.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .slider-group').length === 1")
             time.sleep(0.5)
             assert_no_exception(pg)
             file = out / f"{name}_{width}x{height}.png"

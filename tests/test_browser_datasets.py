@@ -87,7 +87,7 @@ def test_overview_on_cifar100(server, page):
 
 def test_explorer_on_cifar100(server, page, cifar_model):
     _, sample = cifar_model
-    page.goto(f"{server}/explorer?sample={sample}&theta=0.99")
+    page.goto(f"{server}/explorer?sample={sample}&theta=0.99&ts=0")  # raw softmax, as the fixture
     wait_idle(page)
     assert page.locator("h1").first.inner_text().strip() == "Explorer"
     assert_no_error(page)

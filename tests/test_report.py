@@ -10,6 +10,7 @@ import html
 import io
 import os
 import re
+import stat
 import subprocess
 import sys
 import weakref
@@ -32,7 +33,14 @@ from hsc_core.datasets.imagenet import imagenet_hierarchy
 from hsc_core.datasets.logits_io import load_logits, save_logits
 from hsc_core.evaluation import ModelEvaluation
 from hsc_core.report import figures, style
-from hsc_core.report.html_report import CSV_NAME, build_report, headline_sentence, interval_text, result_rows
+from hsc_core.report.html_report import (
+    CSV_NAME,
+    build_report,
+    headline_sentence,
+    interval_text,
+    result_rows,
+    worse_sentence,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 TYPICAL, EASIER = "typical-source", "easier-source"
@@ -54,10 +62,37 @@ def models(tmp_path_factory) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def report(models, tmp_path_factory) -> str:
+def report_file(models, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("report") / "report.html"
     assert main(["report", *map(str, models), "--out", str(out), "--resamples", "200"]) == 0
-    return out.read_text(encoding="utf-8")
+    return out
+
+
+@pytest.fixture(scope="module")
+def report(report_file) -> str:
+    return report_file.read_text(encoding="utf-8")
+
+
+def test_report_file_has_the_permissions_of_a_plain_open(report_file, tmp_path):
+    """Written through a temp file, but readable like any file the user writes (0644 under umask
+    022), not mkstemp's owner-only 0600."""
+    plain = tmp_path / "plain.html"
+    plain.write_text("x")
+    assert stat.S_IMODE(report_file.stat().st_mode) == stat.S_IMODE(plain.stat().st_mode)
+
+
+def test_report_states_the_negative_result_in_one_sentence():
+    """Rules with a gain interval wholly below 0 are named with their setting; a positive or
+    undecided one is not (hand-made rows in the layer's schema)."""
+    def row(rule, ts, value, low, high):
+        return {"metric": "gain_percent", "rule": rule, "loss": "01", "ts": ts, "model": "lite1",
+                "value": value, "ci_low": low, "ci_high": high}
+
+    text = worse_sentence([row("jumping", False, -18.2, -28.6, -8.9), row("climbing", False, -6.7, -15.4, 1.1),
+                           row("climbing", True, 14.3, 8.8, 19.3)])
+    assert text == ("Without temperature scaling, some rules do worse than plain selective classification "
+                    "(negative gain): lite1: Jumping -18.2 % (95 % CI -28.6 to -8.9 %).")
+    assert worse_sentence([row("climbing", True, 14.3, 8.8, 19.3)]) == ""
 
 
 class _Links(HTMLParser):

@@ -3,6 +3,7 @@ reject wording, presenter mode and the guided story (unit tests + AppTest)."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -15,12 +16,15 @@ sys.path.insert(0, str(ROOT))
 from hsc_core.core.curves import hierarchical_rc_curve  # noqa: E402
 from hsc_core.core.hierarchy import Hierarchy  # noqa: E402
 from hsc_core.core.probabilities import node_probabilities  # noqa: E402
-from hsc_core.core.rules import RULE_LABELS, RULES, decision_paths  # noqa: E402
+from hsc_core.core.rules import RULE_LABELS, RULES, below_theta, decision_paths  # noqa: E402
 from hsc_core.report import style  # noqa: E402
 from hsc_core.report.sweep import operating_point_grid, rc_sweep_figure  # noqa: E402
 from hsc_core.report.tree_figure import (  # noqa: E402
     REJECT,
+    T_FILL,
+    T_GAUGE,
     T_HEAD,
+    T_NODES,
     T_PICKS,
     T_THETA,
     THETA_GRID,
@@ -59,7 +63,7 @@ def test_toy_sample0_frames_follow_the_definitions(toy_setup):
     assert len(fig.frames) == 101 and [f.name for f in fig.frames[:3]] == ["0.00", "0.01", "0.02"]
     lay = tree_layout(h, probs[0], record_rows(paths, 0), int(TOY_LABELS[0]))
     assert lay.pred_leaf == 0 and lay.lca == 8  # leaf 0 and leaf 2 meet only at the root
-    node_trace = fig.data[2]
+    node_trace = fig.data[T_NODES]
     pos = {int(v): (x, y) for v, x, y in zip(lay.nodes, node_trace.x, node_trace.y, strict=True)}
     climbing = list(RULES).index("climbing")
     for name, node in (("0.30", 0), ("0.31", 5), ("0.35", 5), ("0.36", 8)):
@@ -70,8 +74,14 @@ def test_toy_sample0_frames_follow_the_definitions(toy_setup):
         assert f"θ = {name}" in head
         if node == 8:
             assert f"Climbing → <b>{REJECT}</b>" in head  # a root prediction is a rejection
-        line = frame.data[list(frame.traces).index(T_THETA)]
-        assert line.y[0] == pytest.approx(pos[node][1] - 0.5)  # between rows: never over a label
+        # θ is a tick on every node's probability bar (0 … 1): right of the bar's fill exactly
+        # when the node's probability is below θ, as the printed numbers say.
+        ticks = np.asarray(frame.data[list(frame.traces).index(T_THETA)].x, dtype=float)[0::3]
+        bar = fig.data[T_GAUGE]
+        start, end = (np.asarray(bar.x, dtype=float)[k::3] for k in (0, 1))
+        fill_end = np.asarray(fig.data[T_FILL].x, dtype=float)[1::3]
+        assert ticks == pytest.approx(start + float(name) * (end - start))
+        assert np.array_equal(fill_end < ticks, below_theta(probs[0][lay.nodes], float(name)))
     # The slider starts at the page's θ and every step animates its own frame.
     slider = fig.layout.sliders[0]
     assert slider.active == 30 and list(slider.steps[30].args[0]) == ["0.30"]
@@ -83,9 +93,9 @@ def test_tree_marks_correctness_by_colour_and_shape(toy_setup):
     fig = tree_figure(h, probs[0], record_rows(paths, 0), 2, 0.5, animate=False)
     lay = tree_layout(h, probs[0], record_rows(paths, 0), 2)
     nodes = lay.nodes.tolist()
-    symbols = dict(zip(nodes, fig.data[2].marker.symbol, strict=True))
-    colours = dict(zip(nodes, fig.data[2].marker.color, strict=True))
-    texts = dict(zip(nodes, fig.data[2].text, strict=True))
+    symbols = dict(zip(nodes, fig.data[T_NODES].marker.symbol, strict=True))
+    colours = dict(zip(nodes, fig.data[T_NODES].marker.color, strict=True))
+    texts = dict(zip(nodes, fig.data[T_NODES].text, strict=True))
     assert symbols[0] == style.WRONG_SYMBOL and colours[0] == style.WRONG_COLOUR and style.WRONG_MARK in texts[0]
     assert symbols[2] == style.CORRECT_SYMBOL and colours[2] == style.CORRECT_COLOUR and style.CORRECT_MARK in texts[2]
     assert REJECT in texts[h.root]
@@ -111,16 +121,16 @@ def test_tree_has_its_natural_width_and_full_names():
         fig = tree_figure(h, probs[0], record_rows(paths, 0), 1, 0.5, font_size=font, animate=False)
         lo, hi = fig.layout.xaxis.range
         assert fig.layout.width == int(hi - lo + fig.layout.margin.l + fig.layout.margin.r)
-        texts = " ".join(fig.data[2].text)
+        texts = " ".join(fig.data[T_NODES].text)
         assert "American Staffordshire terrier 0.45" in texts and "Staffordshire bullterrier 0.16" in texts
-        node_x = np.asarray(fig.data[2].x, dtype=float)
+        node_x = np.asarray(fig.data[T_NODES].x, dtype=float)
         assert lo < node_x.min() and node_x.max() < hi
     # A bigger font (presenter mode) makes a wider figure, not a cramped one.
     small, big = (tree_figure(h, probs[0], record_rows(paths, 0), 1, 0.5, font_size=f, animate=False).layout.width
                   for f in (14, 22))
     assert big > 1.4 * small
     cut = tree_figure(h, probs[0], record_rows(paths, 0), 2, 0.5, animate=False)
-    assert "a much longer name than any sho… 0.39" in " ".join(cut.data[2].text)
+    assert "a much longer name than any sho… 0.39" in " ".join(cut.data[T_NODES].text)
 
 
 def test_layout_leaves_out_only_never_picked_ancestors():
@@ -213,6 +223,11 @@ def model_dir(tmp_path_factory):
     return d
 
 
+def _charts(at) -> list:
+    """The page's charts (a session's first run also sends app.py's invisible plotly.js warm-up chart)."""
+    return [c for c in at.get("plotly_chart") if "hsc_plotly_warm" not in c.proto.id]
+
+
 @pytest.fixture
 def open_page(monkeypatch, model_dir):
     from streamlit.testing.v1 import AppTest
@@ -282,7 +297,7 @@ def test_curated_pickers_pick_matching_samples(open_page, model_dir, pick):
         assert leaf != labels[i]
     else:
         assert leaf == labels[i]
-    assert len(at.get("plotly_chart")) == 1
+    assert len(_charts(at)) == 1
 
 
 def test_presenter_mode_tucks_controls_away(open_page):
@@ -290,8 +305,26 @@ def test_presenter_mode_tucks_controls_away(open_page):
     assert at.session_state["presenter"] is True
     assert "Pick a sample" in [e.label for e in at.expander]
     assert at.query_params["presenter"] in ("1", ["1"])
+    # The chart's own θ slider and Play are the θ control there: no page slider pushes the tree down.
+    assert "_w.ex.theta" not in [s.key for s in at.slider]
     plain = open_page("app_pages/explorer.py")
     assert "Pick a sample" not in [e.label for e in plain.expander]
+    assert "_w.ex.theta" in [s.key for s in plain.slider]
+
+
+def test_story_guarantee_uses_the_guaranteed_accuracy_pages_defaults(open_page):
+    """Step 5 calibrates on the n, target, confidence and seed that the Guaranteed accuracy page
+    opens with (n capped at 90 % of the samples as there), so both show the same θ̂."""
+    from dashboard import state
+
+    at = open_page("app_pages/story.py", {"step": "5"})
+    text = " ".join(m.value for m in at.markdown)
+    n_eval = int(re.search(r"accuracy on the other ([0-9,]+)", " ".join(m.label for m in at.metric)).group(1)
+                 .replace(",", ""))
+    n = int(re.search(r"Take \*\*([0-9,]+)\*\* labelled", text).group(1).replace(",", ""))
+    n_all = n + n_eval
+    assert n == min(state.SETTINGS["n"].default, max(20, int(0.9 * n_all)))
+    assert f"{state.SETTINGS['acc'].default:.0%}" in text and f"{state.SETTINGS['conf'].default:.0%}" in text
 
 
 @pytest.mark.parametrize("step", [1, 2, 3, 4, 5])
@@ -303,7 +336,7 @@ def test_story_steps_are_deep_linkable(open_page, step):
     if step == 5:
         assert {m.label for m in at.metric} >= {"θ̂", "ε (Theorem 1)"}
     elif step in (2, 3, 4):
-        assert len(at.get("plotly_chart")) == 1
+        assert len(_charts(at)) == 1
     if step < 5:
         [b for b in at.button if b.label == "Next →"][0].click().run()
         assert at.session_state["step"] == step + 1
@@ -322,3 +355,10 @@ def test_chosen_record_compares_theta_in_the_records_precision():
             want_node, want_conf = paths.predict(theta)
             assert chosen_record(paths, 0, theta) == (int(want_node[0]), float(want_conf[0]))
     assert chosen_record(decision_paths(h, probs, "selective"), 0, 0.7)[0] == 0  # the leaf, not the root
+
+
+def test_counts_read_in_the_right_number():
+    from dashboard.ui import count
+
+    assert count(1, "class") == "1 class" and count(1000, "class") == "1,000 classes"
+    assert count(1, "node") == "1 node" and count(0, "node") == "0 nodes"

@@ -400,8 +400,9 @@ def accuracy_histogram(df: pd.DataFrame, target: float, epsilon: float, title: s
 
 # ---------------------------------------------------------------------------- overview illustration
 def illustration_figure(h: Hierarchy, leaf_name: str = "golden_retriever", theta: float = 0.8) -> go.Figure:
-    """A hand-made example in the spirit of the paper's Figure 1: a low-confidence leaf, two
-    siblings, and the probabilities summed up the path. The numbers are illustrative."""
+    """A hand-made example in the spirit of the paper's Figure 1: a low-confidence, wrong leaf, two
+    siblings (the first is the true class), and the probabilities summed up the path. The numbers
+    are illustrative."""
     names = list(h.names[: h.n_leaves])
     leaf = names.index(leaf_name) if leaf_name in names else 0
     path = [int(v) for v in h.path_to_root(leaf)]
@@ -419,7 +420,7 @@ def illustration_figure(h: Hierarchy, leaf_name: str = "golden_retriever", theta
         edges_x += [0, 0, None]
         edges_y += [y[child], y[parent], None]
     for j in range(len(siblings)):
-        edges_x += [-1.6 * (j + 1), 0, None]
+        edges_x += [-1.0 - 1.4 * j, 0, None]
         edges_y += [0, 1, None]
     top = max(y.values())
     edges_x += [0, 0]
@@ -428,7 +429,9 @@ def illustration_figure(h: Hierarchy, leaf_name: str = "golden_retriever", theta
                              hoverinfo="skip", showlegend=False))
     for v in show:
         pick, is_leaf = v == climbing, v == leaf
-        note = "  ← Climbing predicts this" if pick else ("  ← top-1 leaf, below θ" if is_leaf else "")
+        # The notes go on a second line, so the figure's half-width column never cuts them.
+        note = (f"<br>  ← Climbing: ≥ θ, {style.CORRECT_MARK} right" if pick else
+                f"<br>  ← top-1: < θ, {style.WRONG_MARK} wrong" if is_leaf else "")
         fig.add_trace(go.Scatter(
             x=[0], y=[y[v]], mode="markers+text", showlegend=False, hoverinfo="skip",
             marker=dict(size=22 if pick else 15,
@@ -439,15 +442,16 @@ def illustration_figure(h: Hierarchy, leaf_name: str = "golden_retriever", theta
         ))
     for j, s in enumerate(siblings):
         fig.add_trace(go.Scatter(
-            x=[-1.6 * (j + 1)], y=[0], mode="markers+text", showlegend=False, hoverinfo="skip",
+            x=[-1.0 - 1.4 * j], y=[0], mode="markers+text", showlegend=False, hoverinfo="skip",
             marker=dict(size=13, color="#e6e6e6", line=dict(color="black", width=1)),
             text=["<br>".join(style.plain(word, None) for word in style.clip(node_name(h, s)).split(" "))
-                  + f"<br>{sib_p[j]:.2f}"], textposition="bottom center",
+                  + f"<br>{sib_p[j]:.2f}" + (f"<br>{style.CORRECT_MARK} true class" if j == 0 else "")],
+            textposition="bottom center",
         ))
     fig.add_annotation(x=0, y=top + 0.85, text=f"… up to the root ({shown_name(h, path[-1])}: 1.00)",
                        showarrow=False, xanchor="left")
-    fig.update_xaxes(visible=False, range=[-4.2, 4.0])
-    fig.update_yaxes(visible=False, range=[-1.5, top + 1.2])
+    fig.update_xaxes(visible=False, range=[-3.3, 4.4])
+    fig.update_yaxes(visible=False, range=[-2.0, top + 1.2])
     return layout(fig, f"Climbing at θ = {theta} (illustrative numbers)", height=430)
 
 

@@ -25,11 +25,9 @@ import base64
 import datetime as _dt
 import gc
 import html
-import os
 import platform
 import shlex
 import sys
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +40,7 @@ from ..core.protocol import PROTOCOLS, protocol_text
 from ..core.rules import RULE_LABELS, RULES
 from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, Interval
 from ..core.validation import clip, clip_path, quote
-from ..datasets.logits_io import LogitsBundle, load_logits
+from ..datasets.logits_io import LogitsBundle, _atomic_write, load_logits
 from ..evaluation import RESULT_COLUMNS, ModelEvaluation, ResultRow, column_label, to_csv, wide_table
 from ..evaluation.card import card_markdown, decision_card
 from ..evaluation.guarantees import METHODS
@@ -103,6 +101,29 @@ def headline_sentence(model: str, dataset: str, n_eval: int, ts: bool, gain: Int
     return (f"{where}, {setting}, {name} {'lowers' if g >= 0 else 'raises'} the risk–coverage area by "
             f"{abs(g):.1f} % vs plain selective classification, but the 95 % CI of the reduction "
             f"({lo:+.1f} % to {hi:+.1f} %) contains 0: no clear difference on this many images.")
+
+
+def worse_sentence(rows: Iterable[ResultRow]) -> str:
+    """The negative result in one sentence per TS setting: the rules (all models) whose hierarchical
+    gain vs Selective is below 0, grouped by model, e.g. "Without temperature scaling, some rules do
+    worse than plain selective classification (negative gain): efficientnet_lite1: Jumping −18.2 %
+    (95 % CI −28.6 to −8.9 %), …". A row with an interval counts only when the whole interval is
+    below 0 ("clearly worse"); one without is marked as a point estimate. "" when no rule does
+    worse. Plain text (escape it for HTML; it holds user names)."""
+    worse: dict[bool, dict[str, list[str]]] = {False: {}, True: {}}
+    for r in rows:
+        if r["metric"] != "gain_percent" or r["rule"] == "selective" or r["loss"] != "01":
+            continue
+        g, high = display_value(r), r["ci_high"]
+        if not np.isfinite(g) or g >= 0 or (high is not None and display_value(r, "ci_high") >= 0):
+            continue
+        how = (f" (95 % CI {display_value(r, 'ci_low'):.1f} to {display_value(r, 'ci_high'):.1f} %)"
+               if high is not None else " (point estimate)")
+        worse[bool(r["ts"])].setdefault(r["model"], []).append(f"{RULE_LABELS[r['rule']]} {g:.1f} %{how}")
+    parts = [f"{'With' if ts else 'Without'} temperature scaling, some rules do worse than plain selective "
+             "classification (negative gain): " + "; ".join(f"{m}: {', '.join(items)}" for m, items in by.items()) + "."
+             for ts, by in worse.items() if by]
+    return " ".join(parts)
 
 
 def interval_text(iv: Interval, scale: float = 1.0, digits: int = 2, unit: str = "") -> str:
@@ -454,6 +475,8 @@ def build_report(evaluations: Iterable[ModelEvaluation], title: str | None = Non
         f'protocol: {_e(protocol)} · {len(models)} model{"s" * (len(models) != 1)}</p>',
         '<h2 id="summary">In one sentence</h2>',
         *[f'<p class="headline">{_e(_headline(_by_key(m.rows), True))}</p>' for m in models],
+        *([f'<p class="note">{_e(worse)}</p>'] if (worse := worse_sentence(r for m in models for r in m.rows))
+          else []),
         '<h2 id="protocol">How these numbers were measured</h2>',
         f"<p>{_e(protocol_text(protocol))}</p>",
         f"<p>{_e(figures.RISK_NOTE)} hAURC is the area under the risk–coverage curve (lower is better; shown ×1000); "
@@ -513,15 +536,12 @@ def subset_mask(bundle: LogitsBundle, tag: str) -> np.ndarray | None:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """``text`` to ``path`` through a temp file renamed over it, with the permissions a plain
+    ``open()`` gives (0644 under the usual umask 022), not mkstemp's 0600."""
+    def write(fh) -> None:
+        fh.write(text.encode("utf-8"))
+
+    _atomic_write(path, write)
 
 
 def _check_args(args: argparse.Namespace) -> Path:

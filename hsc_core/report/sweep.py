@@ -35,10 +35,11 @@ def _point(rule: str, th: float, cov: float, risk: float) -> dict:
 def rc_sweep_figure(curves: dict[str, tuple[np.ndarray, np.ndarray]], points: dict[str, np.ndarray],
                     haurc: dict[str, float], theta: float, *, grid: np.ndarray = THETA_GRID, loss: str = "01",
                     font_size: int = style.BASE_FONT_SIZE, animate: bool = True,
-                    title: str | None = None) -> go.Figure:
+                    title: str | None = None, height: int | None = None) -> go.Figure:
     """RC curves (``curves``: rule → (coverage, risk) to draw) in each rule's colour and dash,
     and each rule's operating point at θ (``points``: rule → ``operating_point_grid``) as a
-    marker of the rule's shape; with ``animate``, one frame per θ of ``grid``."""
+    marker of the rule's shape; with ``animate``, one frame per θ of ``grid``. ``height``: the whole
+    figure's height in pixels, sweep controls included (default: grows with the font)."""
     rules = [r for r in curves if r in points]
     k0 = int(np.argmin(np.abs(np.asarray(grid) - theta)))
     traces = []
@@ -68,7 +69,10 @@ def rc_sweep_figure(curves: dict[str, tuple[np.ndarray, np.ndarray]], points: di
     fig.update_yaxes(title_text=LOSS_LABELS.get(loss, "risk"), rangemode="tozero", title_font=dict(size=font_size),
                      tickfont=dict(size=small))
     fig.update_layout(title=dict(text=title, font=dict(size=font_size), x=0.01, xanchor="left") if title else None,
-                      height=int(330 + 6 * font_size), margin=dict(l=10, r=10, t=50 if title else 10, b=10),
+                      # add_theta_sweep adds the controls' height back
+                      height=int(330 + 6 * font_size) if height is None else int(
+                          height - (30 + 2.2 * font_size if animate else 0)),
+                      margin=dict(l=10, r=10, t=50 if title else 10, b=10),
                       template="plotly_white",
                       font=dict(size=font_size),
                       # upper left is empty on an RC curve (risk grows with coverage); the top holds the slider

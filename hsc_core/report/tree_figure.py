@@ -6,13 +6,14 @@ neither (placed by depth where a row is free, joined to its nearest shown ancest
 edge). Each node shows its name, probability and ✓/✗ (ancestor of the true leaf or not); the
 other children of its parent are summarised under it ("+12 siblings: 0.08"). Each rule's pick is
 a marker of that rule's colour and shape in its own slot left of the node, so no mark hides
-another, and θ is a short horizontal line *between* rows of the path (just below the node
-Climbing picks), so it never covers a value.
+another. θ is drawn as a probability level: under each node's label a small bar runs from 0 to 1,
+filled up to the node's probability, and a black tick marks θ on it; the tick is left of the fill's
+end exactly when p ≥ θ (the node is drawn filled), so the drawing and the printed numbers agree.
 
 The figure carries one Plotly frame per θ of a grid (default 0, 0.01, …, 1) plus Plotly's own
 slider and play button: dragging or playing restyles it in the browser with no server round
 trip. A frame only changes the node symbols (filled when p ≥ θ), the four pick markers, the θ
-line and the title, so 101 frames stay small.
+ticks and the title, so 101 frames stay small.
 
 Pure function of the sample's node probabilities and its rules' decision records
 (``DecisionPaths`` rows); nothing here depends on a data set. Node names and ids come from
@@ -38,8 +39,9 @@ SYMBOL_GLYPH = {"square": "■", "circle": "●", "triangle-up": "▲", "diamond
 REJECT = "reject (root)"
 NAME_CHARS = 32          # longer node names are cut with "…" (ImageNet: 11 of 1,000 leaves)
 CHAR_EM = 0.6            # mean glyph width / font size, to size labels before the browser draws them
-# Figure trace order (frames address traces by index): only the last three change with θ.
-T_EDGES, T_LINKS, T_NODES, T_BELOW, T_THETA, T_PICKS, T_HEAD = range(7)
+GAUGE_EM = 3.6          # width of a node's probability bar (0 … 1) / font size
+# Figure trace order (frames address traces by index): T_BELOW … T_HEAD change with θ.
+T_EDGES, T_LINKS, T_GAUGE, T_FILL, T_NODES, T_BELOW, T_THETA, T_PICKS, T_HEAD = range(9)
 
 
 # ---------------------------------------------------------------------------- picks
@@ -213,7 +215,8 @@ def _geometry(lay: TreeLayout, parts: list[tuple[str, str]], font_size: int, sma
     left and slots on the right, facing the path; further columns follow right of the path."""
     char, small_char = CHAR_EM * font_size, CHAR_EM * small
     shown = [(len(style.shown_text(m)), len(style.shown_text(n))) for m, n in parts]
-    width = np.array([m * char + (n * small_char + 2 * char if n else 0) for m, n in shown])
+    width = np.array([max(m * char + (n * small_char + 2 * char if n else 0), GAUGE_EM * font_size + char)
+                      for m, n in shown])
     col = lay.x.astype(int)
     slots_w = (n_rules + 0.8) * slot
     x = np.zeros(len(parts))
@@ -233,13 +236,18 @@ def _geometry(lay: TreeLayout, parts: list[tuple[str, str]], font_size: int, sma
 def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.ndarray, np.ndarray]],
                 true_leaf: int | None = None, theta: float = 0.5, *, grid: np.ndarray = THETA_GRID,
                 font_size: int = style.BASE_FONT_SIZE, animate: bool = True, rules=RULES,
-                title: str | None = None) -> go.Figure:
+                title: str | None = None, max_height: int | None = None,
+                max_width: int | None = None) -> go.Figure:
     """Figure 1 for one sample at θ, with one frame per θ of ``grid`` when ``animate``.
 
     probs: (n_nodes,) node probabilities; records: rule → (nodes, values) from ``record_rows``;
     true_leaf: the label, or None when unknown (then nothing is marked correct or wrong).
-    A node whose probability is below θ is drawn hollow; the picks of all rules are one trace
-    (one marker per rule, each in its own slot) so a frame restyles only three traces.
+    A node whose probability is below θ is drawn hollow and its bar's θ tick lies right of the
+    bar's fill; the picks of all rules are one trace (one marker per rule, each in its own slot) so
+    a frame restyles only four traces. ``max_height``: rows are squeezed (down to 1.45 × the font
+    size) so the figure fits this many pixels, e.g. a 720-pixel projector screen. ``max_width``:
+    when the tree would be wider, the notes beside the labels ("+12 others: 0.08") move to the
+    hover text, so no label is cut at the page's edge.
     """
     raw_probs = np.asarray(probs)  # θ is compared in the probabilities' own precision (below_theta)
     probs = raw_probs.astype(float)
@@ -255,14 +263,34 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
     picked = {int(rn[k]) for rn, rv in records.values() for k in np.unique(pick_index(rv, grid))}
     left_slots = bool(set(lay.nodes[lay.x == 1].tolist()) & picked)
     x, side, left_edge, right = _geometry(lay, parts, font_size, small, len(rules), slot, left_slots)
+    notes = {int(v): n for v, (_, n) in zip(lay.nodes, parts, strict=True)}
+    if max_width is not None and right - left_edge + 28 > max_width:
+        # Too wide for the page: the notes move to the hover text rather than be cut at the edge.
+        parts = [(m, "") for m, _ in parts]
+        x, side, left_edge, right = _geometry(lay, parts, font_size, small, len(rules), slot, left_slots)
+        notes_in_hover = True
+    else:
+        notes_in_hover = False
     y = -lay.row.astype(float)
     pos = {v: (float(x[k]), float(y[k])) for k, v in enumerate(nodes)}
     correct = {v: (None if true_leaf is None else bool(h.is_ancestor(v, int(true_leaf)))) for v in nodes}
     raw_node_p = raw_probs[lay.nodes]
-    row_px = max(30, int(round(font_size * 1.45)))
-    head_rows = (HEAD_LINES * 1.3 * font_size + 8) / row_px  # the headline's height in rows
+    n_rows = int(lay.row.max()) + 1
+    head_px = HEAD_LINES * 1.3 * font_size + 8
+    row_px = max(30, int(round(font_size * 1.8)))  # a label and its probability bar under it
+    if max_height is not None:
+        controls = 30 + 2.2 * font_size if animate else 0  # add_theta_sweep's slider and Play
+        fit = (max_height - 20 - controls - head_px) / n_rows
+        row_px = int(max(min(row_px, fit), 30, font_size * 1.45))
+    head_rows = head_px / row_px  # the headline's height in rows
     side_of = {v: float(side[k]) for k, v in enumerate(nodes)}
     on_left = lay.x == 1
+    # Each node's probability bar (0 … 1) sits under its label: from the label's start (path,
+    # further columns) or ending at its end (the true branch, whose labels are on the left).
+    gauge_w = GAUGE_EM * font_size
+    gauge_x0 = np.where(on_left, x - marker_px / 2 - 6 - gauge_w, x + marker_px / 2 + 6)
+    gauge_y = y - min(0.44, 0.55 * font_size / row_px + 0.06)
+    tick = 0.13  # half the θ tick's height, in rows
     labels = [_label_html(m, n, small, bool(on_left[k])) for k, (m, n) in enumerate(parts)]
     is_root = lay.nodes == h.root
     symbols = ["square" if v == h.root else (style.WRONG_SYMBOL if correct[v] is False else style.CORRECT_SYMBOL)
@@ -275,7 +303,8 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
         hover.append(f"{style.plain(h.names[v], style.HOVER_CHARS)} ({style.plain(h.node_ids[v], 40)})<br>"
                      f"p = {probs[v]:.4f}<br>coverage {h.coverage[v]:.3f} · "
                      f"{int(h.leaf_count[v])} leaves<br>"
-                     + ("predicting the root = abstaining (reject)" if v == h.root else state))
+                     + ("predicting the root = abstaining (reject)" if v == h.root else state)
+                     + (f"<br>{notes[v]}" if notes_in_hover and notes[v] else ""))
 
     def segs(pairs):
         xs, ys = [], []
@@ -287,13 +316,19 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
     def below(th: float) -> dict:  # hollow centres of the nodes whose probability is below θ
         return dict(y=np.where(below_theta(raw_node_p, th) & ~is_root, y, np.nan))
 
-    climbing = records.get("climbing", next(iter(records.values())))
-    theta_left = -(len(rules) + 0.8) * slot
+    def theta_ticks(th: float) -> dict:  # θ on every node's probability bar
+        xs, ys = [], []
+        for gx, gy in zip(gauge_x0 + th * gauge_w, gauge_y, strict=True):
+            xs += [float(gx), float(gx), None]
+            ys += [float(gy) - tick, float(gy) + tick, None]
+        return dict(x=xs, y=ys)
 
-    def theta_line(th: float) -> dict:
-        node = int(climbing[0][int(pick_index(climbing[1], th))])
-        yy = pos[node][1] - 0.5 if node in pos else float(y.min()) - 0.5
-        return dict(x=[theta_left, marker_px / 2], y=[yy, yy], text=[f"θ = {th:.2f} ", ""])
+    def bars(upto: np.ndarray) -> dict:
+        xs, ys = [], []
+        for gx, gy, u in zip(gauge_x0, gauge_y, upto, strict=True):
+            xs += [float(gx), float(gx + u * gauge_w), None]
+            ys += [float(gy), float(gy), None]
+        return dict(x=xs, y=ys)
 
     def picks(th: float) -> dict:
         xs, ys, text = [], [], []
@@ -307,9 +342,9 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
                         f"(p = {rv[k]:.3f})")
         return dict(x=xs, y=ys, hovertext=text)
 
-    key = "" if true_leaf is None else (
+    key = f"<span style='font-size:{small}px'>○ p < θ  bar: p, ┃ θ</span>" if true_leaf is None else (
         f"<span style='font-size:{small}px'><span style='color:{style.CORRECT_COLOUR}'>●</span> ✓ correct  "
-        f"<span style='color:{style.WRONG_COLOUR}'>✖</span> ✗ wrong  ○ hollow: p < θ</span>")
+        f"<span style='color:{style.WRONG_COLOUR}'>✖</span> ✗ wrong  ○ p < θ  bar: p, ┃ θ</span>")
 
     def headline(th: float) -> dict:
         parts = []
@@ -329,6 +364,11 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
                    showlegend=False, name="tree edges"),
         go.Scatter(x=lx, y=ly, mode="lines", line=dict(color="#8C8C8C", width=1.5, dash="dot"), hoverinfo="skip",
                    showlegend=False, name="descendant (levels skipped)"),
+        go.Scatter(mode="lines", line=dict(color="#D9D9D9", width=max(4.0, font_size / 4)), hoverinfo="skip",
+                   showlegend=False, name="probability bar (0 … 1)", cliponaxis=False,
+                   **bars(np.ones(len(nodes)))),
+        go.Scatter(mode="lines", line=dict(color="#505050", width=max(4.0, font_size / 4)), hoverinfo="skip",
+                   showlegend=False, name="probability", cliponaxis=False, **bars(np.clip(probs[lay.nodes], 0, 1))),
         go.Scatter(x=x, y=y, mode="markers+text", name="nodes", showlegend=False,
                    marker=dict(size=marker_px, color=colours, symbol=symbols, line=dict(color=colours, width=2)),
                    text=labels, textposition=["middle left" if o else "middle right" for o in on_left],
@@ -336,9 +376,9 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
                    cliponaxis=False),
         go.Scatter(x=x, mode="markers", name="p < θ", showlegend=False, hoverinfo="skip",
                    marker=dict(size=max(4, marker_px - 8), color="white", symbol=symbols), **below(theta)),
-        go.Scatter(mode="lines+text", line=dict(color=style.OKABE_ITO["black"], width=2.5, dash="dash"),
-                   textposition="middle left", textfont=dict(size=small + 1), hoverinfo="skip",
-                   showlegend=False, name="θ", cliponaxis=False, **theta_line(theta)),
+        go.Scatter(mode="lines", line=dict(color=style.OKABE_ITO["black"], width=max(2.0, font_size / 8)),
+                   hoverinfo="skip", showlegend=False, name="θ on each probability bar", cliponaxis=False,
+                   **theta_ticks(theta)),
         go.Scatter(mode="markers", name="rule picks", showlegend=False, hoverinfo="text", cliponaxis=False,
                    marker=dict(size=marker_px, color=[style.rule_colour(r) for r in rules],
                                symbol=[style.rule_symbol(r) for r in rules], line=dict(color="white", width=1)),
@@ -350,7 +390,6 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
     ]
 
     fig = go.Figure(traces)
-    n_rows = int(lay.row.max()) + 1
     # x is in pixels, so the figure gets its natural width: wide enough for the tree, the widest
     # headline over the θ grid and the sweep controls, and no wider (a stretched axis would only
     # pull the columns apart). Shown with width="content", a narrower page shrinks it.
@@ -371,7 +410,7 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
     )
     if animate:
         frames = [go.Frame(name=f"{th:.2f}", traces=[T_BELOW, T_THETA, T_PICKS, T_HEAD],
-                           data=[below(float(th)), theta_line(float(th)), picks(float(th)), head])
+                           data=[below(float(th)), theta_ticks(float(th)), picks(float(th)), head])
                   for th, head in zip(grid, heads, strict=True)]
         add_theta_sweep(fig, grid, theta, font_size, frames)
     return fig

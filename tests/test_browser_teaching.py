@@ -1,0 +1,220 @@
+"""Teaching-grade views in headless Chromium, as a teacher at a projector would use them.
+
+* Presenter mode at 1280×720, 1440×900 and 1920×1080: every θ page (Explorer, Risk–Coverage, story
+  steps 2–4) and the Compare / Calibration–Coverage charts fit the screen with their θ control, and
+  the type grows with the screen.
+* Normal mode at the three sizes: no label of the Explorer's tree is cut at the chart's edge.
+* One θ on screen: while the chart is ahead of the server, the page's θ slider and θ text are hidden;
+  dragging the page's slider moves the chart with it; afterwards all three agree.
+* ``/overview`` opens the Overview; "Link to it" keeps the model and TS; the camera button exports
+  the figure with a title and without the Play button and slider.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from browser_support import ROOT, assert_no_exception, chromium, new_page, require_browser, streamlit_server, wait_idle
+
+sync_api = require_browser()
+if not any((ROOT / "cached_logits").glob("*.npz")):
+    pytest.skip("no cached logits to serve", allow_module_level=True)
+
+SIZES = [(1280, 720), (1440, 900), (1920, 1080)]
+# path → the swept chart's key (None: a chart without a θ sweep)
+PRESENTER_PAGES = {
+    "explorer?presenter=1": "explorer_tree",
+    "risk_coverage?presenter=1": "rc_chart",
+    "story?presenter=1&step=2": "story_tree_sel",
+    "story?presenter=1&step=3": "story_tree_climb",
+    "story?presenter=1&step=4": "story_rc",
+    "compare_models?presenter=1": None,
+    "calibration_coverage?presenter=1": None,
+}
+
+GEOMETRY_JS = """() => {
+  const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const all = (s) => Array.from(document.querySelectorAll(s)).filter((e) => !e.closest('.st-key-hsc_plotly_warm'));
+  const p = document.querySelector('[data-testid="stMarkdownContainer"] p');
+  return { charts: all('.js-plotly-plot').map(box), axes: all('.js-plotly-plot .xtitle').map(box),
+           sweeps: all('.js-plotly-plot .slider-container').map(box),
+           pageSliders: all('[data-testid="stSlider"] [role="group"]').map(box),
+           text: p ? parseFloat(getComputedStyle(p).fontSize) : 0,
+           chartText: Math.max(0, ...all('.js-plotly-plot .xtitle, .js-plotly-plot .textpoint text')
+                                 .map((e) => parseFloat(e.style.fontSize) || 0)) };
+}"""
+
+
+@pytest.fixture(scope="module")
+def server():
+    with streamlit_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium(sync_api) as b:
+        yield b
+
+
+def _open(pg, url: str, path: str, chart: str | None = None) -> None:
+    pg.goto(f"{url}/{path}")
+    wait_idle(pg, settle=1.0)
+    if chart is not None:
+        pg.wait_for_selector(f".st-key-{chart} .js-plotly-plot .main-svg")
+    else:  # a page chart (not app.py's invisible plotly.js warm-up chart)
+        pg.wait_for_function("() => Array.from(document.querySelectorAll('.js-plotly-plot .main-svg'))"
+                             ".some((e) => !e.closest('.st-key-hsc_plotly_warm'))")
+    wait_idle(pg, settle=1.0)  # the viewport's report may rerun the page once at the new scale
+    time.sleep(0.5)
+
+
+def _inside(box, w: int, h: int, slack: float = 2.0) -> bool:
+    left, top, right, bottom = box
+    return left >= -slack and top >= -slack and right <= w + slack and bottom <= h + slack
+
+
+def test_presenter_mode_fits_every_screen_and_type_grows(server, browser):
+    text, chart_text = {}, {}
+    for w, h in SIZES:
+        with new_page(browser, w, h) as pg:
+            for path, chart in PRESENTER_PAGES.items():
+                _open(pg, server, path, chart)
+                assert_no_exception(pg)
+                g = pg.evaluate(GEOMETRY_JS)
+                where = f"{path} at {w}×{h}"
+                assert g["charts"], where
+                for box in g["charts"] + g["axes"]:
+                    assert _inside(box, w, h), (where, box)
+                if chart is not None:  # its θ control: the chart's own slider, and the page's if shown
+                    assert g["sweeps"] and all(_inside(b, w, h) for b in g["sweeps"]), (where, g["sweeps"])
+                    assert all(_inside(b, w, h) for b in g["pageSliders"]), (where, g["pageSliders"])
+                text.setdefault((w, h), g["text"])
+                chart_text[(w, h)] = max(chart_text.get((w, h), 0), g["chartText"])
+    sizes = [text[s] for s in SIZES]
+    assert sizes[0] < sizes[1] < sizes[2] and sizes[2] >= 1.4 * sizes[0], sizes
+    figure = [chart_text[s] for s in SIZES]
+    assert figure[0] < figure[2] and figure[2] >= 1.3 * figure[0], figure
+
+
+CLIPPED_JS = """(chart) => {
+  const g = document.querySelector(`.st-key-${chart} .js-plotly-plot`);
+  const frame = g.getBoundingClientRect();
+  return Array.from(g.querySelectorAll('.textpoint text')).filter((t) => t.textContent.trim()).map((t) => {
+    const r = t.getBoundingClientRect();
+    return [t.textContent, r.left < frame.left - 1 || r.right > frame.right + 1];
+  }).filter(([, cut]) => cut).map(([s]) => s);
+}"""
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_tree_labels_are_never_cut_at_the_edge(server, browser, size):
+    w, h = size
+    with new_page(browser, w, h) as pg:
+        for path, chart in (("explorer?pick=disagree", "explorer_tree"), ("story?step=3", "story_tree_climb"),
+                            ("explorer?presenter=1&pick=disagree", "explorer_tree")):
+            _open(pg, server, path, chart)
+            assert pg.evaluate(CLIPPED_JS, chart) == [], (path, size)
+
+
+def _chart_theta(pg, chart: str) -> str:
+    return pg.evaluate("""(chart) => { const g = document.querySelector(`.st-key-${chart} .js-plotly-plot`);
+        const sl = g._fullLayout.sliders[0]; return sl.steps[sl.active].value; }""", chart)
+
+
+def _hidden(pg, selector: str) -> bool:
+    return pg.evaluate("(s) => getComputedStyle(document.querySelector(s)).visibility === 'hidden'", selector)
+
+
+def _shown_theta(pg) -> str:
+    """The θ of the page's operating-point text ("Operating points (θ = 0.20; …")."""
+    return re.search(r"θ = ([0-9.]+);", pg.locator(".st-key-rc_chart_follow").inner_text()).group(1)
+
+
+def test_one_theta_on_screen_during_a_sweep(server, browser):
+    with new_page(browser, 1280, 720) as pg:
+        _open(pg, server, "risk_coverage?presenter=1&theta=0.2", "rc_chart")
+        assert _chart_theta(pg, "rc_chart") == "0.20" and _shown_theta(pg) == "0.20"
+        # The chart sweeps ahead (a key on the chart): the page's θ slider and θ text hide at once…
+        pg.locator(".st-key-rc_chart .js-plotly-plot").focus()
+        pg.keyboard.press("PageUp")
+        pg.wait_for_function("() => document.querySelector('.st-key-rc_chart_follow').classList.contains('hsc-stale')")
+        assert _chart_theta(pg, "rc_chart") == "0.30"
+        assert _hidden(pg, ".st-key-rc_chart_follow") and _hidden(pg, ".st-key-rc_chart_slider")
+        # … and come back, at the chart's θ, once the sweep rests and the server has caught up.
+        pg.wait_for_function("() => !document.querySelector('.st-key-rc_chart_follow').classList.contains('hsc-stale')",
+                             timeout=30_000)
+        wait_idle(pg, settle=1.0)
+        assert _shown_theta(pg) == "0.30" and _chart_theta(pg, "rc_chart") == "0.30"
+        assert not _hidden(pg, ".st-key-rc_chart_slider")
+        # Dragging the page's slider: the chart follows the thumb before the release.
+        track = pg.locator('.st-key-rc_chart_slider [data-testid="stSlider"] [role="group"]').bounding_box()
+        thumb = pg.locator('.st-key-rc_chart_slider [data-testid="stSliderThumbValue"]').bounding_box()
+        y = track["y"] + track["height"] / 2
+        pg.mouse.move(thumb["x"] + thumb["width"] / 2, y)
+        pg.mouse.down()
+        pg.mouse.move(track["x"] + 0.7 * track["width"], y, steps=10)
+        pg.wait_for_function("() => { const g = document.querySelector('.st-key-rc_chart .js-plotly-plot');"
+                             " const sl = g._fullLayout.sliders[0];"
+                             " return parseFloat(sl.steps[sl.active].value) > 0.5; }")
+        dragged = _chart_theta(pg, "rc_chart")
+        assert _hidden(pg, ".st-key-rc_chart_follow")  # the old θ's text is not shown meanwhile
+        pg.mouse.up()
+        pg.wait_for_function("() => !document.querySelector('.st-key-rc_chart_follow').classList.contains('hsc-stale')",
+                             timeout=30_000)
+        wait_idle(pg, settle=1.0)
+        assert _shown_theta(pg) == _chart_theta(pg, "rc_chart")
+        assert abs(float(_shown_theta(pg)) - float(dragged)) <= 0.02
+
+
+def _rescue_count(model: str, theta: float) -> int:
+    """How many "Climbing rescues a wrong leaf" samples the library finds at θ (TS on, as the link)."""
+    from dashboard.views import curated_rows
+    from hsc_core import ModelEvaluation, imagenet_hierarchy, load_logits
+
+    es = ModelEvaluation.from_bundle(load_logits(ROOT / "cached_logits" / f"{model}.npz"),
+                                     imagenet_hierarchy()).setting(True)
+    return int(curated_rows(es.hierarchy, es.paths, es.labels, es.leaf_pred, es.leaf_conf, theta)["rescue"].size)
+
+
+def test_overview_link_and_explorer_link_keep_the_view(server, browser):
+    with new_page(browser, 1440, 900) as pg:
+        pg.goto(f"{server}/overview")
+        wait_idle(pg)
+        assert "Page not found" not in pg.locator('[data-testid="stApp"]').inner_text()
+        assert pg.locator("h1").first.inner_text() == "Hierarchical Selective Classification"
+        _open(pg, server, "explorer?model=efficientnet_lite1&ts=1&pick=rescue&theta=0.5", "explorer_tree")
+        href = pg.locator("a", has_text="Link to it").get_attribute("href")
+        assert "model=efficientnet_lite1" in href and "ts=1" in href and "pick=rescue" in href
+        # A sweep to θ = 1 that comes to rest redraws the curated list for that θ (no stale "of N").
+        before = pg.locator('[data-testid="stMain"]').inner_text()
+        assert re.search(r"Example \(of [0-9,]+\)", before)
+        pg.locator(".st-key-explorer_tree .js-plotly-plot").focus()
+        pg.keyboard.press("End")
+        n = _rescue_count("efficientnet_lite1", 1.0)
+        shown = "case at θ = 1.00" if n == 0 else f"Example (of {n:,})"
+        pg.wait_for_function("(s) => document.querySelector('[data-testid=\"stMain\"]').innerText.includes(s)",
+                             arg=shown, timeout=60_000)
+
+
+def test_camera_exports_a_titled_figure_without_the_sweep_controls(server, browser):
+    with new_page(browser, 1440, 900) as pg:
+        _open(pg, server, "risk_coverage?theta=0.4", "rc_chart")
+        # Record what the camera button hands to Plotly's image export.
+        pg.evaluate("""() => { window.__exported = null; const orig = window.Plotly.downloadImage;
+            window.Plotly.downloadImage = (fig, opts) => {
+              window.__exported = { sliders: (fig.layout.sliders || []).length,
+                                    menus: (fig.layout.updatemenus || []).length,
+                                    title: fig.layout.title && fig.layout.title.text, filename: opts.filename };
+              return orig(fig, opts); }; }""")
+        chart = pg.locator(".st-key-rc_chart .js-plotly-plot")
+        chart.hover()
+        with pg.expect_download() as dl:
+            pg.locator('.st-key-rc_chart .modebar-btn[data-title^="Download plot"]').first.click()
+        exported = pg.evaluate("() => window.__exported")
+        assert exported["sliders"] == 0 and exported["menus"] == 0
+        assert "Risk–coverage curves" in exported["title"] and "efficientnet_lite0" in exported["title"]
+        assert dl.value.suggested_filename.endswith(".png")
+        assert dl.value.path().read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
