@@ -40,6 +40,7 @@ PAGES = [
 ]
 
 page = st.navigation(PAGES)
+state.set_page(page.url_path)
 ui.sidebar()
 with st.sidebar:
     state.bind(st.toggle, "Presenter mode", "presenter", scope="sb",

@@ -29,7 +29,8 @@ URL_IGNORED = "_url_ignored"  # (key, value, what the key accepts) of each link 
 URL_VALUES = "_url_values"    # key → raw value of every parameter the link set
 MISSING_MODEL = "_missing_model"  # a requested model that is not in the catalog (shown once replaced)
 _RUN = "_full_run"  # the number of this session's full runs (app.py's init_state counts them)
-_BOUND = "_bound_in_run"  # widget key → the full run that last drew it (``bind``)
+_PAGE = "_page"  # the page this run shows (app.py sets it: ``set_page``)
+_BOUND = "_bound_in_run"  # widget key → (page, full run) that last drew it (``bind``)
 
 
 class Invalid(ValueError):
@@ -277,18 +278,26 @@ def bind(widget: Callable, label: str, key: str, *, scope: str = "", on_change: 
     if widget in (st.slider, st.number_input) and key in SETTINGS:
         kwargs = {**SETTINGS[key].widget_range(), **kwargs}
     ss = st.session_state
-    run, bound = ss.get(_RUN, 0), ss.setdefault(_BOUND, {})
-    if wkey in ss and bound.get(wkey, run) < run - 1:
+    now, bound = (ss.get(_PAGE), ss.get(_RUN, 0)), ss.setdefault(_BOUND, {})
+    page, run = bound.get(wkey, now)
+    if wkey in ss and (page != now[0] or run < now[1] - 1):
         # The widget was not drawn in the last full run (the page stopped early, e.g. while a data
-        # set was being picked), so the browser dropped it; Streamlit may still hold its value, and
-        # a widget re-drawn from that value alone shows its minimum. Setting it anew shows it.
+        # set was being picked) or was drawn by another page (a page's widgets are its own to
+        # Streamlit, e.g. the Overview at "/" and at "/overview"), so the browser has none; Streamlit
+        # may still hold its value, and a widget re-drawn from that alone shows its default (a
+        # slider its minimum). Setting it anew shows the setting.
         del ss[wkey]
-    bound[wkey] = run
+    bound[wkey] = now
     if wkey not in ss or ss[wkey] != ss[key]:
         # Only when they differ: re-setting an unchanged value overwrites what the user did in the
         # browser since this run began (quick key presses on a slider were lost).
         ss[wkey] = ss[key]
     return widget(label, key=wkey, on_change=_copy_back, args=(wkey, key, on_change), **kwargs)
+
+
+def set_page(name: str) -> None:
+    """Which page this full run shows (app.py, before the sidebar and the page draw their widgets)."""
+    st.session_state[_PAGE] = name
 
 
 def from_url(key: str) -> str | None:

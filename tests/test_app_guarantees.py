@@ -88,7 +88,7 @@ def test_a_run_survives_moving_the_target_and_back(page):
 def test_shootout_from_a_deep_link_matches_the_library(page, model_dir):
     at = page({"acc": "0.9", "conf": "0.9", "n": "250", "g_reps": "40",
                "g_methods": "theorem1,ltt_holm,crc,theorem1_mondrian", "g_sampling": "iid", "split_seed": "2",
-               "g_pv": "hoeffding_bentkus", "g_depth": "1"})
+               "g_pv": "hoeffding_bentkus", "g_depth": "1", "ts": "0"})
     methods = ["theorem1", "crc", "ltt_holm", "theorem1_mondrian"]
     assert at.multiselect(key="_w.ga.g_methods").value == methods
     next(b for b in at.button if b.label == "Run the shoot-out").click().run()

@@ -54,7 +54,7 @@ def _reference(location: Path):
 
 
 def test_risk_coverage_shows_the_new_rules_from_a_link(use_dir):
-    at = open_page("app_pages/risk_coverage.py", {"rules": ",".join(("climbing", *NEW)), "theta": "0.6"})
+    at = open_page("app_pages/risk_coverage.py", {"rules": ",".join(("climbing", *NEW)), "theta": "0.6", "ts": "0"})
     assert not at.error, [e.value for e in at.error]
     text = "\n".join(m.value for m in at.markdown)
     shown = {m["rule"]: (m["cov"], m["risk"]) for m in OP_RE.finditer(text)}
@@ -84,7 +84,7 @@ def test_compare_and_calibration_pages_accept_a_new_rule(use_dir):
 def test_compare_shows_metrics_beyond_the_paper(use_dir):
     from hsc_core.core.selective_metrics import augrc, oracle_haurc, oracle_moves
 
-    at = open_page("app_pages/compare_models.py", {"cmp_rule": "hf1", "cmp_more": "1"})
+    at = open_page("app_pages/compare_models.py", {"cmp_rule": "hf1", "cmp_more": "1", "ts": "0"})
     assert not at.error and not at.exception
     table = next(d.value for d in at.dataframe if "excess hAURC×1000 hF1-optimal" in d.value.columns)
     h, probs, labels = _reference(use_dir / "gamma_net.npz")
@@ -123,7 +123,7 @@ def test_explorer_marks_the_rules_of_the_link(use_dir):
     ids = b.sample_ids[~calibration_mask(b.labels)]
     i = 3
     at = open_page("app_pages/explorer.py", {"sample": str(ids[i]), "theta": "0.3",
-                                             "rules": "climbing,hf1,min_severity,pareto"})
+                                             "rules": "climbing,hf1,min_severity,pareto", "ts": "0"})
     assert not at.error and not at.exception
     table = next(d.value for d in at.dataframe if "node id" in d.value.columns)
     assert list(table["rule"]) == [RULE_LABELS[r] for r in ("climbing", "hf1", "min_severity", "pareto")]

@@ -50,7 +50,7 @@ def test_shipped_image_has_its_label_tree_and_degradation(downloads):
     name = next(f.name for f in sorted(image_dir.iterdir()) if f.name in set(ids))
     label = int(bundle.labels[np.flatnonzero(ids == name)[0]])
     h = imagenet_hierarchy()
-    at = open_page(PAGE, {"tmodel": "efficientnet_lite0", "theta": "0.6", "degrade": "blur", "severity": "5",
+    at = open_page(PAGE, {"tmodel": "efficientnet_lite0", "theta": "0.6", "degrade": "blur", "severity": "5", "ts": "0",
                           "timg": name})  # the deep link opens the shipped image
     assert not at.exception, [e.value for e in at.exception]
     if at.error:

@@ -58,7 +58,7 @@ def _csv(payload) -> list[dict]:
 
 
 def test_default_lists_the_busiest_internal_node(lite0, downloads):
-    at = open_page(PAGE, {"model": "efficientnet_lite0", "theta": "0.7", "cmp_rule": "climbing"})
+    at = open_page(PAGE, {"model": "efficientnet_lite0", "theta": "0.7", "cmp_rule": "climbing", "ts": "0"})
     assert not at.error, [e.value for e in at.error]
     h = lite0.hierarchy
     table = landing_counts(h, lite0.paths["climbing"], lite0.labels, 0.7)
@@ -84,7 +84,7 @@ def test_default_lists_the_busiest_internal_node(lite0, downloads):
 def test_node_deep_link_and_bad_node(lite0, downloads):
     h = lite0.hierarchy
     dog = h.index_of(next(n for n, name in zip(h.node_ids, h.names, strict=True) if name == "dog"))
-    at = open_page(PAGE, {"model": "efficientnet_lite0", "theta": "0.5", "node": h.node_ids[dog],
+    at = open_page(PAGE, {"model": "efficientnet_lite0", "theta": "0.5", "node": h.node_ids[dog], "ts": "0",
                           "cmp_rule": "max_coverage", "wkind": "icicle", "presenter": "1"})
     assert not at.error, [e.value for e in at.error]
     want = samples_at_node(h, lite0.paths["max_coverage"], lite0.labels, 0.5, dog)
