@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cache-logits": ("hsc_core.pipeline.caching.cli", "run models over images and cache their logits"),
     "evaluate": ("hsc_core.pipeline.evaluate", "hAURC / gain of every rule for one or many logits files (CSV)"),
     "report": ("hsc_core.report.html_report", "one self-contained offline HTML report"),
+    "hierarchy-sensitivity": ("hsc_core.pipeline.hierarchy_sensitivity",
+                              "hAURC / gain of one ImageNet-1k model under each built-in class tree"),
 }
 
 

@@ -64,6 +64,8 @@ DOCTESTED = [
     "hsc_core.config", "hsc_core.core.rules", "hsc_core.core.probabilities", "hsc_core.core.curves",
     "hsc_core.core.thresholds", "hsc_core.core.events", "hsc_core.core.protocol",
     "hsc_core.evaluation.model", "hsc_core.evaluation.results",
+    "hsc_core.datasets.corruptions", "hsc_core.datasets.imagenet_trees", "hsc_core.evaluation.sensitivity",
+    "hsc_core.pipeline.caching.ensemble",
 ]
 
 

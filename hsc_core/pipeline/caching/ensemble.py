@@ -8,7 +8,7 @@ Ensembles", NeurIPS 2017, average the members' probabilities the same way).
 
 >>> import numpy as np
 >>> a = np.log(np.array([[0.5, 0.5]])); b = np.log(np.array([[0.9, 0.1]]))
->>> np.exp(ensemble_logits([a, b])).round(3).tolist()
+>>> np.exp(ensemble_logits([a, b])).astype(float).round(3).tolist()
 [[0.7, 0.3]]
 """
 
