@@ -98,6 +98,8 @@ SLOW_TESTS = {  # file -> test functions (every parameter of each)
     "test_inference.py": {"test_classify_shared_image_matches_shipped_logits", "test_model_is_loaded_once_and_reused",
                           "test_png_with_alpha_and_large_photo_classify", "test_classify_greyscale_upload"},
     "test_models.py": {"test_lite0_pretrained_matches_shipped_logits"},  # ../shared images
+    # pretrained networks run on ../shared images, one per shipped variant
+    "test_variants.py": {"test_variant_regenerates_on_a_slice", "test_shipped_ensemble_regenerates_from_the_shipped_members"},
     "test_report.py": {"test_python_m_entry_point"},  # a subprocess
     # measured (and the pretrained-network tests among the AppTests)
     "test_formats.py": {"test_imagenet_is_a_with_the_class_list_gives_the_papers_tree"},
