@@ -170,3 +170,4 @@ def solver_view() -> None:
 
 
 solver_view()
+ui.shift_guarantee_section(es)  # calibrate on clean, test on corrupted images (when the model has them)

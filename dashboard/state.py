@@ -79,6 +79,23 @@ def _rules(s: str) -> list[str]:
     return [r for r in RULES if r in parts]
 
 
+_SHIFT = re.compile(r"[a-z_]{1,40}-[1-5]")
+
+
+def _shift(s: str) -> str:
+    # "clean" or a corruption-severity key; whether the model has that file is checked in the sidebar.
+    if s != "clean" and not _SHIFT.fullmatch(s):
+        raise Invalid("'clean' or a corruption and severity such as gaussian_blur-3")
+    return s
+
+
+def _shifts(s: str) -> list[str]:
+    parts = [p for p in s.split(",") if p] if s else []
+    if len(parts) > 30 or any(not _SHIFT.fullmatch(p) for p in parts):
+        raise Invalid("corruption-severity keys such as gaussian_blur-3, separated by commas")
+    return list(dict.fromkeys(parts))
+
+
 def _text(s: str) -> str:
     # Names (model, subset, sample) are checked by the page that uses them; only absurd ones stop here.
     if not s or len(s) > MAX_TEXT or any(ord(ch) < 32 for ch in s):
@@ -132,6 +149,10 @@ SETTINGS: dict[str, Setting] = {
     # global (sidebar)
     "model": Setting(None, _text),
     "subset": Setting("all", _text),
+    # clean images, or the model's cached logits on corrupted ones (cached_logits/shifted/)
+    "shift": Setting("clean", _shift),
+    # Compare / Risk–Coverage: shifted data overlaid on the clean curves
+    "shifts": Setting([], _shifts, lambda v: ",".join(v)),
     "ts": Setting(False, _bool, lambda v: "1" if v else "0"),
     "fmt": Setting("png", _choice("png", "svg")),
     # the data set picked for a model whose file names none (manifest without `dataset_id`)
@@ -155,6 +176,7 @@ SETTINGS: dict[str, Setting] = {
     "conf": _float_setting(0.9, 0.50, 0.99),
     "n": Setting(1000, _int_in(10, 10_000_000)),
     "split_seed": _int_setting(0, 0, MAX_SEED),
+    "ga_shift": Setting("gaussian_blur-3", _shift),
     "reps": _int_setting(200, 10, 1000),
     "solve": Setting("epsilon", _choice("alpha", "n", "epsilon", "delta")),
     "eps": _float_setting(0.01, 0.0001, 0.5),

@@ -99,6 +99,9 @@ SLOW_TESTS = {  # file -> test functions (every parameter of each)
                           "test_png_with_alpha_and_large_photo_classify", "test_classify_greyscale_upload"},
     "test_models.py": {"test_lite0_pretrained_matches_shipped_logits"},  # ../shared images
     # pretrained networks run on ../shared images, one per shipped variant
+    # measured: the first pays the app's start, the guarantee runs two evaluations
+    "test_app_shift.py": {"test_variants_are_models_and_shifts_are_data",
+                          "test_guaranteed_accuracy_calibrates_on_clean_and_tests_on_shifted"},
     "test_variants.py": {"test_variant_regenerates_on_a_slice", "test_shipped_ensemble_regenerates_from_the_shipped_members"},
     "test_report.py": {"test_python_m_entry_point"},  # a subprocess
     # measured (and the pretrained-network tests among the AppTests)
