@@ -29,6 +29,8 @@ PAGES = [
             url_path="guaranteed_accuracy"),
     st.Page("app_pages/compare_models.py", title="Compare models", icon=":material/compare_arrows:",
             url_path="compare_models"),
+    st.Page("app_pages/hierarchy_sensitivity.py", title="Hierarchy sensitivity", icon=":material/park:",
+            url_path="hierarchy_sensitivity"),
     st.Page("app_pages/try_an_image.py", title="Try an image", icon=":material/image:", url_path="try_an_image"),
 ]
 

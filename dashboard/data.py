@@ -716,6 +716,23 @@ def _evaluation(location: str, file_stamp: tuple, dataset_key: tuple, subset: st
                                        file=file_label(location))
 
 
+@cache_resource(max_entries=8, show_spinner=False)
+def _sensitivity(_es: EvalSet, key: tuple, trees: tuple[str, ...]) -> list:
+    from hsc_core.datasets.imagenet_trees import imagenet_tree
+    from hsc_core.evaluation.sensitivity import hierarchy_sensitivity
+
+    ev = _es.view.evaluation
+    return hierarchy_sensitivity(ev.logits, ev.labels, {t: imagenet_tree(t) for t in trees}, name=_es.model,
+                                 dataset=IMAGENET, ts=_es.ts, sample_ids=ev.sample_ids, sources=ev.sources,
+                                 subset=ev.subset, subset_name=ev.subset_name)
+
+
+def hierarchy_sensitivity(es: EvalSet, trees: tuple[str, ...]) -> list:
+    """Tidy rows of ``es``'s model under each ImageNet-1k tree (``evaluation.sensitivity``), cached per
+    model, data, subset, TS setting and trees."""
+    return _sensitivity(es, es.key, tuple(trees))
+
+
 def file_label(location: str) -> str:
     """What provenance (the report) says a model's file is: its name, never a server path."""
     if location.startswith(UPLOAD_PREFIX):

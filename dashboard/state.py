@@ -96,6 +96,16 @@ def _shifts(s: str) -> list[str]:
     return list(dict.fromkeys(parts))
 
 
+_TREES = ("wordnet", "authors_is_a", "induced_lite0", "random")  # hsc_core.datasets.imagenet_trees.TREES
+
+
+def _trees(s: str) -> list[str]:
+    parts = s.split(",") if s else []
+    if any(t not in _TREES for t in parts):
+        raise Invalid("tree names from " + ", ".join(_TREES) + ", separated by commas")
+    return [t for t in _TREES if t in parts]
+
+
 def _text(s: str) -> str:
     # Names (model, subset, sample) are checked by the page that uses them; only absurd ones stop here.
     if not s or len(s) > MAX_TEXT or any(ord(ch) < 32 for ch in s):
@@ -180,6 +190,8 @@ SETTINGS: dict[str, Setting] = {
     "reps": _int_setting(200, 10, 1000),
     "solve": Setting("epsilon", _choice("alpha", "n", "epsilon", "delta")),
     "eps": _float_setting(0.01, 0.0001, 0.5),
+    # Hierarchy sensitivity: the ImageNet-1k trees compared
+    "trees": Setting(list(_TREES), _trees, lambda v: ",".join(v)),
     # Presenter mode (bigger fonts, controls tucked away) and the guided story's step
     "presenter": Setting(False, _bool, lambda v: "1" if v else "0"),
     "step": Setting(1, _int_in(1, 5)),

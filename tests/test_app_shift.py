@@ -100,3 +100,21 @@ def test_guaranteed_accuracy_calibrates_on_clean_and_tests_on_shifted(use_shift_
     assert metrics["Clean test accuracy"] == f"{res.clean_accuracy:.4f}"
     assert metrics["Gaussian noise, severity 5"] == f"{res.shifted_accuracy:.4f}"
     assert metrics["Guarantee (≥ 1 − α − ε) on shifted"] == ("holds" if res.shifted_holds else "fails")
+
+
+def test_hierarchy_sensitivity_page_shows_the_librarys_numbers(use_shift_dir):
+    from hsc_core.datasets.imagenet_trees import imagenet_tree
+    from hsc_core.datasets.logits_io import load_logits
+    from hsc_core.evaluation.sensitivity import hierarchy_sensitivity, sensitivity_table
+
+    at = open_page("app_pages/hierarchy_sensitivity.py", {"model": "toy_net", "trees": "wordnet,random"})
+    assert not at.exception
+    shown = frame(at, "hAURC×1000")
+    assert list(shown["tree"].unique()) == ["WordNet 3.0 (default)", "random control (WordNet shape)"]
+    b = load_logits(use_shift_dir / "toy_net.npz")
+    ref = sensitivity_table(hierarchy_sensitivity(b.logits, b.labels, {t: imagenet_tree(t) for t in ("wordnet", "random")},
+                                                  name="toy_net"))
+    np.testing.assert_allclose(shown["hAURC×1000"], [d["haurc_x1000"] for d in ref])
+    np.testing.assert_allclose(shown["hAURC low"], [d["haurc_x1000_low"] for d in ref])
+    selective = shown[shown["rule"] == "Selective"]["hAURC×1000"]
+    assert selective.nunique() == 1  # Selective ignores the tree
