@@ -98,6 +98,10 @@ SLOW_TESTS = {  # file -> test functions (every parameter of each)
     "test_inference.py": {"test_classify_shared_image_matches_shipped_logits", "test_model_is_loaded_once_and_reused",
                           "test_png_with_alpha_and_large_photo_classify", "test_classify_greyscale_upload"},
     "test_models.py": {"test_lite0_pretrained_matches_shipped_logits"},  # ../shared images
+    # a subprocess loading Lite0; bootstraps over the ImageNet tree; WordNet parsed twice
+    "test_imagenet_trees.py": {"test_induced_tree_rebuilds_from_lite0s_weights", "test_cli_hierarchy_sensitivity",
+                               "test_guarantee_fails_under_a_strong_shift",
+                               "test_overrides_and_authors_tree_rebuild_from_wordnet"},
     # pretrained networks run on ../shared images, one per shipped variant
     # measured: the first pays the app's start, the guarantee runs two evaluations
     "test_app_shift.py": {"test_variants_are_models_and_shifts_are_data",
