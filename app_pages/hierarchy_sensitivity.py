@@ -23,7 +23,8 @@ es = ui.require_eval_set()
 if not ui.presenter():
     st.caption(ui.eval_caption(es))
 if es.dataset.name != data.IMAGENET:
-    st.info(f"The built-in alternative trees are ImageNet-1k's; this model's data set is *{ui.plain(es.dataset.name)}*.")
+    st.info("The built-in alternative trees are ImageNet-1k's; this model's data set is "
+            f"*{ui.plain(es.dataset.name)}*.")
     st.stop()
 trees = [t for t in TREES if t in state.get("trees")]
 if not trees:

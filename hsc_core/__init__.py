@@ -72,7 +72,8 @@ _EXPORTS: dict[str, str] = {
 # tests/test_public_api.py checks that it matches _EXPORTS
 __all__ = [
     "__version__",
-    "Hierarchy", "load_hierarchy", "imagenet_hierarchy", "imagenet_tree", "corrupt", "load_dataset", "load_logits", "save_logits",
+    "Hierarchy", "load_hierarchy", "imagenet_hierarchy", "imagenet_tree", "corrupt", "load_dataset", "load_logits",
+    "save_logits",
     "softmax", "node_probabilities", "fit_temperature",
     "RULES", "decision_paths", "selective_predict", "climbing_predict", "jumping_predict", "max_coverage_predict",
     "RCCurve", "hierarchical_rc_curve", "hierarchical_aurc", "hierarchical_gain", "bootstrap_haurc",

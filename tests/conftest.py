@@ -107,7 +107,8 @@ SLOW_TESTS = {  # file -> test functions (every parameter of each)
     "test_app_shift.py": {"test_variants_are_models_and_shifts_are_data",
                           "test_guaranteed_accuracy_calibrates_on_clean_and_tests_on_shifted",
                           "test_hierarchy_sensitivity_page_shows_the_librarys_numbers"},  # 4 bootstraps
-    "test_variants.py": {"test_variant_regenerates_on_a_slice", "test_shipped_ensemble_regenerates_from_the_shipped_members"},
+    "test_variants.py": {"test_variant_regenerates_on_a_slice",
+                         "test_shipped_ensemble_regenerates_from_the_shipped_members"},
     "test_report.py": {"test_python_m_entry_point"},  # a subprocess
     # measured (and the pretrained-network tests among the AppTests)
     "test_formats.py": {"test_imagenet_is_a_with_the_class_list_gives_the_papers_tree"},

@@ -112,8 +112,8 @@ def test_hierarchy_sensitivity_page_shows_the_librarys_numbers(use_shift_dir):
     shown = frame(at, "hAURC×1000")
     assert list(shown["tree"].unique()) == ["WordNet 3.0 (default)", "random control (WordNet shape)"]
     b = load_logits(use_shift_dir / "toy_net.npz")
-    ref = sensitivity_table(hierarchy_sensitivity(b.logits, b.labels, {t: imagenet_tree(t) for t in ("wordnet", "random")},
-                                                  name="toy_net"))
+    trees = {t: imagenet_tree(t) for t in ("wordnet", "random")}
+    ref = sensitivity_table(hierarchy_sensitivity(b.logits, b.labels, trees, name="toy_net"))
     np.testing.assert_allclose(shown["hAURC×1000"], [d["haurc_x1000"] for d in ref])
     np.testing.assert_allclose(shown["hAURC low"], [d["haurc_x1000_low"] for d in ref])
     selective = shown[shown["rule"] == "Selective"]["hAURC×1000"]

@@ -157,7 +157,11 @@ def derive_is_a_overrides(is_a_path: str | Path, hypernyms: dict[str, list[str]]
     ``not_in_wordnet`` lists the children whose chosen parent is no WordNet 3.0 hypernym of theirs."""
     from ..core.hierarchy import _first_parent_scan
 
-    pairs = [tuple(line.split()) for line in Path(is_a_path).read_text().splitlines() if line.strip()]
+    pairs: list[tuple[str, str]] = []
+    for line in Path(is_a_path).read_text().splitlines():
+        if line.strip():
+            parent, child = line.split()
+            pairs.append((parent, child))
     chosen = _first_parent_scan(pairs, list(leaves))
     parents = {c: p for c, p in chosen.items() if hypernyms.get(c, [None])[0] != p}
     roots = sorted({p for p in chosen.values() if p not in chosen})
@@ -237,7 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--wordnet-dir", type=Path, default=DEFAULT_WORDNET_DIR,
                     help=f"directory holding WordNet 3.0's data.noun (default {DEFAULT_WORDNET_DIR})")
     ap.add_argument("--out", type=Path, default=None,
-                    help=f"output JSON path (default {DEFAULT_OUT.name}, or {AUTHORS_OUT.name} with --tree authors_is_a)")
+                    help=f"output JSON path (default {DEFAULT_OUT.name}, "
+                         f"or {AUTHORS_OUT.name} with --tree authors_is_a)")
     ap.add_argument("--tree", choices=("wordnet", "authors_is_a"), default="wordnet",
                     help="which tree: WordNet's first hypernyms, or the authors' is-a tree (WordNet + overrides)")
     ap.add_argument("--derive-overrides", type=Path, default=None, metavar="IS_A_TXT",

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..core.hierarchy import Hierarchy
+from ..core.risk import Loss
 from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES
 from ..core.validation import quote
 from .model import ModelEvaluation
@@ -36,7 +37,7 @@ __all__ = ["hierarchy_sensitivity", "sensitivity_table"]
 
 def hierarchy_sensitivity(logits: np.ndarray, labels: np.ndarray, trees: Mapping[str, Hierarchy], *,
                           name: str = "model", dataset: str = "data", ts: bool = False,
-                          losses: Sequence[str] = ("01",), n_resamples: int = N_RESAMPLES,
+                          losses: Sequence[Loss] = ("01",), n_resamples: int = N_RESAMPLES,
                           seed: int = BOOTSTRAP_SEED, **evaluation: Any) -> list[ResultRow]:
     """Tidy rows (``results.RESULT_COLUMNS``) of every rule's hAURC and gain, with 95 % bootstrap
     intervals, for each tree in ``trees``.

@@ -15,6 +15,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -28,14 +29,17 @@ def classifier_weights(model_name: str) -> np.ndarray:
     """float64 (1000, D) final-layer weights of a registered ImageNet-1k model (``models.load_model``)."""
     from .models import load_model
 
+    model: Any
     model, _, info = load_model(model_name)
     if info.num_classes != 1000:
         raise ValueError(f"{model_name} has {info.num_classes} outputs, not ImageNet-1k's 1000")
-    return model.get_classifier().weight.detach().double().numpy()
+    head: Any = model.get_classifier()  # timm's EfficientNet: a torch.nn.Linear
+    return head.weight.detach().double().numpy()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m hsc_core.pipeline.induce_hierarchy", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m hsc_core.pipeline.induce_hierarchy",
+                                 description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="efficientnet_lite0", help="registered model whose classifier is clustered")
     ap.add_argument("--out", type=Path, default=INDUCED_JSON, help="output JSON path")
     args = ap.parse_args(argv)

@@ -111,11 +111,11 @@ class VariantModel(torch.nn.Module):
 
     def _masks(self, sample_index: torch.Tensor, width: int, device: torch.device) -> torch.Tensor:
         """(passes, N, width) inverted-dropout masks, each image's drawn from its own seeded generator."""
-        keep = 1.0 - self.rate
+        keep, passes = 1.0 - self.rate, int(self.passes or 0)
         rows = []
         for i in sample_index.tolist():
             g = torch.Generator().manual_seed(self.seed * 1_000_003 + int(i))
-            rows.append(torch.bernoulli(torch.full((self.passes, width), keep), generator=g) / keep)
+            rows.append(torch.bernoulli(torch.full((passes, width), keep), generator=g) / keep)
         return torch.stack(rows, dim=1).to(device)
 
     def forward(self, x: torch.Tensor, sample_index: torch.Tensor) -> torch.Tensor:
