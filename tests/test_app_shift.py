@@ -118,3 +118,17 @@ def test_hierarchy_sensitivity_page_shows_the_librarys_numbers(use_shift_dir):
     np.testing.assert_allclose(shown["hAURC low"], [d["haurc_x1000_low"] for d in ref])
     selective = shown[shown["rule"] == "Selective"]["hAURC×1000"]
     assert selective.nunique() == 1  # Selective ignores the tree
+
+
+def test_link_values_of_the_new_settings_are_checked():
+    from dashboard import state
+
+    s = state.SETTINGS
+    assert s["shift"].parse("clean") == "clean" and s["shift"].parse("gaussian_blur-3") == "gaussian_blur-3"
+    assert s["shifts"].parse("jpeg_compression-5,gaussian_noise-1,jpeg_compression-5") == \
+        ["jpeg_compression-5", "gaussian_noise-1"]
+    assert s["trees"].parse("random,wordnet") == ["wordnet", "random"]
+    for key, bad in (("shift", "../etc-1"), ("shift", "blur-9"), ("shifts", "blur-3,<b>-1"), ("trees", "oak"),
+                     ("ga_shift", "clean-x")):
+        with pytest.raises(state.Invalid):
+            s[key].parse(bad)
