@@ -196,6 +196,9 @@ def shift_picker(model: str | None) -> None:
     if not shifts:
         if state.get("shift") != data.CLEAN:
             state.set("shift", data.CLEAN)
+        related = [m for m in catalog() if model and m.startswith(f"{model}__") and data.shift_catalog(m)]
+        if related:  # e.g. the corrupted images were run in bf16: their clean reference is the bf16 variant
+            st.caption(f"Corrupted copies of the images are cached for **{plain(related[0])}**: pick it to compare.")
         return
     options = [data.CLEAN, *shifts]
     if state.get("shift") not in options:

@@ -132,3 +132,17 @@ def test_link_values_of_the_new_settings_are_checked():
                      ("ga_shift", "clean-x")):
         with pytest.raises(state.Invalid):
             s[key].parse(bad)
+
+
+def test_a_model_without_shifts_points_to_its_variant_that_has_them(tmp_path, monkeypatch):
+    h = imagenet_hierarchy()
+    logits, labels = synthetic_logits(h, 200, seed=0)
+    ids = [f"i{k}" for k in range(200)]
+    save_logits(tmp_path / "net.npz", logits, labels, ids, dtype="float32")
+    save_logits(tmp_path / "variants" / "net__bf16.npz", logits, labels, ids, dtype="float32")
+    save_logits(tmp_path / "shifted" / "net__bf16__gaussian_blur-1.npz", logits, labels, ids, dtype="float32")
+    monkeypatch.delenv("HSC_SYNTHETIC", raising=False)
+    monkeypatch.setenv("HSC_CACHED_LOGITS_DIR", str(tmp_path))
+    at = open_page("app_pages/risk_coverage.py", {"model": "net"})
+    assert not [s for s in at.selectbox if s.label == "Images"]
+    assert any("pick it to compare" in c.value and "bf16" in c.value for c in at.caption)
