@@ -33,6 +33,8 @@ PAGES = [
     st.Page("app_pages/where_in_tree.py", title="Where it stops", icon=":material/donut_large:",
             url_path="where_in_tree"),
     st.Page("app_pages/model_atlas.py", title="Model atlas", icon=":material/scatter_plot:", url_path="model_atlas"),
+    st.Page("app_pages/hierarchy_sensitivity.py", title="Hierarchy sensitivity", icon=":material/park:",
+            url_path="hierarchy_sensitivity"),
     st.Page("app_pages/try_an_image.py", title="Try an image", icon=":material/image:", url_path="try_an_image"),
     # The default page lives at "/"; this hidden twin makes a shared "/overview" link open it too.
     st.Page("app_pages/overview.py", title="Overview", icon=":material/home:", url_path="overview",

@@ -33,6 +33,7 @@ if not catalog:
     ui.no_models_message()
     st.stop()
 
+catalog = {**catalog, **ui.shift_overlays("cmp")}  # the current model on corrupted images, when asked for
 show_ci = st.toggle("95 % bootstrap intervals", key="cmp_ci",
                     help="Paired bootstrap over each model's evaluation samples (a few seconds per model the first "
                          "time). Intervals are for the exact curves.")

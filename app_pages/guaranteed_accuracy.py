@@ -372,3 +372,4 @@ def guaranteed_accuracy() -> None:
 
 
 guaranteed_accuracy()
+ui.shift_guarantee_section(es)  # calibrate on clean, test on corrupted images (when the model has them)

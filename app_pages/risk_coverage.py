@@ -79,6 +79,7 @@ def theta_view() -> None:
 
 
 theta_view()
+ui.shift_overlay_section(es, rules, loss, dec)
 
 st.subheader("Area under the curves")
 table = cs.haurc_table(rules)

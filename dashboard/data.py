@@ -142,9 +142,50 @@ def model_catalog(uploaded: dict[str, str] | None = None) -> dict[str, str]:
         name = f"synthetic-{n}" if ds == IMAGENET else f"synthetic-{n}-taxonomy"
         return {name: f"{SYNTHETIC_PREFIX}{n}:{ds}"}
     catalog = {p.stem: str(p) for p in list_cached_logits(cached_logits_dir())}
+    # Model variants (TTA, ensemble, MC dropout, …: cached_logits/README.md) are models too, listed after.
+    for p in list_cached_logits(cached_logits_dir() / VARIANTS_DIR):
+        catalog.setdefault(p.stem, str(p))
     for name, loc in (uploaded or {}).items():
         catalog.setdefault(name, loc)
     return catalog
+
+
+# ---------------------------------------------------------------------------- shifted data
+VARIANTS_DIR = "variants"  # cached_logits/variants/: model variants, in the model picker
+SHIFTED_DIR = "shifted"  # cached_logits/shifted/<model>__<corruption>-<severity>.npz: the same images corrupted
+CLEAN = "clean"
+_SHIFT_KEY = re.compile(r"([a-z_]+)-([1-5])")
+
+
+def shift_catalog(model: str | None) -> dict[str, str]:
+    """Shift key (``gaussian_blur-3``) → file of ``model``'s logits on corrupted images, ordered by
+    corruption then severity; empty for a model without any (or for uploads, which have no folder)."""
+    if not model:
+        return {}
+    found = {}
+    for p in list_cached_logits(cached_logits_dir() / SHIFTED_DIR):
+        base, sep, key = p.stem.rpartition("__")
+        if sep and base == model and _SHIFT_KEY.fullmatch(key):
+            found[key] = str(p)
+    return dict(sorted(found.items(), key=lambda kv: (kv[0].rsplit("-", 1)[0], int(kv[0].rsplit("-", 1)[1]))))
+
+
+def shift_label(key: str) -> str:
+    """``gaussian_blur-3`` → "Gaussian blur, severity 3"; ``clean`` → "clean (original images)"."""
+    m = _SHIFT_KEY.fullmatch(key)
+    if key == CLEAN or m is None:
+        return "clean (original images)"
+    name = m.group(1).replace("_", " ")
+    return f"{name[0].upper()}{name[1:]}, severity {m.group(2)}"
+
+
+def shifted_model(model: str | None, location: str | None, shift: str | None) -> tuple[str | None, str | None]:
+    """(name, location) of ``model`` on the ``shift``-corrupted images, or the model itself for
+    ``clean`` or a shift it has no file for. The name is the file's stem, so exports say which data."""
+    path = shift_catalog(model).get(shift or CLEAN)
+    if model is None or path is None:
+        return model, location
+    return Path(path).stem, path
 
 
 def default_model(catalog: dict[str, str]) -> str | None:
@@ -680,6 +721,23 @@ def _evaluation(location: str, file_stamp: tuple, dataset_key: tuple, subset: st
     return ModelEvaluation.from_bundle(bundle, ds.hierarchy, name=_model, dataset=ds.name,
                                        subset=None if mask.all() else mask, subset_name=subset,
                                        file=file_label(location))
+
+
+@cache_resource(max_entries=8, show_spinner=False)
+def _sensitivity(_es: EvalSet, key: tuple, trees: tuple[str, ...]) -> list:
+    from hsc_core.datasets.imagenet_trees import imagenet_tree
+    from hsc_core.evaluation.sensitivity import hierarchy_sensitivity
+
+    ev = _es.view.evaluation
+    return hierarchy_sensitivity(ev.logits, ev.labels, {t: imagenet_tree(t) for t in trees}, name=_es.model,
+                                 dataset=IMAGENET, ts=_es.ts, sample_ids=ev.sample_ids, sources=ev.sources,
+                                 subset=ev.subset, subset_name=ev.subset_name)
+
+
+def hierarchy_sensitivity(es: EvalSet, trees: tuple[str, ...]) -> list:
+    """Tidy rows of ``es``'s model under each ImageNet-1k tree (``evaluation.sensitivity``), cached per
+    model, data, subset, TS setting and trees."""
+    return _sensitivity(es, es.key, tuple(trees))
 
 
 def file_label(location: str) -> str:

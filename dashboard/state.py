@@ -91,6 +91,33 @@ def _methods(s: str) -> list[str]:
     return [m for m in METHODS if m in parts]
 
 
+_SHIFT = re.compile(r"[a-z_]{1,40}-[1-5]")
+
+
+def _shift(s: str) -> str:
+    # "clean" or a corruption-severity key; whether the model has that file is checked in the sidebar.
+    if s != "clean" and not _SHIFT.fullmatch(s):
+        raise Invalid("'clean' or a corruption and severity such as gaussian_blur-3")
+    return s
+
+
+def _shifts(s: str) -> list[str]:
+    parts = [p for p in s.split(",") if p] if s else []
+    if len(parts) > 30 or any(not _SHIFT.fullmatch(p) for p in parts):
+        raise Invalid("corruption-severity keys such as gaussian_blur-3, separated by commas")
+    return list(dict.fromkeys(parts))
+
+
+_TREES = ("wordnet", "authors_is_a", "induced_lite0", "random")  # hsc_core.datasets.imagenet_trees.TREES
+
+
+def _trees(s: str) -> list[str]:
+    parts = s.split(",") if s else []
+    if any(t not in _TREES for t in parts):
+        raise Invalid("tree names from " + ", ".join(_TREES) + ", separated by commas")
+    return [t for t in _TREES if t in parts]
+
+
 def _text(s: str) -> str:
     # Names (model, subset, sample) are checked by the page that uses them; only absurd ones stop here.
     if not s or len(s) > MAX_TEXT or any(ord(ch) < 32 for ch in s):
@@ -144,6 +171,10 @@ SETTINGS: dict[str, Setting] = {
     # global (sidebar)
     "model": Setting(None, _text),
     "subset": Setting("all", _text),
+    # clean images, or the model's cached logits on corrupted ones (cached_logits/shifted/)
+    "shift": Setting("clean", _shift),
+    # Compare / Risk–Coverage: shifted data overlaid on the clean curves
+    "shifts": Setting([], _shifts, lambda v: ",".join(v)),
     # Temperature scaling is on by default on every page, as in the Overview's headline and `hsc report`
     # (the paper's protocol fits T on the calibration split); without it some rules do worse.
     "ts": Setting(True, _bool, lambda v: "1" if v else "0"),
@@ -171,6 +202,7 @@ SETTINGS: dict[str, Setting] = {
     "conf": _float_setting(0.9, 0.50, 0.99),
     "n": Setting(1000, _int_in(10, 10_000_000)),
     "split_seed": _int_setting(0, 0, MAX_SEED),
+    "ga_shift": Setting("gaussian_blur-3", _shift),
     "reps": _int_setting(200, 10, 1000),
     "solve": Setting("epsilon", _choice("alpha", "n", "epsilon", "delta")),
     "eps": _float_setting(0.01, 0.0001, 0.5),
@@ -182,6 +214,8 @@ SETTINGS: dict[str, Setting] = {
     "g_card": Setting("theorem1_pac", _choice(*METHODS)),
     "g_depth": _int_setting(2, 0, 30),
     "g_pv": Setting("binomial", _choice("binomial", "hoeffding_bentkus")),
+    # Hierarchy sensitivity: the ImageNet-1k trees compared
+    "trees": Setting(list(_TREES), _trees, lambda v: ",".join(v)),
     # Presenter mode (bigger fonts, controls tucked away) and the guided story's step
     "presenter": Setting(False, _bool, lambda v: "1" if v else "0"),
     "step": Setting(1, _int_in(1, 5)),

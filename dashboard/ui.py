@@ -97,7 +97,7 @@ def no_models_message() -> None:
 
 def require_eval_set(ts: bool | None = None) -> data.EvalSet:
     """The current model's evaluation samples, or an in-page st.error and st.stop()."""
-    name, location = current_model()
+    name, location = data.shifted_model(*current_model(), state.get("shift"))
     if name is None or location is None:
         no_models_message()
         st.stop()
@@ -177,6 +177,7 @@ def sidebar() -> None:
                 state.set("subset", data.ALL)
             state.bind(st.selectbox, "Samples", "subset", scope="sb", options=list(options),
                        format_func=options.get, help="Data subset by source tag.")
+            shift_picker(name)
         state.bind(st.toggle, "Temperature scaling", "ts", scope="sb",
                    help=PROTOCOL_TEXT)
         if state.get("ts") and bundle is not None:
@@ -192,6 +193,114 @@ def sidebar() -> None:
         state.bind(st.radio, "Figure download format", "fmt", scope="sb", options=["png", "svg"],
                    horizontal=True, format_func=str.upper,
                    help="The camera icon in each figure's toolbar saves it in this format.")
+
+
+def shift_picker(model: str | None) -> None:
+    """Clean images, or the same images under a corruption (cached_logits/shifted/), when the model has any."""
+    shifts = data.shift_catalog(model)
+    if not shifts:
+        if state.get("shift") != data.CLEAN:
+            state.set("shift", data.CLEAN)
+        related = [m for m in catalog() if model and m.startswith(f"{model}__") and data.shift_catalog(m)]
+        if related:  # e.g. the corrupted images were run in bf16: their clean reference is the bf16 variant
+            st.caption(f"Corrupted copies of the images are cached for **{plain(related[0])}**: pick it to compare.")
+        return
+    options = [data.CLEAN, *shifts]
+    if state.get("shift") not in options:
+        state.set("shift", data.CLEAN)
+    state.bind(st.selectbox, "Images", "shift", scope="sb", options=options, format_func=data.shift_label,
+               help="The same images under an ImageNet-C corruption (Hendrycks & Dietterich 2019), cached by "
+                    "`hsc cache-logits --corruption NAME --severity S`: the analysis pages show that shifted data.")
+
+
+def shift_overlays(scope: str) -> dict[str, str]:
+    """A picker of the current model's shifted data to overlay on a page's clean curves;
+    returns name (the file's stem) → location of each chosen one."""
+    model, _ = current_model()
+    shifts = data.shift_catalog(model)
+    if not shifts:
+        return {}
+    chosen = [k for k in state.get("shifts") if k in shifts]
+    if chosen != state.get("shifts"):
+        state.set("shifts", chosen)
+    picked = state.bind(st.multiselect, f"Overlay {model} on corrupted images", "shifts", scope=scope,
+                        options=list(shifts), format_func=data.shift_label,
+                        help="Curves of the same model on the same images under ImageNet-C corruptions.")
+    return {Path(shifts[k]).stem: shifts[k] for k in picked}
+
+
+def shift_overlay_section(es: data.EvalSet, rules: list[str], loss: Loss = "01", dec: int | None = None) -> None:
+    """Risk–Coverage's "clean vs corrupted" part: the first selected rule's curve on the clean images and on
+    each picked corruption, with a table (hAURC, top-1) per data and rule. Nothing for a model without shifts."""
+    from hsc_core.core.rules import RULE_LABELS
+
+    from . import plots
+
+    model, location = current_model()
+    if not data.shift_catalog(model) or not rules or location is None or model is None:
+        return
+    st.subheader("Clean vs corrupted images")
+    extra = shift_overlays("rc")
+    if not extra:
+        st.caption("Pick corrupted versions of the images above to overlay their curves.")
+        return
+    clean = data.eval_set(model, location, state.get("subset"), es.ts)
+    sets, tops = {clean.model: data.curve_set(clean, loss, dec)}, {clean.model: clean.top1}
+    for name, loc in extra.items():
+        try:
+            shifted = data.eval_set(name, loc, state.get("subset"), es.ts)
+            sets[name], tops[name] = data.curve_set(shifted, loss, dec), shifted.top1
+        except data.LOAD_ERRORS as exc:
+            st.error(f"**{plain(name)}** is left out: {plain(public_message(exc))}")
+    rule = rules[0]
+    figure(plots.compare_figure(sets, rule, loss), f"rc_shift_{rule}_{loss}", key="rc_shift_chart",
+           context=export_context(clean), title=f"{RULE_LABELS[rule]}: clean vs corrupted images")
+    table = [{"data": name, "rule": RULE_LABELS[r], "top-1 accuracy": tops[name],
+              "hAURC×1000": 1000 * cs.curves[r].haurc} for name, cs in sets.items() for r in rules]
+    st.dataframe(pd.DataFrame(table), hide_index=True, key="rc_shift_table",
+                 column_config={"hAURC×1000": st.column_config.NumberColumn(format="%.3f"),
+                                "top-1 accuracy": st.column_config.NumberColumn(format="%.4f")})
+    csv_download(table, f"rc_shift_{loss}", key="dl_rc_shift", context=export_context(clean))
+
+
+def shift_guarantee_section(es: data.EvalSet) -> None:
+    """Guaranteed accuracy's "under distribution shift" part: θ̂ calibrated on clean images (the page's
+    α, δ, n and seed), Climbing tested on the other images clean and corrupted
+    (``hsc_core.evaluation.shift.guarantee_under_shift``). Nothing for a model without shifted data."""
+    from hsc_core.evaluation.shift import guarantee_under_shift
+
+    model, location = current_model()
+    shifts = data.shift_catalog(model)
+    if not shifts or model is None or location is None:
+        return
+    st.subheader("Does the guarantee hold under distribution shift?")
+    st.caption("θ̂ is calibrated on clean images, then Climbing at θ̂ is scored on the remaining images, clean and "
+               "corrupted (the same split, so the difference is the shift). Theorem 1 assumes calibration and test "
+               "data are exchangeable; corrupted test images break that.")
+    options = [k for k in shifts]
+    if state.get("ga_shift") not in options:
+        state.set("ga_shift", options[0])
+    key = state.bind(st.selectbox, "Test on", "ga_shift", scope="ga", options=options, format_func=data.shift_label)
+    clean = data.eval_set(model, location, state.get("subset"), es.ts)
+    try:
+        shifted = data.eval_set(Path(shifts[key]).stem, shifts[key], state.get("subset"), es.ts)
+        n_cal = int(min(max(10, int(state.get("n"))), clean.n - 1))
+        res = guarantee_under_shift(clean.view, shifted.view, n_cal=n_cal, alpha=round(1 - state.get("acc"), 6),
+                                    delta=round(1 - state.get("conf"), 6), seed=int(state.get("split_seed")))
+    except (*data.LOAD_ERRORS, ValueError) as exc:
+        st.error(plain(public_message(exc)))
+        return
+    m = st.columns(4)
+    m[0].metric("θ̂ (from clean)", f"{res.theta_hat:.4f}")
+    m[1].metric("Clean test accuracy", f"{res.clean_accuracy:.4f}", delta=f"{res.clean_accuracy - res.target:+.4f}",
+                delta_color="off")
+    m[2].metric(f"{data.shift_label(key)}", f"{res.shifted_accuracy:.4f}",
+                delta=f"{res.shifted_accuracy - res.target:+.4f}", delta_color="off")
+    m[3].metric("Guarantee (≥ 1 − α − ε) on shifted", "holds" if res.shifted_holds else "fails")
+    st.caption(f"Target {res.target:.3f}, ε = {res.epsilon:.4f}, {res.n_cal:,} clean calibration / {res.n_test:,} "
+               f"test images; coverage clean {res.clean_coverage:.3f}, corrupted {res.shifted_coverage:.3f}.")
+    csv_download([{"shift": key, **res.as_row()}], f"guarantee_under_{key}", key="dl_ga_shift",
+                 context=export_context(clean))
 
 
 def _upload_widget() -> None:

@@ -32,6 +32,8 @@ _EXPORTS: dict[str, str] = {
     "Hierarchy": "core.hierarchy",
     "load_hierarchy": "datasets.formats",
     "imagenet_hierarchy": "datasets.imagenet",
+    "imagenet_tree": "datasets.imagenet_trees",
+    "corrupt": "datasets.corruptions",
     "load_dataset": "datasets.registry",
     "load_logits": "datasets.logits_io",
     "save_logits": "datasets.logits_io",
@@ -93,13 +95,16 @@ _EXPORTS: dict[str, str] = {
     # where in the tree
     "landing_counts": "evaluation.diagnostics",
     "mistake_severity_histogram": "evaluation.diagnostics",
+    "hierarchy_sensitivity": "evaluation.sensitivity",
+    "guarantee_under_shift": "evaluation.shift",
 }
 
 # spelled out (not derived from _EXPORTS) so linters and type checkers see the public names;
 # tests/test_public_api.py checks that it matches _EXPORTS
 __all__ = [
     "__version__",
-    "Hierarchy", "load_hierarchy", "imagenet_hierarchy", "load_dataset", "load_logits", "save_logits",
+    "Hierarchy", "load_hierarchy", "imagenet_hierarchy", "imagenet_tree", "corrupt", "load_dataset", "load_logits",
+    "save_logits",
     "softmax", "node_probabilities", "fit_temperature",
     "RULES", "decision_paths", "selective_predict", "climbing_predict", "jumping_predict", "max_coverage_predict",
     "RCCurve", "hierarchical_rc_curve", "hierarchical_aurc", "hierarchical_gain", "bootstrap_haurc",
@@ -110,6 +115,7 @@ __all__ = [
     "ModelEvaluation", "EvaluationSet", "RESULT_COLUMNS", "wide_table", "to_csv",
     "GuaranteeData", "GuaranteeSettings", "calibrate", "shootout", "decision_card",
     "load_atlas_table", "training_regimes", "paper_table1", "landing_counts", "mistake_severity_histogram",
+    "hierarchy_sensitivity", "guarantee_under_shift",
 ]
 
 # Modules that moved when the package was split into core/, datasets/ and pipeline/ (0.2).

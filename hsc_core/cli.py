@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "guarantees": ("hsc_core.report.guarantees_cli", "every accuracy guarantee side by side on repeated calibrations"),
     "card": ("hsc_core.report.card_cli", "a decision card: the θ to ship and its guarantee (Markdown + JSON)"),
     "atlas": ("hsc_core.report.atlas_cli", "the model atlas of a per-model results table (e.g. the authors' 1,116)"),
+    "hierarchy-sensitivity": ("hsc_core.pipeline.hierarchy_sensitivity",
+                              "hAURC / gain of one ImageNet-1k model under each built-in class tree"),
 }
 
 

@@ -112,6 +112,17 @@ SLOW_TESTS = {  # file -> test functions (every parameter of each)
                           "test_png_with_alpha_and_large_photo_classify", "test_classify_greyscale_upload"},
     "test_models.py": {"test_lite0_pretrained_matches_shipped_logits"},  # ../shared images
     "test_perturbation.py": {"test_blur_makes_climbing_retreat_on_real_images"},  # pretrained net, ../shared
+    # a subprocess loading Lite0; bootstraps over the ImageNet tree; WordNet parsed twice
+    "test_imagenet_trees.py": {"test_induced_tree_rebuilds_from_lite0s_weights", "test_cli_hierarchy_sensitivity",
+                               "test_guarantee_fails_under_a_strong_shift",
+                               "test_overrides_and_authors_tree_rebuild_from_wordnet"},
+    # pretrained networks run on ../shared images, one per shipped variant
+    # measured: the first pays the app's start, the guarantee runs two evaluations
+    "test_app_shift.py": {"test_variants_are_models_and_shifts_are_data",
+                          "test_guaranteed_accuracy_calibrates_on_clean_and_tests_on_shifted",
+                          "test_hierarchy_sensitivity_page_shows_the_librarys_numbers"},  # 4 bootstraps
+    "test_variants.py": {"test_variant_regenerates_on_a_slice",
+                         "test_shipped_ensemble_regenerates_from_the_shipped_members"},
     "test_report.py": {"test_python_m_entry_point"},  # a subprocess
     # measured (and the pretrained-network tests among the AppTests)
     "test_formats.py": {"test_imagenet_is_a_with_the_class_list_gives_the_papers_tree"},

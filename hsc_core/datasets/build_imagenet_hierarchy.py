@@ -4,6 +4,13 @@ Usage::
 
     python -m hsc_core.datasets.build_imagenet_hierarchy [--wordnet-dir /usr/share/wordnet]
         [--out hsc_core/datasets/data/imagenet_wordnet_hierarchy.json]
+    python -m hsc_core.datasets.build_imagenet_hierarchy --tree authors_is_a \
+        [--out hsc_core/datasets/data/imagenet_authors_is_a_hierarchy.json]
+
+``--tree authors_is_a`` builds the authors' tree (``datasets.imagenet_trees``) from the same WordNet
+data plus the shipped parent links where ImageNet's is-a file, scanned as the authors do, picks another
+parent than WordNet's first hypernym (``imagenet_is_a_parent_overrides.json``, written from an is-a
+file by ``--derive-overrides wordnet.is_a.txt``).
 
 WordNet 3.0's ``data.noun`` comes from the Debian package ``wordnet-base``
 (``sudo apt-get install wordnet-base``); it installs to ``/usr/share/wordnet``.
@@ -35,6 +42,9 @@ from ..core.hierarchy import Hierarchy
 DEFAULT_WORDNET_DIR = Path("/usr/share/wordnet")
 DEFAULT_OUT = Path(__file__).resolve().parent / "data" / "imagenet_wordnet_hierarchy.json"
 NAMES_FILE = "imagenet_wordnet_names.json"  # written next to --out
+OVERRIDES_FILE = Path(__file__).resolve().parent / "data" / "imagenet_is_a_parent_overrides.json"
+AUTHORS_OUT = Path(__file__).resolve().parent / "data" / "imagenet_authors_is_a_hierarchy.json"
+OVERRIDES_FORMAT = "hsc-parent-overrides/1"
 INSTALL_HINT = "sudo apt-get install wordnet-base"
 
 
@@ -139,6 +149,58 @@ def tree_from_hypernyms(hypernyms: dict[str, list[str]], names: dict[str, str], 
     return Hierarchy.from_parent_map(parent_of, leaves, {n: names[n] for n in seen})
 
 
+def derive_is_a_overrides(is_a_path: str | Path, hypernyms: dict[str, list[str]], leaves: Sequence[str]) -> dict:
+    """The parent links of an is-a file's tree (first parent in the authors' scan, as
+    ``Hierarchy.from_is_a_file`` picks them) that differ from WordNet's first hypernym, and its root.
+
+    Returns the JSON-ready ``{"format", "root", "parents": {child: parent}, "not_in_wordnet": [child, …]}``;
+    ``not_in_wordnet`` lists the children whose chosen parent is no WordNet 3.0 hypernym of theirs."""
+    from ..core.hierarchy import _first_parent_scan
+
+    pairs: list[tuple[str, str]] = []
+    for line in Path(is_a_path).read_text().splitlines():
+        if line.strip():
+            parent, child = line.split()
+            pairs.append((parent, child))
+    chosen = _first_parent_scan(pairs, list(leaves))
+    parents = {c: p for c, p in chosen.items() if hypernyms.get(c, [None])[0] != p}
+    roots = sorted({p for p in chosen.values() if p not in chosen})
+    if len(roots) != 1:
+        raise WordNetError(f"the is-a tree has {len(roots)} roots ({roots[:5]}); expected one")
+    return {"format": OVERRIDES_FORMAT, "root": roots[0], "parents": dict(sorted(parents.items())),
+            "not_in_wordnet": sorted(c for c, p in parents.items() if p not in hypernyms.get(c, []))}
+
+
+def tree_with_overrides(hypernyms: dict[str, list[str]], names: dict[str, str], leaves: Sequence[str],
+                        overrides: dict) -> Hierarchy:
+    """The tree whose parents are WordNet's first hypernyms except where ``overrides["parents"]`` says
+    otherwise, cut at ``overrides["root"]`` (``derive_is_a_overrides``), then collapsed as usual."""
+    if overrides.get("format") != OVERRIDES_FORMAT:
+        raise WordNetError(f"parent overrides: expected format {OVERRIDES_FORMAT!r}, got {overrides.get('format')!r}")
+    chosen, root = overrides["parents"], overrides["root"]
+    parent_of: dict[str, str] = {}
+    queue, seen = list(leaves), set(leaves)
+    for node in queue:
+        if node == root:
+            continue
+        par = chosen.get(node) or (hypernyms[node][0] if node in hypernyms else None)
+        if par is None:
+            raise WordNetError(f"{node} has no parent in WordNet 3.0 and none in the overrides")
+        parent_of[node] = par
+        if par not in seen:
+            seen.add(par)
+            queue.append(par)
+    return Hierarchy.from_parent_map(parent_of, list(leaves), {n: names.get(n, n) for n in seen})
+
+
+def build_authors_hierarchy(wordnet_dir: str | Path = DEFAULT_WORDNET_DIR,
+                            overrides_path: str | Path = OVERRIDES_FILE) -> Hierarchy:
+    """The authors' is-a tree over the 1000 ImageNet-1k classes, from WordNet 3.0 and the shipped overrides."""
+    hypernyms, names = parse_wordnet_nouns(Path(wordnet_dir) / "data.noun")
+    overrides = json.loads(Path(overrides_path).read_text())
+    return tree_with_overrides(hypernyms, names, timm_imagenet_wnids(), overrides)
+
+
 def compare_hierarchies(a: Hierarchy, b: Hierarchy) -> dict:
     """Summarise how two trees over the same leaves differ (used for data/README.md).
 
@@ -178,19 +240,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--wordnet-dir", type=Path, default=DEFAULT_WORDNET_DIR,
                     help=f"directory holding WordNet 3.0's data.noun (default {DEFAULT_WORDNET_DIR})")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output JSON path")
+    ap.add_argument("--out", type=Path, default=None,
+                    help=f"output JSON path (default {DEFAULT_OUT.name}, "
+                         f"or {AUTHORS_OUT.name} with --tree authors_is_a)")
+    ap.add_argument("--tree", choices=("wordnet", "authors_is_a"), default="wordnet",
+                    help="which tree: WordNet's first hypernyms, or the authors' is-a tree (WordNet + overrides)")
+    ap.add_argument("--derive-overrides", type=Path, default=None, metavar="IS_A_TXT",
+                    help=f"write {OVERRIDES_FILE.name} from this ImageNet is-a file and stop")
     ap.add_argument("--compare-is-a", type=Path, default=None, metavar="IS_A_TXT",
                     help="also print how the tree differs from the one built from this ImageNet is-a file")
     args = ap.parse_args(argv)
     try:
         hypernyms, all_names = parse_wordnet_nouns(Path(args.wordnet_dir) / "data.noun")
         leaves = timm_imagenet_wnids()
-        tree = tree_from_hypernyms(hypernyms, all_names, leaves)
-    except WordNetError as exc:
+        if args.derive_overrides is not None:
+            overrides = derive_is_a_overrides(args.derive_overrides, hypernyms, leaves)
+            OVERRIDES_FILE.write_text(json.dumps(overrides, indent=1) + "\n")
+            print(f"wrote {OVERRIDES_FILE}: {len(overrides['parents'])} parent links, root {overrides['root']}")
+            return 0
+        if args.tree == "authors_is_a":
+            tree = tree_with_overrides(hypernyms, all_names, leaves, json.loads(OVERRIDES_FILE.read_text()))
+        else:
+            tree = tree_from_hypernyms(hypernyms, all_names, leaves)
+    except (WordNetError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    args.out = args.out or (AUTHORS_OUT if args.tree == "authors_is_a" else DEFAULT_OUT)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tree.to_json(args.out)
+    if args.tree == "authors_is_a":
+        print(f"wrote {args.out}: {tree.n_nodes} nodes, {tree.n_leaves} leaves, max depth {tree.max_depth}")
+        return 0
     extra = ancestor_names(hypernyms, all_names, leaves)
     names_path = args.out.parent / NAMES_FILE
     names_path.write_text(json.dumps(extra, indent=0, ensure_ascii=False) + "\n")

@@ -8,6 +8,8 @@ One job per module (torch-free unless marked):
 * ``store``: the resumable chunks in ``<out>.partial/`` and the final atomic write.
 * ``decoding`` (torch): PIL in the DataLoader workers, or JPEG bytes decoded on the device.
 * ``runner`` (torch): one model over the samples: load, stream, chunk, manifest, summary.
+* ``variants`` (torch): TTA, MC dropout, int8, resolution and corrupted inputs (``CacheOptions`` fields).
+* ``ensemble``: the mean of cached models' probabilities (``--ensemble``), no inference.
 * ``cli``: the argparse front end; it imports ``runner`` only once the samples are read.
 
 ``hsc_core.pipeline.cache_logits`` re-exports the public names, as before the split.

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import sys
 import tempfile
@@ -80,10 +81,10 @@ def _model_list(text: str) -> list[str]:
 
 def configure_parser(ap: argparse.ArgumentParser) -> None:
     """The options of ``hsc cache-logits`` (and ``python -m hsc_core.pipeline.cache_logits``)."""
-    ap.add_argument("--model", "--models", dest="models", type=_model_list, required=True, metavar="NAME[,NAME…]",
+    ap.add_argument("--model", "--models", dest="models", type=_model_list, metavar="NAME[,NAME…]",
                     help="registered name (efficientnet_lite0/1/2) or timm model name; several, comma-separated, "
                          "run one after another (or in parallel with --ray) into --out-dir")
-    src = ap.add_mutually_exclusive_group(required=True)
+    src = ap.add_mutually_exclusive_group()
     src.add_argument("--data", help="labels.csv (file,wnid,label,source) or ImageFolder directory (wnid folders)")
     src.add_argument("--synthetic-jpegs", type=_positive_int, metavar="N",
                      help="benchmark on N random JPEGs in a temp dir")
@@ -118,6 +119,25 @@ def configure_parser(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--dataset-name", help="dataset name for the manifest (default: the data folder's name)")
     ap.add_argument("--dataset-description", help="free-text description for the manifest")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    var = ap.add_argument_group("variants", "what the model sees or computes (recorded in the manifest, "
+                                            "with variant_of; see cached_logits/README.md)")
+    # Plain strings, checked by CacheOptions: a bad name gets one `error:` line, exit 2.
+    var.add_argument("--tta", metavar="flip|multicrop",
+                     help="test-time augmentation: image + mirror, or 5 crops; log of the mean probability")
+    var.add_argument("--image-size", type=int, metavar="N", help="input resolution instead of the model's own")
+    var.add_argument("--mc-dropout", type=int, metavar="PASSES", help="MC dropout with this many passes")
+    var.add_argument("--mc-dropout-rate", type=float, default=0.2, metavar="P",
+                     help="dropout probability before the classifier for --mc-dropout (default 0.2)")
+    var.add_argument("--quantize", metavar="int8",
+                     help="int8 dynamic post-training quantization (torch.ao) of the Linear layers, CPU only")
+    var.add_argument("--corruption", metavar="NAME",
+                     help="ImageNet-C corruption of the inputs: gaussian_noise, gaussian_blur, jpeg_compression "
+                          "(shifted data)")
+    var.add_argument("--severity", type=int, metavar="1-5", help="severity of --corruption")
+    var.add_argument("--seed", type=int, default=0, help="seed of MC-dropout masks and noise (default 0)")
+    var.add_argument("--ensemble", type=_model_list, metavar="A,B[,C…]",
+                     help="mean of the members' probabilities into --out; members are cached .npz files "
+                          "(no inference) or model names (cached first beside --out, with --data)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -137,10 +157,17 @@ def _options(args: argparse.Namespace, samples: SampleList) -> CacheOptions:
         dataset_info["description"] = args.dataset_description
     if args.synthetic_jpegs is not None:
         dataset_info["name"] = "synthetic"
+    return dataclasses.replace(_variant_options(args), dataset_info=dataset_info)
+
+
+def _variant_options(args: argparse.Namespace) -> CacheOptions:
+    """The flags as ``CacheOptions`` (without the dataset entry); raises ValueError with one line."""
     return CacheOptions(batch_size=args.batch_size, workers=args.workers, device=args.device, amp=args.amp,
                         amp_dtype_name=args.amp_dtype, channels_last=args.channels_last,
                         pretrained=args.pretrained, chunk_size=args.chunk_size, decode=args.decode,
-                        progress=not args.no_progress, dataset_info=dataset_info)
+                        progress=not args.no_progress, tta=args.tta, image_size=args.image_size,
+                        mc_dropout=args.mc_dropout, mc_dropout_rate=args.mc_dropout_rate, quantize=args.quantize,
+                        corruption=args.corruption, severity=args.severity, seed=args.seed)
 
 
 # ---------------------------------------------------------------------------- the command
@@ -151,6 +178,16 @@ def _error(message: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run the parsed command; returns the exit status (0 all done, 1 a run failed, 2 usage, 130 Ctrl-C)."""
+    try:
+        options = _variant_options(args)  # bad variant names and ranges answer before any file is read
+    except ValueError as exc:
+        return _error(str(exc))
+    if args.ensemble is not None:
+        return _run_ensemble(args, options)
+    if not args.models:
+        return _error("--model or --ensemble is required")
+    if args.data is None and args.synthetic_jpegs is None:
+        return _error("--data or --synthetic-jpegs is required")
     if len(args.models) > 1 and args.out:
         return _error("--out names one file; with several models use --out-dir")
     if args.data is not None and not (args.out or args.out_dir):
@@ -181,7 +218,7 @@ def _run_models(args: argparse.Namespace, samples: SampleList, options: CacheOpt
             out = Path(args.out)
         else:
             assert out_dir is not None  # run() requires --out or --out-dir (synthetic data makes one)
-            out = out_dir / output_name(model)
+            out = out_dir / output_name(model, options.variant_tag)
         try:
             if args.out_dir and existing_output(out, model, samples) == "done":
                 print(f"{model}: already done ({out}), skipped")
@@ -197,6 +234,40 @@ def _run_models(args: argparse.Namespace, samples: SampleList, options: CacheOpt
         if result["code"] == 130:
             break
     return max(codes)
+
+
+def _run_ensemble(args: argparse.Namespace, options: CacheOptions) -> int:
+    """``--ensemble a,b,c --out e.npz``: cache the members given by model name (beside ``--out``, skipping
+    those done), then average every member's probabilities into ``--out``."""
+    from .ensemble import write_ensemble
+
+    if args.models or not args.out:
+        return _error("--ensemble takes its members from the list and writes one --out file (no --model, no --out-dir)")
+    if options.is_variant:
+        return _error("--ensemble combines cached files; make variants of its members first")
+    out = Path(args.out)
+    files = [Path(m) for m in args.ensemble if m.endswith(".npz")]
+    names = [m for m in args.ensemble if not m.endswith(".npz")]
+    if names:
+        if args.data is None:
+            return _error(f"--ensemble member(s) {quote(','.join(names))} are model names, so --data is needed "
+                          "to compute them (or give their cached .npz files)")
+        members = args.ensemble
+        args.models, args.out, args.out_dir, args.ensemble = names, None, str(out.parent), None
+        code = run(args)
+        args.models, args.out, args.out_dir, args.ensemble = None, str(out), None, members
+        if code != 0:
+            return code
+    paths = [Path(m) if m.endswith(".npz") else out.parent / output_name(m) for m in args.ensemble]
+    missing = [p for p in files if not p.is_file()]
+    if missing:
+        return _error(f"ensemble member {clip_path(missing[0])} not found")
+    try:
+        bundle = write_ensemble(paths, out)
+    except CacheRunError as exc:
+        return _error(str(exc))
+    print(f"ensemble of {len(paths)}: top-1 {100 * bundle.top1():.2f}% over {bundle.n_samples} images; wrote {out}")
+    return 0
 
 
 def _cuda_available() -> bool:

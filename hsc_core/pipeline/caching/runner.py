@@ -29,11 +29,9 @@ from ..models import (
     UnknownModelError,
     WeightsMismatchError,
     load_model,
-    make_tensor_transform,
-    make_transform,
     normalize_batch,
 )
-from . import decoding, store
+from . import decoding, store, variants
 from .errors import CacheRunError
 from .options import CacheOptions
 from .samples import SampleList, describe_dataset
@@ -142,8 +140,8 @@ def _load_imagenet_model(model_name: str, device: torch.device, pretrained: bool
 def _set_up(model_name: str, samples: SampleList, options: CacheOptions, d: _Dist) -> _Setup:
     device = resolve_device(options.device, d.local_rank)
     model, info = _load_imagenet_model(model_name, device, options.pretrained)
-    transform = make_transform(info.data_config, uint8=True)
-    tensor_transform = make_tensor_transform(info)
+    info = variants.variant_info(info, options)
+    transform, tensor_transform = variants.variant_transform(info, options)
     on_device, note = decoding.choose_decode(options.decode, device, samples.paths, transform, tensor_transform)
     if note:
         print(f"[rank {d.rank}] {note}", file=sys.stderr)
@@ -155,6 +153,7 @@ def _set_up(model_name: str, samples: SampleList, options: CacheOptions, d: _Dis
     channels_last = True if options.channels_last is None else options.channels_last
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
+    model = variants.wrap_model(model, info, options, device)
     return _Setup(model, info, device, transform, tensor_transform, on_device,
                   amp_dtype(device, options.amp, options.amp_dtype_name), channels_last, options.images_per_chunk)
 
@@ -179,7 +178,8 @@ def run_model(model: torch.nn.Module, batches: Iterator[tuple[torch.Tensor, torc
             if channels_last:
                 x = x.contiguous(memory_format=torch.channels_last)
             with torch.autocast(device_type=device.type, dtype=amp or torch.float32, enabled=amp is not None):
-                out = model(x)
+                # variants.VariantModel seeds each image's MC-dropout masks by its sample index
+                out = model(x, idx) if getattr(model, "needs_sample_index", False) else model(x)
             logits = out.float().cpu().numpy()  # .cpu() waits for the GPU, so the timing is real
             stats["compute"] += time.perf_counter() - t1
             bar.update(len(idx))
@@ -249,7 +249,8 @@ def _cache_on_rank(model_name: str, samples: SampleList, out: Path, options: Cac
     partial = store.partial_dir(out)
     ranges = store.chunk_ranges(len(samples), setup.chunk_size)
     if d.main:
-        fp = store.fingerprint(samples, setup.info, setup.chunk_size, setup.amp_name, setup.decode_name)
+        fp = store.fingerprint(samples, setup.info, setup.chunk_size, setup.amp_name, setup.decode_name,
+                               variant=variants.describe_variant(model_name, options))
         store.open_partial(partial, fp)
     _barrier(d)
     pending, n_mine = store.pending_chunks(partial, ranges, d.rank, d.world)
@@ -320,6 +321,7 @@ def _manifest(model_name: str, samples: SampleList, setup: _Setup, options: Cach
         "decode": ("JPEGs by nvJPEG on the GPU (torchvision.io.decode_jpeg), other files by PIL" if setup.on_device
                    else "PIL in CPU workers"),
         "batch_size": options.batch_size,
+        **variants.describe_variant(model_name, options),
     }
 
 

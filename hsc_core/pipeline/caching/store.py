@@ -52,10 +52,12 @@ Chunk = tuple[int, int, int]  # (chunk number, first sample, one past the last s
 
 
 # ---------------------------------------------------------------------------- output paths
-def output_name(model: str) -> str:
+def output_name(model: str, tag: str = "") -> str:
     """File name of a model's logits in ``--out-dir``: the model name, with anything but letters,
-    digits, ``_ . -`` replaced (``hf-hub:org/x`` → ``hf-hub_org_x.npz``)."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", model).strip(".") + ".npz"
+    digits, ``_ . -`` replaced (``hf-hub:org/x`` → ``hf-hub_org_x.npz``), and ``__<tag>`` for a
+    variant (``CacheOptions.variant_tag``: ``efficientnet_lite0__tta-flip.npz``)."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", model).strip(".")
+    return f"{stem}__{tag}.npz" if tag else f"{stem}.npz"
 
 
 def check_writable(out: Path) -> None:
@@ -102,13 +104,14 @@ def chunk_ranges(n: int, chunk_size: int) -> list[tuple[int, int]]:
     return [(s, min(s + chunk_size, n)) for s in range(0, n, chunk_size)]
 
 
-def fingerprint(samples: SampleList, info: Any, chunk_size: int, amp: str | None, decode: str) -> dict:
+def fingerprint(samples: SampleList, info: Any, chunk_size: int, amp: str | None, decode: str,
+                variant: Mapping[str, Any] | None = None) -> dict:
     """Everything that changes the numbers (``info`` is the ``models.ModelInfo``): a resumed run must
     not mix chunks from another setup (nvJPEG and libjpeg-turbo differ in the last bit of some pixels)."""
     digest = hashlib.sha256("\n".join(samples.sample_ids).encode()).hexdigest()
     return {"model": info.name, "weights": info.weights, "preprocessing": info.preprocessing(),
             "n_samples": len(samples), "sample_ids_sha256": digest, "chunk_size": chunk_size, "amp": amp,
-            "decode": decode}
+            "decode": decode, "variant": dict(variant or {})}
 
 
 def open_partial(partial: Path, fp: Mapping[str, Any]) -> None:
