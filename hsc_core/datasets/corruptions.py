@@ -81,6 +81,10 @@ _FUNCS: dict[str, Callable[[np.ndarray, int, int], np.ndarray]] = {
     "jpeg_compression": _jpeg_compression,
 }
 CORRUPTIONS = tuple(_FUNCS)
+#: ImageNet-C's constant per corruption and severity 1..5 (noise σ on [0, 1], blur σ in pixels, JPEG quality).
+SEVERITY_CONSTANTS: dict[str, tuple[float, ...]] = {
+    "gaussian_noise": _NOISE_SCALE, "gaussian_blur": _BLUR_SIGMA, "jpeg_compression": _JPEG_QUALITY,
+}
 
 
 def check_corruption(name: object, severity: object) -> None:

@@ -17,17 +17,18 @@ from __future__ import annotations
 import numpy as np
 import torch
 from PIL import Image
-from scipy import ndimage
 
+from ..datasets.corruptions import SEVERITY_CONSTANTS, corrupt
 from ..datasets.images import ImageInput, open_image_safely
 from .inference import _cached_model
 
-__all__ = ["CORRUPTIONS", "SEVERITIES", "degrade", "degraded_images", "degraded_logits", "network_scale"]
+__all__ = ["CORRUPTIONS", "KINDS", "SEVERITIES", "degrade", "degraded_images", "degraded_logits", "network_scale"]
 
-#: ImageNet-C's constants per corruption, severity 1..5.
+#: The live view's two corruptions: the shifted-data pipeline's own (``datasets.corruptions``).
+KINDS = {"blur": "gaussian_blur", "noise": "gaussian_noise"}
+#: ImageNet-C's constants per kind, severity 1..5 (blur σ in pixels, noise σ on [0, 1]).
 CORRUPTIONS: dict[str, tuple[float, ...]] = {
-    "blur": (1.0, 2.0, 3.0, 4.0, 6.0),  # Gaussian blur σ in pixels
-    "noise": (0.08, 0.12, 0.18, 0.26, 0.38),  # Gaussian noise σ on [0, 1]
+    kind: tuple(float(c) for c in SEVERITY_CONSTANTS[name]) for kind, name in KINDS.items()
 }
 SEVERITIES = tuple(range(6))  # 0 = the clean image
 SHORT_SIDE = 256
@@ -46,8 +47,10 @@ def network_scale(image: Image.Image, short_side: int = SHORT_SIDE) -> Image.Ima
 def degrade(image: Image.Image, kind: str, severity: int, *, seed: int = 0) -> Image.Image:
     """``image`` (8-bit RGB) under ImageNet-C's ``kind`` ("blur" or "noise") at ``severity`` 0–5.
 
-    Blur: a Gaussian of σ pixels on each channel (edges repeated, kernel to 4σ, as scikit-image's
-    ``gaussian``); noise: x/255 + N(0, σ²), seeded, clipped to [0, 1]. Both rounded back to 8 bits.
+    Severity 0 is the image itself; 1–5 are ``datasets.corruptions.corrupt`` (the same code that
+    makes the shipped shifted data): blur is a Gaussian of σ pixels on each channel (edges repeated,
+    kernel to 4σ, as scikit-image's ``gaussian``); noise adds N(0, σ²) to x/255, seeded by the image,
+    the severity and ``seed``, clipped to [0, 1].
     """
     if kind not in CORRUPTIONS:
         raise ValueError(f"kind must be one of {', '.join(CORRUPTIONS)}, got {kind!r:.40}")
@@ -55,13 +58,7 @@ def degrade(image: Image.Image, kind: str, severity: int, *, seed: int = 0) -> I
         raise ValueError(f"severity must be one of 0–5, got {severity!r:.40}")
     if severity == 0:
         return image
-    x = np.asarray(image.convert("RGB"), dtype=np.float64) / 255.0
-    c = CORRUPTIONS[kind][severity - 1]
-    if kind == "blur":
-        x = ndimage.gaussian_filter(x, sigma=(c, c, 0), mode="nearest", truncate=4.0)
-    else:
-        x = x + np.random.default_rng(seed).normal(scale=c, size=x.shape)
-    return Image.fromarray(np.uint8(np.round(np.clip(x, 0.0, 1.0) * 255)))
+    return Image.fromarray(corrupt(np.asarray(image.convert("RGB")), KINDS[kind], int(severity), seed=seed))
 
 
 def degraded_images(image: ImageInput, kind: str, *, seed: int = 0,
