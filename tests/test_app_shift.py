@@ -85,7 +85,7 @@ def test_compare_overlays_the_current_model_on_corrupted_images(use_shift_dir):
 
 def test_guaranteed_accuracy_calibrates_on_clean_and_tests_on_shifted(use_shift_dir):
     at = open_page("app_pages/guaranteed_accuracy.py", {"model": "toy_net", "ga_shift": "gaussian_noise-5",
-                                                        "n": "200", "acc": "0.9"})
+                                                        "n": "200", "acc": "0.9", "ts": "0"})
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}
     # the library's numbers for the same split
@@ -107,7 +107,7 @@ def test_hierarchy_sensitivity_page_shows_the_librarys_numbers(use_shift_dir):
     from hsc_core.datasets.logits_io import load_logits
     from hsc_core.evaluation.sensitivity import hierarchy_sensitivity, sensitivity_table
 
-    at = open_page("app_pages/hierarchy_sensitivity.py", {"model": "toy_net", "trees": "wordnet,random"})
+    at = open_page("app_pages/hierarchy_sensitivity.py", {"model": "toy_net", "trees": "wordnet,random", "ts": "0"})
     assert not at.exception
     shown = frame(at, "hAURC×1000")
     assert list(shown["tree"].unique()) == ["WordNet 3.0 (default)", "random control (WordNet shape)"]
