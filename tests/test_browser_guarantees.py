@@ -40,13 +40,13 @@ def test_shootout_in_presenter_mode_at_1280x720(tmp_path):
             bars = pg.evaluate(BARS_JS)
             assert len(bars["x"]) == 4 and all(0 <= v <= 1 for v in bars["x"])
             assert bars["shapes"] >= 1  # the δ line
-            charts = pg.locator('[data-testid="stPlotlyChart"]')
+            # visible ones: a session's first run also sends a hidden, empty chart (ui.warm_plotly)
+            charts = pg.locator('[data-testid="stPlotlyChart"]:visible')
             assert charts.count() == 2  # violations and accuracy–coverage (no repetitions were run)
             for k in range(charts.count()):
                 box = charts.nth(k).bounding_box()
                 assert box is None or box["x"] + box["width"] <= 1280 + 1, box
             pg.screenshot(path=str(tmp_path / "guarantees_presenter_1280x720.png"), full_page=True)
             charts.first.scroll_into_view_if_needed()
-            pg.screenshot(path="/tmp/g20_shot.png")
         finally:
             ctx.close()
