@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -20,3 +22,9 @@ def open_page(page: str, query: dict | None = None) -> AppTest:
     at.switch_page(page).run()
     assert not at.exception, [e.value for e in at.exception]
     return at
+
+
+def download_rows(payload) -> list[dict]:
+    """The rows of a CSV download captured by the ``downloads`` fixture (bytes or a callable)."""
+    text = (payload() if callable(payload) else payload).decode("utf-8")
+    return list(csv.DictReader(io.StringIO(text)))

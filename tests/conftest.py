@@ -59,6 +59,22 @@ def random_tree(n_leaves: int, seed: int) -> Hierarchy:
     return Hierarchy.from_parent_map(parent_of, [f"leaf{i}" for i in range(n_leaves)])
 
 
+@pytest.fixture
+def downloads(monkeypatch) -> dict:
+    """key → payload of every st.download_button the pages create (the payload as given: bytes or a
+    callable); read a CSV one with ``app_support.download_rows``."""
+    import streamlit as st
+
+    got, real = {}, st.download_button
+
+    def spy(label, data, *args, **kwargs):
+        got[kwargs.get("key")] = data
+        return real(label, data, *args, **kwargs)
+
+    monkeypatch.setattr(st, "download_button", spy)
+    return got
+
+
 # ---------------------------------------------------------------------------------------------- test tiers
 # Markers (registered in pytest.ini, which has --strict-markers) are set here, from the file name, the test's
 # name or the fixtures it uses, so the test files carry none of them.

@@ -4,13 +4,11 @@ links, the user's own models with the sample note, and refused input. Numbers ar
 
 from __future__ import annotations
 
-import csv
-import io
 import sys
 from pathlib import Path
 
 import pytest
-from app_support import open_page
+from app_support import download_rows, open_page
 from conftest import SHARED, random_tree
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,24 +24,6 @@ AUTHORS = SHARED / "reference" / "authors_models_comparison_full.csv"
 needs_authors = pytest.mark.skipif(not AUTHORS.is_file(), reason="the authors' table is not in ../shared/reference")
 
 
-@pytest.fixture
-def downloads(monkeypatch) -> dict:
-    """key → payload of every st.download_button the page creates."""
-    import streamlit as st
-
-    got, real = {}, st.download_button
-
-    def spy(label, data, *args, **kwargs):
-        got[kwargs.get("key")] = data
-        return real(label, data, *args, **kwargs)
-
-    monkeypatch.setattr(st, "download_button", spy)
-    return got
-
-
-def _csv(payload) -> list[dict]:
-    text = (payload() if callable(payload) else payload).decode("utf-8")
-    return list(csv.DictReader(io.StringIO(text)))
 
 
 @pytest.fixture
@@ -71,17 +51,17 @@ def test_authors_table_by_regime_with_table1_and_your_models(monkeypatch, downlo
                for c in at.caption)
     # the shipped Lite models sit on the same axes, and the page says their sample differs
     assert any("1,705 images" in w.value and "50,000" in w.value for w in at.warning)  # sample note
-    got = {(r["rule"], r["ts"]): r for r in _csv(downloads["dl_atlas_t1"])}
+    got = {(r["rule"], r["ts"]): r for r in download_rows(downloads["dl_atlas_t1"])}
     for want in paper_table1(table):
         row = got[(want["rule"], "true" if want["ts"] else "false")]
         assert float(row["haurc_x1000_mean"]) == pytest.approx(want["haurc_x1000_mean"])
     assert float(got[("climbing", "true")]["haurc_x1000_mean"]) == pytest.approx(36.51, abs=0.05)
-    regimes = {r["regime"]: r for r in _csv(downloads["dl_atlas_regimes"])}
+    regimes = {r["regime"]: r for r in download_rows(downloads["dl_atlas_regimes"])}
     want = {r["regime"]: r for r in regime_summary(table, rule="climbing", ts=True)}
     assert set(regimes) == set(want)
     assert float(regimes["clip_finetuned"]["haurc_x1000_mean"]) == pytest.approx(
         want["clip_finetuned"]["haurc_x1000_mean"])
-    models = _csv(downloads["dl_atlas_models"])
+    models = download_rows(downloads["dl_atlas_models"])
     assert {r["source"] for r in models} == {"authors", "yours"}
     assert len([r for r in models if r["source"] == "authors"]) == n_dist
     assert all(r["temperature_scaling"] == "on" for r in models)  # self-describing: the export says TS on
@@ -92,7 +72,7 @@ def test_project_results_from_the_folder_and_refused_paths(results_dir, download
     at = open_page(PAGE, {"atlas": "results.csv"})
     assert not at.error, [e.value for e in at.error]
     assert any("**2 models**" in c.value for c in at.caption)
-    assert [r["model"] for r in _csv(downloads["dl_atlas_models"]) if r["source"] == "project"] == ["mine_a",
+    assert [r["model"] for r in download_rows(downloads["dl_atlas_models"]) if r["source"] == "project"] == ["mine_a",
                                                                                                     "mine_b"]
     for name, message in (("../../etc/passwd.csv", "outside the results folder"),
                           ("secret.txt", "is not a .csv file"), ("gone.csv", "no such file")):

@@ -4,8 +4,6 @@ are the evaluation layer's result rows, and its CSVs the layer's (formula names 
 
 from __future__ import annotations
 
-import csv
-import io
 import sys
 from pathlib import Path
 
@@ -14,6 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from app_support import download_rows  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from hsc_core.core.protocol import PROTOCOL_TEXT  # noqa: E402
@@ -102,24 +101,6 @@ def test_app_offers_the_report_and_builds_it_from_the_pages_numbers(monkeypatch,
 
 
 # ---------------------------------------------------------------------------- the layer's numbers, its CSV
-@pytest.fixture
-def downloads(monkeypatch) -> dict:
-    """key → payload of every st.download_button the pages create (the payload as given: bytes or a callable)."""
-    import streamlit as st
-
-    got, real = {}, st.download_button
-
-    def spy(label, data, *args, **kwargs):
-        got[kwargs.get("key")] = data
-        return real(label, data, *args, **kwargs)
-
-    monkeypatch.setattr(st, "download_button", spy)
-    return got
-
-
-def _csv(payload) -> list[dict]:
-    text = (payload() if callable(payload) else payload).decode("utf-8")
-    return list(csv.DictReader(io.StringIO(text)))
 
 
 @pytest.mark.skipif(not (SHIPPED / "efficientnet_lite0.npz").exists(), reason="no shipped logits")
@@ -152,7 +133,7 @@ def test_overview_tables_are_the_evaluation_layers_results(monkeypatch, tmp_path
                                                        f"[{g['ci_low']:+.1f}, {g['ci_high']:+.1f}]")
 
     # "Everything, one row per model": the layer's wide table, exact to the last digit.
-    (everything,) = _csv(downloads["dl_overview"])
+    (everything,) = download_rows(downloads["dl_overview"])
     want = wide_table(rows, intervals=True)[0]
     for name in (column_label("haurc", "climbing", ts=True), column_label("gain_percent", "jumping", ts=False),
                  column_label("haurc", "selective", ts=False) + " low", "top-1 accuracy", "T"):
@@ -171,9 +152,9 @@ def test_csv_exports_neutralise_formula_names(monkeypatch, tmp_path, downloads):
     cmp.toggle(key="cmp_ci").set_value(True).run()
     assert not cmp.exception, [e.value for e in cmp.exception]
     for key in ("dl_overview_rules", "dl_overview", "dl_compare"):
-        table = _csv(downloads[key])
+        table = download_rows(downloads[key])
         assert table and {r["model"] for r in table} == {"'=evil"}, key
         assert not any(str(v).startswith(("=", "+", "@")) for r in table for v in r.values()), key
-    (row,) = _csv(downloads["dl_compare"])
+    (row,) = download_rows(downloads["dl_compare"])
     climb = column_label("haurc", "climbing", ts=True)  # the page opens with temperature scaling on
     assert float(row[f"{climb} low"]) <= float(row[climb]) <= float(row[f"{climb} high"])

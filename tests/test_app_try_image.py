@@ -3,14 +3,12 @@ and the live degradation (ImageNet-C blur) whose picks are recomputed here with 
 
 from __future__ import annotations
 
-import csv
-import io
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from app_support import open_page
+from app_support import download_rows, open_page
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -22,18 +20,6 @@ PAGE = "app_pages/try_an_image.py"
 LITE0 = ROOT / "cached_logits" / "efficientnet_lite0.npz"
 
 
-@pytest.fixture
-def downloads(monkeypatch) -> dict:
-    import streamlit as st
-
-    got, real = {}, st.download_button
-
-    def spy(label, data, *args, **kwargs):
-        got[kwargs.get("key")] = data
-        return real(label, data, *args, **kwargs)
-
-    monkeypatch.setattr(st, "download_button", spy)
-    return got
 
 
 def test_shipped_image_has_its_label_tree_and_degradation(downloads):
@@ -58,7 +44,7 @@ def test_shipped_image_has_its_label_tree_and_degradation(downloads):
     assert any(f"**True class:** {h.names[label].replace('_', ' ')}" in m.value for m in at.markdown)
     charts = at.get("plotly_chart")
     assert len(charts) == 2  # the Explorer's tree and the climb over severities (no old bar chart)
-    rows = list(csv.DictReader(io.StringIO(downloads["dl_img_degrade"].decode("utf-8"))))
+    rows = download_rows(downloads["dl_img_degrade"])
     got = [r["node"] for r in rows if r["rule"] == "climbing"]
     logits = degraded_logits(degraded_images((image_dir / name).read_bytes(), "blur", seed=0), "efficientnet_lite0")
     nodes, _ = climbing_predict(h, node_probabilities(h, softmax(logits.astype(np.float64))), 0.6)

@@ -4,14 +4,12 @@ through the dashboard's helpers); deep links and presenter mode."""
 
 from __future__ import annotations
 
-import csv
-import io
 import sys
 from pathlib import Path
 from urllib.parse import parse_qs
 
 import pytest
-from app_support import open_page
+from app_support import download_rows, open_page
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -38,23 +36,6 @@ def lite0():
     return ev.setting(False)
 
 
-@pytest.fixture
-def downloads(monkeypatch) -> dict:
-    import streamlit as st
-
-    got, real = {}, st.download_button
-
-    def spy(label, data, *args, **kwargs):
-        got[kwargs.get("key")] = data
-        return real(label, data, *args, **kwargs)
-
-    monkeypatch.setattr(st, "download_button", spy)
-    return got
-
-
-def _csv(payload) -> list[dict]:
-    text = (payload() if callable(payload) else payload).decode("utf-8")
-    return list(csv.DictReader(io.StringIO(text)))
 
 
 def test_default_lists_the_busiest_internal_node(lite0, downloads):
@@ -64,19 +45,19 @@ def test_default_lists_the_busiest_internal_node(lite0, downloads):
     table = landing_counts(h, lite0.paths["climbing"], lite0.labels, 0.7)
     busiest = int(table.iloc[h.n_leaves:]["stops"].idxmax())
     want = samples_at_node(h, lite0.paths["climbing"], lite0.labels, 0.7, busiest)
-    listed = _csv(downloads["dl_where_samples"])
+    listed = download_rows(downloads["dl_where_samples"])
     assert [r["sample"] for r in listed] == [str(lite0.sample_ids[i]) for i in want[:500]]
     assert all(r["theta"] == "0.7" and r["model"] == "efficientnet_lite0" for r in listed)  # self-describing
     link = parse_qs(listed[0]["explorer"].split("?", 1)[1])
     assert link["sample"] == [listed[0]["sample"]] and link["theta"] == ["0.70"] and link["model"] == [
         "efficientnet_lite0"]
-    nodes = _csv(downloads["dl_where_nodes"])
+    nodes = download_rows(downloads["dl_where_nodes"])
     assert [int(r["stops"]) for r in nodes] == table["stops"].tolist()
     hist = mistake_severity_histogram(h, lite0.paths, lite0.labels, 0.7)
-    got = [(r["rule"], int(r["lca_depth"]), int(r["mistakes"])) for r in _csv(downloads["dl_where_severity"])]
+    got = [(r["rule"], int(r["lca_depth"]), int(r["mistakes"])) for r in download_rows(downloads["dl_where_severity"])]
     assert got == list(zip(hist["rule"], hist["lca_depth"], hist["mistakes"], strict=True))
     curves = superclass_rc_curves(h, lite0.paths["climbing"], lite0.labels, 2, top=6)
-    sup = _csv(downloads["dl_where_superclass"])
+    sup = download_rows(downloads["dl_where_superclass"])
     assert [float(r["haurc"]) for r in sup] == pytest.approx([c.haurc for c in curves.values()])
     assert len(at.get("plotly_chart")) == 3
 
@@ -88,7 +69,8 @@ def test_node_deep_link_and_bad_node(lite0, downloads):
                           "cmp_rule": "max_coverage", "wkind": "icicle", "presenter": "1"})
     assert not at.error, [e.value for e in at.error]
     want = samples_at_node(h, lite0.paths["max_coverage"], lite0.labels, 0.5, dog)
-    assert [r["sample"] for r in _csv(downloads["dl_where_samples"])] == [str(lite0.sample_ids[i]) for i in want]
+    listed = [r["sample"] for r in download_rows(downloads["dl_where_samples"])]
+    assert listed == [str(lite0.sample_ids[i]) for i in want]
     assert any(f"**{want.size:,} sample(s)** land at *dog*" in m.value for m in at.markdown)
     at = open_page(PAGE, {"node": "no_such_node"})
     assert any("not in this tree" in w.value for w in at.warning)
