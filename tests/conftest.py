@@ -75,6 +75,25 @@ def downloads(monkeypatch) -> dict:
     return got
 
 
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Debian Chromium per browser-test module (``browser_support.chromium``); the
+    module skips without Playwright or Chromium."""
+    from browser_support import chromium, require_browser
+
+    with chromium(require_browser()) as b:
+        yield b
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh page (its own browser context) per test, 1400×1000, 60 s default timeout."""
+    from browser_support import new_page
+
+    with new_page(browser) as pg:
+        yield pg
+
+
 # ---------------------------------------------------------------------------------------------- test tiers
 # Markers (registered in pytest.ini, which has --strict-markers) are set here, from the file name, the test's
 # name or the fixtures it uses, so the test files carry none of them.

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_support import ROOT, assert_no_exception, chromium, new_page, require_browser, streamlit_server, wait_idle
+from browser_support import ROOT, assert_no_exception, require_browser, streamlit_server, wait_idle
 
 # A deep link first: the fresh server's first request is /explorer, which must run through app.py
 # (the pages live in app_pages/, so Streamlit has no legacy pages/ mode to run the file alone) and
@@ -41,16 +41,6 @@ def server():
         yield url
 
 
-@pytest.fixture(scope="module")
-def browser():
-    with chromium(sync_api) as b:
-        yield b
-
-
-@pytest.fixture
-def page(browser):
-    with new_page(browser) as pg:
-        yield pg
 
 
 def theta_slider(pg):

@@ -6,7 +6,7 @@ results folder: ``../shared/reference`` with the authors' table when present, el
 from __future__ import annotations
 
 import pytest
-from browser_support import assert_no_exception, chromium, new_page, require_browser, streamlit_server, wait_idle
+from browser_support import assert_no_exception, new_page, require_browser, streamlit_server, wait_idle
 from conftest import SHARED, random_tree
 
 sync_api = require_browser()
@@ -34,11 +34,6 @@ def server(tmp_path_factory):
                           log_path=tmp_path_factory.mktemp("log") / "streamlit.log") as url:
         yield url
 
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium(sync_api) as b:
-        yield b
 
 
 def test_atlas_deep_link_in_presenter_mode_at_1280x720(server, browser, tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from browser_support import ROOT, assert_no_exception, chromium, new_page, require_browser, streamlit_server, wait_idle
+from browser_support import ROOT, assert_no_exception, require_browser, streamlit_server, wait_idle
 
 DATA = ROOT / "hsc_core" / "datasets" / "data"
 
@@ -52,16 +52,6 @@ def server(cifar_model, tmp_path_factory):
         yield url
 
 
-@pytest.fixture(scope="module")
-def browser():
-    with chromium(sync_api) as b:
-        yield b
-
-
-@pytest.fixture
-def page(browser):
-    with new_page(browser) as pg:
-        yield pg
 
 
 def assert_no_error(pg) -> None:

@@ -16,7 +16,7 @@ import re
 import time
 
 import pytest
-from browser_support import ROOT, assert_no_exception, chromium, new_page, require_browser, streamlit_server, wait_idle
+from browser_support import ROOT, assert_no_exception, new_page, require_browser, streamlit_server, wait_idle
 
 sync_api = require_browser()
 if not any((ROOT / "cached_logits").glob("*.npz")):
@@ -52,11 +52,6 @@ def server():
     with streamlit_server() as url:
         yield url
 
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium(sync_api) as b:
-        yield b
 
 
 def _open(pg, url: str, path: str, chart: str | None = None) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_support import ROOT, assert_no_exception, chromium, new_page, require_browser, streamlit_server, wait_idle
+from browser_support import ROOT, assert_no_exception, new_page, require_browser, streamlit_server, wait_idle
 
 sync_api = require_browser()
 
@@ -46,17 +46,11 @@ def hostile_folder(tmp_path_factory) -> Path:
     return base
 
 
-@pytest.fixture(scope="module")
-def browser():
-    with chromium(sync_api) as b:
-        yield b
-
 
 @pytest.fixture
-def page(browser):
-    with new_page(browser) as pg:
-        pg.set_default_timeout(120_000)
-        yield pg
+def page(page):
+    page.set_default_timeout(120_000)  # the shared page (conftest), with more time for these pages
+    return page
 
 
 def chart_markup(pg, key: str) -> dict:

@@ -11,7 +11,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from browser_support import ROOT, chromium, new_page, require_browser, streamlit_server
+from browser_support import ROOT, require_browser, streamlit_server
 from PIL import Image
 from test_security import model_arrays, npz_bytes, zip_bomb
 
@@ -43,17 +43,11 @@ def server(files):
         yield url
 
 
-@pytest.fixture(scope="module")
-def browser():
-    with chromium(sync_api) as b:
-        yield b
-
 
 @pytest.fixture()
-def page(browser):
-    with new_page(browser) as pg:
-        pg.set_default_timeout(120_000)
-        yield pg
+def page(page):
+    page.set_default_timeout(120_000)  # the shared page (conftest), with more time for these pages
+    return page
 
 
 def settle(pg) -> None:
