@@ -117,11 +117,11 @@ def curve_set_or_stop(es: data.EvalSet, loss: Loss = "01", dec: int | None = Non
 
 
 def show_load_error(name: str, exc: Exception) -> None:
+    reason = _upload_reason(exc, name)  # the name once, in bold in front
     if isinstance(exc, data.UnknownDatasetError):  # not a fault: the file just does not say its data set
-        reason = public_message(exc).removeprefix(f"{clip(name)}: ")  # the name once, in bold
         st.info(f"**{plain(clip(name))}**: {plain(reason[:1].upper() + reason[1:])}.", icon="👈")
         return
-    st.error(f"Cannot use model **{plain(clip(name))}**: {plain(_upload_reason(exc, name))}")
+    st.error(f"Cannot use model **{plain(clip(name))}**: {plain(reason)}")
     st.caption("The other models still work: pick one in the sidebar.")
 
 
