@@ -26,24 +26,30 @@ ui.ensure_entrypoint()
 
 es = ui.require_eval_set()
 h = es.hierarchy
+PRESENTER = ui.presenter()
 st.title("Guaranteed accuracy")
-st.caption(ui.eval_caption(es))
-st.markdown(
+# Presenter mode: the requirement's sliders, the Run button, one split's numbers and the
+# repetitions' histogram share the first screen; the explanation folds away.
+intro = st.expander("What this page does") if PRESENTER else st.container()
+with intro:
+    st.caption(ui.eval_caption(es))
+    st.markdown(
     "Pick a target accuracy **1 − α** and a confidence **1 − δ**. A random calibration set of **n** samples gives "
     "each sample's smallest θ at which Climbing is correct; θ̂ is their ⌈(n+1)(1−α)⌉-th smallest value. "
     "Theorem 1: with probability ≥ 1 − δ over the calibration set, the accuracy on new samples is within "
     "**ε** of the target. The remaining samples are the test set."
-)
+    )
 N = es.n
 if N < 40:
     st.error(f"Only {N} samples: too few to split into calibration and test sets.")
     st.stop()
 N_MAX = max(20, int(N * 0.9))
-st.caption(
+with intro:
+    st.caption(
     f"{N:,} samples here: n goes up to {N_MAX:,} and the rest are the test set. The paper calibrates on 5,000 of the "
     "50,000 validation images and repeats 1,000 times; for the shipped 1,894-image sample n defaults to 1,000 and "
     "the repetitions to 200."
-)
+    )
 QUANTILES = {"order_statistic": "order statistic ⌈(n+1)(1−α)⌉ (paper)", "quantile": "numpy quantile (authors' code)"}
 RUNS = "_ga_runs"          # repetitions: key → table, the last few kept (moving α back finds its run)
 SHOOTOUTS = "_ga_shootouts"  # shoot-outs: key → ShootoutResult, the last few kept
@@ -90,28 +96,55 @@ def _remember(store: str, key: tuple, value) -> None:
     st.session_state[store] = dict(list(runs.items())[-KEEP:])
 
 
-def requirement() -> Requirement:
+@dataclass(frozen=True)
+class Slots:
+    """Where the first sections draw in presenter mode (one screen): the sliders' row (its last
+    column holds the Run button), one split's numbers, the folded settings and the histogram."""
+
+    sliders: list
+    split: object
+    settings: object
+    chart: object
+
+
+def presenter_slots() -> Slots:
+    sliders = st.columns([1, 1, 1.3, 0.8], vertical_alignment="bottom")
+    left, right = st.columns([1, 2.2], gap="medium")
+    with left:
+        split = st.container()
+        settings = ui.controls("Seed, θ̂ rule, repetitions")
+    return Slots(sliders, split, settings, right.container())
+
+
+def requirement(slots: Slots | None = None) -> Requirement:
     state.set("n", int(min(max(10, int(state.get("n"))), N_MAX)))
-    c = st.columns([1, 1, 1.3, 0.8])
+    c = slots.sliders if slots is not None else st.columns([1, 1, 1.3, 0.8])
     with c[0]:
         target = state.bind(st.slider, "Target accuracy 1 − α", "acc", scope="ga", step=0.005, format="%.3f")
     with c[1]:
         conf = state.bind(st.slider, "Confidence 1 − δ", "conf", scope="ga", step=0.01, format="%.2f")
     with c[2]:
         n = state.bind(st.slider, "Calibration size n", "n", scope="ga", min_value=10, max_value=N_MAX, step=1)
-    with c[3]:
+    with slots.settings if slots is not None else c[3]:
         seed = state.bind(st.number_input, "Split seed", "split_seed", scope="ga", step=1)
-    method = st.radio("θ̂ rule", list(QUANTILES), format_func=QUANTILES.get, horizontal=True, key="ga_method")
+    with slots.settings if slots is not None else st.container():
+        method = st.radio("θ̂ rule", list(QUANTILES), format_func=QUANTILES.get, horizontal=True, key="ga_method")
     return Requirement(float(target), float(conf), int(n), int(seed), str(method))
 
 
-def one_split(req: Requirement) -> float:
+def one_split(req: Requirement, slots: Slots | None = None) -> float:
     """θ̂, ε and the test numbers of one split; returns ε."""
     split = views.single_split_result(es, data.tight_thresholds(es), req.n, req.seed, req.alpha, req.delta,
                                       req.method)  # type: ignore[arg-type]
     eps, test_acc = split.epsilon, split.test_accuracy
     inside = abs(test_acc - req.target) <= eps + TOL
-    m = st.columns(5)
+    with slots.split if slots is not None else st.container():
+        return _split_numbers(req, split, eps, test_acc, inside, grid=slots is not None)
+
+
+def _split_numbers(req: Requirement, split, eps: float, test_acc: float, inside: bool, *, grid: bool) -> float:
+    # presenter mode: two metrics a row in the narrow left column (the histogram takes the rest)
+    m = [c for _ in range(3) for c in st.columns(2)] if grid else st.columns(5)
     m[0].metric("θ̂ (threshold)", f"{split.theta_hat:.4f}")
     m[1].metric("ε (Theorem 1)", f"{eps:.4f}")
     m[2].metric("Test accuracy", f"{test_acc:.4f}", delta=f"{test_acc - req.target:+.4f} vs target",
@@ -126,9 +159,10 @@ def one_split(req: Requirement) -> float:
     return eps
 
 
-def repetitions(req: Requirement, eps: float) -> None:
-    st.subheader("Repetitions (Figure 3 style)")
-    r = st.columns([1.4, 1.4, 1])
+def repetitions(req: Requirement, eps: float, slots: Slots | None = None) -> None:
+    if slots is None:
+        st.subheader("Repetitions (Figure 3 style)")
+    r = st.columns([1.4, 1.4, 1]) if slots is None else [slots.settings, slots.settings, slots.sliders[3]]
     with r[0]:
         reps = int(state.bind(st.slider, "Repetitions", "reps", scope="ga", step=10))
     with r[1]:
@@ -138,10 +172,13 @@ def repetitions(req: Requirement, eps: float) -> None:
                                         "so it is the slow part.")
     key = (es.key, float(req.alpha), req.n, reps, req.seed, req.method, tuple(baselines))
     with r[2]:
-        st.write("")
+        if slots is None:
+            st.write("")
         run = st.button("Run repetitions", type="primary", icon=":material/play_arrow:")
+    chart = slots.chart if slots is not None else st.container()
     if run:
-        bar = st.progress(0.0, text="Running repetitions…")
+        with chart:
+            bar = st.progress(0.0, text="Running repetitions…")
         last = [-1]
 
         def progress(frac: float) -> None:
@@ -162,15 +199,19 @@ def repetitions(req: Requirement, eps: float) -> None:
         _remember(RUNS, key, df)
     runs = st.session_state.get(RUNS, {})
     if key not in runs:
-        st.info(f"Press **Run repetitions** to draw {reps} stratified calibration sets of n = {req.n:,} "
-                "and compare the test accuracy of θ̂ with the baselines. Runs for other targets are kept: "
-                "moving the target back shows them again.")
+        chart.info(f"Press **Run repetitions** to draw {reps} stratified calibration sets of n = {req.n:,} "
+                   "and compare the test accuracy of θ̂ with the baselines. Runs for other targets are kept: "
+                   "moving the target back shows them again.")
         return
     df = runs[key]
     n_reps = int(df["rep"].nunique())
-    ui.figure(plots.accuracy_histogram(df, req.target, eps), f"guaranteed_accuracy_a{req.target:.3f}_n{req.n}",
-              key="ga_hist", context=ui.export_context(es),
-              title=f"Test accuracy over {n_reps:,} repetitions (target {req.target:.3f}, n = {req.n:,})")
+    with chart:
+        # presenter mode: the whole figure, its x-axis title included, above the fold
+        ui.figure(plots.accuracy_histogram(df, req.target, eps), f"guaranteed_accuracy_a{req.target:.3f}_n{req.n}",
+                  key="ga_hist", context=ui.export_context(es), height=ui.fit_height(13.4),
+                  title=f"Test accuracy over {n_reps:,} repetitions (target {req.target:.3f}, n = {req.n:,})")
+    if slots is not None:
+        st.subheader("Repetitions (Figure 3 style)")
     d = df.assign(abs_err=(df["accuracy"] - req.target).abs(),
                   inside=(df["accuracy"] - req.target).abs() <= eps + TOL)
     summary = d.groupby("method", sort=False).agg(
@@ -363,9 +404,10 @@ def card_section(req: Requirement) -> None:
 
 @state.fragment
 def guaranteed_accuracy() -> None:
-    req = requirement()
-    eps = one_split(req)
-    repetitions(req, eps)
+    slots = presenter_slots() if PRESENTER else None
+    req = requirement(slots)
+    eps = one_split(req, slots)
+    repetitions(req, eps, slots)
     solver(req)
     shootout_section(req)
     card_section(req)

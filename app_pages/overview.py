@@ -10,7 +10,7 @@ from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.rules import RULE_LABELS
 from hsc_core.core.uncertainty import CONFIDENCE, N_RESAMPLES, ON_DEMAND_SAMPLES
 from hsc_core.report.figures import RISK_NOTE, ExportContext
-from hsc_core.report.html_report import HEADLINE_RULE, headline_sentence, worse_sentence
+from hsc_core.report.html_report import HEADLINE_RULE, headline_sentence, worse_sentence, worse_summary
 
 ui.ensure_entrypoint()
 
@@ -36,6 +36,12 @@ def point_sentence(es: data.EvalSet, ts: bool) -> str:
     return (f"{where}, {RULE_LABELS[HEADLINE_RULE]} "
             f"{'lowers' if g >= 0 else 'raises'} the risk–coverage area by {abs(g):.1f} % vs plain selective "
             "classification (point estimate; its 95 % interval is not computed yet).")
+
+
+def _illustration() -> None:
+    # Presenter mode: the screen's height below the title (the figure has no axes to keep).
+    ui.figure(plots.illustration_figure(data.hierarchy_or_imagenet(*ui.current_model())), "hsc_illustration",
+              key="overview_illustration", height=ui.fit_height(6.2))
 
 
 # ---------------------------------------------------------------------------- the headline
@@ -66,8 +72,16 @@ def headline() -> None:
     st.caption(ui.plain(headline_sentence(name, on.dataset.name, on.n, False, boots[False].gain[HEADLINE_RULE])))
 
 
-headline()
-negative = st.container()  # the negative result, once every model's rows are in (below)
+# Presenter mode: the message (headline, its no-TS twin, the negative result) beside the
+# illustration, so both fit one 1280×720 screen; the explanation folds into an expander below.
+PRESENTER = ui.presenter()
+message, picture = st.columns([1, 1.1], gap="large") if PRESENTER else (st.container(), None)
+if picture is not None:  # first: the headline's intervals may take a few seconds
+    with picture:
+        _illustration()
+with message:
+    headline()
+    negative = st.container()  # the negative result, once every model's rows are in (below)
 with st.expander("How these numbers are measured (one protocol for every page)"):
     st.markdown(
         f"**Protocol.** {PROTOCOL_TEXT} The split is the same on every page, so a number means the same "
@@ -82,7 +96,8 @@ with st.expander("How these numbers are measured (one protocol for every page)")
         "headline, or the switch below), so the page first shows the point estimates."
     )
 
-left, right = st.columns([1, 1.1], gap="large")
+left, right = (st.expander("What hierarchical selective classification is"), None) if PRESENTER else \
+    st.columns([1, 1.1], gap="large")
 with left:
     st.markdown(
         """
@@ -107,9 +122,9 @@ probability (the paper's Algorithm 1 and Theorem 1).
         "**Guaranteed accuracy** · **Compare models** · **Try an image**. The model, data subset and "
         "temperature scaling in the sidebar apply everywhere, and the URL keeps every setting."
     )
-with right:
-    ui.figure(plots.illustration_figure(data.hierarchy_or_imagenet(*ui.current_model())), "hsc_illustration",
-              key="overview_illustration")
+if right is not None:
+    with right:
+        _illustration()
 
 st.subheader("Cached models")
 all_ci = st.toggle("95 % intervals for every model", key="overview_all_ci",
@@ -132,7 +147,11 @@ if not rows:
     st.stop()
 
 worse = worse_sentence(rows)
-if worse:
+if worse and PRESENTER:  # one line on the first screen, every model's rule further down
+    negative.warning(ui.plain(worse_summary(rows)), icon=":material/trending_down:")
+    with st.expander("Every rule that does worse than Selective"):
+        st.markdown(ui.plain(worse))
+elif worse:
     negative.warning(ui.plain(worse), icon=":material/trending_down:")
 models = views.model_rows(rows, metrics=("top1", "temperature"))
 st.dataframe(pd.DataFrame(models), hide_index=True, key="overview_table",

@@ -90,8 +90,27 @@ def _gain_words(es) -> str:
             f"{ci} contains 0: no clear difference on this many images.")
 
 
+# The story's charts sweep θ in the browser (keys and ▶ Play); where a sweep comes to rest becomes
+# the step's θ, and its text is rewritten for it (hidden while the chart is ahead, ``ui.theta_box``),
+# so one θ is on screen. Each step opens at θ = 0.5; the θ is the story's own, not the link's.
+STORY_THETA = "_story_theta"  # session state: (step, θ)
+
+
+def _theta() -> float:
+    at, theta = st.session_state.get(STORY_THETA, (None, THETA))
+    return float(theta) if at == step else THETA
+
+
 def _stay(theta: float) -> None:
-    """The story's charts sweep θ in the browser only (keys and ▶ Play); its text stays at θ = 0.5."""
+    st.session_state[STORY_THETA] = (step, round(min(max(theta, 0.0), 1.0), 2))
+
+
+def _at_rest(chart: str):
+    """The step's θ-dependent text: hidden while its chart sweeps ahead of the server."""
+    return ui.theta_box(chart, "follow")
+
+
+theta = _theta()
 
 
 @data.cache_resource(max_entries=16, show_spinner=False)
@@ -114,13 +133,38 @@ def _photo() -> None:
 def _tree_step(rules: tuple, chart: str, text: str) -> None:
     left, right = _beside()
     with left:
-        st.markdown(text)
+        with _at_rest(chart):
+            st.markdown(text)
         _photo()
     with right:
         fig = _tree(es, key, i, rules, font, ui.fit_height(7.4), ui.fit_width(2.2 / 3.2) - 30)
         ui.figure(fig, f"story_{chart}", key=chart, width="content")
-        ui.sweep_sync(chart, THETA, _stay, image=f"story_{chart}", context=ui.export_context(es),
+        ui.sweep_sync(chart, theta, _stay, image=f"story_{chart}", context=ui.export_context(es, theta),
                       title=f"Sample {es.sample_ids[i]}: " + " vs ".join(RULE_LABELS[r] for r in rules))
+
+
+def _selective_text(theta: float) -> str:
+    p = float(es.leaf_conf[i])
+    head = "A **selective** classifier accepts its top leaf only when the probability reaches a threshold θ. "
+    if p >= theta:
+        return (head + f"At θ = {theta:.2f} this leaf ({p:.2f}) reaches θ (its bar's fill ends right of the θ tick), "
+                f"so it **accepts** it: **{_name(int(es.leaf_pred[i]))}**, which is {views.WRONG_MD}. Raise θ "
+                "above the leaf's probability (▶ Play) and it rejects instead.")
+    return (head + f"At θ = {theta:.2f} this leaf ({p:.2f}) is below θ (its bar's fill ends left of the θ tick), so it "
+            "**rejects** the image: it predicts the root, which says nothing. Every rejected image is lost coverage.")
+
+
+def _climbing_text(theta: float) -> str:
+    climb = int(es.paths["climbing"].predict(theta)[0][i])
+    head = ("**Climbing** walks up from the leaf to the first ancestor whose probability reaches θ (the leaves "
+            "under a node share its probability). ")
+    if climb == h.root:
+        return head + (f"At θ = {theta:.2f} only the root reaches θ: Climbing **rejects** the image too, as "
+                       "Selective does. Lower θ to see it stop at a correct ancestor.")
+    ok = bool(h.is_ancestor(climb, int(es.labels[i])))
+    return head + (f"At θ = {theta:.2f} it answers **{_name(climb)}** ({es.node_probs[i, climb]:.2f}), which is "
+                   + (f"{views.CORRECT_MD}: less specific, but right. " if ok else f"{views.WRONG_MD}. ")
+                   + "Press ▶ Play to sweep θ to 1 and watch the answer climb to the root.")
 
 
 if i is None and step <= 3:
@@ -140,18 +184,9 @@ elif step == 1:
             f"(probability {es.node_probs[i, true]:.2f}).\n\n"
             "A low top probability is the model telling us it is unsure. What should it answer?")
 elif step == 2:
-    _tree_step(("selective",), "story_tree_sel",
-               f"A **selective** classifier accepts its top leaf only when the probability reaches a threshold θ. "
-               f"At θ = {THETA:.2f} this leaf ({es.leaf_conf[i]:.2f}) is below θ (its bar's fill ends left of the θ "
-               "tick), so it **rejects** the image: it predicts the root, which says nothing. Every rejected "
-               "image is lost coverage.")
+    _tree_step(("selective",), "story_tree_sel", _selective_text(theta))
 elif step == 3:
-    climb = int(es.paths["climbing"].predict(THETA)[0][i])
-    _tree_step(("selective", "climbing"), "story_tree_climb",
-               f"**Climbing** walks up from the leaf to the first ancestor whose probability reaches θ (the leaves "
-               f"under a node share its probability). At θ = {THETA:.2f} it answers **{_name(climb)}** "
-               f"({es.node_probs[i, climb]:.2f}), which is {views.CORRECT_MD}: less specific, but right. "
-               "Press ▶ Play to sweep θ to 1 and watch the answer climb to the root.")
+    _tree_step(("selective", "climbing"), "story_tree_climb", _climbing_text(theta))
 elif step == 4:
     cs = ui.curve_set_or_stop(es)
     rules = ("selective", "climbing")
@@ -167,7 +202,7 @@ elif step == 4:
     with right:  # the chart first: the interval in the text may take a few seconds the first time
         ui.figure(_rc(cs, key, font, ui.fit_height(10.5)), "story_step4", key="story_rc",
                   context=ui.export_context(es))
-        ui.sweep_sync("story_rc", THETA, _stay, image="story_step4", context=ui.export_context(es),
+        ui.sweep_sync("story_rc", theta, _stay, image="story_step4", context=ui.export_context(es),
                       title="Risk–coverage: Selective vs Climbing")
     with left:
         st.markdown(
@@ -193,6 +228,8 @@ else:
     st.markdown("Repeat this on many random splits, and compare with DARTS, on the **Guaranteed accuracy** page.")
 
 if i is not None and step <= 3 and not ui.presenter():
-    st.caption(f"The example: sample {ui.plain(es.sample_ids[i])} of {ui.plain(es.model)}, the most Figure-1-like "
-               "image of this data (an unsure, wrong top-1 leaf that Climbing corrects at θ = 0.5). Open it in the "
-               "Explorer to change θ or pick another sample.")
+    # It names θ = 0.5 too: hidden with the step's text while a chart sweeps elsewhere.
+    with _at_rest({1: "story_bars", 2: "story_tree_sel", 3: "story_tree_climb"}[step]):
+        st.caption(f"The example: sample {ui.plain(es.sample_ids[i])} of {ui.plain(es.model)}, the most "
+                   "Figure-1-like image of this data (an unsure, wrong top-1 leaf that Climbing corrects at "
+                   "θ = 0.5). Open it in the Explorer to change θ or pick another sample.")

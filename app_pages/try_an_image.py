@@ -140,7 +140,8 @@ row = perturb.node_row(h, logits, t)
 context = ExportContext(model=model, dataset=data.IMAGENET, ts=bool(state.get("ts")),
                         temperature=t if state.get("ts") else None, n_samples=1)
 
-left, right = st.columns([1, 2.4] if ui.presenter() else [1, 2], gap="medium")
+RIGHT = 2.4 if ui.presenter() else 2.0  # the tree's share of the page beside the image (1)
+left, right = st.columns([1, RIGHT], gap="medium")
 with left:
     st.image(preview, caption=ui.plain(image_name), width="stretch")
     if true_leaf is not None:
@@ -149,7 +150,8 @@ with left:
     top5 = pd.DataFrame({"rank": np.arange(1, 6), "class": [views.node_name(h, k) for k in top],
                          "wnid": [h.node_ids[k] for k in top], "probability": leaf_probs[0][top]})
     st.markdown(f"**Top-5** ({t_note})")
-    st.dataframe(top5, hide_index=True, key="img_top5",
+    # presenter mode's narrow column: no wnid column, so the probabilities are not cut (the CSV has it)
+    st.dataframe(top5.drop(columns="wnid") if ui.presenter() else top5, hide_index=True, key="img_top5",
                  column_config={"probability": st.column_config.NumberColumn(format="%.4f")})
     ui.csv_download(top5, f"top5_{model}_{image_name}", key="dl_top5", context=context)
 
@@ -158,29 +160,46 @@ def _follow(theta: float) -> None:
     state.set("theta", round(min(max(theta, 0.0), 1.0), 2))
 
 
+CHART = "img_tree"
+
+
 @state.fragment
 def theta_view() -> None:
-    theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="img", min_value=0.0, max_value=1.0,
-                       step=0.01, format="%.2f", help="The tree's own ▶ Play button and slider sweep θ in the "
-                                                      "browser; where they stop becomes this slider's value.")
-    kind, severity = perturb.degrade_controls("img")
+    # Presenter mode, as the Explorer: the tree's own θ slider and ▶ Play are the θ control, the
+    # tree fills the screen's height and the degradation pickers come after it.
+    theta = float(state.get("theta"))
+    if not ui.presenter():
+        with ui.theta_box(CHART, "slider"):
+            theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="img", min_value=0.0,
+                               max_value=1.0, step=0.01, format="%.2f",
+                               help="The tree's own ▶ Play button and slider sweep θ in the browser; where they "
+                                    "stop becomes this slider's value.")
+    pickers = st.container()
+    tree = st.container()
+    # Everything below the tree shows θ: hidden while the tree sweeps ahead, so one θ is on screen.
+    below = ui.theta_box(CHART, "follow")
+    with pickers if not ui.presenter() else below:
+        kind, severity = perturb.degrade_controls("img")
     shown = row
     if kind != "none":
         sweep = perturb.degraded_logits(image_bytes, image_name, model, kind)
         shown = perturb.node_row(h, sweep[0][severity], t)
     at_theta = dataclasses.replace(context, theta=float(theta))
-    perturb.tree_chart(h, shown, true_leaf, theta, key="img_tree", name=f"tree_{model}_{image_name}",
-                       context=at_theta, cache_key=(perturb.digest_of(image_bytes), model, t, kind, severity),
-                       on_theta=_follow)
+    with tree:
+        perturb.tree_chart(h, shown, true_leaf, theta, key=CHART, name=f"tree_{model}_{image_name}",
+                           context=at_theta, cache_key=(perturb.digest_of(image_bytes), model, t, kind, severity),
+                           on_theta=_follow, max_height=ui.fit_height(9.5),
+                           max_width=ui.fit_width(RIGHT / (1 + RIGHT)) - 30 if ui.presenter() else None)
     view = views.sample_view(h, shown, views.single_sample_paths(h, shown), 0, theta, true_leaf=true_leaf)
-    st.markdown(views.choice_text(h, view))
-    if kind != "none":
-        perturb.climb_view(h, *sweep, kind=kind, severity=severity, theta=theta, true_leaf=true_leaf,
-                           temperature=t, model=model, image_name=image_name, context=at_theta, key="img")
-    with st.expander("Table of the picks"):
-        table = views.choice_table(h, view)
-        st.dataframe(table, hide_index=True, key="img_choices", column_config=ui.CHOICE_COLUMNS)
-        ui.csv_download(table, f"choices_{model}_{image_name}", key="dl_img_choices", context=at_theta)
+    with below:
+        st.markdown(views.choice_text(h, view))
+        if kind != "none":
+            perturb.climb_view(h, *sweep, kind=kind, severity=severity, theta=theta, true_leaf=true_leaf,
+                               temperature=t, model=model, image_name=image_name, context=at_theta, key="img")
+        with st.expander("Table of the picks"):
+            table = views.choice_table(h, view)
+            st.dataframe(table, hide_index=True, key="img_choices", column_config=ui.CHOICE_COLUMNS)
+            ui.csv_download(table, f"choices_{model}_{image_name}", key="dl_img_choices", context=at_theta)
 
 
 with right:

@@ -57,15 +57,19 @@ def digest_of(image: bytes) -> str:
 
 
 @st.cache_resource(max_entries=32, show_spinner=False, scope="session")
-def _tree(key: tuple, _h: Hierarchy, _row: np.ndarray, true_leaf: int | None, theta: float, font_size: int):
+def _tree(key: tuple, _h: Hierarchy, _row: np.ndarray, true_leaf: int | None, theta: float, font_size: int,
+          max_height: int | None = None, max_width: int | None = None):
     paths = views.single_sample_paths(_h, _row)
-    return tree_figure(_h, _row, record_rows(paths, 0), true_leaf, theta, font_size=font_size)
+    return tree_figure(_h, _row, record_rows(paths, 0), true_leaf, theta, font_size=font_size,
+                       max_height=max_height, max_width=max_width)
 
 
 def tree_chart(h: Hierarchy, row: np.ndarray, true_leaf: int | None, theta: float, *, key: str, name: str,
-               context, cache_key: tuple, on_theta: Callable[[float], None]) -> None:
-    """The Explorer's tree of one node-probability row (its θ sweep and Play follow ``theta``)."""
-    fig = _tree((*cache_key, key), h, row, true_leaf, round(float(theta), 2), ui.font_size())
+               context, cache_key: tuple, on_theta: Callable[[float], None], max_height: int | None = None,
+               max_width: int | None = None) -> None:
+    """The Explorer's tree of one node-probability row (its θ sweep and Play follow ``theta``);
+    ``max_height``/``max_width`` (pixels) as ``tree_figure``'s, e.g. presenter mode's screen."""
+    fig = _tree((*cache_key, key), h, row, true_leaf, round(float(theta), 2), ui.font_size(), max_height, max_width)
     ui.figure(fig, name, key=key, context=context, width="content")
     ui.sweep_sync(key, theta, on_theta)
 

@@ -677,15 +677,39 @@ html { font-size: clamp(16px, min(1.5vw, 2.667vh), 48px); }
 """
 # While a chart sweeps θ in the browser, the page's θ control and θ text show a stale θ: they are
 # hidden until the server has caught up (``sweep_sync`` toggles the class), so one θ is on screen.
+# The descendants too: Streamlit's element containers set their own visibility, which would show
+# a stale θ's text inside a hidden box.
 SWEEP_CSS = """
-.hsc-stale { visibility: hidden !important; }
+.hsc-stale, .hsc-stale * { visibility: hidden !important; }
 """
+
+
+# Until the browser has reported its size, presenter mode's charts are drawn for the 1280×720
+# design and redrawn at the real size a moment later: they stay invisible meanwhile, so no chart
+# jumps from one size to the other (after 4 s they show anyway, should the report never come).
+# In the run a report (or a resize) starts, the previous run's charts, drawn at the old size,
+# stay hidden until the new ones replace them.
+UNSIZED_CSS = """
+@keyframes hsc-reveal { to { visibility: visible; } }
+[data-testid="stPlotlyChart"] { visibility: hidden; animation: hsc-reveal 0s linear 4s forwards; }
+"""
+RESIZED_CSS = """
+[data-stale="true"] [data-testid="stPlotlyChart"] { visibility: hidden; }
+"""
+VIEWPORT_FRESH = "_viewport_fresh"
+
+
+def viewport_known() -> bool:
+    """Has the browser reported its window size (``viewport_probe``) in this session?"""
+    return getattr(st.session_state.get(VIEWPORT_KEY), "size", None) is not None
 
 
 def presenter_style() -> None:
     """Bigger type and less padding, so a slider and its chart share a 1280×720 screen; the type
     grows with the screen. Also the sweep's "stale θ" style (every mode)."""
-    st.html(f"<style>{SWEEP_CSS}{PRESENTER_CSS if presenter() else ''}</style>")
+    resized = st.session_state.pop(VIEWPORT_FRESH, False)
+    sizing = "" if not presenter() else UNSIZED_CSS if not viewport_known() else RESIZED_CSS if resized else ""
+    st.html(f"<style>{SWEEP_CSS}{PRESENTER_CSS if presenter() else ''}{sizing}</style>")
     if presenter():
         viewport_probe()
 
@@ -709,13 +733,18 @@ _viewport_component = None
 
 def viewport_probe() -> None:
     """Report the browser window's size to the server (``viewport``): once when presenter mode
-    starts, then on resize. A changed size reruns the page at the new scale."""
+    starts (the page reruns; its charts are hidden until then, ``UNSIZED_CSS``), then on resize.
+    A changed size reruns the page at the new scale."""
     global _viewport_component
     if _viewport_component is None:
         _viewport_component = st.components.v2.component("hsc_viewport", js=_VIEWPORT_JS)
-    w, h = viewport()
-    known = getattr(st.session_state.get(VIEWPORT_KEY), "size", None) or f"{w}x{h}"
-    _viewport_component(key=VIEWPORT_KEY, data={"known": known}, on_size_change=lambda: None, height=0)
+    # Nothing known yet: the browser reports at once (also a 1280×720 one), which shows the charts.
+    known = getattr(st.session_state.get(VIEWPORT_KEY), "size", None) or ""
+    _viewport_component(key=VIEWPORT_KEY, data={"known": known}, on_size_change=_size_reported, height=0)
+
+
+def _size_reported() -> None:
+    st.session_state[VIEWPORT_FRESH] = True
 
 
 def controls(label: str = "Controls"):

@@ -40,6 +40,7 @@ from hsc_core.report.html_report import (
     interval_text,
     result_rows,
     worse_sentence,
+    worse_summary,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -93,6 +94,23 @@ def test_report_states_the_negative_result_in_one_sentence():
     assert text == ("Without temperature scaling, some rules do worse than plain selective classification "
                     "(negative gain): lite1: Jumping -18.2 % (95 % CI -28.6 to -8.9 %).")
     assert worse_sentence([row("climbing", True, 14.3, 8.8, 19.3)]) == ""
+
+
+def test_short_negative_result_counts_models_and_names_the_worst_rule():
+    """The projector's one-line form: models with a rule clearly below 0 out of all models, and the
+    lowest such gain; an undecided interval or a positive gain does not count."""
+    def row(model, rule, ts, value, low, high):
+        return {"metric": "gain_percent", "rule": rule, "loss": "01", "ts": ts, "model": model,
+                "value": value, "ci_low": low, "ci_high": high}
+
+    rows = [row("a", "jumping", False, -18.2, -28.6, -8.9), row("a", "climbing", False, -6.7, -15.4, 1.1),
+            row("b", "max_coverage", False, -30.0, None, None), row("c", "climbing", False, 3.0, 1.0, 5.0),
+            row("a", "climbing", True, 14.3, 8.8, 19.3)]
+    assert worse_summary(rows) == ("Without temperature scaling, 2 of 3 models have a rule that does worse than "
+                                   "plain selective classification (worst: b, Max-Coverage -30.0 %, point estimate).")
+    assert worse_summary(rows[:1]) == ("Without temperature scaling, 1 of 1 model has a rule that does worse than "
+                                       "plain selective classification (worst: a, Jumping -18.2 %).")
+    assert worse_summary(rows[3:]) == ""
 
 
 class _Links(HTMLParser):

@@ -444,7 +444,9 @@ def illustration_figure(h: Hierarchy, leaf_name: str = "golden_retriever", theta
         fig.add_trace(go.Scatter(
             x=[-1.0 - 1.4 * j], y=[0], mode="markers+text", showlegend=False, hoverinfo="skip",
             marker=dict(size=13, color="#e6e6e6", line=dict(color="black", width=1)),
-            text=["<br>".join(style.plain(word, None) for word in style.clip(node_name(h, s)).split(" "))
+            # a word per line, hyphenated ones split too: "curly-coated" and "flat-coated" side by side fit
+            text=["<br>".join(style.plain(word, None)
+                              for word in style.clip(node_name(h, s)).replace("-", "- ").split(" "))
                   + f"<br>{sib_p[j]:.2f}" + (f"<br>{style.CORRECT_MARK} true class" if j == 0 else "")],
             textposition="bottom center",
         ))

@@ -111,18 +111,46 @@ def worse_sentence(rows: Iterable[ResultRow]) -> str:
     below 0 ("clearly worse"); one without is marked as a point estimate. "" when no rule does
     worse. Plain text (escape it for HTML; it holds user names)."""
     worse: dict[bool, dict[str, list[str]]] = {False: {}, True: {}}
+    for r in _worse_rows(rows):
+        how = (f" (95 % CI {display_value(r, 'ci_low'):.1f} to {display_value(r, 'ci_high'):.1f} %)"
+               if r["ci_high"] is not None else " (point estimate)")
+        worse[bool(r["ts"])].setdefault(r["model"], []).append(f"{RULE_LABELS[r['rule']]} {display_value(r):.1f} %{how}")
+    parts = [f"{'With' if ts else 'Without'} temperature scaling, some rules do worse than plain selective "
+             "classification (negative gain): " + "; ".join(f"{m}: {', '.join(items)}" for m, items in by.items()) + "."
+             for ts, by in worse.items() if by]
+    return " ".join(parts)
+
+
+def _worse_rows(rows: Iterable[ResultRow]) -> list[ResultRow]:
+    """The gain rows (0/1 loss, not Selective) below 0: the whole interval when there is one."""
+    out = []
     for r in rows:
         if r["metric"] != "gain_percent" or r["rule"] == "selective" or r["loss"] != "01":
             continue
         g, high = display_value(r), r["ci_high"]
-        if not np.isfinite(g) or g >= 0 or (high is not None and display_value(r, "ci_high") >= 0):
+        if np.isfinite(g) and g < 0 and (high is None or display_value(r, "ci_high") < 0):
+            out.append(r)
+    return out
+
+
+def worse_summary(rows: Iterable[ResultRow]) -> str:
+    """``worse_sentence`` in one short sentence per TS setting (a projector's screen): how many
+    models have a rule that does worse than Selective, and the worst one, e.g. "Without
+    temperature scaling, 3 of 4 models have a rule that does worse than plain selective
+    classification (worst: efficientnet_lite1, Jumping −18.2 %)." "" when none does."""
+    rows = list(rows)
+    models = {r["model"] for r in rows}
+    parts = []
+    for ts in (False, True):
+        worse = [r for r in _worse_rows(rows) if bool(r["ts"]) == ts]
+        if not worse:
             continue
-        how = (f" (95 % CI {display_value(r, 'ci_low'):.1f} to {display_value(r, 'ci_high'):.1f} %)"
-               if high is not None else " (point estimate)")
-        worse[bool(r["ts"])].setdefault(r["model"], []).append(f"{RULE_LABELS[r['rule']]} {g:.1f} %{how}")
-    parts = [f"{'With' if ts else 'Without'} temperature scaling, some rules do worse than plain selective "
-             "classification (negative gain): " + "; ".join(f"{m}: {', '.join(items)}" for m, items in by.items()) + "."
-             for ts, by in worse.items() if by]
+        n = len({r["model"] for r in worse})
+        low = min(worse, key=display_value)
+        parts.append(f"{'With' if ts else 'Without'} temperature scaling, {n} of {len(models)} "
+                     f"model{'s' if len(models) != 1 else ''} {'have' if n != 1 else 'has'} a rule that does worse "
+                     f"than plain selective classification (worst: {low['model']}, {RULE_LABELS[low['rule']]} "
+                     f"{display_value(low):.1f} %{'' if low['ci_high'] is not None else ', point estimate'}).")
     return " ".join(parts)
 
 
