@@ -114,7 +114,8 @@ def worse_sentence(rows: Iterable[ResultRow]) -> str:
     for r in _worse_rows(rows):
         how = (f" (95 % CI {display_value(r, 'ci_low'):.1f} to {display_value(r, 'ci_high'):.1f} %)"
                if r["ci_high"] is not None else " (point estimate)")
-        worse[bool(r["ts"])].setdefault(r["model"], []).append(f"{RULE_LABELS[r['rule']]} {display_value(r):.1f} %{how}")
+        item = f"{RULE_LABELS[r['rule']]} {display_value(r):.1f} %{how}"
+        worse[bool(r["ts"])].setdefault(r["model"], []).append(item)
     parts = [f"{'With' if ts else 'Without'} temperature scaling, some rules do worse than plain selective "
              "classification (negative gain): " + "; ".join(f"{m}: {', '.join(items)}" for m, items in by.items()) + "."
              for ts, by in worse.items() if by]
