@@ -147,12 +147,10 @@ if not rows:
     st.stop()
 
 worse = worse_sentence(rows)
-if worse and PRESENTER:  # one line on the first screen, every model's rule further down
+if worse:  # one sentence up top (the first screen), every model's rule further down
     negative.warning(ui.plain(worse_summary(rows)), icon=":material/trending_down:")
     with st.expander("Every rule that does worse than Selective"):
         st.markdown(ui.plain(worse))
-elif worse:
-    negative.warning(ui.plain(worse), icon=":material/trending_down:")
 models = views.model_rows(rows, metrics=("top1", "temperature"))
 st.dataframe(pd.DataFrame(models), hide_index=True, key="overview_table",
              column_config={"n_eval": st.column_config.NumberColumn("evaluation samples"),
