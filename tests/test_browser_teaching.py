@@ -135,10 +135,9 @@ def test_overview_image_and_guarantee_fit_one_presenter_screen(server, browser, 
             pg.goto(f"{server}/{path}")
             wait_idle(pg, settle=1.0)
             if chart == "ga_hist":  # the histogram is drawn by a run (20 repetitions here)
-                run = pg.get_by_role("button", name="Run repetitions")
-                pg.wait_for_function("() => Array.from(document.querySelectorAll('button'))"
-                                     ".filter((b) => b.innerText.includes('Run repetitions')).length === 1")
-                run.click()
+                # the viewport's rerun may briefly hold the old button beside the new one: the newest
+                wait_idle(pg, settle=1.5)
+                pg.get_by_role("button", name="Run repetitions").last.click()
             pg.wait_for_selector(f".st-key-{chart} .js-plotly-plot .main-svg", timeout=120_000)
             wait_idle(pg, settle=1.0)
             time.sleep(0.5)

@@ -453,7 +453,7 @@ def illustration_figure(h: Hierarchy, leaf_name: str = "golden_retriever", theta
     fig.add_annotation(x=0, y=top + 0.85, text=f"… up to the root ({shown_name(h, path[-1])}: 1.00)",
                        showarrow=False, xanchor="left")
     fig.update_xaxes(visible=False, range=[-3.3, 4.4])
-    fig.update_yaxes(visible=False, range=[-2.0, top + 1.2])
+    fig.update_yaxes(visible=False, range=[-2.5, top + 1.2])  # room for the siblings' 4 lines at projector size
     return layout(fig, f"Climbing at θ = {theta} (illustrative numbers)", height=430)
 
 
