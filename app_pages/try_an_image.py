@@ -88,7 +88,8 @@ with ui.controls("Model and image"):
         linked = state.get("timg") in files  # a deep link to a shipped image opens it
         if state.get("timg") is not None and not linked:
             st.warning(f"Image {ui.plain(state.get('timg'))} from the link is not among the shipped images.")
-        if files and st.toggle("Or use one of the shipped validation images", key="img_use_sample", value=linked):
+        # On by default, so the page (and a projector) opens on a real example, not an empty upload box.
+        if files and st.toggle("Or use one of the shipped validation images", key="img_use_sample", value=True):
             if not linked:
                 state.set("timg", files[0])
             image_name = state.bind(st.selectbox, "Validation image", "timg", scope="img", options=files)
@@ -96,7 +97,8 @@ with ui.controls("Model and image"):
         else:
             state.set("timg", None)
 if image_bytes is None:
-    st.info("Upload an image to see the model's top-5 classes and the Climbing path.")
+    also = "" if sample_dir is None else " (or turn on “Or use one of the shipped validation images” above)"
+    st.info(f"Upload an image{also} to see the model's top-5 classes and the Climbing path.")
     st.stop()
 
 try:
