@@ -2,7 +2,16 @@
 
 * ``hf<β>`` (``hf1``, ``hf0.5``, ``hf2`` …): the node of highest expected hFβ (Plaud et al.,
   ICML 2025, "Hierarchical decision rules", optimal decoding for hFβ restricted to single-node
-  predictions, as selective classification predicts one node).
+  predictions, as selective classification predicts one node). Where it differs from their code,
+  hierulz (``hierulz/metrics/hf_beta_score.py``, ``hFBetaScore.decode``; the tests hold its
+  outputs on toy trees): (1) hierulz counts the root in both node sets, |Y| = depth(y) + 1, and
+  we do not (Kiritchenko et al.; ``node_scores``) — its definition is ours on the tree with one
+  more node above the root, and there the two optima agree; (2) it decodes a *set* of nodes (the
+  top k of its per-node gains for the best k), which may hold several branches, not one node;
+  (3) its candidate filter P(v) ≥ 1/(1 + β²(depth of v's deepest leaf + 1)) is not exact when
+  leaves lie at several depths (it can drop the optimum; the tests show a case). Ours is exact:
+  the literal argmax over all nodes, pruned only by the bounds proved in ``_pruning`` and
+  ``_hf_mixed_q``.
 * ``min_severity``: the node of lowest expected mistake severity (Bertinetto et al., CVPR 2020;
   Plaud et al. show the optimum is the deepest node with P > 0.5).
 * ``max_information``: the node of highest expected information-based score (Zhao et al.,
@@ -25,6 +34,7 @@ import re
 
 import numpy as np
 
+from ..config import rows_per_chunk
 from .hierarchy import Hierarchy
 from .node_scores import Metric, check_beta, expected_scores, information
 from .pareto import front_from_pairs, pareto_paths
@@ -132,7 +142,7 @@ def any_decision_paths(hierarchy: Hierarchy, node_probs: np.ndarray, rule: str,
         return DecisionPaths(rule=rule, nodes=p.nodes, values=p.values, lengths=p.lengths)
     probs = check_node_probs(node_probs, hierarchy.n_nodes)
     metric = _METRIC[kind]
-    if not pruned or (metric == "hf" and not _uniform_leaf_depth(hierarchy)):
+    if not pruned:
         if not np.isfinite(probs).all():
             raise ValueError("node_probs contain NaN or inf")
         return pareto_paths(rule, rule_scores(hierarchy, probs, rule), record_values(hierarchy, probs))
@@ -142,11 +152,24 @@ def any_decision_paths(hierarchy: Hierarchy, node_probs: np.ndarray, rule: str,
     # candidates) avoids a pass over every node.
     if not np.isfinite(probs[:, hierarchy.root]).all():
         raise ValueError("node_probs contain NaN or inf")
-    r, c = _candidates(hierarchy, probs, metric, beta, leaf)
+    # hFβ with leaves at several depths: scores from exact per-depth leaf sums (``_hf_mixed_scores``),
+    # and a pruning margin for the float error of the given node sums against those.
+    mixed = metric == "hf" and not _uniform_leaf_depth(hierarchy)
+    if mixed:
+        leaves = probs[:, : hierarchy.n_leaves]
+        total = leaves.sum(axis=1, dtype=np.float64)  # a NaN or inf leaf shows in its row's total
+        if not np.isfinite(total).all():
+            raise ValueError("node_probs contain NaN or inf")
+        if total.max() > 4 or leaves.min() < 0:  # not probabilities: no bounds, no fixed point
+            return pareto_paths(rule, rule_scores(hierarchy, probs, rule), record_values(hierarchy, probs))
+    r, c = _candidates(hierarchy, probs, metric, beta, leaf, margin=_sum_margin(hierarchy, probs) if mixed else 0.0)
     raw = probs[r, c]
     if not np.isfinite(raw).all():
         raise ValueError("node_probs contain NaN or inf")
-    scores = _pair_scores(hierarchy, probs, r, c, metric, beta)
+    if mixed:
+        scores = _hf_mixed_scores(hierarchy, probs, r, c, beta)
+    else:
+        scores = _pair_scores(hierarchy, probs, r, c, metric, beta)
     dtype = value_dtype(probs.dtype)
     vals = np.minimum(raw.astype(dtype, copy=False), dtype(1.0))
     if dtype == np.float64:
@@ -182,9 +205,12 @@ def _pruning(hierarchy: Hierarchy, metric: Metric, beta: float) -> tuple[np.ndar
         top = hierarchy.ancestor_at_depth(nodes, np.minimum(hierarchy.depth, 1))
         deep = hierarchy.depth >= 2
         q = np.zeros(hierarchy.n_nodes)
-        if metric == "hf":  # uniform leaf depth D: g = (1+β²)a/((a+d)(a+d−1)), l ≥ (1+β²)/(…) → q = 1/(a+1)
+        if metric == "hf" and _uniform_leaf_depth(hierarchy):
+            # Uniform leaf depth D: g = (1+β²)a/((a+d)(a+d−1)), l ≥ (1+β²)/(…) → q = 1/(a+1), a = β²D.
             a = beta**2 * float(hierarchy.depth[0])
             q[deep] = 1.0 / (a + 1.0)
+        elif metric == "hf":
+            q = _hf_mixed_q(hierarchy, beta, top)
         elif metric == "information":
             info = information(hierarchy)
             big = np.log2(hierarchy.n_leaves)
@@ -205,10 +231,62 @@ def _pruning(hierarchy: Hierarchy, metric: Metric, beta: float) -> tuple[np.ndar
     return cache[key]
 
 
+def _hf_mixed_q(hierarchy: Hierarchy, beta: float, top: np.ndarray) -> np.ndarray:
+    """``_pruning``'s q for hFβ on a tree whose leaves lie at several depths. Shape (n_nodes,).
+
+    Proof. Let v be at depth d ≥ 2 with parent π and write b = β², D(y) = b·d_y. Against a true
+    leaf y, hFβ(v, y) = (1+b)·e/(D(y) + d) with e = depth(LCA(v, y)) (the root not counted):
+
+    * y under v: e = d for v and d − 1 for π, so hFβ(v, y) − hFβ(π, y) = (1+b)·D(y)/((D(y)+d)(D(y)+d−1))
+      =: g(d_y) > 0;
+    * y under top(v) but not under v: LCA(v, y) = LCA(π, y), 1 ≤ e ≤ d − 1, so the difference is
+      −(1+b)·e/((D(y)+d)(D(y)+d−1)) ≤ −(1+b)/((D(y)+d)(D(y)+d−1)) =: −l(d_y) < 0;
+    * y under another depth-1 node: e = 0 for both, difference 0.
+
+    Hence E[hFβ(v)] − E[hFβ(π)] ≤ P(v)·G − (P(top(v)) − P(v))·ℓ with G = max g over the leaf depths
+    under v and ℓ = min l over those under top(v); l falls with d_y, so ℓ = l(deepest leaf under
+    top(v)). If P(v) < q·P(top(v)) with q = ℓ/(G + ℓ), the right side is < 0: π is at least as
+    probable and strictly better, so v is on no front. G is taken over every integer depth
+    between the shallowest and the deepest leaf under v (a superset, so the bound still holds).
+    With one leaf depth D this is the uniform case's q = 1/(β²D + 1).
+    """
+    b = beta**2
+    n = hierarchy.n_nodes
+    depth = hierarchy.depth.astype(np.float64)
+    lo = np.full(n, np.iinfo(np.int64).max)
+    hi = np.zeros(n, dtype=np.int64)
+    lo[: hierarchy.n_leaves] = hi[: hierarchy.n_leaves] = hierarchy.depth[: hierarchy.n_leaves]
+    parent = hierarchy.parent
+    for v in hierarchy.topological_order[::-1]:  # children before parents
+        if parent[v] >= 0:
+            lo[parent[v]] = min(lo[parent[v]], lo[v])
+            hi[parent[v]] = max(hi[parent[v]], hi[v])
+    big = b * hi[top].astype(np.float64)
+    g = np.zeros(n)
+    deep = hierarchy.depth >= 2  # q is only used there, where every denominator is > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ell = 1.0 / ((big + depth) * (big + depth - 1.0))
+        for dy in range(1, hierarchy.max_depth + 1):
+            x = b * dy
+            under = (lo <= dy) & (dy <= hi)
+            g = np.where(under, np.maximum(g, x / ((x + depth) * (x + depth - 1.0))), g)
+        return np.where(deep, ell / (g + ell), 0.0)
+
+
+def _sum_margin(hierarchy: Hierarchy, probs: np.ndarray) -> float:
+    """Relative slack of the pruning tests when scores come from exact leaf sums but the tests read
+    the given node probabilities: a sum of n ≥ 0 terms in floating point is within n·eps of the
+    exact one, plus 1e-6 so that a discarded node loses by far more than the scores' rounding."""
+    return min(0.5, 3.0 * hierarchy.n_leaves * float(np.finfo(value_dtype(probs.dtype)).eps) + 1e-6)
+
+
 def _candidates(hierarchy: Hierarchy, probs: np.ndarray, metric: Metric, beta: float,
-                leaf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                leaf: np.ndarray, *, margin: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """(rows, nodes) that can be on a front, the root once per row; every other node is beaten
-    in both score and probability by one kept (``_pruning``), so the front is unchanged."""
+    in both score and probability by one kept (``_pruning``), so the front is unchanged.
+
+    ``margin`` > 0 loosens both tests by that relative amount (and an absolute 1e-12), keeping a
+    superset: for scores computed from leaf sums that the given node sums only approximate."""
     n = probs.shape[0]
     rows = np.arange(n)
     root = hierarchy.root
@@ -227,11 +305,12 @@ def _candidates(hierarchy: Hierarchy, probs: np.ndarray, metric: Metric, beta: f
         # and reads the probabilities once.
         free = np.flatnonzero(q == 0)
         q_lo = float(q[q > 0].min()) if (q > 0).any() else 0.0
-        floor = (m * q_lo * (1.0 - 1e-6)).astype(probs.dtype)
+        slack, tiny = 1.0 - margin, 1e-12 if margin else 0.0
+        floor = (m * q_lo * slack * (1.0 - 1e-6) - 2 * tiny).astype(probs.dtype)
         r, c = np.nonzero(probs >= floor[:, None])
         r, c = np.r_[r, np.repeat(rows, free.size)], np.r_[c, np.tile(free, n)]
         p_top = probs[r, top[c]].astype(np.float64)
-        ok = (p_top >= m[r]) & (probs[r, c] >= q[c] * p_top)
+        ok = (p_top >= m[r] * slack - tiny) & (probs[r, c] >= q[c] * p_top * slack - 2 * tiny)
         r, c = r[ok], c[ok]
     keep = c != root
     return np.r_[r[keep], rows], np.r_[c[keep], np.full(n, root)]
@@ -260,5 +339,97 @@ def _pair_scores(hierarchy: Hierarchy, probs: np.ndarray, r: np.ndarray, c: np.n
         return np.divide(2.0 * total, denom, out=np.zeros_like(total), where=denom > 0)
     b2 = beta**2
     out = (0.0 + total / (b2 * float(hierarchy.depth[0]) + depth)) * (1.0 + b2)
+    out[depth == 0] = 0.0
+    return out
+
+
+def _fixed_scale(hierarchy: Hierarchy) -> float:
+    """Fixed-point scale of ``_hf_mixed_scores``' leaf sums: a power of two such that the sum over
+    a node's ≤ max_depth + 1 ancestors of leaf masses ≤ 4 (the row totals it accepts) stays
+    below 2⁶³. 2⁵⁷ at depth 7: a leaf probability is kept to 7e-18."""
+    return 2.0 ** (62 - int(np.ceil(np.log2(4 * (hierarchy.max_depth + 1)))))
+
+
+def _leaf_layout(hierarchy: Hierarchy) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(perm, lo, hi, dy): leaves ordered by depth, then pre-order, so the leaves of depth dy[k] under
+    node u are the contiguous positions lo[k, u] … hi[k, u] − 1 of ``perm``. (n_leaves,), (K, n_nodes) × 2, (K,)."""
+    key = ("leaf_depth_layout",)
+    cache = hierarchy._cache
+    if key not in cache:
+        tin, tout = hierarchy._euler
+        n_leaves = hierarchy.n_leaves
+        leaf_depth = hierarchy.depth[:n_leaves]
+        perm = np.lexsort((tin[:n_leaves], leaf_depth))
+        dy = np.unique(leaf_depth)
+        lo = np.empty((dy.size, hierarchy.n_nodes), dtype=np.int64)
+        hi = np.empty_like(lo)
+        offset = 0
+        for k, d in enumerate(dy):
+            t = np.sort(tin[:n_leaves][leaf_depth == d])
+            lo[k] = offset + np.searchsorted(t, tin)
+            hi[k] = offset + np.searchsorted(t, tout)
+            offset += t.size
+        cache[key] = (perm, lo, hi, dy)
+    return cache[key]
+
+
+def _hf_mixed_scores(hierarchy: Hierarchy, probs: np.ndarray, r: np.ndarray, c: np.ndarray,
+                     beta: float) -> np.ndarray:
+    """Expected hFβ of candidate (row, node) pairs on a tree whose leaves lie at several depths.
+
+    E[hFβ(v)] = (1+β²) Σ_k N_k(v) / (β² d_k + d(v)), N_k(v) = Σ over v's ancestors u (v included,
+    the root not) of the mass of u's leaves at depth d_k: ``expected_scores``' per-depth sums, for
+    the pairs only. Every such u lies under v's depth-1 ancestor t, so per t only the rows with a
+    candidate under it read t's leaves, in ``_leaf_layout`` order, into a fixed-point (int64)
+    running sum; any node's mass per depth is then one difference of it — exact, and the same bits
+    for two nodes with the same leaf probabilities (ties stay ties). Rows go in blocks within the
+    memory budget (``config.rows_per_chunk``).
+    """
+    perm, lo, hi, dy = _leaf_layout(hierarchy)
+    root = hierarchy.root
+    top = hierarchy.ancestor_at_depth(c, np.minimum(hierarchy.depth[c], 1))
+    anc = hierarchy.paths_to_root(c)  # (pairs, width): node, parent, …, root, padded with the root
+    sums = np.zeros((dy.size, r.size), dtype=np.int64)
+    fixed_scale = _fixed_scale(hierarchy)
+    work = np.result_type(probs.dtype, np.float32)  # float16 would overflow
+    scale = work.type(fixed_scale)  # a power of two: scaling is exact
+    for t in np.unique(top[c != root]):
+        # t's leaves: class k's are the global positions lo[k, t] … hi[k, t] − 1; local offsets.
+        width_k = hi[:, t] - lo[:, t]
+        shift = np.r_[0, np.cumsum(width_k)[:-1]] - lo[:, t]  # global position + shift = local column
+        cols = np.concatenate([perm[lo[k, t]: hi[k, t]] for k in range(dy.size)])
+        pick = np.flatnonzero(top == t)
+        pick = pick[np.argsort(r[pick], kind="stable")]
+        rows, where = np.unique(r[pick], return_inverse=True)
+        block = rows_per_chunk(8 * (cols.size + 1) + 2 * probs.itemsize * cols.size)
+        for a in range(0, rows.size, block):
+            b = min(a + block, rows.size)
+            sel = (where >= a) & (where < b)
+            pp, lr = pick[sel], where[sel] - a
+            # Most of the rows need t → np.take over all of them (~4× faster than a 2-D fancy gather;
+            # at most twice the budget, as one block then holds over half the rows).
+            whole = 2 * (b - a) > probs.shape[0]
+            fixed = (np.take(probs, cols, axis=1) if whole else probs[rows[a:b, None], cols[None, :]]).astype(
+                work, copy=False)
+            if whole:
+                lr = r[pp]
+            fixed *= scale
+            running = np.empty((fixed.shape[0], cols.size + 1), dtype=np.int64)
+            running[:, 0] = 0
+            # float → int64 truncates: a fixed-point value ⌊p·scale⌋ per leaf, summed exactly.
+            np.cumsum(fixed, axis=1, dtype=np.int64, out=running[:, 1:])
+            del fixed
+            u = anc[pp]  # (pairs, width)
+            on = u != root  # the root (and the padding) is not counted: read t there, then drop it
+            u = np.where(on, u, t)
+            at = lr[None, :, None]
+            mass = running[at, hi[:, u] + shift[:, None, None]] - running[at, lo[:, u] + shift[:, None, None]]
+            sums[:, pp] = (mass * on[None]).sum(axis=2)  # (K, pairs)
+    b2 = beta**2
+    depth = hierarchy.depth[c].astype(np.float64)
+    total = np.zeros(r.size)
+    for k, d in enumerate(dy):
+        total = total + sums[k] / fixed_scale / (b2 * float(d) + depth)
+    out = total * (1.0 + b2)
     out[depth == 0] = 0.0
     return out

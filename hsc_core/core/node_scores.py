@@ -5,7 +5,9 @@ expectation (Plaud et al., ICML 2025, "Hierarchical decision rules", §3–4):
 
 * ``hf``: hierarchical Fβ (Kiritchenko et al., 2006). Node sets are the ancestors without the
   root, so |V̂| = depth(v̂), |Y| = depth(y), |V̂ ∩ Y| = depth(LCA); hFβ = (1 + β²)|V̂ ∩ Y| /
-  (β²|Y| + |V̂|), and 0 for the root. β < 1 favours precision, β > 1 recall.
+  (β²|Y| + |V̂|), and 0 for the root. β < 1 favours precision, β > 1 recall. (hierulz, Plaud
+  et al.'s code, counts the root too: every depth + 1, i.e. this on the tree with one more
+  node above the root.)
 * ``severity``: mistake severity, the shortest-path length between v̂ and y in the tree
   (Bertinetto et al., CVPR 2020): depth(v̂) + depth(y) − 2 depth(LCA). A cost: lower is better.
 * ``information``: the information-based similarity 2 I(LCA) / (I(v̂) + I(y)) with the
