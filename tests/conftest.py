@@ -107,7 +107,6 @@ def page(browser):
 #   (BROWSER_FILES; every file named so                       Streamlit server
 #   must be listed: a test checks it)
 # test_report.py (…_in_a_browser)             browser, slow   opens the HTML report in Chromium
-# test_server.py (…_before_the_session_starts) browser, slow  a shared link preloads Plotly (dashboard/server.py)
 # test_app_*.py                               app             AppTest runs of the dashboard
 # test_security.py (fixture app_env)          app             AppTest runs with hostile input
 # test_teaching.py (fixture open_page)        app             AppTest runs of the Explorer and the story
@@ -127,8 +126,7 @@ def page(browser):
 BROWSER_FILES = {"test_browser.py", "test_browser_datasets.py", "test_security_browser.py",
                  "test_browser_guarantees.py", "test_browser_atlas.py", "test_browser_teaching.py",
                  "test_hostile_names_browser.py"}
-BROWSER_TESTS = {"test_report.py": {"test_report_makes_no_network_request_in_a_browser"},
-                 "test_server.py": {"test_a_shared_link_fetches_plotly_before_the_session_starts"}}
+BROWSER_TESTS = {"test_report.py": {"test_report_makes_no_network_request_in_a_browser"}}
 APP_FIXTURES = {"app_env", "open_page"}
 SLOW_FILES = {"test_package.py", "test_app_overview_scale.py", "test_app_datasets.py", "test_app_guarantees.py",
               "test_app_atlas.py", "test_app_where.py", "test_app_try_image.py"}
