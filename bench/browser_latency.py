@@ -11,7 +11,8 @@ Starts ``streamlit run app.py`` on the shipped logits and drives Debian's Chromi
 5. Ten quick ArrowRight presses on the Streamlit slider: how far θ moved once the app is idle.
 6. Shared links: a fresh browser context (empty cache, new session) opens an Explorer and a
    Risk–Coverage deep link at θ = 0.37; time from navigation to the chart drawn at that θ
-   (its own slider on the linked frame), and the server process's CPU time meanwhile.
+   (its own slider on the linked frame), and the server process's CPU time meanwhile; then the
+   floor: the same figure alone in a one-chart Streamlit app (``bench/one_chart_app.py``).
 
 Times run from the browser receiving the keydown (a capture listener on ``document``) to the
 DOM mutation that shows the new value (a MutationObserver), both ``performance.now()``.
@@ -27,6 +28,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -51,11 +53,11 @@ ARM_JS = """([root, probe]) => {
 }"""
 
 
-def start_server(port: int) -> subprocess.Popen:
-    env = dict(os.environ)
+def start_server(port: int, script: Path = ROOT / "app.py", **env_vars: str) -> subprocess.Popen:
+    env = dict(os.environ, **env_vars)
     env.pop("HSC_SYNTHETIC", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+        [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 90
@@ -115,23 +117,52 @@ AT_THETA_JS = """([chart, theta]) => { const g = document.querySelector(`.st-key
   return !!sl && sl.steps[sl.active] && sl.steps[sl.active].value === theta; }"""
 
 
-def shared_links(browser, url: str, server_pid: int, repeats: int) -> None:
-    """6. A fresh context per visit: no cached assets, a new Streamlit session."""
+# The chart as the browser holds it (data, layout, frames), to serve it again in one_chart_app.py.
+FIGURE_JS = """(chart) => { const g = document.querySelector(`.st-key-${chart} .js-plotly-plot`);
+  return JSON.stringify({data: g.data, layout: g.layout, frames: g._transitionData._frames}); }"""
+
+
+def open_link(browser, url: str, chart: str, theta: str) -> float:
+    """Milliseconds from navigating a fresh context (no cached assets, a new session) to ``url``
+    until ``chart`` is drawn at ``theta``."""
+    ctx = browser.new_context(viewport={"width": 1440, "height": 900})
+    pg = ctx.new_page()
+    t0 = time.perf_counter()
+    pg.goto(url)
+    pg.wait_for_function(AT_THETA_JS, arg=[chart, theta], timeout=120_000, polling=20)
+    ms = 1000 * (time.perf_counter() - t0)
+    ctx.close()
+    return ms
+
+
+def shared_links(browser, url: str, server_pid: int, repeats: int, port: int) -> None:
+    """6. A fresh context per visit; then the floor: the same figure in a one-chart Streamlit app."""
     theta = "0.37"
     for name, path, chart in (("Explorer", f"explorer?theta={theta}&pick=rescue", "explorer_tree"),
                               ("Risk–Coverage", f"risk_coverage?theta={theta}", "rc_chart")):
         ms, cpu = [], []
         for _ in range(repeats + 1):  # the first visit warms the server's caches and is dropped
-            ctx = browser.new_context(viewport={"width": 1440, "height": 900})
-            pg = ctx.new_page()
-            c0, t0 = _cpu_seconds(server_pid), time.perf_counter()
-            pg.goto(f"{url}/{path}")
-            pg.wait_for_function(AT_THETA_JS, arg=[chart, theta], timeout=120_000, polling=20)
-            ms.append(1000 * (time.perf_counter() - t0))
+            c0 = _cpu_seconds(server_pid)
+            ms.append(open_link(browser, f"{url}/{path}", chart, theta))
             cpu.append(_cpu_seconds(server_pid) - c0)
-            ctx.close()
         stats(f"Shared link, fresh session: {name} chart at θ = {theta}", ms[1:])
         print(f"{'':<58} server CPU per visit: median {np.median(cpu[1:]):.2f} s")
+
+        pg = browser.new_page()
+        pg.goto(f"{url}/{path}")
+        pg.wait_for_function(AT_THETA_JS, arg=[chart, theta], timeout=120_000, polling=20)
+        with tempfile.TemporaryDirectory() as tmp:
+            figure = Path(tmp, "figure.json")
+            figure.write_text(pg.evaluate(FIGURE_JS, chart), encoding="utf-8")
+            pg.close()
+            floor = start_server(port, ROOT / "bench" / "one_chart_app.py", HSC_BENCH_FIGURE=str(figure),
+                                 HSC_BENCH_KEY=chart)
+            try:
+                ms = [open_link(browser, f"http://127.0.0.1:{port}/", chart, theta) for _ in range(repeats + 1)]
+            finally:
+                os.killpg(floor.pid, signal.SIGTERM)
+                floor.wait(timeout=20)
+        stats("  floor: the same figure alone in a one-chart Streamlit app", ms[1:])
 
 
 def main() -> int:
@@ -148,7 +179,7 @@ def main() -> int:
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True)
-            shared_links(browser, url, proc.pid, args.links)
+            shared_links(browser, url, proc.pid, args.links, args.port + 1)
             if args.only_links:
                 browser.close()
                 return 0
