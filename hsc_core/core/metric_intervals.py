@@ -6,7 +6,10 @@ written for weighted samples, so a resample costs a weighted sum, not a recomput
 * ``weighted_oracle_haurc``: the oracle's moves are ordered once (the order does not depend on w);
 * ``weighted_aurc_zhou`` / ``weighted_augrc``: the copies of a sample sit next to each other in
   the confidence order, so each sample's share is a closed form of its first and last position;
-* ``weighted_prf``: pooled counts.
+* ``weighted_prf``: pooled counts;
+* ``weighted_achievable_haurc``: each resample's curve points are weighted sums over the rule's
+  events (``uncertainty.weighted_points``); the lower convex hulls of all resamples are found at
+  once by removing, in rounds, every point that lies on or above the chord of its neighbours.
 
 With all weights 1 each equals its unweighted function (tests check it).
 """
@@ -18,8 +21,9 @@ from collections.abc import Callable, Mapping
 import numpy as np
 from scipy import stats
 
+from .events import RuleEvents
 from .selective_metrics import OracleMoves
-from .uncertainty import BOOTSTRAP_SEED, CONFIDENCE, N_RESAMPLES, Interval, counts_from_indices
+from .uncertainty import BOOTSTRAP_SEED, CONFIDENCE, N_RESAMPLES, Interval, counts_from_indices, weighted_points
 
 
 def _rows(weights: np.ndarray) -> np.ndarray:
@@ -62,6 +66,86 @@ def weighted_augrc(order_loss: np.ndarray, weights_in_order: np.ndarray) -> np.n
     contrib = w * order_loss[None, :]
     before = np.cumsum(contrib, axis=1) - contrib
     return (w * before + order_loss[None, :] * w**2 / 2.0).sum(axis=1) / n**2
+
+
+def lower_hull_areas(coverage: np.ndarray, risk: np.ndarray) -> np.ndarray:
+    """(B,) trapezoidal area under the lower convex hull of each column's points (coverage, risk),
+    each (P, B): column b is one point set. Equals ``selective_metrics.achievable_haurc`` per column.
+
+    All columns at once: order each by (coverage, risk), then repeatedly drop every point on or
+    above the chord of its surviving neighbours (never a hull vertex, so dropping them together is
+    safe) and every repeat of the point before it, until none is dropped; what is left is convex,
+    i.e. the hull. The first round compares array neighbours (slices, no gathers) and on RC curves
+    drops ~98 % of the points; the survivors are then packed to the front whenever fewer than
+    half remain, so the later rounds are cheap.
+    """
+    c, r = _by_coverage(np.asarray(coverage, np.float64), np.asarray(risk, np.float64))
+    if c.shape[0] > 2:
+        a, j, b = slice(None, -2), slice(1, -1), slice(2, None)
+        cross = (c[j] - c[a]) * (r[b] - r[a]) - (r[j] - r[a]) * (c[b] - c[a])
+        same_prev = (c[j] == c[a]) & (r[j] == r[a])
+        same_next = (c[j] == c[b]) & (r[j] == r[b])
+        alive = np.ones(c.shape, dtype=bool)
+        # a run of equal points keeps its first (its next neighbour is equal, so the chord test is void)
+        alive[j] = ~(same_prev | ((cross <= 0) & ~same_next))
+        # the last point: only a repeat of the one before it goes
+        alive[-1] = (c[-1] != c[-2]) | (r[-1] != r[-2])
+        c, r, alive = _pack(c, r, alive, int(alive.sum(axis=0).max()))
+    while c.shape[0] > 2:
+        p = c.shape[0]
+        idx = np.arange(p)[:, None]
+        before = np.maximum.accumulate(np.where(alive, idx, -1), axis=0)   # last survivor ≤ j
+        after = np.minimum.accumulate(np.where(alive, idx, p)[::-1], axis=0)[::-1]  # first survivor ≥ j
+        prev = np.vstack([np.full((1, c.shape[1]), -1), before[:-1]])
+        nxt = np.vstack([after[1:], np.full((1, c.shape[1]), p)])
+        inner = alive & (prev >= 0) & (nxt < p)
+        pa, na = np.clip(prev, 0, p - 1), np.clip(nxt, 0, p - 1)
+        ca, ra = np.take_along_axis(c, pa, 0), np.take_along_axis(r, pa, 0)
+        cb, rb = np.take_along_axis(c, na, 0), np.take_along_axis(r, na, 0)
+        # cross((a → j), (a → b)) ≤ 0: j is on or above the chord a–b (as selective_metrics.lower_hull);
+        # points are distinct now, so no chord is void
+        drop = inner & ((c - ca) * (rb - ra) - (r - ra) * (cb - ca) <= 0)
+        if not drop.any():
+            break
+        alive &= ~drop
+        kept = int(alive.sum(axis=0).max())
+        if 2 * kept <= p:
+            c, r, alive = _pack(c, r, alive, kept)
+    c, r, _ = _pack(c, r, alive, c.shape[0]) if c.shape[0] > 2 else (c, r, None)
+    return np.sum(np.diff(c, axis=0) * (r[1:] + r[:-1]), axis=0) / 2.0
+
+
+def _by_coverage(c: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each column sorted by coverage, ties by risk. A curve of a rule whose coverage falls with θ
+    is already sorted once reversed: then only a check, no sort."""
+    if c.shape[0] > 1 and c[0].sum() > c[-1].sum():
+        c, r = c[::-1], r[::-1]
+    dc, dr = np.diff(c, axis=0), np.diff(r, axis=0)
+    if (dc >= 0).all() and not ((dc == 0) & (dr < 0)).any():
+        return c, r
+    order = np.lexsort((r, c), axis=0)
+    return np.take_along_axis(c, order, axis=0), np.take_along_axis(r, order, axis=0)
+
+
+def _pack(c: np.ndarray, r: np.ndarray, alive: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each column's surviving points first (in order), ``size`` rows; the rows past a column's
+    survivors repeat its last survivor (zero width: no area) and are marked dead."""
+    order = np.argsort(~alive, axis=0, kind="stable")[:size]
+    c, r = np.take_along_axis(c, order, 0), np.take_along_axis(r, order, 0)
+    kept = alive.sum(axis=0)
+    pad = np.arange(size)[:, None] >= kept[None, :]
+    last = np.maximum(kept - 1, 0)[None, :]
+    c = np.where(pad, np.take_along_axis(c, last, 0), c)
+    r = np.where(pad, np.take_along_axis(r, last, 0), r)
+    return c, r, ~pad
+
+
+def weighted_achievable_haurc(events: RuleEvents, weights: np.ndarray) -> np.ndarray:
+    """(B,) achievable hAURC (``selective_metrics.achievable_haurc``: area under the lower convex
+    hull of the RC points) of the curve with sample i counted ``weights[b, i]`` times. Any rule:
+    the hull does not need coverage to fall with θ."""
+    cov, risk, total = weighted_points(events, _rows(weights))
+    return lower_hull_areas(cov, risk) / total**2
 
 
 def weighted_prf(both: np.ndarray, pred: np.ndarray, gold: np.ndarray, weights: np.ndarray,

@@ -34,6 +34,7 @@ from ..core.hierarchical_prf import Average, hierarchical_prf, mistake_lca_depth
 from ..core.hierarchy import Hierarchy
 from ..core.metric_intervals import (
     bootstrap_statistics,
+    weighted_achievable_haurc,
     weighted_augrc,
     weighted_aurc_zhou,
     weighted_oracle_haurc,
@@ -319,7 +320,7 @@ class EvaluationSet:
         """Tidy rows of the metrics beyond hAURC (``results.EXTRA_METRICS``): per rule excess and
         achievable hAURC and micro hF1 at θ = 0; per model Zhou's AURC and AUGRC of the arg-max
         leaf. With ``intervals``, paired 95 % percentile-bootstrap limits (``core.metric_intervals``;
-        achievable hAURC and rules whose coverage can rise with θ have none)."""
+        excess hAURC of rules whose coverage can rise with θ has none)."""
         ev = self.evaluation
         err = (self.leaf_pred != self.labels).astype(float)
         order = np.argsort(-self.leaf_conf, kind="stable")
@@ -339,6 +340,7 @@ class EvaluationSet:
             counts = (d[self.hierarchy.lca(nodes, self.labels)].astype(float), d[nodes].astype(float),
                       d[self.labels].astype(float))
             stats_[f"{rule}|hf1_micro"] = partial(_weighted_hf1, counts)
+            stats_[f"{rule}|achievable_haurc"] = partial(weighted_achievable_haurc, events)
             if events.monotone:
                 stats_[f"{rule}|excess_haurc"] = partial(_weighted_excess, events, self.oracle_moves(rule, loss))
         limits = (self._memo.get(("extra_boot", tuple(rules), loss, n_resamples, seed), lambda: bootstrap_statistics(
