@@ -137,6 +137,7 @@ SLOW_TESTS = {  # file -> test functions (every parameter of each)
                              "test_pretrained_on_shared_images_matches_shipped",  # pretrained net, ../shared
                              "test_device_decode_gives_the_pil_paths_logits_on_real_images"},  # ../shared images
     "test_evaluate.py": {"test_ray_local_gives_identical_numbers"},  # Ray
+    "test_rc_table.py": {"test_rc_table_on_local_ray_equals_processes"},  # Ray
     # 1,000 repetitions of every method; the shipped model's evaluation and card
     "test_guarantees.py": {"test_every_guarantee_holds_on_synthetic_data",
                            "test_every_guarantee_holds_on_the_shipped_logits",
