@@ -68,9 +68,12 @@ def weighted_augrc(order_loss: np.ndarray, weights_in_order: np.ndarray) -> np.n
     return (w * before + order_loss[None, :] * w**2 / 2.0).sum(axis=1) / n**2
 
 
-def lower_hull_areas(coverage: np.ndarray, risk: np.ndarray) -> np.ndarray:
+def lower_hull_areas(coverage: np.ndarray, risk: np.ndarray, *, monotone: bool = False) -> np.ndarray:
     """(B,) trapezoidal area under the lower convex hull of each column's points (coverage, risk),
     each (P, B): column b is one point set. Equals ``selective_metrics.achievable_haurc`` per column.
+
+    monotone : coverage never rises down the rows (a rule's θ order when ``RuleEvents.monotone``):
+        the rows reversed are then sorted by coverage, and only ties of coverage are checked.
 
     All columns at once: order each by (coverage, risk), then repeatedly drop every point on or
     above the chord of its surviving neighbours (never a hull vertex, so dropping them together is
@@ -79,17 +82,15 @@ def lower_hull_areas(coverage: np.ndarray, risk: np.ndarray) -> np.ndarray:
     drops ~98 % of the points; the survivors are then packed to the front whenever fewer than
     half remain, so the later rounds are cheap.
     """
-    c, r = _by_coverage(np.asarray(coverage, np.float64), np.asarray(risk, np.float64))
+    c, r, dc, dr = _by_coverage(np.asarray(coverage, np.float64), np.asarray(risk, np.float64), monotone)
     if c.shape[0] > 2:
-        a, j, b = slice(None, -2), slice(1, -1), slice(2, None)
-        cross = (c[j] - c[a]) * (r[b] - r[a]) - (r[j] - r[a]) * (c[b] - c[a])
-        same_prev = (c[j] == c[a]) & (r[j] == r[a])
-        same_next = (c[j] == c[b]) & (r[j] == r[b])
+        # cross((j−1 → j), (j−1 → j+1)) written with the steps: the dc·dr terms of the step into j cancel
+        cross = dc[:-1] * dr[1:] - dr[:-1] * dc[1:]
+        repeat = (dc == 0) & (dr == 0)                  # point k+1 repeats point k
         alive = np.ones(c.shape, dtype=bool)
         # a run of equal points keeps its first (its next neighbour is equal, so the chord test is void)
-        alive[j] = ~(same_prev | ((cross <= 0) & ~same_next))
-        # the last point: only a repeat of the one before it goes
-        alive[-1] = (c[-1] != c[-2]) | (r[-1] != r[-2])
+        alive[1:-1] = ~(repeat[:-1] | ((cross <= 0) & ~repeat[1:]))
+        alive[-1] = ~repeat[-1]                         # the last point: only a repeat goes
         c, r, alive = _pack(c, r, alive, int(alive.sum(axis=0).max()))
     while c.shape[0] > 2:
         p = c.shape[0]
@@ -115,37 +116,61 @@ def lower_hull_areas(coverage: np.ndarray, risk: np.ndarray) -> np.ndarray:
     return np.sum(np.diff(c, axis=0) * (r[1:] + r[:-1]), axis=0) / 2.0
 
 
-def _by_coverage(c: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each column sorted by coverage, ties by risk. A curve of a rule whose coverage falls with θ
-    is already sorted once reversed: then only a check, no sort."""
-    if c.shape[0] > 1 and c[0].sum() > c[-1].sum():
-        c, r = c[::-1], r[::-1]
+def _by_coverage(c: np.ndarray, r: np.ndarray, monotone: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                         np.ndarray]:
+    """(c, r, Δc, Δr): each column sorted by coverage, ties by risk, and its steps. A rule's curve
+    reversed is sorted (monotone rules) or nearly so (a stable sort then finds runs): only ties
+    of coverage need risk's order, and a risk falling within a tie is rare (a single-child chain,
+    a move between nodes of equal coverage): then a full sort."""
+    c, r = c[::-1], r[::-1]
+    if not monotone:
+        order = np.argsort(c, axis=0, kind="stable")
+        c, r = np.take_along_axis(c, order, axis=0), np.take_along_axis(r, order, axis=0)
     dc, dr = np.diff(c, axis=0), np.diff(r, axis=0)
-    if (dc >= 0).all() and not ((dc == 0) & (dr < 0)).any():
-        return c, r
-    order = np.lexsort((r, c), axis=0)
-    return np.take_along_axis(c, order, axis=0), np.take_along_axis(r, order, axis=0)
+    if ((dc == 0) & (dr < 0)).any():
+        order = np.lexsort((r, c), axis=0)
+        c, r = np.take_along_axis(c, order, axis=0), np.take_along_axis(r, order, axis=0)
+        dc, dr = np.diff(c, axis=0), np.diff(r, axis=0)
+    return c, r, dc, dr
 
 
 def _pack(c: np.ndarray, r: np.ndarray, alive: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each column's surviving points first (in order), ``size`` rows; the rows past a column's
-    survivors repeat its last survivor (zero width: no area) and are marked dead."""
-    order = np.argsort(~alive, axis=0, kind="stable")[:size]
-    c, r = np.take_along_axis(c, order, 0), np.take_along_axis(r, order, 0)
-    kept = alive.sum(axis=0)
-    pad = np.arange(size)[:, None] >= kept[None, :]
-    last = np.maximum(kept - 1, 0)[None, :]
-    c = np.where(pad, np.take_along_axis(c, last, 0), c)
-    r = np.where(pad, np.take_along_axis(r, last, 0), r)
-    return c, r, ~pad
+    survivors repeat its last survivor (zero width: no area) and are marked dead. No sort: the
+    survivors' positions come from one ``nonzero`` (every column keeps its first point)."""
+    col, row = np.nonzero(alive.T)                     # by column, then row
+    kept = np.bincount(col, minlength=c.shape[1])
+    start = np.cumsum(kept) - kept
+    idx = np.broadcast_to(row[start + kept - 1][None, :], (size, c.shape[1])).copy()
+    idx[np.arange(col.size) - start[col], col] = row
+    live = np.arange(size)[:, None] < kept[None, :]
+    return np.take_along_axis(c, idx, 0), np.take_along_axis(r, idx, 0), live
 
 
-def weighted_achievable_haurc(events: RuleEvents, weights: np.ndarray) -> np.ndarray:
+def weighted_achievable_haurc(events: RuleEvents, weights: np.ndarray,
+                              points: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """(B,) achievable hAURC (``selective_metrics.achievable_haurc``: area under the lower convex
     hull of the RC points) of the curve with sample i counted ``weights[b, i]`` times. Any rule:
-    the hull does not need coverage to fall with θ."""
-    cov, risk, total = weighted_points(events, _rows(weights))
-    return lower_hull_areas(cov, risk) / total**2
+    the hull does not need coverage to fall with θ. ``points``: ``weighted_points(events, weights)``
+    when already computed (``RulePoints``)."""
+    cov, risk, total = weighted_points(events, _rows(weights)) if points is None else points
+    return lower_hull_areas(cov, risk, monotone=events.monotone) / total**2
+
+
+class RulePoints:
+    """``weighted_points`` of one rule for the last weights asked for: the statistics of one rule
+    (hAURC, excess, achievable) read one batch's curves from a single weighted sweep."""
+
+    def __init__(self, events: RuleEvents) -> None:
+        self.events = events
+        self._weights: np.ndarray | None = None
+        self._points: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def __call__(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._weights is not weights or self._points is None:
+            self._points = weighted_points(self.events, _rows(weights))
+            self._weights = weights  # held, so its id cannot be reused by another array
+        return self._points
 
 
 def weighted_prf(both: np.ndarray, pred: np.ndarray, gold: np.ndarray, weights: np.ndarray,

@@ -51,9 +51,13 @@ def weighted_haurc(events: RuleEvents, weights: np.ndarray) -> np.ndarray | floa
     ``hierarchical_rc_curve(...).haurc`` (up to float rounding).
     """
     w = np.asarray(weights, dtype=float)
-    one = w.ndim == 1
-    cov, risk, total = weighted_points(events, np.atleast_2d(w))
-    if events.monotone:
+    area = haurc_of_points(*weighted_points(events, np.atleast_2d(w)), monotone=events.monotone)
+    return float(area[0]) if w.ndim == 1 else area
+
+
+def haurc_of_points(cov: np.ndarray, risk: np.ndarray, total: np.ndarray, *, monotone: bool) -> np.ndarray:
+    """(B,) hAURC of ``weighted_points``' curves; ``monotone``: the rule's ``RuleEvents.monotone``."""
+    if monotone:
         # Coverage never rises with θ: θ order is coverage order reversed, and points of equal
         # coverage add no width, so their order (the tie rule) cannot change the area.
         area = -np.sum(np.diff(cov, axis=0) * (risk[1:] + risk[:-1]), axis=0)
@@ -65,8 +69,7 @@ def weighted_haurc(events: RuleEvents, weights: np.ndarray) -> np.ndarray | floa
         cov = np.take_along_axis(cov, order, axis=1)
         risk = np.take_along_axis(risk, order, axis=1)
         area = np.sum(np.diff(cov, axis=1) * (risk[:, 1:] + risk[:, :-1]), axis=1)
-    area = area / (2.0 * total**2)
-    return float(area[0]) if one else area
+    return area / (2.0 * total**2)
 
 
 def weighted_points(events: RuleEvents, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -33,6 +33,7 @@ from ..core.events import RuleEvents, rule_events
 from ..core.hierarchical_prf import Average, hierarchical_prf, mistake_lca_depth_counts
 from ..core.hierarchy import Hierarchy
 from ..core.metric_intervals import (
+    RulePoints,
     bootstrap_statistics,
     weighted_achievable_haurc,
     weighted_augrc,
@@ -55,7 +56,7 @@ from ..core.selective_metrics import (
     oracle_moves,
 )
 from ..core.thresholds import climbing_tight_thresholds
-from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, BootstrapResult, bootstrap_haurc, weighted_haurc
+from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, BootstrapResult, bootstrap_haurc, haurc_of_points
 from ..core.validation import check_labels, check_logits, clip, clip_path, quote
 from .results import ResultRow, hierarchy_hash, result_row
 
@@ -367,9 +368,10 @@ class EvaluationSet:
             counts = (d[self.hierarchy.lca(nodes, self.labels)].astype(float), d[nodes].astype(float),
                       d[self.labels].astype(float))
             stats_[f"{rule}|hf1_micro"] = partial(_weighted_hf1, counts)
-            stats_[f"{rule}|achievable_haurc"] = partial(weighted_achievable_haurc, events)
+            points = RulePoints(events)  # one weighted sweep per batch for both areas
+            stats_[f"{rule}|achievable_haurc"] = partial(_weighted_achievable, points)
             if events.monotone:
-                stats_[f"{rule}|excess_haurc"] = partial(_weighted_excess, events, self.oracle_moves(rule, loss))
+                stats_[f"{rule}|excess_haurc"] = partial(_weighted_excess, points, self.oracle_moves(rule, loss))
         limits = (self._memo.get(("extra_boot", tuple(rules), loss, n_resamples, seed), lambda: bootstrap_statistics(
             stats_, self.n, n_resamples=n_resamples, seed=seed)) if intervals else {})
         rows = []
@@ -569,8 +571,12 @@ def _weighted_hf1(counts: tuple[np.ndarray, np.ndarray, np.ndarray], w: np.ndarr
     return weighted_prf(*counts, w)[2]
 
 
-def _weighted_excess(events: RuleEvents, moves: OracleMoves, w: np.ndarray) -> np.ndarray:
-    return np.asarray(weighted_haurc(events, w)) - weighted_oracle_haurc(moves, w)
+def _weighted_excess(points: RulePoints, moves: OracleMoves, w: np.ndarray) -> np.ndarray:
+    return haurc_of_points(*points(w), monotone=points.events.monotone) - weighted_oracle_haurc(moves, w)
+
+
+def _weighted_achievable(points: RulePoints, w: np.ndarray) -> np.ndarray:
+    return weighted_achievable_haurc(points.events, w, points(w))
 
 
 def _per_sample(values: Any, n: int, what: str) -> np.ndarray:

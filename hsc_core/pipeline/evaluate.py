@@ -25,6 +25,8 @@ layer returns. Outputs, beside ``--out``:
   ``evaluation.rc_table.RC_TABLE_COLUMNS`` (model, dataset, hierarchy_hash, subset, ts, rule,
   loss, theta, coverage, risk, n_accepted, n); with ``--coverage-points`` / ``--risk-points``,
   risk@coverage and coverage@risk rows (``POINT_COLUMNS``) go to ``<PATH stem>_points<suffix>``;
+  each model's tables are computed by its worker from the same evaluation as its rows and cached
+  beside them (``rc_cache_file``: an ``.npz`` of the columns, keyed also by the rules and points);
 * ``results.csv.d/`` — one small JSON per finished model, keyed by the content it was computed
   from and the settings, so a rerun skips finished models and an interrupted run loses at most
   the models in flight.
