@@ -102,5 +102,7 @@ if state.bind(st.toggle, "Metrics beyond the paper", "cmp_more", scope="cmp",
                                                                          intervals=show_ci)]
     # One row per model and rule (as the Overview's), not one very wide row per model.
     more = views.metric_rule_rows(extra)
-    st.dataframe(views.with_interval_text(more), hide_index=True, key="compare_more_table")
+    shown = views.with_interval_text(more)
+    st.dataframe(shown, hide_index=True, key="compare_more_table", column_config={
+        c: st.column_config.NumberColumn(format=f) for c, f in views.metric_formats(shown).items()})
     ui.csv_download(more, f"compare_more_{loss}", key="dl_compare_more", context=context)

@@ -316,6 +316,13 @@ def metric_rule_rows(rows: list[ResultRow]) -> list[dict]:
             for e in out.values()]
 
 
+def metric_formats(df: pd.DataFrame) -> dict[str, str]:
+    """printf formats of a ``metric_rule_rows`` table's number columns: the ×1000 areas to 2
+    decimals (as their intervals), hF1 to 4."""
+    return {c: "%.4f" if c.startswith("hF1") else "%.2f" for c in df.columns
+            if c not in ("model", "rule", "TS") and not c.endswith(CI) and pd.api.types.is_numeric_dtype(df[c])}
+
+
 def with_interval_text(table: list[dict]) -> pd.DataFrame:
     """``table`` for the screen: each ``X low``/``X high`` pair becomes one text column ``X 95 % CI``
     right after ``X`` ("" where no interval was computed)."""
