@@ -116,6 +116,8 @@ def page(browser):
 # test_app_atlas.py                           slow            AppTest Model atlas (3-4 s per test)
 # test_app_where.py                           slow            AppTest Where it stops (shipped logits, 5-10 s)
 # test_app_try_image.py                       slow            AppTest Try an image: a pretrained network, degraded
+# test_browser_more_metrics.py                browser, slow   metrics/rules beyond the paper: toggles, hF1 curves,
+#                                                             1280×720 normal and presenter
 # test_browser_atlas.py                       browser, slow   Model atlas, Where it stops: Chromium at 1280×720
 # test_app_datasets.py                        slow            AppTest on other data sets: each test builds and
 #                                                             evaluates CIFAR-100 or a user data set (~10 s in all)
