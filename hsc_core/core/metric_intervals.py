@@ -23,7 +23,17 @@ from scipy import stats
 
 from .events import RuleEvents
 from .selective_metrics import OracleMoves
-from .uncertainty import BOOTSTRAP_SEED, CONFIDENCE, N_RESAMPLES, Interval, counts_from_indices, weighted_points
+from .uncertainty import (
+    _BATCH_ELEMENTS,
+    _BATCH_MAX,
+    _BATCH_MIN,
+    BOOTSTRAP_SEED,
+    CONFIDENCE,
+    N_RESAMPLES,
+    Interval,
+    counts_from_indices,
+    weighted_points,
+)
 
 
 def _rows(weights: np.ndarray) -> np.ndarray:
@@ -186,12 +196,20 @@ def weighted_prf(both: np.ndarray, pred: np.ndarray, gold: np.ndarray, weights: 
     return hp, hr, hf
 
 
+def batch_for(widest: int) -> int:
+    """Resamples per batch when a statistic holds (``widest`` × batch) float arrays: the hAURC
+    bootstrap's bound (``uncertainty._BATCH_ELEMENTS``), 8 to 64."""
+    return int(max(_BATCH_MIN, min(_BATCH_MAX, _BATCH_ELEMENTS // max(widest, 1))))
+
+
 def bootstrap_statistics(statistics: Mapping[str, Callable[[np.ndarray], np.ndarray]], n: int, *,
                          n_resamples: int = N_RESAMPLES, confidence: float = CONFIDENCE,
-                         seed: int = BOOTSTRAP_SEED) -> dict[str, Interval]:
+                         seed: int = BOOTSTRAP_SEED, batch: int = 64) -> dict[str, Interval]:
     """Paired percentile-bootstrap intervals (``scipy.stats.bootstrap``) of weighted statistics.
 
     statistics : name → f(weights) with weights (B, n) draw counts, returning (B,).
+    batch : resamples per call (B); callers whose statistics hold (events × B) arrays pass
+        ``batch_for(events)`` so memory stays bounded at any scale.
     The estimate is each statistic at all weights 1.
     """
     names = list(statistics)
@@ -201,7 +219,7 @@ def bootstrap_statistics(statistics: Mapping[str, Callable[[np.ndarray], np.ndar
         return np.stack([statistics[k](w) for k in names])
 
     full = statistic(np.arange(n)[None, :])[:, 0]
-    res = stats.bootstrap((np.arange(n),), statistic, n_resamples=n_resamples, batch=64, vectorized=True,
+    res = stats.bootstrap((np.arange(n),), statistic, n_resamples=n_resamples, batch=batch, vectorized=True,
                           confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed))
     low, high = np.atleast_1d(res.confidence_interval.low), np.atleast_1d(res.confidence_interval.high)
     return {k: Interval(float(e), float(lo), float(hi)) for k, e, lo, hi in zip(names, full, low, high, strict=True)}

@@ -34,6 +34,7 @@ from ..core.hierarchical_prf import Average, hierarchical_prf, mistake_lca_depth
 from ..core.hierarchy import Hierarchy
 from ..core.metric_intervals import (
     RulePoints,
+    batch_for,
     bootstrap_statistics,
     weighted_achievable_haurc,
     weighted_augrc,
@@ -372,8 +373,10 @@ class EvaluationSet:
             stats_[f"{rule}|achievable_haurc"] = partial(_weighted_achievable, points)
             if events.monotone:
                 stats_[f"{rule}|excess_haurc"] = partial(_weighted_excess, points, self.oracle_moves(rule, loss))
+        # (events × batch) arrays per rule and batch: the batch shrinks as the events grow (iNat21 scale)
+        widest = max([self.n] + [self.events(r, loss).event_sample.size for r in rules])
         limits = (self._memo.get(("extra_boot", tuple(rules), loss, n_resamples, seed), lambda: bootstrap_statistics(
-            stats_, self.n, n_resamples=n_resamples, seed=seed)) if intervals else {})
+            stats_, self.n, n_resamples=n_resamples, seed=seed, batch=batch_for(widest))) if intervals else {})
         rows = []
         for (rule, metric), value in values.items():
             lim = limits.get(f"{rule}|{metric}")
