@@ -1,12 +1,12 @@
-"""Calibration–Coverage: ECE of each rule's confidences as θ trades coverage away."""
+"""Calibration–Coverage: ECE of each rule's confidences as θ trades coverage away (the paper's four
+and the metric-optimal / Pareto ones)."""
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from dashboard import data, plots, state, ui
-from hsc_core.core.metric_rules import ALL_RULES
-from hsc_core.core.rules import RULE_LABELS, RULES
+from hsc_core.core.metric_rules import ALL_RULES, rule_label
+from hsc_core.core.rules import RULE_LABELS
 
 ui.ensure_entrypoint()
 
@@ -23,31 +23,25 @@ with controls[1]:
 es = ui.require_eval_set()
 if not ui.presenter():
     st.caption(ui.eval_caption(es))
-rules = [r for r in RULES if r in state.get("rules")]
+rules = [r for r in ALL_RULES if r in state.get("rules")]
 if not rules:
-    st.info("Select at least one of the paper's four rules: calibration–coverage curves are drawn for those.")
+    st.info("Select at least one rule.")
     st.stop()
-curves = data.cc_curves(es, int(state.get("bins")))
+bins = int(state.get("bins"))
+curves = data.cc_curves(es, bins)
 context = ui.export_context(es)
-ui.figure(plots.cc_figure(curves, rules), f"cc_bins{state.get('bins')}", key="cc_chart", context=context,
-          title=f"Calibration–coverage (ECE, {int(state.get('bins'))} bins)", height=ui.fit_height(9.1))
+ui.figure(plots.cc_figure(curves, rules), f"cc_bins{bins}", key="cc_chart", context=context,
+          title=f"Calibration–coverage (ECE, {bins} bins)", height=ui.fit_height(9.1))
 
-rows = []
-for r in rules:
-    c = curves[r]
-    order = np.argsort(c.coverage, kind="stable")
-    area = float(np.sum(np.diff(c.coverage[order]) * (c.ece[order][1:] + c.ece[order][:-1]) / 2))
-    rows.append({"rule": RULE_LABELS[r], "ECE at the lowest θ (leaves)": float(c.ece[0]),
-                 "max ECE": float(c.ece.max()), "coverage at max ECE": float(c.coverage[c.ece.argmax()]),
-                 "area under CC curve (lower is better)": area})
-table = pd.DataFrame(rows)
+table = pd.DataFrame(es.view.cc_summary(rules, bins))  # the layer's numbers; the page only names the rules
+table["rule"] = table["rule"].map(rule_label)
 st.dataframe(table, hide_index=True, key="cc_table",
              column_config={c: st.column_config.NumberColumn(format="%.4f") for c in table.columns[1:]})
 c1, c2 = st.columns(2)
 with c1:
     ui.csv_download(table, "cc_summary", key="dl_cc_table", context=context)
 with c2:
-    points = pd.concat([pd.DataFrame({"rule": RULE_LABELS[r], "theta": curves[r].thresholds,
+    points = pd.concat([pd.DataFrame({"rule": rule_label(r), "theta": curves[r].thresholds,
                                       "coverage": curves[r].coverage, "ece": curves[r].ece}) for r in rules],
                        ignore_index=True)
     ui.csv_download(points, "cc_curves", key="dl_cc_curves", label="Curve points (CSV)", context=context)

@@ -1,4 +1,5 @@
-"""Compare models: one rule's RC curves overlaid, and a sortable table of every model."""
+"""Compare models: one rule's RC curves overlaid, and a sortable table of every model and the chosen
+rules (the paper's four and the metric-optimal / Pareto ones)."""
 
 import pandas as pd
 import streamlit as st
@@ -6,16 +7,20 @@ import streamlit as st
 from dashboard import data, plots, state, ui, views
 from hsc_core.core.metric_rules import ALL_RULES
 from hsc_core.core.rules import RULE_LABELS
-from hsc_core.evaluation.results import EXTRA_METRICS
 from hsc_core.report.figures import ExportContext
 
 ui.ensure_entrypoint()
 
 st.title("Compare models")
-with ui.controls("Rule, risk, curve and scaling"):
+with ui.controls("Rules, risk, curve and scaling"):
+    # The table's rules (shared with Risk–Coverage and Calibration–Coverage) get a row of their own,
+    # as there, so every chip shows its whole name; the chart draws one rule of every model.
+    state.bind(st.multiselect, "Rules in the table", "rules", scope="cmp", options=list(ALL_RULES),
+               format_func=RULE_LABELS.get)
     controls = st.columns([1.4, 1.2, 1.4, 1])
 with controls[0]:
-    state.bind(st.selectbox, "Rule", "cmp_rule", scope="cmp", options=list(ALL_RULES), format_func=RULE_LABELS.get)
+    state.bind(st.selectbox, "Rule on the chart", "cmp_rule", scope="cmp", options=list(ALL_RULES),
+               format_func=RULE_LABELS.get)
 with controls[1]:
     state.bind(st.radio, "Risk", "loss", scope="cmp", options=["01", "severity"],
                format_func={"01": "0/1 (hierarchical)", "severity": "LCA severity"}.get)
@@ -26,6 +31,8 @@ with controls[3]:
     state.bind(st.toggle, "Temperature scaling", "ts", scope="cmp")
 
 rule, loss = state.get("cmp_rule"), state.get("loss")
+# The table always has Selective (the gains' reference) and the chart's rule.
+table_rules = [r for r in ALL_RULES if r in state.get("rules") or r in ("selective", rule)]
 dec = None if state.get("dec") == "exact" else 2
 subset, ts = state.get("subset"), state.get("ts")
 catalog = ui.catalog()
@@ -43,8 +50,8 @@ with st.spinner("Computing every model's curves…"):
         try:
             es = data.eval_set(name, location, subset, ts)
             cs = data.curve_set(es, loss, dec)
-            got = es.view.results((loss,), dec)
-            got_ci = es.view.results((loss,), intervals=True) if show_ci else []  # on the exact curves
+            got = es.view.results((loss,), dec, rules=table_rules)
+            got_ci = es.view.results((loss,), intervals=True, rules=table_rules) if show_ci else []  # exact curves
         except data.LOAD_ERRORS as exc:
             errors.append((name, exc))
             continue
@@ -90,8 +97,12 @@ st.caption("Click a column header to sort. Gain = % hAURC reduction of the rule 
 if state.bind(st.toggle, "Metrics beyond the paper", "cmp_more", scope="cmp",
               help="Excess hAURC (vs the oracle ordering), achievable hAURC (convex hull), micro hF1 at θ = 0, and "
                    "the arg-max leaf's AURC (Zhou et al.'s estimator) and AUGRC; with the intervals toggle, 95 % "
-                   "bootstrap intervals."):
-    extra = [r for cs in sets.values() for r in cs.es.view.extra_results((rule,), loss, intervals=show_ci)]
-    more = views.model_rows(extra, loss=None, metrics=EXTRA_METRICS, label_ts=False, ts=bool(ts))
-    st.dataframe(views.with_interval_text(more), hide_index=True, key="compare_more_table")
-    ui.csv_download(more, f"compare_more_{rule}_{loss}", key="dl_compare_more", context=context)
+                   "bootstrap intervals; for the rules in the table."):
+    extra = [r for cs in sets.values() for r in cs.es.view.extra_results(tuple(table_rules), loss,
+                                                                         intervals=show_ci)]
+    # One row per model and rule (as the Overview's), not one very wide row per model.
+    more = views.metric_rule_rows(extra)
+    shown = views.with_interval_text(more)
+    st.dataframe(shown, hide_index=True, key="compare_more_table", column_config={
+        c: st.column_config.NumberColumn(format=f) for c, f in views.metric_formats(shown).items()})
+    ui.csv_download(more, f"compare_more_{loss}", key="dl_compare_more", context=context)

@@ -192,6 +192,8 @@ if state.bind(st.toggle, "Metrics beyond the paper (the model picked in the side
                                "leaf's AURC (Zhou et al.'s estimator) and AUGRC. Intervals as for hAURC."):
     es_more = data.eval_set(name, location, subset, True)
     more = views.metric_rule_rows(es_more.view.extra_results(intervals=intervals_ready(name, es_more)))
-    st.dataframe(views.with_interval_text(more), hide_index=True, key="overview_more")
+    shown = views.with_interval_text(more)
+    st.dataframe(shown, hide_index=True, key="overview_more", column_config={
+        c: st.column_config.NumberColumn(format=f) for c, f in views.metric_formats(shown).items()})
     ui.csv_download(more, "hsc_more_metrics", key="dl_overview_more",
                     context=ExportContext(name, dataset_of.get(name, ""), subset, True))

@@ -967,10 +967,12 @@ def curve_set(es: EvalSet, loss: Loss = "01", dec: int | None = None) -> CurveSe
     return CurveSet(es, loss, dec, curves, display, exact)
 
 
-def cc_curves(es: EvalSet, n_bins: int = 15):
-    """rule → calibration–coverage curve on the authors' 2-decimal θ grid (the layer's)."""
+def cc_curves(es: EvalSet, n_bins: int = 15) -> RuleCurves:
+    """rule → calibration–coverage curve on the authors' 2-decimal θ grid (the layer's): the
+    paper's four at once, any other rule of ``ALL_RULES`` on first use."""
     with st.spinner("Computing calibration–coverage curves…"), _grid_bar(es) as bar:
-        return es.view.cc_curves(int(n_bins), progress=bar)
+        given = es.view.cc_curves(int(n_bins), progress=bar)
+    return RuleCurves(given, lambda rule: es.view.cc_curve(rule, int(n_bins)))
 
 
 def haurc_intervals(es: EvalSet, loss: Loss = "01"):

@@ -23,7 +23,7 @@ from hsc_core.core.rules import RULE_LABELS, RULES, DecisionPaths, decision_path
 from hsc_core.core.thresholds import QuantileMethod, select_threshold, theorem1_epsilon
 from hsc_core.core.validation import check_theta
 from hsc_core.evaluation import ResultRow, column_label, wide_table
-from hsc_core.evaluation.results import display_value
+from hsc_core.evaluation.results import EXTRA_METRICS, display_value
 
 from .data import CurveSet, EvalSet
 
@@ -296,7 +296,8 @@ def metric_rule_rows(rows: list[ResultRow]) -> list[dict]:
     """One dict per (model, TS setting, rule) of the metrics beyond the paper
     (``EvaluationSet.extra_results``): ``model, rule, TS``, then one column per metric
     (``column_label``, display units) with its ``… low``/``… high`` limits; the model-level metrics
-    (arg-max leaf AURC and AUGRC) sit in a row whose rule is "(arg-max leaf)"."""
+    (arg-max leaf AURC and AUGRC) sit in a row whose rule is "(arg-max leaf)". Columns in
+    ``EXTRA_METRICS`` order: the per-rule areas first, where a narrow screen shows them."""
     out: dict[tuple, dict] = {}
     for r in rows:
         rule = RULE_LABELS.get(r["rule"], r["rule"]) if r["rule"] else "(arg-max leaf)"
@@ -306,7 +307,20 @@ def metric_rule_rows(rows: list[ResultRow]) -> list[dict]:
         entry[name] = display_value(r)
         if r.get("ci_low") is not None:
             entry[f"{name} low"], entry[f"{name} high"] = display_value(r, "ci_low"), display_value(r, "ci_high")
-    return list(out.values())
+    # Every row gets every column, in one order (a table's columns follow its first row's keys).
+    seen = {r["metric"] for r in rows}
+    names = [column_label(m) for m in (*EXTRA_METRICS, *sorted(seen - set(EXTRA_METRICS))) if m in seen]
+    limits = any(k.endswith(" low") for e in out.values() for k in e)
+    cols = [c for n in names for c in ((n, f"{n} low", f"{n} high") if limits else (n,))]
+    return [{"model": e["model"], "rule": e["rule"], "TS": e["TS"], **{c: e.get(c) for c in cols}}
+            for e in out.values()]
+
+
+def metric_formats(df: pd.DataFrame) -> dict[str, str]:
+    """printf formats of a ``metric_rule_rows`` table's number columns: the ×1000 areas to 2
+    decimals (as their intervals), hF1 to 4."""
+    return {c: "%.4f" if c.startswith("hF1") else "%.2f" for c in df.columns
+            if c not in ("model", "rule", "TS") and not c.endswith(CI) and pd.api.types.is_numeric_dtype(df[c])}
 
 
 def with_interval_text(table: list[dict]) -> pd.DataFrame:

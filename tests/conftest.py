@@ -116,6 +116,8 @@ def page(browser):
 # test_app_atlas.py                           slow            AppTest Model atlas (3-4 s per test)
 # test_app_where.py                           slow            AppTest Where it stops (shipped logits, 5-10 s)
 # test_app_try_image.py                       slow            AppTest Try an image: a pretrained network, degraded
+# test_browser_more_metrics.py                browser, slow   metrics/rules beyond the paper: toggles, hF1 curves,
+#                                                             1280×720 normal and presenter
 # test_browser_atlas.py                       browser, slow   Model atlas, Where it stops: Chromium at 1280×720
 # test_app_datasets.py                        slow            AppTest on other data sets: each test builds and
 #                                                             evaluates CIFAR-100 or a user data set (~10 s in all)
@@ -125,7 +127,7 @@ def page(browser):
 #                                                             (a parametrized sweep: over ~2 s in all)
 BROWSER_FILES = {"test_browser.py", "test_browser_datasets.py", "test_security_browser.py",
                  "test_browser_guarantees.py", "test_browser_atlas.py", "test_browser_teaching.py",
-                 "test_hostile_names_browser.py"}
+                 "test_hostile_names_browser.py", "test_browser_more_metrics.py"}
 BROWSER_TESTS = {"test_report.py": {"test_report_makes_no_network_request_in_a_browser"}}
 APP_FIXTURES = {"app_env", "open_page"}
 SLOW_FILES = {"test_package.py", "test_app_overview_scale.py", "test_app_datasets.py", "test_app_guarantees.py",
@@ -137,6 +139,7 @@ SLOW_TESTS = {  # file -> test functions (every parameter of each)
                              "test_pretrained_on_shared_images_matches_shipped",  # pretrained net, ../shared
                              "test_device_decode_gives_the_pil_paths_logits_on_real_images"},  # ../shared images
     "test_evaluate.py": {"test_ray_local_gives_identical_numbers"},  # Ray
+    "test_rc_table.py": {"test_rc_table_on_local_ray_equals_processes"},  # Ray
     # 1,000 repetitions of every method; the shipped model's evaluation and card
     "test_guarantees.py": {"test_every_guarantee_holds_on_synthetic_data",
                            "test_every_guarantee_holds_on_the_shipped_logits",

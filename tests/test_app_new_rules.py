@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from app_support import open_page
+from app_support import download_rows, open_page
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -72,13 +72,50 @@ def test_risk_coverage_shows_the_new_rules_from_a_link(use_dir):
     assert at.query_params["rules"] in ([",".join(("climbing", *NEW))], ",".join(("climbing", *NEW)))
 
 
-def test_compare_and_calibration_pages_accept_a_new_rule(use_dir):
-    at = open_page("app_pages/compare_models.py", {"cmp_rule": "min_severity"})
+def _table(at, column: str):
+    """The page's table with ``column`` (AppTest does not look dataframes up by key)."""
+    return next(d.value for d in at.dataframe if column in d.value.columns)
+
+
+def test_compare_table_has_every_chosen_rule(use_dir, downloads):
+    at = open_page("app_pages/compare_models.py", {"cmp_rule": "min_severity", "rules": "climbing,pareto", "ts": "0"})
     assert not at.error and not at.exception
     assert at.selectbox(key="_w.cmp.cmp_rule").value == "min_severity"
-    at = open_page("app_pages/calibration_coverage.py", {"rules": "hf1,climbing"})
-    assert not at.error and not at.exception   # its curves are the paper's rules; hF1 stays in the link
+    assert at.multiselect(key="_w.cmp.rules").value == ["climbing", "pareto"]
+    table = _table(at, "gain %")
+    # Selective (the gains' reference) and the chart's rule join the chosen ones, in the rule list's order
+    assert list(table["rule"]) == [RULE_LABELS[r] for r in ("selective", "climbing", "min_severity", "pareto")]
+    h, probs, labels = _reference(use_dir / "gamma_net.npz")
+    sel = rc_curve_from_paths(h, any_decision_paths(h, probs, "selective"), labels).haurc
+    for rule in ("min_severity", "pareto"):
+        curve = rc_curve_from_paths(h, any_decision_paths(h, probs, rule, pruned=False), labels)
+        row = table[table["rule"] == RULE_LABELS[rule]].iloc[0]
+        assert float(row["hAURC×1000"]) == pytest.approx(1000 * curve.haurc, rel=1e-9)
+        assert float(row["gain %"]) == pytest.approx(100 * (sel - curve.haurc) / sel, rel=1e-9)
+    # the CSV export has the new rules' columns too
+    (csv_row,) = download_rows(downloads["dl_compare"])
+    assert float(csv_row["hAURC×1000 Pareto (Valmadre) (no TS)"]) == pytest.approx(
+        float(table.loc[table["rule"] == "Pareto (Valmadre)", "hAURC×1000"].iloc[0]))
+
+
+def test_calibration_coverage_draws_a_new_rule(use_dir, downloads):
+    from hsc_core.core.curves import calibration_coverage_curve
+
+    at = open_page("app_pages/calibration_coverage.py", {"rules": "hf1,climbing", "ts": "0", "bins": "10"})
+    assert not at.error and not at.exception
     assert at.multiselect(key="_w.cc.rules").value == ["climbing", "hf1"]
+    chart = at.get("plotly_chart")[0].proto.spec
+    assert "hF1-optimal" in chart and "Climbing" in chart
+    table = _table(at, "max ECE")
+    assert list(table["rule"]) == ["Climbing", "hF1-optimal"]
+    h, probs, labels = _reference(use_dir / "gamma_net.npz")
+    cc = calibration_coverage_curve(h, probs, labels, paths=any_decision_paths(h, probs, "hf1", pruned=False),
+                                    n_bins=10)
+    row = table[table["rule"] == "hF1-optimal"].iloc[0]
+    assert float(row["ECE at the lowest θ (leaves)"]) == pytest.approx(float(cc.ece[0]), rel=1e-9)
+    assert float(row["max ECE"]) == pytest.approx(float(cc.ece.max()), rel=1e-9)
+    points = [r for r in download_rows(downloads["dl_cc_curves"]) if r["rule"] == "hF1-optimal"]
+    assert [float(r["ece"]) for r in points] == pytest.approx(cc.ece.tolist(), rel=1e-9)
 
 
 def test_compare_shows_metrics_beyond_the_paper(use_dir):
@@ -86,15 +123,17 @@ def test_compare_shows_metrics_beyond_the_paper(use_dir):
 
     at = open_page("app_pages/compare_models.py", {"cmp_rule": "hf1", "cmp_more": "1", "ts": "0"})
     assert not at.error and not at.exception
-    table = next(d.value for d in at.dataframe if "excess hAURC×1000 hF1-optimal" in d.value.columns)
+    table = _table(at, "excess hAURC×1000")
     h, probs, labels = _reference(use_dir / "gamma_net.npz")
     paths = any_decision_paths(h, probs, "hf1", pruned=False)
     curve = rc_curve_from_paths(h, paths, labels)
     excess = curve.haurc - oracle_haurc(oracle_moves(h, paths, labels))
-    assert float(table["excess hAURC×1000 hF1-optimal"].iloc[0]) == pytest.approx(1000 * excess, rel=1e-9)
+    row = table[table["rule"] == "hF1-optimal"].iloc[0]
+    assert float(row["excess hAURC×1000"]) == pytest.approx(1000 * excess, rel=1e-9)
     leaf = probs[:, : h.n_leaves]
     flat = augrc(leaf.max(1), (leaf.argmax(1) != labels).astype(float))
-    assert float(table["AUGRC×1000"].iloc[0]) == pytest.approx(1000 * flat, rel=1e-6)
+    assert float(table.loc[table["rule"] == "(arg-max leaf)", "AUGRC×1000"].iloc[0]) == pytest.approx(
+        1000 * flat, rel=1e-6)
     assert at.query_params["cmp_more"] in (["1"], "1")
 
 

@@ -282,8 +282,8 @@ def test_rerun_skips_finished_models(synth, tmp_path, capsys, monkeypatch):
         (models / f"{f.stem}.json").write_bytes(f.with_suffix(".json").read_bytes())
         copies.append(models / f.name)
     calls = []
-    real = evaluate.evaluate_model
-    monkeypatch.setattr(evaluate, "evaluate_model", lambda b, *a, **k: calls.append(b.name) or real(b, *a, **k))
+    real = evaluate._model_evaluation  # the one evaluation of each computed model
+    monkeypatch.setattr(evaluate, "_model_evaluation", lambda b, *a, **k: calls.append(b.name) or real(b, *a, **k))
     out = tmp_path / "res.csv"
     argv = ("evaluate", models, "--hierarchy", tree_file, "--out", out, "--workers", 1)  # in-process: counted
     assert _cli(capsys, *argv)[0] == 0
@@ -376,8 +376,8 @@ def test_unusable_cache_entry_is_recomputed(synth, tmp_path, capsys, monkeypatch
         damaged = damage(data)
         entry.write_text(json.dumps(_reseal(damaged) if reseal else damaged))
     calls = []
-    real = evaluate.evaluate_model
-    monkeypatch.setattr(evaluate, "evaluate_model", lambda b, *a, **k: calls.append(b.name) or real(b, *a, **k))
+    real = evaluate._model_evaluation  # the one evaluation of each computed model
+    monkeypatch.setattr(evaluate, "_model_evaluation", lambda b, *a, **k: calls.append(b.name) or real(b, *a, **k))
     code, stdout, err = _cli(capsys, *argv)
     assert code == 0, err
     assert calls == ["m0"]  # the damaged one again, the good one from the cache
@@ -433,8 +433,8 @@ def test_file_replaced_mid_run_is_never_reused(synth, tmp_path, capsys, monkeypa
 
     monkeypatch.setattr(evaluate, "read_content", swap_then_read)
     calls = []
-    real = evaluate.evaluate_model
-    monkeypatch.setattr(evaluate, "evaluate_model", lambda b, *a, **k: calls.append(b.name) or real(b, *a, **k))
+    real = evaluate._model_evaluation  # the one evaluation of each computed model
+    monkeypatch.setattr(evaluate, "_model_evaluation", lambda b, *a, **k: calls.append(b.name) or real(b, *a, **k))
     out = tmp_path / "res.csv"
     argv = ("evaluate", target, "--hierarchy", tree_file, "--out", out, "--workers", 1)
     code, _, err = _cli(capsys, *argv)
@@ -485,8 +485,8 @@ def test_file_replaced_after_the_worker_read_it(synth, tmp_path, capsys, monkeyp
     assert out.read_bytes() == clean.read_bytes()
     monkeypatch.setattr(evaluate, "load_logits_bytes", real_load)
     calls = []
-    real = evaluate.evaluate_model
-    monkeypatch.setattr(evaluate, "evaluate_model", lambda b, *a, **k: calls.append(b.name) or real(b, *a, **k))
+    real = evaluate._model_evaluation  # the one evaluation of each computed model
+    monkeypatch.setattr(evaluate, "_model_evaluation", lambda b, *a, **k: calls.append(b.name) or real(b, *a, **k))
     assert _cli(capsys, *argv)[0] == 0 and calls == ["m0"]  # the replacement: another key
     assert out.read_bytes() != clean.read_bytes()
     _copy_model(files[0], target)
@@ -504,8 +504,8 @@ def test_manifest_change_is_a_new_result(synth, tmp_path, capsys, monkeypatch):
     argv = ("evaluate", target, "--hierarchy", tree_file, "--out", out, "--workers", 1)
     assert _cli(capsys, *argv)[0] == 0
     calls = []
-    real = evaluate.evaluate_model
-    monkeypatch.setattr(evaluate, "evaluate_model", lambda b, *a, **k: calls.append(b.name) or real(b, *a, **k))
+    real = evaluate._model_evaluation  # the one evaluation of each computed model
+    monkeypatch.setattr(evaluate, "_model_evaluation", lambda b, *a, **k: calls.append(b.name) or real(b, *a, **k))
     manifest = json.loads(target.with_suffix(".json").read_text())
     target.with_suffix(".json").write_text(json.dumps({**manifest, "note": "edited"}))
     assert _cli(capsys, *argv)[0] == 0 and calls == ["m0"]

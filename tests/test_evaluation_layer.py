@@ -215,3 +215,28 @@ def test_event_sweep_is_identical_for_any_memory_budget(model, loss):
         tiny = rule_events(h, p, labels[:300], loss, budget_bytes=1)  # one row per block
         for f in ("base_cov", "base_loss", "theta", "event_sample", "d_cov", "d_loss", "group_end"):
             assert np.array_equal(getattr(whole, f), getattr(tiny, f)), (rule, f)
+
+
+def test_results_and_cc_curves_of_any_rule():
+    """The rules beyond the paper through the same layer calls as the four: hAURC and gain rows
+    (with intervals) and calibration–coverage curves from their own decision paths."""
+    from hsc_core.core.metric_rules import any_decision_paths
+    from hsc_core.evaluation.model import CC_SUMMARY_COLUMNS
+
+    h = random_tree(15, seed=4)
+    logits, labels = synthetic_logits(h, 300, seed=2)
+    es = ModelEvaluation(h, logits, labels, name="m").setting(ts=False)
+    rows = es.results(intervals=True, n_resamples=100, rules=("climbing", "pareto"))
+    by = {(r["rule"], r["metric"]): r for r in rows if r["rule"]}
+    assert set(by) == {(r, m) for r in ("climbing", "pareto") for m in ("haurc", "gain_percent")}
+    assert by[("pareto", "haurc")]["value"] == es.haurc("pareto")
+    assert by[("pareto", "haurc")]["ci_low"] <= es.haurc("pareto") <= by[("pareto", "haurc")]["ci_high"]
+    assert by[("pareto", "gain_percent")]["value"] == es.gain("pareto")
+    probs = node_probabilities(h, softmax(logits[es.rows]))
+    want = calibration_coverage_curve(h, probs, es.labels, paths=any_decision_paths(h, probs, "hf1", pruned=False))
+    got = es.cc_curve("hf1")
+    assert np.array_equal(got.thresholds, want.thresholds) and np.allclose(got.ece, want.ece, rtol=0, atol=1e-12)
+    (row,) = es.cc_summary(("hf1",))
+    assert tuple(row) == CC_SUMMARY_COLUMNS and row["rule"] == "hf1" and row["max ECE"] == pytest.approx(want.ece.max())
+    with pytest.raises(ValueError, match="unknown rule"):
+        es.results(rules=("best",))

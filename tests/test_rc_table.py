@@ -152,3 +152,93 @@ def test_rows_function_matches_schema(model):
     rows = rc_table_rows(es, ["selective"])
     assert all(tuple(r) == RC_TABLE_COLUMNS for r in rows)
     assert rows[-1]["theta"] == 1.0 and rows[-1]["n_accepted"] == 0 and rows[0]["coverage"] == 1.0
+
+
+# ---------------------------------------------------------------------------- workers and the cache
+@pytest.fixture(scope="module")
+def three_models(model, tmp_path_factory):
+    """Three files of the module's tree (different sizes and accuracies) in one folder."""
+    tree, tree_file, *_ = model
+    root = tmp_path_factory.mktemp("rc_many")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(logits_io, "library_versions", dict)
+        for k in range(3):
+            logits, labels = synthetic_logits(tree, 120 + 40 * k, top1=0.5 + 0.1 * k, seed=10 + k)
+            save_logits(root / f"m{k}.npz", logits, labels, np.array([f"s{i}" for i in range(labels.size)]),
+                        manifest={"model": f"m{k}"}, dtype="float32")
+    return tree_file, root
+
+
+RC_ARGS = ("--rules", "selective,climbing,hf0.5,pareto", "--coverage-points", "0.5,0.9", "--risk-points", "0.1")
+
+
+def _rc_run(capsys, tree_file, root, out_dir, *extra):
+    code, out, err = _cli(capsys, "evaluate", root, "--hierarchy", tree_file, "--out", out_dir / "r.csv",
+                          "--rc-table", out_dir / "rc.csv", *RC_ARGS, "--no-progress", *extra)
+    assert code == 0, err
+    return out, err
+
+
+def test_rc_table_is_computed_by_the_workers_one_or_two_give_identical_files(three_models, tmp_path, capsys,
+                                                                               monkeypatch):
+    from hsc_core.pipeline import evaluate
+
+    tree_file, root = three_models
+    calls = []
+    real = evaluate._model_evaluation
+    monkeypatch.setattr(evaluate, "_model_evaluation", lambda b, *a, **k: calls.append(b.name) or real(b, *a, **k))
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    _rc_run(capsys, tree_file, root, tmp_path / "one", "--workers", 1)
+    # one evaluation per model, in the worker path, for the results and the RC table together
+    assert sorted(calls) == ["m0", "m1", "m2"]
+    _rc_run(capsys, tree_file, root, tmp_path / "two", "--workers", 2)
+    for name in ("rc.csv", "rc_points.csv", "r.csv"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
+    rows = _read(tmp_path / "one" / "rc.csv")
+    assert [m for m in dict.fromkeys(r["model"] for r in rows)] == ["m0", "m1", "m2"]
+    assert {r["rule"] for r in rows} == {"selective", "climbing", "hf0.5", "pareto"}
+
+
+def test_rc_table_is_cached_and_reused(three_models, tmp_path, capsys, monkeypatch):
+    from hsc_core.pipeline import evaluate
+
+    tree_file, root = three_models
+    _rc_run(capsys, tree_file, root, tmp_path, "--workers", 1)
+    first = (tmp_path / "rc.csv").read_bytes(), (tmp_path / "rc_points.csv").read_bytes()
+    entries = sorted((tmp_path / "r.csv.d").glob("*.rc.npz"))
+    assert len(entries) == 3
+    calls = []
+    real = evaluate._model_evaluation
+    monkeypatch.setattr(evaluate, "_model_evaluation", lambda b, *a, **k: calls.append(b.name) or real(b, *a, **k))
+    out, err = _rc_run(capsys, tree_file, root, tmp_path, "--workers", 1)
+    assert calls == [] and err == "" and "3 reused, 0 recomputed" in out
+    assert ((tmp_path / "rc.csv").read_bytes(), (tmp_path / "rc_points.csv").read_bytes()) == first
+    # other rules: another entry key, so every model is computed again
+    code, _, err = _cli(capsys, "evaluate", root, "--hierarchy", tree_file, "--out", tmp_path / "r.csv",
+                        "--rc-table", tmp_path / "rc2.csv", "--rules", "climbing", "--no-progress", "--workers", 1)
+    assert code == 0 and sorted(calls) == ["m0", "m1", "m2"]
+    # a damaged entry (one byte of a column changed) is recomputed with one line, never used
+    calls.clear()
+    _rc_run(capsys, tree_file, root, tmp_path, "--workers", 1)   # back to the first tables' entries
+    calls.clear()
+    target = entries[0]
+    with np.load(target) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    arrays["table.risk"] = arrays["table.risk"] + 1e-3
+    np.savez_compressed(target, **arrays)
+    out, err = _rc_run(capsys, tree_file, root, tmp_path, "--workers", 1)
+    assert calls == [target.name.split("-")[0]] and "unusable cached RC table (checksum mismatch)" in err
+    assert ((tmp_path / "rc.csv").read_bytes(), (tmp_path / "rc_points.csv").read_bytes()) == first
+
+
+def test_rc_table_on_local_ray_equals_processes(three_models, tmp_path, capsys):
+    """Starts a private local Ray (about 10–20 s)."""
+    pytest.importorskip("ray")
+    tree_file, root = three_models
+    (tmp_path / "local").mkdir()
+    (tmp_path / "ray").mkdir()
+    _rc_run(capsys, tree_file, root, tmp_path / "local", "--workers", 2)
+    _rc_run(capsys, tree_file, root, tmp_path / "ray", "--ray", "local", "--workers", 2)
+    for name in ("rc.csv", "rc_points.csv"):
+        assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "ray" / name).read_bytes(), name

@@ -286,6 +286,54 @@ def test_extra_results_rows_with_intervals():
     for key in [("climbing", "excess_haurc"), ("hf1", "hf1_micro"), ("", "augrc")]:
         r = by[key]
         assert r["ci_low"] <= r["value"] <= r["ci_high"] and r["n_resamples"] == 200
-    assert by[("climbing", "achievable_haurc")]["ci_low"] is None   # no interval for the hull
+    a = by[("climbing", "achievable_haurc")]
+    assert a["ci_low"] <= a["value"] <= a["ci_high"] and a["n_resamples"] == 200
     table = wide_table(rows, metrics=EXTRA_METRICS, intervals=True)
     assert "excess hAURC×1000 Climbing (no TS) low" in table[0] and "AUGRC×1000 (no TS) high" in table[0]
+
+
+# ------------------------------------------------------------------ achievable hAURC's interval
+
+
+@settings(max_examples=60, deadline=None)
+@given(c=st.lists(st.integers(0, 4), min_size=1, max_size=12), r=st.lists(st.integers(0, 4), min_size=12,
+                                                                          max_size=12))
+def test_lower_hull_areas_equal_the_reference_hull(c, r):
+    """Coarse integer points: many ties, repeats and collinear runs, each column against ``lower_hull``."""
+    from hsc_core.core.curves import area_under_rc
+    from hsc_core.core.metric_intervals import lower_hull_areas
+
+    cov = np.array(c, float) / 4
+    risk = np.array(r[: len(c)], float) / 4
+    cols = np.stack([cov, cov[::-1]], axis=1), np.stack([risk, risk[::-1]], axis=1)
+    got = lower_hull_areas(*cols)
+    want = area_under_rc(*lower_hull(cov, risk))
+    assert got.tolist() == pytest.approx([want, want], abs=1e-12)
+
+
+def _brute_achievable(h, probs, labels, rule, w):
+    """achievable hAURC of the explicitly repeated samples: paths, curve and hull rebuilt."""
+    idx = np.repeat(np.arange(w.size), w.astype(np.int64))
+    return achievable_haurc(hierarchical_rc_curve(h, probs[idx], labels[idx], rule))
+
+
+@pytest.mark.parametrize("rule", ["climbing", "jumping"])   # coverage falls with θ / can rise again
+def test_achievable_interval_equals_a_brute_force_bootstrap(rule):
+    """The same resamples (fixed seed) through the weighted statistic and through a literal rebuild
+    of every resample's curve and hull give the same interval."""
+    from hsc_core.core.metric_intervals import bootstrap_statistics, weighted_achievable_haurc
+
+    h = random_tree(8, 2)
+    rng = np.random.default_rng(7)
+    n = 40
+    probs = node_probabilities(h, softmax(rng.normal(size=(n, 8)) * 2))
+    labels = rng.integers(0, 8, n)
+    events = rule_events(h, decision_paths(h, probs, rule), labels)
+    fast = bootstrap_statistics({"a": lambda w: weighted_achievable_haurc(events, w)}, n, n_resamples=200, seed=3)
+    slow = bootstrap_statistics({"a": lambda w: np.array([_brute_achievable(h, probs, labels, rule, row)
+                                                          for row in w])}, n, n_resamples=200, seed=3)
+    assert fast["a"].estimate == pytest.approx(achievable_haurc(hierarchical_rc_curve(h, probs, labels, rule)),
+                                               rel=1e-12)
+    assert (fast["a"].estimate, fast["a"].low, fast["a"].high) == pytest.approx(
+        (slow["a"].estimate, slow["a"].low, slow["a"].high), rel=1e-9)
+    assert fast["a"].low < fast["a"].estimate < fast["a"].high

@@ -51,17 +51,13 @@ def weighted_haurc(events: RuleEvents, weights: np.ndarray) -> np.ndarray | floa
     ``hierarchical_rc_curve(...).haurc`` (up to float rounding).
     """
     w = np.asarray(weights, dtype=float)
-    one = w.ndim == 1
-    w = np.atleast_2d(w)
-    total = w.sum(axis=1)
-    # Events × resamples layout: the cumulative sums then run down rows, vectorised across
-    # resamples (a running sum along a row cannot use SIMD and is ~5× slower).
-    # (E, B), reused for coverage and risk; np.take copies rows several times faster than w.T[idx].
-    steps = np.take(np.ascontiguousarray(w.T), events.event_sample, axis=0)
-    work = np.empty_like(steps)  # one (E, B) scratch for both running sums: no second allocation
-    cov = _points(w @ events.base_cov, steps, events.d_cov, events.group_end, work)
-    risk = _points(w @ events.base_loss, steps, events.d_loss, events.group_end, work)
-    if events.monotone:
+    area = haurc_of_points(*weighted_points(events, np.atleast_2d(w)), monotone=events.monotone)
+    return float(area[0]) if w.ndim == 1 else area
+
+
+def haurc_of_points(cov: np.ndarray, risk: np.ndarray, total: np.ndarray, *, monotone: bool) -> np.ndarray:
+    """(B,) hAURC of ``weighted_points``' curves; ``monotone``: the rule's ``RuleEvents.monotone``."""
+    if monotone:
         # Coverage never rises with θ: θ order is coverage order reversed, and points of equal
         # coverage add no width, so their order (the tie rule) cannot change the area.
         area = -np.sum(np.diff(cov, axis=0) * (risk[1:] + risk[:-1]), axis=0)
@@ -73,8 +69,25 @@ def weighted_haurc(events: RuleEvents, weights: np.ndarray) -> np.ndarray | floa
         cov = np.take_along_axis(cov, order, axis=1)
         risk = np.take_along_axis(risk, order, axis=1)
         area = np.sum(np.diff(cov, axis=1) * (risk[:, 1:] + risk[:, :-1]), axis=1)
-    area = area / (2.0 * total**2)
-    return float(area[0]) if one else area
+    return area / (2.0 * total**2)
+
+
+def weighted_points(events: RuleEvents, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The curve's points with sample i counted ``weights[b, i]`` times, as weighted *sums*.
+
+    weights : (B, n_samples) counts. Returns (coverage, risk, total): coverage and risk of shape
+    (G + 1, B), the θ = 0 point then one per θ group, each the sum of the weighted samples' values
+    (divide by ``total``, (B,), for the curve's means).
+    """
+    w = np.atleast_2d(np.asarray(weights, dtype=float))
+    # Events × resamples layout: the cumulative sums then run down rows, vectorised across
+    # resamples (a running sum along a row cannot use SIMD and is ~5× slower).
+    # (E, B), reused for coverage and risk; np.take copies rows several times faster than w.T[idx].
+    steps = np.take(np.ascontiguousarray(w.T), events.event_sample, axis=0)
+    work = np.empty_like(steps)  # one (E, B) scratch for both running sums: no second allocation
+    cov = _points(w @ events.base_cov, steps, events.d_cov, events.group_end, work)
+    risk = _points(w @ events.base_loss, steps, events.d_loss, events.group_end, work)
+    return cov, risk, w.sum(axis=1)
 
 
 def _points(base: np.ndarray, steps: np.ndarray, delta: np.ndarray, group_end: np.ndarray,

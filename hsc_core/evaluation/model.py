@@ -33,7 +33,10 @@ from ..core.events import RuleEvents, rule_events
 from ..core.hierarchical_prf import Average, hierarchical_prf, mistake_lca_depth_counts
 from ..core.hierarchy import Hierarchy
 from ..core.metric_intervals import (
+    RulePoints,
+    batch_for,
     bootstrap_statistics,
+    weighted_achievable_haurc,
     weighted_augrc,
     weighted_aurc_zhou,
     weighted_oracle_haurc,
@@ -54,12 +57,15 @@ from ..core.selective_metrics import (
     oracle_moves,
 )
 from ..core.thresholds import climbing_tight_thresholds
-from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, BootstrapResult, bootstrap_haurc, weighted_haurc
+from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, BootstrapResult, bootstrap_haurc, haurc_of_points
 from ..core.validation import check_labels, check_logits, clip, clip_path, quote
 from .results import ResultRow, hierarchy_hash, result_row
 
 Progress = Callable[[int, int], None]
 T = TypeVar("T")
+#: Columns of ``EvaluationSet.cc_summary`` (``rule`` is the rule's key; front ends show ``rule_label``).
+CC_SUMMARY_COLUMNS: tuple[str, ...] = ("rule", "ECE at the lowest θ (leaves)", "max ECE", "coverage at max ECE",
+                                       "area under CC curve (lower is better)")
 
 
 class _Memo:
@@ -260,6 +266,30 @@ class EvaluationSet:
                                                      n_bins=n_bins, paths=self.paths[rule]) for rule in RULES}
         return self._memo.get(("cc", n_bins), compute)
 
+    def cc_curve(self, rule: str, n_bins: int = 15) -> CCCurve:
+        """``rule``'s calibration–coverage curve on the authors' 2-decimal θ grid: any rule
+        (``metric_rules.ALL_RULES`` or ``hf<β>``); the paper's four come from ``cc_curves``."""
+        if rule in RULES:
+            return self.cc_curves(n_bins)[rule]
+        paths = self.rule_paths(rule)
+        # ``rule`` is read only to build paths, and these are given: the curve is named by paths.rule
+        return self._memo.get(("cc", rule, n_bins), lambda: calibration_coverage_curve(
+            self.hierarchy, None, self.labels, thresholds=self.theta_grid(2), n_bins=n_bins, paths=paths))
+
+    def cc_summary(self, rules: Sequence[str] = RULES, n_bins: int = 15) -> list[dict[str, Any]]:
+        """One row per rule of its calibration–coverage curve (``CC_SUMMARY_COLUMNS``): the ECE at
+        the lowest θ (the leaves), the largest ECE and the coverage where it occurs, and the area
+        under the curve (trapezoids over coverage; lower is better)."""
+        out = []
+        for rule in rules:
+            c = self.cc_curve(rule, n_bins)
+            order = np.argsort(c.coverage, kind="stable")
+            cov, ece = c.coverage[order], c.ece[order]
+            area = float(np.sum(np.diff(cov) * (ece[1:] + ece[:-1]) / 2))
+            out.append(dict(zip(CC_SUMMARY_COLUMNS, (rule, float(c.ece[0]), float(c.ece.max()),
+                                                     float(c.coverage[c.ece.argmax()]), area), strict=True)))
+        return out
+
     def bootstrap(self, loss: Loss = "01", *, n_resamples: int = N_RESAMPLES,
                   seed: int = BOOTSTRAP_SEED, rules: Sequence[str] | None = None) -> BootstrapResult:
         """95 % paired percentile-bootstrap intervals of every rule's hAURC and gain.
@@ -319,7 +349,7 @@ class EvaluationSet:
         """Tidy rows of the metrics beyond hAURC (``results.EXTRA_METRICS``): per rule excess and
         achievable hAURC and micro hF1 at θ = 0; per model Zhou's AURC and AUGRC of the arg-max
         leaf. With ``intervals``, paired 95 % percentile-bootstrap limits (``core.metric_intervals``;
-        achievable hAURC and rules whose coverage can rise with θ have none)."""
+        excess hAURC of rules whose coverage can rise with θ has none)."""
         ev = self.evaluation
         err = (self.leaf_pred != self.labels).astype(float)
         order = np.argsort(-self.leaf_conf, kind="stable")
@@ -339,10 +369,14 @@ class EvaluationSet:
             counts = (d[self.hierarchy.lca(nodes, self.labels)].astype(float), d[nodes].astype(float),
                       d[self.labels].astype(float))
             stats_[f"{rule}|hf1_micro"] = partial(_weighted_hf1, counts)
+            points = RulePoints(events)  # one weighted sweep per batch for both areas
+            stats_[f"{rule}|achievable_haurc"] = partial(_weighted_achievable, points)
             if events.monotone:
-                stats_[f"{rule}|excess_haurc"] = partial(_weighted_excess, events, self.oracle_moves(rule, loss))
+                stats_[f"{rule}|excess_haurc"] = partial(_weighted_excess, points, self.oracle_moves(rule, loss))
+        # (events × batch) arrays per rule and batch: the batch shrinks as the events grow (iNat21 scale)
+        widest = max([self.n] + [self.events(r, loss).event_sample.size for r in rules])
         limits = (self._memo.get(("extra_boot", tuple(rules), loss, n_resamples, seed), lambda: bootstrap_statistics(
-            stats_, self.n, n_resamples=n_resamples, seed=seed)) if intervals else {})
+            stats_, self.n, n_resamples=n_resamples, seed=seed, batch=batch_for(widest))) if intervals else {})
         rows = []
         for (rule, metric), value in values.items():
             lim = limits.get(f"{rule}|{metric}")
@@ -371,19 +405,25 @@ class EvaluationSet:
         return self._memo.get("guarantees", lambda: GuaranteeData.from_evaluation_set(self))
 
     def results(self, losses: Sequence[Loss] = ("01",), dec: int | None = None, *, intervals: bool = False,
-                n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> list[ResultRow]:
-        """Tidy rows of this setting: top-1 (and T with TS), then hAURC and gain of every rule per
-        loss, with bootstrap intervals when ``intervals`` (exact curves only: ``dec`` is None)."""
+                n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP_SEED,
+                rules: Sequence[str] = RULES) -> list[ResultRow]:
+        """Tidy rows of this setting: top-1 (and T with TS), then hAURC and gain of each of
+        ``rules`` (default the paper's four; any of ``ALL_RULES`` or ``hf<β>``, gains vs Selective)
+        per loss, with bootstrap intervals when ``intervals`` (exact curves only: ``dec`` is None)."""
         if intervals and dec is not None:
             raise ValueError("bootstrap intervals are computed on the exact curves; use dec=None")
+        rules = tuple(dict.fromkeys(check_rule(r) for r in rules))
         ev = self.evaluation
         rows = [ev.row(self, "", "", "top1", self.top1)]
         if self.ts:
             rows.append(ev.row(self, "", "", "temperature", self.temperature))
         for loss in losses:
-            boot = self.bootstrap(loss, n_resamples=n_resamples, seed=seed) if intervals else None
+            boot = None
+            if intervals:  # the paper's four share one bootstrap (and its cache) with every other caller
+                boot = self.bootstrap(loss, n_resamples=n_resamples, seed=seed,
+                                      rules=None if set(rules) <= set(RULES) else rules)
             n_boot = None if boot is None else n_resamples
-            for rule in RULES:  # self.paths holds every rule, in this order
+            for rule in rules:
                 h = boot.haurc[rule] if boot else None
                 rows.append(ev.row(self, rule, loss, "haurc", self.haurc(rule, loss, dec),
                                    None if h is None else (h.low, h.high), dec, n_boot))
@@ -534,8 +574,12 @@ def _weighted_hf1(counts: tuple[np.ndarray, np.ndarray, np.ndarray], w: np.ndarr
     return weighted_prf(*counts, w)[2]
 
 
-def _weighted_excess(events: RuleEvents, moves: OracleMoves, w: np.ndarray) -> np.ndarray:
-    return np.asarray(weighted_haurc(events, w)) - weighted_oracle_haurc(moves, w)
+def _weighted_excess(points: RulePoints, moves: OracleMoves, w: np.ndarray) -> np.ndarray:
+    return haurc_of_points(*points(w), monotone=points.events.monotone) - weighted_oracle_haurc(moves, w)
+
+
+def _weighted_achievable(points: RulePoints, w: np.ndarray) -> np.ndarray:
+    return weighted_achievable_haurc(points.events, w, points(w))
 
 
 def _per_sample(values: Any, n: int, what: str) -> np.ndarray:

@@ -39,7 +39,7 @@ from ..core.selective_metrics import coverage_at_risk, risk_at_coverage
 from .results import to_csv
 
 if TYPE_CHECKING:
-    from .model import EvaluationSet
+    from .model import EvaluationSet, ModelEvaluation
 
 RC_TABLE_COLUMNS: tuple[str, ...] = (
     "model", "dataset", "hierarchy_hash", "subset", "ts", "rule", "loss", "theta", "coverage", "risk", "n_accepted",
@@ -108,6 +108,43 @@ def operating_point_rows(es: EvaluationSet, rules: Sequence[str], *, coverages: 
                     out.append({**base, "rule": rule, "loss": loss, "target": "risk", "point": float(rp),
                                 "theta": float(t), "coverage": float(c), "risk": rk})
     return out
+
+
+#: The numpy kind of each column when a table travels or is cached as arrays (``table_columns``).
+COLUMN_KINDS: dict[str, str] = {
+    "model": "U", "dataset": "U", "hierarchy_hash": "U", "subset": "U", "ts": "b", "rule": "U", "loss": "U",
+    "theta": "f", "coverage": "f", "risk": "f", "n_accepted": "i", "n": "i", "target": "U", "point": "f",
+}
+_KIND_DTYPE = {"U": np.str_, "b": np.bool_, "f": np.float64, "i": np.int64}
+
+
+def table_columns(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> dict[str, np.ndarray]:
+    """Rows as one 1-D array per column (``COLUMN_KINDS``' types): how a worker sends a model's
+    tables back and how ``hsc evaluate`` caches them; ``table_rows`` inverts it exactly."""
+    return {c: np.array([r[c] for r in rows], dtype=_KIND_DTYPE[COLUMN_KINDS[c]]) for c in columns}
+
+
+def table_rows(columns: dict[str, np.ndarray], **override: Any) -> list[dict[str, Any]]:
+    """The rows of ``table_columns`` (Python bools, ints, floats and strs, as the layer made them),
+    with ``override`` (e.g. ``model=``) in every row."""
+    names = list(columns)
+    values = [columns[c].tolist() for c in names]
+    return [{**dict(zip(names, row, strict=True)), **override} for row in zip(*values, strict=True)]
+
+
+def model_tables(ev: ModelEvaluation, rules: Sequence[str], *, coverages: Sequence[float] = (),
+                 risks: Sequence[float] = (), losses: Sequence[Loss] = ("01", "severity"),
+                 settings: Sequence[bool] = (False, True)) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(RC table rows, operating-point rows) of one model: every setting × rule × loss, the
+    points only when targets are given."""
+    table: list[dict[str, Any]] = []
+    points: list[dict[str, Any]] = []
+    for ts in settings:
+        es = ev.setting(ts)
+        table += rc_table_rows(es, rules, losses)
+        if len(coverages) or len(risks):
+            points += operating_point_rows(es, rules, coverages=coverages, risks=risks, losses=losses)
+    return table, points
 
 
 def parquet_available() -> bool:

@@ -25,6 +25,8 @@ layer returns. Outputs, beside ``--out``:
   ``evaluation.rc_table.RC_TABLE_COLUMNS`` (model, dataset, hierarchy_hash, subset, ts, rule,
   loss, theta, coverage, risk, n_accepted, n); with ``--coverage-points`` / ``--risk-points``,
   risk@coverage and coverage@risk rows (``POINT_COLUMNS``) go to ``<PATH stem>_points<suffix>``;
+  each model's tables are computed by its worker from the same evaluation as its rows and cached
+  beside them (``rc_cache_file``: an ``.npz`` of the columns, keyed also by the rules and points);
 * ``results.csv.d/`` — one small JSON per finished model, keyed by the content it was computed
   from and the settings, so a rerun skips finished models and an interrupted run loses at most
   the models in flight.
@@ -50,14 +52,18 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import json
 import math
 import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from ..core.hierarchy import Hierarchy
 from ..core.metric_rules import ALL_RULES, check_rule
@@ -79,12 +85,14 @@ from ..datasets.logits_io import (
 from ..datasets.registry import dataset_for_manifest, load_dataset
 from ..evaluation.model import ModelEvaluation
 from ..evaluation.rc_table import (
+    COLUMN_KINDS,
     POINT_COLUMNS,
     RC_TABLE_COLUMNS,
     check_table_path,
-    operating_point_rows,
-    rc_table_rows,
+    model_tables,
     table_bytes,
+    table_columns,
+    table_rows,
 )
 from ..evaluation.resolve import builtin_hierarchy, expand_inputs, load_user_hierarchy, resolve_hierarchy
 from ..evaluation.results import RESULT_COLUMNS, SUMMARY_COLUMNS, hierarchy_hash, summary_rows, to_csv, wide_table
@@ -96,7 +104,8 @@ if TYPE_CHECKING:
 # builtin_hierarchy, expand_inputs and load_user_hierarchy are re-exported for ``hsc report``
 # (report/html_report.py imports them from here) until it imports them from the layer.
 __all__ = [
-    "CACHE_FORMAT", "ROW_COLUMNS", "builtin_hierarchy", "evaluate_many", "evaluate_model", "expand_inputs",
+    "CACHE_FORMAT", "ROW_COLUMNS", "Evaluated", "builtin_hierarchy", "evaluate_all", "evaluate_many", "evaluate_model",
+    "expand_inputs",
     "format_summary", "load_user_hierarchy", "model_table", "run",
 ]
 
@@ -143,11 +152,18 @@ def evaluate_model(
         bundle, file = bundle_or_path, ""
     else:
         bundle, file = load_logits(bundle_or_path), str(bundle_or_path)
+    ev = _model_evaluation(bundle, hierarchy, file=file, dataset=dataset, protocol=protocol,
+                           cal_fraction=cal_fraction, seed=seed, progress=progress)
+    return [{**row, "file": file} for row in ev.results(losses=LOSSES, dec=dec)]
+
+
+def _model_evaluation(bundle: LogitsBundle, hierarchy: Hierarchy, *, file: str, dataset: str, protocol: str,
+                      cal_fraction: float, seed: int, progress: Progress | None) -> ModelEvaluation:
     ev = ModelEvaluation.from_bundle(bundle, hierarchy, dataset=dataset, protocol=protocol,
                                      cal_fraction=cal_fraction, seed=seed, file=file)
     if progress is not None:
         _build_settings(ev, progress)
-    return [{**row, "file": file} for row in ev.results(losses=LOSSES, dec=dec)]
+    return ev
 
 
 def _build_settings(ev: ModelEvaluation, progress: Progress) -> None:
@@ -427,9 +443,11 @@ def _cache_entry(key: str, content: str, file: Path, settings: dict, rows: list[
 
 
 # ---------------------------------------------------------------------------- many models
-def _evaluate_job(path: str, hierarchy: Hierarchy | None, settings: dict, sample_bar: bool = False) -> dict:
+def _evaluate_job(path: str, hierarchy: Hierarchy | None, settings: dict, sample_bar: bool = False,
+                  rc: dict | None = None) -> dict:
     """One model, in a worker process or Ray task: {"rows": [...], "key": …, "content": …, "tree": …}
-    or {"error": one line}.
+    or {"error": one line}. With ``rc`` (``rc_options``), also the model's ``--rc-table`` tables as
+    arrays (``"rc"``: ``rc_arrays``) and their cache key (``"rc_key"``), from the same evaluation.
 
     The file and its manifest are read once; ``content`` is the digest of those bytes, ``key``
     their ``result_key`` under ``settings`` (and ``tree``, the built-in tree's tag), and the rows
@@ -445,11 +463,17 @@ def _evaluate_job(path: str, hierarchy: Hierarchy | None, settings: dict, sample
         tree_tag = None
         if hierarchy is None:  # the tag the main process derives from the manifest, of the tree used
             tree_tag = "unknown" if _manifest_dataset(bundle.manifest) is None else f"{dataset}:{hierarchy_hash(tree)}"
-        rows = evaluate_model(bundle, tree, dec=settings["dec"], protocol=settings["protocol"],
-                              cal_fraction=settings["cal_fraction"], seed=settings["seed"], dataset=dataset,
-                              progress=bar)
-        return {"rows": [{**row, "file": path} for row in rows], "content": content, "tree": tree_tag,
-                "key": result_key(content, _key_settings(settings, tree_tag))}
+        check_dec(settings["dec"])
+        ev = _model_evaluation(bundle, tree, file="", dataset=dataset, protocol=settings["protocol"],
+                               cal_fraction=settings["cal_fraction"], seed=settings["seed"], progress=bar)
+        rows = ev.results(losses=LOSSES, dec=settings["dec"])
+        out: dict[str, object] = {"rows": [{**row, "file": path} for row in rows], "content": content,
+                                  "tree": tree_tag, "key": result_key(content, _key_settings(settings, tree_tag))}
+        if rc is not None:
+            table, points = model_tables(ev, rc["rules"], coverages=rc["coverages"], risks=rc["risks"], losses=LOSSES)
+            out["rc"] = rc_arrays(table, points)
+            out["rc_key"] = rc_key(content, _key_settings(settings, tree_tag), rc)
+        return out
     except (ValueError, OSError) as exc:
         return {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
     finally:
@@ -508,6 +532,43 @@ def evaluate_many(
     unusable entry is noted on stderr in one line and computed again; see ``read_cached``). Rows
     come in the order of ``paths``, each named by ``model_names`` and carrying its ``file``.
     """
+    done = evaluate_all(paths, hierarchy, dec=dec, protocol=protocol, cal_fraction=cal_fraction, seed=seed,
+                        workers=workers, ray_address=ray_address, cache_dir=cache_dir, resume=resume,
+                        progress=progress)
+    return done.rows, done.errors, done.n_cached
+
+
+@dataclass
+class Evaluated:
+    """What ``evaluate_all`` returns: result rows, {file: error}, the number of models taken whole
+    from the cache, and with ``rc`` the RC table and operating-point rows (in the order of the
+    files, each model named as in ``rows``)."""
+
+    rows: list[dict]
+    errors: dict[str, str]
+    n_cached: int
+    rc_table: list[dict] = field(default_factory=list)
+    rc_points: list[dict] = field(default_factory=list)
+
+
+def evaluate_all(
+    paths: Sequence[str | os.PathLike],
+    hierarchy: Hierarchy | None = None,
+    *,
+    dec: int | None = None,
+    protocol: str = "project",
+    cal_fraction: float = CALIBRATION_FRACTION,
+    seed: int = SPLIT_SEED,
+    workers: int | None = None,
+    ray_address: str | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    resume: bool = True,
+    progress: bool = False,
+    rc: dict | None = None,
+) -> Evaluated:
+    """``evaluate_many``, and with ``rc`` (``rc_options``) each model's ``--rc-table`` tables,
+    computed in the same worker (local process or Ray task) from the same evaluation and cached
+    beside its result (``rc_cache_file``): a model is computed again when either is missing."""
     check_dec(dec)
     check_protocol(protocol)
     files = [Path(p) for p in paths]
@@ -515,6 +576,7 @@ def evaluate_many(
                 "hierarchy": hierarchy_hash(hierarchy) or "builtin"}
     cache = Path(cache_dir) if cache_dir is not None else None
     results: dict[int, list[dict]] = {}
+    tables: dict[int, dict[str, dict[str, np.ndarray]]] = {}
     keys: dict[int, str] = {}  # the lookup key of each file as it is now
     trees: dict[str, str] = {}
     for i, p in enumerate(files):
@@ -533,11 +595,19 @@ def evaluate_many(
                 print(f"{entry}: unusable cached result ({problem}); recomputing", file=sys.stderr)
             if rows is not None:
                 results[i] = rows
-    n_cached = len(results)
-    todo = [i for i in range(len(files)) if i not in results]
+            if rc is not None:
+                arrays, problem = read_rc_cached(rc_cache_file(cache, p),
+                                                 rc_key(content, _key_settings(settings, tree_tag), rc))
+                if problem:
+                    print(f"{rc_cache_file(cache, p)}: unusable cached RC table ({problem}); recomputing",
+                          file=sys.stderr)
+                if arrays is not None:
+                    tables[i] = arrays
+    todo = [i for i in range(len(files)) if i not in results or (rc is not None and i not in tables)]
+    n_cached = len(files) - len(todo)
     n_workers = default_workers(len(todo)) if workers is None else workers
     in_process = ray_address is None and (n_workers <= 1 or len(todo) <= 1)
-    jobs = [(str(files[i]), hierarchy, settings, progress and in_process) for i in todo]
+    jobs = [(str(files[i]), hierarchy, settings, progress and in_process, rc) for i in todo]
     errors: dict[str, str] = {}
     bar = _progress_bar(len(files), n_cached, progress, "ray" if ray_address else "local")
     try:
@@ -546,6 +616,8 @@ def evaluate_many(
             i = todo[j]
             if "error" in out:
                 errors[str(files[i])] = out["error"]
+                results.pop(i, None)
+                tables.pop(i, None)
             else:
                 results[i] = out["rows"]
                 changed = i in keys and keys[i] != out["key"]
@@ -556,6 +628,10 @@ def evaluate_many(
                     write_json_atomic(cache_file(cache, files[i]), _cache_entry(
                         out["key"], out["content"], files[i], _key_settings(settings, out["tree"]), out["rows"],
                         changed))
+                if rc is not None:
+                    tables[i] = out["rc"]
+                    if cache is not None:
+                        write_bytes_atomic(rc_cache_file(cache, files[i]), rc_entry_bytes(out["rc_key"], out["rc"]))
             if bar is not None:
                 bar.update(1)
     finally:
@@ -563,8 +639,82 @@ def evaluate_many(
             bar.close()
     names = model_names(files)
     # The same file may be named differently from run to run; name it as given now.
-    return ([{**row, "model": names[i], "file": str(files[i])} for i in sorted(results) for row in results[i]],
-            errors, n_cached)
+    done = Evaluated([{**row, "model": names[i], "file": str(files[i])} for i in sorted(results) for row in results[i]],
+                     errors, n_cached)
+    for i in sorted(tables):
+        done.rc_table += table_rows(tables[i]["table"], model=names[i])
+        done.rc_points += table_rows(tables[i]["points"], model=names[i])
+    return done
+
+
+# ---------------------------------------------------------------------------- the RC tables' cache
+def rc_arrays(table: list[dict], points: list[dict]) -> dict[str, dict[str, np.ndarray]]:
+    """A model's RC table and operating points as arrays (``rc_table.table_columns``): what a
+    worker sends back and the cache keeps (a few MB where rows as dicts or JSON would be tens)."""
+    return {"table": table_columns(table, RC_TABLE_COLUMNS), "points": table_columns(points, POINT_COLUMNS)}
+
+
+def rc_cache_file(cache_dir: Path, path: Path) -> Path:
+    """The RC tables' cache entry of a file, beside its result entry (``cache_file``)."""
+    entry = cache_file(cache_dir, path)
+    return entry.with_name(entry.stem + ".rc.npz")
+
+
+def rc_key(content_digest: str, settings: dict, rc: dict) -> str:
+    """``result_key`` of the content and settings plus the tables asked for (rules and targets)."""
+    spec = {"rules": list(rc["rules"]), "coverages": list(rc["coverages"]), "risks": list(rc["risks"])}
+    return result_key(content_digest, {**settings, "rc": spec})
+
+
+def _arrays_checksum(key: str, arrays: dict[str, np.ndarray]) -> str:
+    digest = hashlib.sha256(f"{CACHE_FORMAT}\0{key}".encode())
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        digest.update(f"\0{name}\0{a.dtype.str}\0{a.shape}\0".encode())
+        digest.update(a.tobytes())
+    return digest.hexdigest()
+
+
+def rc_entry_bytes(key: str, tables: dict[str, dict[str, np.ndarray]]) -> bytes:
+    """A cache entry of a model's RC tables: an .npz of its columns (``table.<column>``,
+    ``points.<column>``), the key and a SHA-256 checksum of everything else (as ``entry_checksum``:
+    it detects corruption and hand edits, not a forger who can write to the folder)."""
+    arrays = {f"{part}.{col}": a for part, cols in tables.items() for col, a in cols.items()}
+    buf = io.BytesIO()
+    meta = {"format": np.array(CACHE_FORMAT), "key": np.array(key), "checksum": np.array(_arrays_checksum(key, arrays))}
+    np.savez_compressed(buf, **meta, **arrays)  # type: ignore[arg-type]  # (numpy's stub: names of arrays are str)
+    return buf.getvalue()
+
+
+def read_rc_cached(file: Path, key: str) -> tuple[dict[str, dict[str, np.ndarray]] | None, str]:
+    """A model's cached RC tables for ``key``: ``(tables, "")`` when intact; ``(None, "")`` when
+    there is none or it is for other content, settings or tables; ``(None, why)`` when unusable
+    (not an .npz of the expected columns and types, or a checksum that does not match)."""
+    try:
+        with np.load(file, allow_pickle=False) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+    except FileNotFoundError:
+        return None, ""
+    except (OSError, ValueError, EOFError, KeyError) as exc:  # not an .npz, or a damaged one
+        return None, f"unreadable ({type(exc).__name__})"
+    meta = {k: arrays.pop(k, None) for k in ("format", "key", "checksum")}
+    if any(v is None or v.shape != () or v.dtype.kind != "U" for v in meta.values()):
+        return None, "no format, key or checksum"
+    if str(meta["format"]) != CACHE_FORMAT or str(meta["key"]) != key:
+        return None, ""  # stale: an older cache, another version of the file, other settings or tables
+    tables: dict[str, dict[str, np.ndarray]] = {}
+    for part, columns in (("table", RC_TABLE_COLUMNS), ("points", POINT_COLUMNS)):
+        cols = {c: arrays.get(f"{part}.{c}") for c in columns}
+        if any(a is None or a.ndim != 1 or a.dtype.kind != COLUMN_KINDS[c] for c, a in cols.items()):
+            return None, f"its {part} columns are not those of the schema"
+        if len({a.size for a in cols.values()}) != 1:  # type: ignore[union-attr]
+            return None, f"its {part} columns differ in length"
+        tables[part] = cols  # type: ignore[assignment]
+    if len(arrays) != len(RC_TABLE_COLUMNS) + len(POINT_COLUMNS):
+        return None, "it has columns the schema does not"
+    if str(meta["checksum"]) != _arrays_checksum(key, arrays):
+        return None, "checksum mismatch"
+    return tables, ""
 
 
 def _progress_bar(total: int, done: int, enabled: bool, where: str):
@@ -720,11 +870,12 @@ def run(args: argparse.Namespace) -> int:
 
     # Whether this run had saved results for its files: then it says how many it reused and recomputed.
     had_entries = not args.recompute and any(cache_file(out["cache"], p).exists() for p in paths)
-    rows, errors, n_cached = evaluate_many(
+    done = evaluate_all(
         paths, hierarchy, dec=args.dec, protocol=args.protocol, cal_fraction=args.cal_fraction, seed=args.seed,
         workers=args.workers, ray_address=args.ray, cache_dir=out["cache"], resume=not args.recompute,
-        progress=not args.no_progress,
+        progress=not args.no_progress, rc=rc,
     )
+    rows, errors, n_cached = done.rows, done.errors, done.n_cached
     if rows:
         summary = summary_rows(rows)
         write_outputs(out, rows, summary)
@@ -734,9 +885,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"\n{n_models} model{'s' * (n_models != 1)}{counts} → {out['rows']} ({len(rows)} rows), "
               f"{out['models'].name}, {out['summary'].name}")
         if rc is not None:
-            done = [p for p in paths if str(p) not in errors]
-            print(write_rc_tables(done, hierarchy, rc, protocol=args.protocol, cal_fraction=args.cal_fraction,
-                                  seed=args.seed))
+            print(write_rc_tables(done.rc_table, done.rc_points, rc["path"]))
     if errors:
         file, message = next(iter(errors.items()))
         if file not in message:
@@ -783,24 +932,9 @@ def rc_options(args: argparse.Namespace) -> dict | None:
             "risks": parse_points(args.risk_points, "--risk-points")}
 
 
-def write_rc_tables(paths: Sequence[Path], hierarchy: Hierarchy | None, rc: dict, *, protocol: str,
-                    cal_fraction: float, seed: int) -> str:
-    """Write the RC table (and the operating points) of every file; returns the line to print."""
-    names = model_names(list(paths))
-    table: list[dict] = []
-    points: list[dict] = []
-    for name, p in zip(names, paths, strict=True):
-        bundle = load_logits(p)
-        dataset, tree = resolve_hierarchy(bundle, str(p), hierarchy)
-        ev = ModelEvaluation.from_bundle(bundle, tree, name=name, dataset=dataset, protocol=protocol,
-                                         cal_fraction=cal_fraction, seed=seed, file=str(p))
-        for ts in (False, True):
-            es = ev.setting(ts)
-            table += rc_table_rows(es, rc["rules"], LOSSES)
-            if rc["coverages"] or rc["risks"]:
-                points += operating_point_rows(es, rc["rules"], coverages=rc["coverages"], risks=rc["risks"],
-                                               losses=LOSSES)
-    path: Path = rc["path"]
+def write_rc_tables(table: Sequence[dict], points: Sequence[dict], path: Path) -> str:
+    """Write the RC table (and the operating points, when there are any) that ``evaluate_all``
+    gathered from the workers; returns the line to print."""
     write_bytes_atomic(path, table_bytes(table, RC_TABLE_COLUMNS, path.suffix))
     line = f"RC table → {path} ({len(table)} rows)"
     if points:
