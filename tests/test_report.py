@@ -82,6 +82,31 @@ def test_report_file_has_the_permissions_of_a_plain_open(report_file, tmp_path):
     assert stat.S_IMODE(report_file.stat().st_mode) == stat.S_IMODE(plain.stat().st_mode)
 
 
+def test_beyond_section_draws_every_new_rules_cc_curve_from_the_layer(models):
+    """The report's "beyond the paper" section has a calibration–coverage figure of Climbing and the
+    new rules (as the dashboard's Calibration–Coverage page offers them), each trace the layer's
+    ``cc_curve`` with TS, to the bit."""
+    from hsc_core.core.metric_rules import EXTRA_RULES
+    from hsc_core.report.html_report import _beyond_section
+
+    ev = ModelEvaluation.from_bundle(load_logits(models[0]), imagenet_hierarchy(), dataset="imagenet1k")
+    drawn = {}
+
+    def keep(fig, name):
+        drawn[name.split("_")[0] + "_" + name.split("_")[1]] = fig
+        return ""
+
+    _beyond_section(ev, keep, 50, 0)
+    cc = drawn["cc_beyond"]
+    shown = ("climbing", *EXTRA_RULES)
+    assert [t.name for t in cc.data] == [RULE_LABELS[r] for r in shown]
+    for rule, trace in zip(shown, cc.data, strict=True):
+        want = ev.setting(True).cc_curve(rule)
+        np.testing.assert_array_equal(trace.x, want.coverage)
+        np.testing.assert_array_equal(trace.y, want.ece)
+    assert "Calibration" in cc.layout.title.text
+
+
 def test_report_states_the_negative_result_in_one_sentence():
     """Rules with a gain interval wholly below 0 are named with their setting; a positive or
     undecided one is not (hand-made rows in the layer's schema)."""

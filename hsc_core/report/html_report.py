@@ -280,7 +280,7 @@ def _model_section(ev: ModelEvaluation, rows: dict, fig: _Figures) -> str:
 def _beyond_section(ev: ModelEvaluation, fig: _Figures, n_resamples: int, seed: int) -> str:
     """Rules and metrics beyond the paper, with TS: every rule's hAURC, excess and achievable hAURC
     and micro hF1 at θ = 0 (95 % intervals where the layer has them), the arg-max leaf's AURC
-    (Zhou et al.) and AUGRC, and the RC curves of the new rules beside Climbing."""
+    (Zhou et al.) and AUGRC, and the RC and calibration–coverage curves of the new rules beside Climbing."""
     es = ev.setting(True)
     rows = {(r["rule"], r["metric"]): r for r in es.extra_results(ALL_RULES, intervals=True,
                                                                   n_resamples=n_resamples, seed=seed)}
@@ -300,6 +300,7 @@ def _beyond_section(ev: ModelEvaluation, fig: _Figures, n_resamples: int, seed: 
     curves = {rule: es.curve(rule) for rule in shown}
     rc = figures.rc_figure({rule: _decimated(c) for rule, c in curves.items()},
                            {rule: c.haurc for rule, c in curves.items()}, rules=shown)
+    cc = figures.cc_figure({rule: es.cc_curve(rule) for rule in shown}, rules=shown)
     ctx = _context(ev, True)
     return "\n".join([
         "<h3>Beyond the paper: metric-optimal and Pareto rules, more metrics (TS on)</h3>",
@@ -309,6 +310,8 @@ def _beyond_section(ev: ModelEvaluation, fig: _Figures, n_resamples: int, seed: 
         "of each rule's own operating points; achievable hAURC is the area under the convex hull of its "
         "operating points.</p>",
         fig(figures.titled(rc, "Risk–coverage: rules beyond the paper", ctx), f"rc_beyond_{ctx.slug()}"),
+        fig(figures.titled(cc, "Calibration–coverage (ECE, 15 bins): rules beyond the paper", ctx),
+            f"cc_beyond_{ctx.slug()}"),
     ])
 
 
