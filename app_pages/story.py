@@ -228,8 +228,8 @@ else:
     st.markdown("Repeat this on many random splits, and compare with DARTS, on the **Guaranteed accuracy** page.")
 
 if i is not None and step <= 3 and not ui.presenter():
-    # It names θ = 0.5 too: hidden with the step's text while a chart sweeps elsewhere.
-    with _at_rest({1: "story_bars", 2: "story_tree_sel", 3: "story_tree_climb"}[step]):
-        st.caption(f"The example: sample {ui.plain(es.sample_ids[i])} of {ui.plain(es.model)}, the most "
-                   "Figure-1-like image of this data (an unsure, wrong top-1 leaf that Climbing corrects at "
-                   "θ = 0.5). Open it in the Explorer to change θ or pick another sample.")
+    # No θ value here: the step's θ moves with its chart, and only the step's text (in its
+    # ``_at_rest`` box) names it, so one θ is on screen.
+    st.caption(f"The example: sample {ui.plain(es.sample_ids[i])} of {ui.plain(es.model)}, the most "
+               "Figure-1-like image of this data (an unsure, wrong top-1 leaf that Climbing corrects where "
+               "each step starts). Open it in the Explorer to change θ or pick another sample.")
