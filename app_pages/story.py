@@ -31,8 +31,13 @@ N_CAL, SPLIT_SEED = int(state.SETTINGS["n"].default), int(state.SETTINGS["split_
 
 es = ui.require_eval_set()
 h = es.hierarchy
-step = int(min(max(1, state.get("step")), len(STEPS)))
+SHOWN_STEP = "_story_shown_step"  # session state: the step the last run showed
+# The step control can be empty at the start of a run (its selected segment clicked again, or its
+# widget value dropped while a chart's sweep reran the page): stay on the step on screen.
+_asked = state.get("step")
+step = int(min(max(1, st.session_state.get(SHOWN_STEP, 1) if _asked is None else _asked), len(STEPS)))
 state.set("step", step)
+st.session_state[SHOWN_STEP] = step
 
 
 def _go(k: int) -> None:

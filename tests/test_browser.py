@@ -61,8 +61,11 @@ def test_every_page_renders(server, page):
         wait_idle(page)
         assert page.locator("h1").first.inner_text().strip() == title, path
         assert_no_exception(page)
-        # The sidebar model picker is on every page (the page ran inside app.py).
-        assert page.locator('[data-testid="stSidebar"]').get_by_text("Model (cached logits)").count() == 1
+        # The sidebar model picker is on every page (the page ran inside app.py); the sidebar may
+        # still be drawing when the page's title is up, so wait for it (30 s) before counting.
+        picker = page.locator('[data-testid="stSidebar"]').get_by_text("Model (cached logits)")
+        picker.first.wait_for(timeout=30_000)
+        assert picker.count() == 1
 
 
 # The data of the first plotted trace whose name or hover template starts with a prefix, read

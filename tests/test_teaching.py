@@ -342,6 +342,16 @@ def test_story_steps_are_deep_linkable(open_page, step):
         assert at.session_state["step"] == step + 1
 
 
+def test_story_stays_on_its_step_when_the_step_control_is_emptied(open_page):
+    """The step control emptied (its selected segment clicked again, or its value dropped during a
+    sweep's rerun) must neither crash the page (it once raised TypeError on None) nor move it."""
+    at = open_page("app_pages/story.py", {"step": "3"})
+    control = [w for w in at.get("button_group") if w.id and "step" in w.id][0]
+    control.set_value(None).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.subheader[0].value.startswith("3. ")
+
+
 def test_chosen_record_compares_theta_in_the_records_precision():
     """float32(0.7) < 0.7 in float64, yet θ = 0.7 accepts it: chosen_record agrees with predict."""
     from dashboard.views import chosen_record
