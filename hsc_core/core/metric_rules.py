@@ -30,27 +30,26 @@ and an hAURC through the paper rules' machinery (``pareto``).
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from ..config import rows_per_chunk
 from .hierarchy import Hierarchy
-from .node_scores import Metric, check_beta, expected_scores, information
+from .node_scores import Metric, expected_scores, information
 from .pareto import front_from_pairs, pareto_paths
-from .rules import RULE_LABELS, RULES, DecisionPaths, argmax_leaf, decision_paths, value_dtype
-from .validation import check_node_probs, quote
+from .rule_registry import get_rule, rule_names
+from .rule_registry import rule_label as rule_label  # re-exported: the name callers know
+from .rules import RULE_LABELS, DecisionPaths, argmax_leaf, decision_paths, value_dtype
+from .validation import check_node_probs
 
-#: The new rules offered next to the paper's four (``hf<β>`` accepts any β > 0).
-EXTRA_RULES: tuple[str, ...] = ("hf1", "min_severity", "max_information", "pareto")
+#: The new rules offered next to the paper's four (``hf<β>`` accepts any β > 0): ``rule_registry``'s.
+EXTRA_RULES: tuple[str, ...] = rule_names(paper=False)
 #: Every rule a front end offers, the paper's four first.
-ALL_RULES: tuple[str, ...] = RULES + EXTRA_RULES
+ALL_RULES: tuple[str, ...] = rule_names()
 EXTRA_RULE_LABELS: dict[str, str] = {rule: RULE_LABELS[rule] for rule in EXTRA_RULES}
-_HF = re.compile(r"hf(.*)")
 
 
 def parse_rule(rule: str) -> tuple[str, float]:
-    """(kind, β) of a rule name: kind is the rule itself, or ``"hf"`` for ``hf<β>``.
+    """(kind, β) of a rule name: kind is the rule itself, or ``"hf"`` for ``hf<β>`` (``rule_registry``).
 
     Raises one clear ValueError for an unknown name or a β that is not > 0.
 
@@ -59,33 +58,14 @@ def parse_rule(rule: str) -> tuple[str, float]:
     >>> parse_rule("hf0.5"), parse_rule("climbing")
     (('hf', 0.5), ('climbing', 1.0))
     """
-    if not isinstance(rule, str):
-        raise ValueError(f"unknown rule {quote(rule)}; choose one of {', '.join(ALL_RULES)} (hf<β> for any β > 0)")
-    if rule in RULES or (rule in EXTRA_RULE_LABELS and rule != "hf1"):
-        return rule, 1.0
-    m = _HF.fullmatch(rule)
-    if m:
-        try:
-            beta = float(m.group(1))
-        except ValueError:
-            beta = None
-        if beta is not None:
-            return "hf", check_beta(beta)
-    raise ValueError(f"unknown rule {quote(rule)}; choose one of {', '.join(ALL_RULES)} (hf<β> for any β > 0)")
+    spec = get_rule(rule)
+    return spec.kind, spec.beta
 
 
 def check_rule(rule: str) -> str:
     """``rule`` if it names a rule (``ALL_RULES`` or ``hf<β>`` with β > 0), else one clear ValueError."""
-    parse_rule(rule)
+    get_rule(rule)
     return rule
-
-
-def rule_label(rule: str) -> str:
-    """How tables and legends name a rule: "Climbing", "hF1-optimal", "Pareto (Valmadre)"."""
-    kind, beta = parse_rule(rule)
-    if kind == "hf":
-        return f"hF{beta:g}-optimal"
-    return RULE_LABELS[rule]
 
 
 def record_values(hierarchy: Hierarchy, probs: np.ndarray) -> np.ndarray:
@@ -130,18 +110,19 @@ def any_decision_paths(hierarchy: Hierarchy, node_probs: np.ndarray, rule: str,
     >>> paths.nodes.tolist(), paths.predict(0.0)[0].tolist(), paths.predict(0.8)[0].tolist()
     ([[4, 6]], [4], [6])
     """
-    kind, beta = parse_rule(rule)
-    if kind in RULES:
-        return decision_paths(hierarchy, node_probs, kind, leaf=leaf)  # type: ignore[arg-type]
-    if kind == "pareto":
-        # Valmadre's front with information specificity is Max-Coverage's record list: among
+    spec = get_rule(rule)  # the registry says how (``RuleSpec.method``)
+    beta = spec.beta
+    if spec.method == "candidates":
+        return decision_paths(hierarchy, node_probs, spec.key, leaf=leaf)  # type: ignore[arg-type]
+    if spec.method == "records_of":
+        # Pareto: Valmadre's front with information specificity is Max-Coverage's record list: among
         # nodes of one information (= coverage level) only the most probable can be on the front,
         # and a level's node is on it iff it is more probable than every more specific one. The
         # grouped sweep of ``rules`` finds it without a per-sample sort (tests check the two).
-        p = decision_paths(hierarchy, node_probs, "max_coverage", leaf=leaf)
+        p = decision_paths(hierarchy, node_probs, spec.records_of, leaf=leaf)  # type: ignore[arg-type]
         return DecisionPaths(rule=rule, nodes=p.nodes, values=p.values, lengths=p.lengths)
     probs = check_node_probs(node_probs, hierarchy.n_nodes)
-    metric = _METRIC[kind]
+    metric = _METRIC[spec.kind]
     if not pruned:
         if not np.isfinite(probs).all():
             raise ValueError("node_probs contain NaN or inf")

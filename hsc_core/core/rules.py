@@ -22,27 +22,20 @@ float32(0.7) is accepted at θ = 0.7 by ``predict``, ``RCCurve.at`` and both cur
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 
 from .hierarchy import Hierarchy
+from .rule_registry import get_rule, rule_names
 from .validation import check_node_probs, check_theta, check_theta_array, quote
 
 Rule = Literal["selective", "climbing", "jumping", "max_coverage"]
-RULES: tuple[Rule, ...] = ("selective", "climbing", "jumping", "max_coverage")
-#: Display name of every named rule: the paper's four, then those of ``metric_rules`` (one table,
-#: so every table, legend and export names a rule alike; ``metric_rules.rule_label`` adds hf<β>).
-RULE_LABELS: dict[str, str] = {
-    "selective": "Selective",
-    "climbing": "Climbing",
-    "jumping": "Jumping",
-    "max_coverage": "Max-Coverage",
-    "hf1": "hF1-optimal",
-    "min_severity": "Severity-optimal",
-    "max_information": "Information-optimal",
-    "pareto": "Pareto (Valmadre)",
-}
+#: The paper's four, from the one registry of rules (``rule_registry``).
+RULES: tuple[Rule, ...] = cast("tuple[Rule, ...]", rule_names(paper=True))
+#: Display name of every listed rule, the paper's four first (``rule_registry``; ``rule_label``
+#: also names hf<β>), so every table, legend and export names a rule alike.
+RULE_LABELS: dict[str, str] = {rule: get_rule(rule).label for rule in rule_names()}
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from ..core.rule_registry import get_rule, is_rule, rule_names
+
 # Okabe & Ito (2008), "Color Universal Design".
 OKABE_ITO = {
     "black": "#000000",
@@ -18,18 +20,8 @@ OKABE_ITO = {
     "reddish_purple": "#CC79A7",
 }
 
-# rule → (colour, plotly dash, plotly marker symbol)
-RULE_STYLE: dict[str, tuple[str, str, str]] = {
-    "selective": (OKABE_ITO["black"], "dot", "square"),
-    "climbing": (OKABE_ITO["blue"], "solid", "circle"),
-    "jumping": (OKABE_ITO["orange"], "dash", "triangle-up"),
-    "max_coverage": (OKABE_ITO["reddish_purple"], "dashdot", "diamond"),
-    # beyond the paper (``core.metric_rules``): every pair differs in at least two of colour, dash, marker
-    "hf1": (OKABE_ITO["sky_blue"], "longdash", "star"),
-    "min_severity": (OKABE_ITO["vermillion"], "longdashdot", "hexagon"),
-    "max_information": (OKABE_ITO["bluish_green"], "dash", "pentagon"),
-    "pareto": (OKABE_ITO["black"], "longdashdot", "cross"),
-}
+# rule → (colour, plotly dash, plotly marker symbol): each listed rule's, from the one registry of rules
+RULE_STYLE: dict[str, tuple[str, str, str]] = {rule: get_rule(rule).style for rule in rule_names()}
 
 # Correct vs wrong: blue-green ✓ vs vermillion ✗ — distinct in hue, lightness and shape.
 CORRECT_COLOUR = OKABE_ITO["bluish_green"]
@@ -46,8 +38,8 @@ PRESENTER_FONT_SIZE = 22
 
 
 def _rule_style(rule: str) -> tuple[str, str, str]:
-    # hf<β> for any β shares hF1's style (one of them is shown at a time)
-    return RULE_STYLE.get(rule) or RULE_STYLE["hf1" if rule.startswith("hf") else "selective"]
+    # any rule the registry resolves (hf<β> shares hF1's style); an unknown name draws as Selective
+    return get_rule(rule).style if is_rule(rule) else RULE_STYLE["selective"]
 
 
 def rule_colour(rule: str) -> str:
