@@ -42,10 +42,11 @@ from ..core.metric_intervals import (
     weighted_oracle_haurc,
     weighted_prf,
 )
-from ..core.metric_rules import ALL_RULES, EXTRA_RULES, check_rule
+from ..core.metric_rules import ALL_RULES, check_rule
 from ..core.probabilities import fit_temperature
 from ..core.protocol import CALIBRATION_FRACTION, SPLIT_SEED, calibration_mask, check_protocol, evaluation_mask
 from ..core.risk import LOSSES, Loss, hierarchical_correctness
+from ..core.rule_registry import shared_pass
 from ..core.rules import RULES, DecisionPaths
 from ..core.selective_metrics import (
     AurcEstimator,
@@ -73,8 +74,8 @@ class _Memo:
 
     A value already computed is returned without waiting; one being computed makes only the
     callers of the same key wait (a lock per key), so a long job (a bootstrap) never holds up
-    another key's value. Computations nest in one direction only (curves → θ grid), so per-key
-    locks cannot deadlock.
+    another key's value. Computations nest in one direction only (curves → curve → paths, θ grid),
+    so per-key locks cannot deadlock.
     """
 
     def __init__(self) -> None:
@@ -194,24 +195,29 @@ class EvaluationSet:
         row[self.hierarchy.root] = 1.0
         return row
 
-    def rule_paths(self, rule: str) -> DecisionPaths:
-        """Decision paths of any rule (``metric_rules.ALL_RULES`` or ``hf<β>``), (n, n_records).
+    def decision_paths(self, rule: str) -> DecisionPaths:
+        """Decision paths of any registered rule (``rule_registry``: a listed rule or ``hf<β>``),
+        (n, n_records).
 
-        The paper's four are built with the setting; the others on first use, once.
+        The paper's four are built with the setting; the others on first use, once, with the rules
+        they share a pass over the logits with (``rule_registry.shared_pass``: softmax and node
+        probabilities are most of the work; another hf<β> gets its own).
         """
         if rule in self.paths:
             return self.paths[rule]
         check_rule(rule)
         ev = self.evaluation
-        # The named new rules share one pass over the logits (softmax and node probabilities are
-        # most of the work); another hf<β> gets its own.
-        group = EXTRA_RULES if rule in EXTRA_RULES else (rule,)
+        group = shared_pass(rule)
         return self._memo.get(("paths", group), lambda: decision_paths_from_logits(
             self.hierarchy, ev.logits, self.temperature, group, precision=ev.precision, rows=self.rows))[rule]
 
+    def rule_paths(self, rule: str) -> DecisionPaths:
+        """``decision_paths`` (the name before the rule registry)."""
+        return self.decision_paths(rule)
+
     def predict(self, rule: str, theta: float) -> tuple[np.ndarray, np.ndarray]:
         """(nodes, confidences) of ``rule`` at θ for every evaluated sample, each (n,)."""
-        return self.rule_paths(rule).predict(theta)
+        return self.decision_paths(rule).predict(theta)
 
     def correctness(self, nodes: np.ndarray, positions: np.ndarray | None = None) -> np.ndarray:
         """Hierarchical correctness of predicted ``nodes`` for the samples at ``positions`` (all)."""
@@ -225,25 +231,20 @@ class EvaluationSet:
             self.hierarchy, self.evaluation.logits, self.temperature, dec, progress=progress,
             precision=self.evaluation.precision, rows=self.rows))
 
-    def curves(self, loss: Loss = "01", dec: int | None = None, *,
+    def curves(self, loss: Loss = "01", dec: int | None = None, *, rules: Sequence[str] = RULES,
                progress: Progress | None = None) -> dict[str, RCCurve]:
-        """rule → hierarchical RC curve (exact, or on the authors' ``dec`` grid)."""
-        if loss not in LOSSES:
-            raise ValueError(f"unknown loss {quote(loss)}; choose one of {', '.join(LOSSES)}")
-
-        def compute() -> dict[str, RCCurve]:
-            grid = None if dec is None else self.theta_grid(dec, progress=progress)
-            return {rule: rc_curve_from_paths(self.hierarchy, p, self.labels, loss, grid)
-                    for rule, p in self.paths.items()}
-        return self._memo.get(("curves", loss, dec), compute)
+        """rule → ``curve(rule, loss, dec)`` for ``rules`` (default the paper's four)."""
+        if dec is not None:
+            self.theta_grid(dec, progress=progress)  # the slow part, with its progress bar
+        names = tuple(rules)
+        return self._memo.get(("curves", loss, dec, names), lambda: {rule: self.curve(rule, loss, dec)
+                                                                    for rule in names})
 
     def curve(self, rule: str, loss: Loss = "01", dec: int | None = None) -> RCCurve:
-        """``rule``'s hierarchical RC curve: any rule (``metric_rules.ALL_RULES`` or ``hf<β>``)."""
-        if rule in self.paths:
-            return self.curves(loss, dec)[rule]
+        """Hierarchical RC curve of any registered rule (exact, or on the authors' ``dec`` grid)."""
         if loss not in LOSSES:
             raise ValueError(f"unknown loss {quote(loss)}; choose one of {', '.join(LOSSES)}")
-        paths = self.rule_paths(rule)
+        paths = self.decision_paths(rule)
         return self._memo.get(("curve", rule, loss, dec), lambda: rc_curve_from_paths(
             self.hierarchy, paths, self.labels, loss, None if dec is None else self.theta_grid(dec)))
 
@@ -257,21 +258,17 @@ class EvaluationSet:
             return 0.0
         return hierarchical_gain(self.haurc("selective", loss, dec), self.haurc(rule, loss, dec))
 
-    def cc_curves(self, n_bins: int = 15, *, progress: Progress | None = None) -> dict[str, CCCurve]:
-        """rule → calibration–coverage curve on the authors' 2-decimal θ grid."""
-        def compute() -> dict[str, CCCurve]:
-            grid = self.theta_grid(2, progress=progress)
-            # self.paths holds every rule, in RULES order
-            return {rule: calibration_coverage_curve(self.hierarchy, None, self.labels, rule, thresholds=grid,
-                                                     n_bins=n_bins, paths=self.paths[rule]) for rule in RULES}
-        return self._memo.get(("cc", n_bins), compute)
+    def cc_curves(self, n_bins: int = 15, *, rules: Sequence[str] = RULES,
+                  progress: Progress | None = None) -> dict[str, CCCurve]:
+        """rule → ``cc_curve(rule, n_bins)`` for ``rules`` (default the paper's four)."""
+        self.theta_grid(2, progress=progress)  # the slow part, with its progress bar
+        names = tuple(rules)
+        return self._memo.get(("cc_curves", n_bins, names), lambda: {rule: self.cc_curve(rule, n_bins)
+                                                                    for rule in names})
 
     def cc_curve(self, rule: str, n_bins: int = 15) -> CCCurve:
-        """``rule``'s calibration–coverage curve on the authors' 2-decimal θ grid: any rule
-        (``metric_rules.ALL_RULES`` or ``hf<β>``); the paper's four come from ``cc_curves``."""
-        if rule in RULES:
-            return self.cc_curves(n_bins)[rule]
-        paths = self.rule_paths(rule)
+        """Calibration–coverage curve of any registered rule on the authors' 2-decimal θ grid."""
+        paths = self.decision_paths(rule)
         # ``rule`` is read only to build paths, and these are given: the curve is named by paths.rule
         return self._memo.get(("cc", rule, n_bins), lambda: calibration_coverage_curve(
             self.hierarchy, None, self.labels, thresholds=self.theta_grid(2), n_bins=n_bins, paths=paths))
@@ -297,7 +294,7 @@ class EvaluationSet:
         rules : which rules (default the paper's four); Selective is always included for the gains.
         """
         names = tuple(RULES) if rules is None else tuple(dict.fromkeys(("selective", *rules)))
-        paths = {r: self.rule_paths(r) for r in names}
+        paths = {r: self.decision_paths(r) for r in names}
         return self._memo.get(("boot", loss, n_resamples, seed, names), lambda: bootstrap_haurc(
             self.hierarchy, self.labels, paths, loss=loss, n_resamples=n_resamples, seed=seed))
 
@@ -305,12 +302,12 @@ class EvaluationSet:
     def events(self, rule: str, loss: Loss = "01") -> RuleEvents:
         """``rule``'s operating-point changes sorted by θ (``core.events.rule_events``), cached."""
         return self._memo.get(("events", rule, loss), lambda: rule_events(
-            self.hierarchy, self.rule_paths(rule), self.labels, loss))
+            self.hierarchy, self.decision_paths(rule), self.labels, loss))
 
     def oracle_moves(self, rule: str, loss: Loss = "01") -> OracleMoves:
         """The oracle ordering of ``rule``'s operating points (``selective_metrics.oracle_moves``), cached."""
         return self._memo.get(("oracle", rule, loss), lambda: oracle_moves(
-            self.hierarchy, self.rule_paths(rule), self.labels, loss))
+            self.hierarchy, self.decision_paths(rule), self.labels, loss))
 
     def oracle_haurc(self, rule: str, loss: Loss = "01") -> float:
         """hAURC of the oracle ordering of ``rule``'s operating points (``selective_metrics.oracle_haurc``)."""
