@@ -5,14 +5,13 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data, plots, state, ui
-from hsc_core.core.metric_rules import ALL_RULES, rule_label
-from hsc_core.core.rules import RULE_LABELS
+from hsc_core.core.rule_registry import rule_label, rule_names
 
 ui.ensure_entrypoint()
 
 st.title("Calibration–coverage")
 with ui.controls("Rules, bins and scaling"):
-    state.bind(st.multiselect, "Rules", "rules", scope="cc", options=list(ALL_RULES), format_func=RULE_LABELS.get)
+    state.bind(st.multiselect, "Rules", "rules", scope="cc", options=list(rule_names()), format_func=rule_label)
     controls = st.columns([1.6, 1])
 with controls[0]:
     state.bind(st.slider, "ECE bins", "bins", scope="cc", step=1)  # range: state.SETTINGS["bins"]
@@ -23,7 +22,7 @@ with controls[1]:
 es = ui.require_eval_set()
 if not ui.presenter():
     st.caption(ui.eval_caption(es))
-rules = [r for r in ALL_RULES if r in state.get("rules")]
+rules = [r for r in rule_names() if r in state.get("rules")]
 if not rules:
     st.info("Select at least one rule.")
     st.stop()

@@ -5,8 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data, plots, state, ui, views
-from hsc_core.core.metric_rules import ALL_RULES
-from hsc_core.core.rules import RULE_LABELS
+from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.report.figures import ExportContext
 
 ui.ensure_entrypoint()
@@ -15,12 +14,12 @@ st.title("Compare models")
 with ui.controls("Rules, risk, curve and scaling"):
     # The table's rules (shared with Risk–Coverage and Calibration–Coverage) get a row of their own,
     # as there, so every chip shows its whole name; the chart draws one rule of every model.
-    state.bind(st.multiselect, "Rules in the table", "rules", scope="cmp", options=list(ALL_RULES),
-               format_func=RULE_LABELS.get)
+    state.bind(st.multiselect, "Rules in the table", "rules", scope="cmp", options=list(rule_names()),
+               format_func=rule_label)
     controls = st.columns([1.4, 1.2, 1.4, 1])
 with controls[0]:
-    state.bind(st.selectbox, "Rule on the chart", "cmp_rule", scope="cmp", options=list(ALL_RULES),
-               format_func=RULE_LABELS.get)
+    state.bind(st.selectbox, "Rule on the chart", "cmp_rule", scope="cmp", options=list(rule_names()),
+               format_func=rule_label)
 with controls[1]:
     state.bind(st.radio, "Risk", "loss", scope="cmp", options=["01", "severity"],
                format_func={"01": "0/1 (hierarchical)", "severity": "LCA severity"}.get)
@@ -32,7 +31,7 @@ with controls[3]:
 
 rule, loss = state.get("cmp_rule"), state.get("loss")
 # The table always has Selective (the gains' reference) and the chart's rule.
-table_rules = [r for r in ALL_RULES if r in state.get("rules") or r in ("selective", rule)]
+table_rules = [r for r in rule_names() if r in state.get("rules") or r in ("selective", rule)]
 dec = None if state.get("dec") == "exact" else 2
 subset, ts = state.get("subset"), state.get("ts")
 catalog = ui.catalog()
@@ -69,7 +68,7 @@ st.caption(f"{len(sets)} model(s) · subset *{ui.plain(subset)}* · "
            + ("temperature scaling on (each model's own T)" if ts else "no temperature scaling")
            + " · every model on its protocol evaluation split")
 ui.figure(plots.compare_figure(sets, rule, loss), f"compare_{rule}_{loss}_{state.get('dec')}", key="compare_chart",
-          context=context, title=f"{RULE_LABELS[rule]} risk–coverage curves", height=ui.fit_height(12.9))
+          context=context, title=f"{rule_label(rule)} risk–coverage curves", height=ui.fit_height(12.9))
 # One row per model, the layer's column names (loss=None: a severity column says so): the CSV. On screen
 # two narrow tables instead of one too wide for the page: the models, then one row per model and rule.
 table = views.model_rows(rows, loss=None, limits=ci_rows)

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data, plots, state, ui
-from hsc_core.core.rules import RULE_LABELS
+from hsc_core.core.rule_registry import rule_label
 from hsc_core.datasets.imagenet_trees import TREES
 from hsc_core.evaluation.sensitivity import sensitivity_table
 
@@ -34,12 +34,12 @@ with st.spinner("Evaluating every rule under each tree, with bootstrap intervals
     rows = data.hierarchy_sensitivity(es, tuple(trees))
 table = sensitivity_table(rows)
 context = ui.export_context(es)
-gains = [{"label": f"{TREES[d['tree']].label} · {RULE_LABELS[d['rule']]}", "rule": d["rule"],
+gains = [{"label": f"{TREES[d['tree']].label} · {rule_label(d['rule'])}", "rule": d["rule"],
           "estimate": d["gain_percent"], "low": d["gain_percent_low"], "high": d["gain_percent_high"]}
          for d in table if d["rule"] != "selective"]
 ui.figure(plots.gain_figure(gains), "hierarchy_sensitivity_gain", key="hs_gain", context=context,
           title="Hierarchical gain vs Selective under each tree, 95 % bootstrap intervals")
-shown = pd.DataFrame([{"tree": TREES[d["tree"]].label, "rule": RULE_LABELS[d["rule"]],
+shown = pd.DataFrame([{"tree": TREES[d["tree"]].label, "rule": rule_label(d["rule"]),
                        "hAURC×1000": d["haurc_x1000"], "hAURC low": d["haurc_x1000_low"],
                        "hAURC high": d["haurc_x1000_high"], "gain %": d["gain_percent"],
                        "gain low": d["gain_percent_low"], "gain high": d["gain_percent_high"]} for d in table])

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import atlas, state, ui
-from hsc_core.core.rules import RULE_LABELS, RULES
+from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.evaluation.atlas import (
     MAX_TABLE_BYTES,
     PLAIN,
@@ -42,8 +42,13 @@ with top[0]:
                    help="CSV files in the results folder (HSC_RESULTS_DIR).")
     upload = st.file_uploader("…or upload a results table (CSV)", type=["csv"], key="_atlas_upload",
                               max_upload_size=MAX_TABLE_BYTES // 2**20)
+ATLAS_RULES = rule_names(paper=True)  # the atlas table has the paper's four rules only
+if state.get("cmp_rule") not in ATLAS_RULES:
+    st.info(f"The atlas table has no {ui.plain(rule_label(state.get('cmp_rule')))} column: showing "
+            f"{rule_label(state.SETTINGS['cmp_rule'].default)}, one of the paper's four rules.")
+    state.set("cmp_rule", state.SETTINGS["cmp_rule"].default)
 with top[1]:
-    state.bind(st.selectbox, "Rule", "cmp_rule", scope="atl", options=list(RULES), format_func=RULE_LABELS.get)
+    state.bind(st.selectbox, "Rule", "cmp_rule", scope="atl", options=list(ATLAS_RULES), format_func=rule_label)
     state.bind(st.radio, "y axis", "atlas_y", scope="atl", options=["haurc", "gain_percent"],
                format_func={"haurc": "hAURC×1000", "gain_percent": "gain %"}.get, horizontal=True)
 with top[2]:
@@ -88,7 +93,7 @@ st.caption(f"**{len(table):,} models** from *{ui.plain(source_name)}*"
            + (f", {len(shown):,} of them {REGIME_NAMES[state.get('regime')]}" if state.get("regime") != "all" else "")
            + f" · evaluated on {', '.join(f'{s:,}' for s in sizes[:3])} images"
            + (" without TS (45,000 with TS, after fitting T on 5,000)" if sizes == [50_000] else "")
-           + f" · {RULE_LABELS[rule]}, {'with' if ts else 'without'} TS")
+           + f" · {rule_label(rule)}, {'with' if ts else 'without'} TS")
 note = sample_note(yours)
 if note:
     (st.caption if ui.presenter() else st.warning)(f"⚠ {note}")
@@ -96,7 +101,7 @@ if note:
 ui.figure(atlas_figure(shown, rule=rule, loss=loss, ts=ts, y=y, yours=yours if not yours.empty else None,
                        font_size=ui.font_size(), height=350 if ui.presenter() else 520),
           f"atlas_{rule}_{loss}_{y}", key="atlas_chart", context=context,
-          title=f"Top-1 accuracy vs {RULE_LABELS[rule]} {'hAURC' if y == 'haurc' else 'gain'} by training regime")
+          title=f"Top-1 accuracy vs {rule_label(rule)} {'hAURC' if y == 'haurc' else 'gain'} by training regime")
 st.caption("Each marker is a model: colour and shape say its training regime (a model with several shows its "
            "first; hover for all), an open marker is a suspect row, stars are your models.")
 
@@ -106,7 +111,7 @@ with tabs[0]:
     ui.figure(regime_means_figure(summary, value="haurc_x1000" if y == "haurc" else "gain_percent",
                                   font_size=ui.font_size()),
               f"atlas_regimes_{rule}_{loss}", key="atlas_regimes", context=context,
-              title=f"{RULE_LABELS[rule]} by training regime, mean ± SEM")
+              title=f"{rule_label(rule)} by training regime, mean ± SEM")
     st.dataframe(pd.DataFrame(summary), hide_index=True, key="atlas_regime_table")
     ui.csv_download(summary, "atlas_regimes", key="dl_atlas_regimes", context=context)
     st.caption("Regimes are read from the model names by a checked table (hsc_core.evaluation.atlas.REGIMES); "

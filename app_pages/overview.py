@@ -7,7 +7,7 @@ import streamlit as st
 
 from dashboard import data, plots, report, state, ui, views
 from hsc_core.core.protocol import PROTOCOL_TEXT
-from hsc_core.core.rules import RULE_LABELS
+from hsc_core.core.rule_registry import rule_label
 from hsc_core.core.uncertainty import CONFIDENCE, N_RESAMPLES, ON_DEMAND_SAMPLES
 from hsc_core.report.figures import RISK_NOTE, ExportContext
 from hsc_core.report.html_report import HEADLINE_RULE, headline_sentence, worse_sentence, worse_summary
@@ -33,7 +33,7 @@ def point_sentence(es: data.EvalSet, ts: bool) -> str:
         "with temperature scaling" if ts else "without temperature scaling")
     if not np.isfinite(g):
         return f"{where}, plain selective classification makes no errors."
-    return (f"{where}, {RULE_LABELS[HEADLINE_RULE]} "
+    return (f"{where}, {rule_label(HEADLINE_RULE)} "
             f"{'lowers' if g >= 0 else 'raises'} the risk–coverage area by {abs(g):.1f} % vs plain selective "
             "classification (point estimate; its 95 % interval is not computed yet).")
 

@@ -5,9 +5,8 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data, state, ui, views
-from hsc_core.core.metric_rules import ALL_RULES
 from hsc_core.core.protocol import PROTOCOL_TEXT
-from hsc_core.core.rules import RULE_LABELS
+from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.core.uncertainty import ON_DEMAND_SAMPLES
 from hsc_core.report.sweep import operating_point_grid, rc_sweep_figure
 
@@ -16,7 +15,7 @@ ui.ensure_entrypoint()
 st.title("Risk–coverage")
 with ui.controls("Rules, risk and curve"):
     # The rules get a row of their own, so every chip ("Max-Coverage" too) shows its whole name.
-    state.bind(st.multiselect, "Rules", "rules", scope="rc", options=list(ALL_RULES), format_func=RULE_LABELS.get)
+    state.bind(st.multiselect, "Rules", "rules", scope="rc", options=list(rule_names()), format_func=rule_label)
     controls = st.columns([1.1, 1.5, 1.1])
 with controls[0]:
     state.bind(st.radio, "Risk", "loss", scope="rc", options=["01", "severity"],
@@ -31,7 +30,7 @@ with controls[2]:
 es = ui.require_eval_set()
 if not ui.presenter():
     st.caption(ui.eval_caption(es))
-rules = [r for r in ALL_RULES if r in state.get("rules")]
+rules = [r for r in rule_names() if r in state.get("rules")]
 if not rules:
     st.info("Select at least one rule.")
     st.stop()
@@ -99,7 +98,7 @@ with c1:
                     context=ui.export_context(es))
 with c2:
     def _curve_points() -> pd.DataFrame:
-        frames = [pd.DataFrame({"rule": RULE_LABELS[r], "theta_upper": cs.curves[r].thresholds,
+        frames = [pd.DataFrame({"rule": rule_label(r), "theta_upper": cs.curves[r].thresholds,
                                 "coverage": cs.curves[r].coverage, "risk": cs.curves[r].risk}) for r in rules]
         return pd.concat(frames, ignore_index=True)
 

@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import data, state, ui, views
-from hsc_core.core.rules import RULE_LABELS
+from hsc_core.core.rule_registry import rule_label
 from hsc_core.core.uncertainty import ON_DEMAND_SAMPLES
 from hsc_core.report.figures import leaf_bars_figure
 from hsc_core.report.sweep import operating_point_grid, rc_sweep_figure
@@ -145,7 +145,7 @@ def _tree_step(rules: tuple, chart: str, text: str) -> None:
         fig = _tree(es, key, i, rules, font, ui.fit_height(7.4), ui.fit_width(2.2 / 3.2) - 30)
         ui.figure(fig, f"story_{chart}", key=chart, width="content")
         ui.sweep_sync(chart, theta, _stay, image=f"story_{chart}", context=ui.export_context(es, theta),
-                      title=f"Sample {es.sample_ids[i]}: " + " vs ".join(RULE_LABELS[r] for r in rules))
+                      title=f"Sample {es.sample_ids[i]}: " + " vs ".join(rule_label(r) for r in rules))
 
 
 def _selective_text(theta: float) -> str:
@@ -213,8 +213,8 @@ elif step == 4:
         st.markdown(
             f"Every θ gives each rule a **coverage** (how much it still says, 1 = every leaf answered) and a "
             f"**risk** (how often it is wrong) over all {es.n:,} samples. Lower is better: the area under the "
-            f"curve (hAURC) is {1000 * sel:.1f} ×10⁻³ for {RULE_LABELS['selective']} and {1000 * climb:.1f} ×10⁻³ "
-            f"for {RULE_LABELS['climbing']}. {_gain_words(es)} Press ▶ Play to move θ.")
+            f"curve (hAURC) is {1000 * sel:.1f} ×10⁻³ for {rule_label('selective')} and {1000 * climb:.1f} ×10⁻³ "
+            f"for {rule_label('climbing')}. {_gain_words(es)} Press ▶ Play to move θ.")
 else:
     tight = data.tight_thresholds(es)
     n_cal = int(min(max(10, N_CAL), max(20, int(es.n * 0.9))))  # as the Guaranteed accuracy page caps n

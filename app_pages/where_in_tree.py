@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data, state, ui, views
-from hsc_core.core.rules import RULE_LABELS, RULES
+from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.evaluation.diagnostics import (
     MAX_WEDGES,
     landing_counts,
@@ -38,7 +38,7 @@ MAX_ROWS = 500  # samples listed behind a node
 with ui.controls("Rule, colour and chart"):
     cols = st.columns([1.2, 2.0, 1.0])
 with cols[0]:
-    state.bind(st.selectbox, "Rule", "cmp_rule", scope="wt", options=list(RULES), format_func=RULE_LABELS.get)
+    state.bind(st.selectbox, "Rule", "cmp_rule", scope="wt", options=list(rule_names()), format_func=rule_label)
 with cols[1]:
     state.bind(st.radio, "Colour", "wcolour", scope="wt", options=list(COLOUR_BY),
                format_func={"stopped_here": "share of the node's samples stopping here",
@@ -46,7 +46,7 @@ with cols[1]:
 with cols[2]:
     state.bind(st.radio, "Chart", "wkind", scope="wt", options=["sunburst", "icicle"], horizontal=True)
 rule = state.get("cmp_rule")
-paths = es.paths[rule]
+paths = es.view.decision_paths(rule)  # any registered rule: the layer's one accessor
 
 # The drill-down node (an id from the link or the picker): its samples are listed, and the chart is
 # rooted at it (at its parent for a leaf). Without one the chart shows the whole tree and the list
@@ -82,7 +82,7 @@ def tree_view() -> None:
         fig = tree_map_figure(table, nodes, colour_by=state.get("wcolour"), kind=state.get("wkind"),
                               font_size=ui.font_size(), height=430 if ui.presenter() else 560)
         ui.figure(fig, f"where_{rule}", key="where_chart", context=ui.export_context(es, theta),
-                  title=f"Where {RULE_LABELS[rule]} stops at θ = {theta:.2f}")
+                  title=f"Where {rule_label(rule)} stops at θ = {theta:.2f}")
         st.caption(f"{len(nodes):,} of {h.n_nodes:,} nodes drawn (at most {MAX_WEDGES:,}: whole levels from "
                    f"{ui.plain(views.node_name(h, focus))} down, then the largest); area = samples by true class; "
                    "grey = no prediction lands there. Click a wedge to zoom; pick a node on the right to list "
@@ -138,7 +138,7 @@ tree_view()
 
 @data.cache_resource(max_entries=16, show_spinner=False)
 def _superclass_curves(_es, key: tuple, rule: str, level: int, loss: str):
-    return superclass_rc_curves(_es.hierarchy, _es.paths[rule], _es.labels, level, loss=loss, top=6)
+    return superclass_rc_curves(_es.hierarchy, _es.view.decision_paths(rule), _es.labels, level, loss=loss, top=6)
 
 
 st.subheader("Risk–coverage per superclass")
@@ -151,7 +151,7 @@ sizes = np.bincount(superclass_groups(h, es.labels, int(state.get("level"))), mi
 named = {f"{views.node_name(h, g)} ({sizes[g]:,} samples)": c for g, c in curves.items()}
 ui.figure(superclass_rc_figure(named, loss=state.get("loss"), font_size=ui.font_size()),
           f"superclass_rc_{rule}_level{state.get('level')}", key="where_superclass", context=ui.export_context(es),
-          title=f"{RULE_LABELS[rule]}: the six largest superclasses at depth {state.get('level')}")
+          title=f"{rule_label(rule)}: the six largest superclasses at depth {state.get('level')}")
 ui.csv_download([{"superclass": views.node_name(h, g), "node": h.node_ids[g], "rule": rule, "loss": state.get("loss"),
                   "haurc": c.haurc, "points": int(c.coverage.size)} for g, c in curves.items()],
                 f"superclass_haurc_{rule}", key="dl_where_superclass", context=ui.export_context(es))

@@ -51,9 +51,9 @@ import streamlit as st
 from hsc_core import config
 from hsc_core.core.curves import RCCurve
 from hsc_core.core.hierarchy import LIMITS, Hierarchy, file_too_large
-from hsc_core.core.metric_rules import ALL_RULES
 from hsc_core.core.risk import Loss
-from hsc_core.core.rules import RULE_LABELS, RULES
+from hsc_core.core.rule_registry import is_rule, rule_label
+from hsc_core.core.rules import RULES
 from hsc_core.core.validation import bounded_message, clip, quote
 from hsc_core.datasets.formats import HIERARCHY_SUFFIXES, load_hierarchy_with_notes
 from hsc_core.datasets.imagenet import imagenet_hierarchy
@@ -905,19 +905,19 @@ class CurveSet:
         return self.exact[rule].at(theta)
 
     def haurc_table(self, rules: Sequence[str] = RULES) -> pd.DataFrame:
-        """One row per rule (default the paper's four; any of ``ALL_RULES``): the layer's
+        """One row per rule (default the paper's four; any registered rule): the layer's
         hAURC×1000 and gain % (``column_label`` names), and the curve's number of points."""
         v, loss, dec = self.es.view, self.loss, self.dec
-        return pd.DataFrame([{"rule": RULE_LABELS[rule], column_label("haurc"): 1000 * v.haurc(rule, loss, dec),
+        return pd.DataFrame([{"rule": rule_label(rule), column_label("haurc"): 1000 * v.haurc(rule, loss, dec),
                               column_label("gain_percent"): v.gain(rule, loss, dec),
                               "points": int(self.curves[rule].coverage.size)}
                              for rule in rules])
 
 
 class RuleCurves(Mapping[str, V]):
-    """rule → value, the paper's four given, any other rule of ``ALL_RULES`` (``metric_rules``)
-    computed by the layer on first use: pages pick rules from one list and never build curves.
-    Iterates over the given rules only."""
+    """rule → value, the paper's four given, any other registered rule (``rule_registry``: listed,
+    or hf<β>) computed by the layer on first use: pages pick rules from one list and never build
+    curves. Iterates over the given rules only; an unknown name is a KeyError."""
 
     def __init__(self, given: dict[str, V], compute: Callable[[str], V]) -> None:
         self._given, self._compute = given, compute
@@ -927,7 +927,7 @@ class RuleCurves(Mapping[str, V]):
     def __getitem__(self, rule: str) -> V:
         if rule in self._given:
             return self._given[rule]
-        if rule not in ALL_RULES:
+        if not is_rule(rule):
             raise KeyError(rule)
         with self._lock:
             if rule not in self._more:
@@ -969,7 +969,7 @@ def curve_set(es: EvalSet, loss: Loss = "01", dec: int | None = None) -> CurveSe
 
 def cc_curves(es: EvalSet, n_bins: int = 15) -> RuleCurves:
     """rule → calibration–coverage curve on the authors' 2-decimal θ grid (the layer's): the
-    paper's four at once, any other rule of ``ALL_RULES`` on first use."""
+    paper's four at once, any other registered rule on first use."""
     with st.spinner("Computing calibration–coverage curves…"), _grid_bar(es) as bar:
         given = es.view.cc_curves(int(n_bins), progress=bar)
     return RuleCurves(given, lambda rule: es.view.cc_curve(rule, int(n_bins)))

@@ -20,8 +20,7 @@ from typing import Any
 
 import streamlit as st
 
-from hsc_core.core.metric_rules import ALL_RULES
-from hsc_core.core.rules import RULES
+from hsc_core.core.rule_registry import rule_names
 from hsc_core.evaluation.guarantees import DEFAULT_METHODS, METHODS, SAMPLINGS
 
 _LOADED = "_query_params_loaded"
@@ -78,10 +77,10 @@ def _choice(*options: str) -> Callable[[str], str]:
 
 
 def _rules(s: str) -> list[str]:
-    parts = s.split(",") if s else []
-    if any(r not in ALL_RULES for r in parts):
-        raise Invalid("rule names from " + ", ".join(ALL_RULES) + ", separated by commas")
-    return [r for r in ALL_RULES if r in parts]
+    parts, listed = (s.split(",") if s else []), rule_names()
+    if any(r not in listed for r in parts):
+        raise Invalid("rule names from " + ", ".join(listed) + ", separated by commas")
+    return [r for r in listed if r in parts]
 
 
 def _methods(s: str) -> list[str]:
@@ -184,11 +183,11 @@ SETTINGS: dict[str, Setting] = {
     # θ is shared by Explorer, Risk–Coverage and Try an image
     "theta": _float_setting(0.5, 0.0, 1.0),
     # Risk–Coverage / Calibration–Coverage / Compare
-    "rules": Setting(list(RULES), _rules, lambda v: ",".join(v)),
+    "rules": Setting(list(rule_names(paper=True)), _rules, lambda v: ",".join(v)),
     "loss": Setting("01", _choice("01", "severity")),
     "dec": Setting("exact", _choice("exact", "2")),
     "bins": _int_setting(15, 5, 30),
-    "cmp_rule": Setting("climbing", _choice(*ALL_RULES)),
+    "cmp_rule": Setting("climbing", _choice(*rule_names())),
     "cmp_more": Setting(False, _bool, lambda v: "1" if v else "0"),  # Compare: metrics beyond the paper
     "ov_more": Setting(False, _bool, lambda v: "1" if v else "0"),  # Overview: the same for the picked model
     # Explorer (rank and cls are further limited by the data, in the page)

@@ -19,6 +19,7 @@ import pandas as pd
 
 from hsc_core.core.hierarchy import Hierarchy
 from hsc_core.core.metric_rules import ALL_RULES
+from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.core.rules import RULE_LABELS, RULES, DecisionPaths, decision_paths, record_index
 from hsc_core.core.thresholds import QuantileMethod, select_threshold, theorem1_epsilon
 from hsc_core.core.validation import check_theta
@@ -38,7 +39,7 @@ def operating_points(cs: CurveSet, theta: float, rules=RULES) -> pd.DataFrame:
     rows = []
     for rule in rules:
         cov, risk = cs.at(rule, theta)
-        rows.append({"rule": RULE_LABELS[rule], "key": rule, "θ": float(theta),
+        rows.append({"rule": rule_label(rule), "key": rule, "θ": float(theta),
                      "coverage": cov, "risk": risk})
     return pd.DataFrame(rows, columns=["rule", "key", "θ", "coverage", "risk"])
 
@@ -202,10 +203,10 @@ def figure1_example(h: Hierarchy, node_probs: np.ndarray, paths: dict[str, Decis
 
 
 def selected_paths(es: Any, rules: Sequence[str]) -> dict[str, DecisionPaths]:
-    """Decision paths of ``rules`` (any of ``ALL_RULES``; the paper's four when none) on an
-    ``EvalSet``, in ``ALL_RULES`` order: the paper's from the set, the others from the layer."""
-    chosen = [r for r in ALL_RULES if r in rules] or list(RULES)
-    return {r: es.paths[r] if r in es.paths else es.view.rule_paths(r) for r in chosen}
+    """Decision paths of ``rules`` (listed rules of ``rule_registry``; the paper's four when none)
+    on an ``EvalSet``, in the registry's order, each from the layer's one accessor."""
+    chosen = [r for r in rule_names() if r in rules] or list(rule_names(paper=True))
+    return {r: es.view.decision_paths(r) for r in chosen}
 
 
 def single_sample_paths(h: Hierarchy, node_probs_row: np.ndarray) -> dict[str, DecisionPaths]:
