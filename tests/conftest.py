@@ -115,6 +115,8 @@ def page(browser):
 # test_app_overview_scale.py                  slow            AppTest Overview on a large synthetic set
 # test_app_atlas.py                           slow            AppTest Model atlas (3-4 s per test)
 # test_app_where.py                           slow            AppTest Where it stops (shipped logits, 5-10 s)
+# test_app_rule_links.py                      slow            AppTest every page × every rule in the link (shipped
+#                                                             logits, ~9 min on the busy 2-core machine)
 # test_app_try_image.py                       slow            AppTest Try an image: a pretrained network, degraded
 # test_browser_more_metrics.py                browser, slow   metrics/rules beyond the paper: toggles, hF1 curves,
 #                                                             1280×720 normal and presenter
@@ -131,7 +133,8 @@ BROWSER_FILES = {"test_browser.py", "test_browser_datasets.py", "test_security_b
 BROWSER_TESTS = {"test_report.py": {"test_report_makes_no_network_request_in_a_browser"}}
 APP_FIXTURES = {"app_env", "open_page"}
 SLOW_FILES = {"test_package.py", "test_app_overview_scale.py", "test_app_datasets.py", "test_app_guarantees.py",
-              "test_app_atlas.py", "test_app_where.py", "test_app_try_image.py"}
+              "test_app_atlas.py", "test_app_where.py", "test_app_try_image.py",
+              "test_app_rule_links.py"}
 SLOW_FIXTURES = {"test_cache_logits.py": {"synthetic"}}
 SLOW_TESTS = {  # file -> test functions (every parameter of each)
     "test_cache_logits.py": {"test_models_on_local_ray_one_task_each_resumable",  # Ray
