@@ -194,10 +194,10 @@ def threshold(
     (200, 340, 'marginal')
     >>> 0.0 <= res.theta <= 1.0 and abs(sum(res.share_by_depth.values()) - 1.0) < 1e-12
     True
-    >>> es.threshold(0.9, "theorem1_pac", n=200)
+    >>> es.threshold(0.9, "theorem1_pac", n=200)   # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: δ (delta) is needed for method 'theorem1_pac' (Theorem 1, one-sided (PAC)): its guarantee holds with probability ≥ 1 − δ over the calibration set; give delta in (0, 1)
+    ValueError: δ (delta) is needed for method 'theorem1_pac' (Theorem 1, one-sided (PAC)): ...
     """
     method = check_methods([method])[0]
     settings = _settings(target_accuracy, method, delta, dict(options))
