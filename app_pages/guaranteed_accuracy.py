@@ -9,23 +9,23 @@ them run in one fragment, so a slider move updates every section at once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, plots, state, ui, views
-from hsc_core.core.thresholds import solve_theorem1
+from dashboard import plots, state, ui
+from hsc_core.core.thresholds import solve_theorem1, theorem1_epsilon
 from hsc_core.evaluation.card import card_json, card_markdown, decision_card
 from hsc_core.evaluation.guarantees import METHODS, SUMMARY_COLUMNS, Settings, shootout
-from hsc_core.evaluation.repeated_splits import repeated_split_evaluation
+from hsc_core.evaluation.repeated_splits import split_repetitions
+from hsc_core.evaluation.threshold import ThresholdResult
 from hsc_core.report.figures import accuracy_coverage_figure, violation_figure
 
 ui.ensure_entrypoint()
 
 es = ui.require_eval_set()
-h = es.hierarchy
 PRESENTER = ui.presenter()
 st.title("Guaranteed accuracy")
 # Presenter mode: the requirement's sliders, the Run button, one split's numbers and the
@@ -68,7 +68,13 @@ class Requirement:
     confidence: float
     n: int
     seed: int
-    method: str
+    quantile: str  # θ̂'s rule for Algorithm 2 (order statistic or numpy quantile)
+    method: str = "theorem1"  # the method of the one split (guarantees.METHODS)
+
+    @property
+    def options(self) -> dict:
+        """The ``Settings`` options of the one split and the card (LTT with several risks needs one)."""
+        return {"quantile": self.quantile, **({"min_coverage": 0.5} if self.method == "ltt_multi" else {})}
 
     @property
     def alpha(self) -> float:
@@ -128,32 +134,47 @@ def requirement(slots: Slots | None = None) -> Requirement:
     with slots.settings if slots is not None else c[3]:
         seed = state.bind(st.number_input, "Split seed", "split_seed", scope="ga", step=1)
     with slots.settings if slots is not None else st.container():
-        method = st.radio("θ̂ rule", list(QUANTILES), format_func=QUANTILES.get, horizontal=True, key="ga_method")
-    return Requirement(float(target), float(conf), int(n), int(seed), str(method))
+        r = st.columns([1, 1.6])
+        with r[0]:
+            method = state.bind(st.selectbox, "Method (one split)", "split_method", scope="ga", options=list(METHODS),
+                                format_func=lambda m: METHODS[m].label,
+                                help="The method calibrated on the split below: the same engine and calibration "
+                                     "set as the decision card, so θ̂ is the card's θ for the same settings.")
+        with r[1]:
+            quantile = st.radio("θ̂ rule (Algorithm 2)", list(QUANTILES), format_func=QUANTILES.get, horizontal=True,
+                                key="ga_method")
+    return Requirement(float(target), float(conf), int(n), int(seed), str(quantile), str(method))
 
 
 def one_split(req: Requirement, slots: Slots | None = None) -> float:
-    """θ̂, ε and the test numbers of one split; returns ε."""
-    split = views.single_split_result(es, data.tight_thresholds(es), req.n, req.seed, req.alpha, req.delta,
-                                      req.method)  # type: ignore[arg-type]
-    eps, test_acc = split.epsilon, split.test_accuracy
+    """θ̂, ε and the test numbers of one split (``EvaluationSet.threshold``: the decision card's
+    calibration set and θ); returns Theorem 1's ε for n, α and δ (the band of every section)."""
+    try:
+        split = es.view.threshold(req.target, req.method, delta=req.delta, n=req.n, seed=req.seed, **req.options)
+    except ValueError as exc:
+        st.error(f"Cannot calibrate: {ui.public_message(exc)}")
+        st.stop()
+    eps, test_acc = theorem1_epsilon(req.n, req.alpha, req.delta), split.test_accuracy
     inside = abs(test_acc - req.target) <= eps + TOL
     with slots.split if slots is not None else st.container():
         return _split_numbers(req, split, eps, test_acc, inside, grid=slots is not None)
 
 
-def _split_numbers(req: Requirement, split, eps: float, test_acc: float, inside: bool, *, grid: bool) -> float:
+def _split_numbers(req: Requirement, split: ThresholdResult, eps: float, test_acc: float, inside: bool, *,
+                   grid: bool) -> float:
     # presenter mode: two metrics a row in the narrow left column (the histogram takes the rest)
     m = [c for _ in range(3) for c in st.columns(2)] if grid else st.columns(5)
-    m[0].metric("θ̂ (threshold)", f"{split.theta_hat:.4f}")
+    m[0].metric("θ̂ (threshold)" if split.method != "darts" else "λ (DARTS)", f"{split.theta:.4f}")
     m[1].metric("ε (Theorem 1)", f"{eps:.4f}")
     m[2].metric("Test accuracy", f"{test_acc:.4f}", delta=f"{test_acc - req.target:+.4f} vs target",
                 delta_color="off")
     m[3].metric("Test coverage", f"{split.test_coverage:.4f}")
     m[4].metric("Within target ± ε", "yes" if inside else "no")
     lo, hi = max(0.0, req.target - eps), min(1.0, req.target + eps)
-    st.caption(f"One split: {split.n_cal:,} calibration / {split.n_test:,} test samples (seed {req.seed}). "
-               f"Band: [{lo:.4f}, {hi:.4f}].")
+    st.caption(f"One split: {split.n_cal:,} stratified calibration / {split.n_test:,} test samples (seed {req.seed}), "
+               f"{split.label}. Band: [{lo:.4f}, {hi:.4f}]. {split.answer_sentence()}.")
+    if not split.certified and split.note and not (req.root_only and split.method == "theorem1"):
+        st.warning(f"**{split.label}**: {split.note}", icon=":material/block:")
     if req.root_only:
         st.warning(req.too_small(), icon=":material/warning:")
     return eps
@@ -170,7 +191,7 @@ def repetitions(req: Requirement, eps: float, slots: Slots | None = None) -> Non
                                    format_func=plots.METHOD_LABELS.get, key="ga_baselines",
                                    help="DARTS re-fits its λ by a 25-step search per repetition, "
                                         "so it is the slow part.")
-    key = (es.key, float(req.alpha), req.n, reps, req.seed, req.method, tuple(baselines))
+    key = (es.key, float(req.alpha), req.n, reps, req.seed, req.quantile, tuple(baselines))
     with r[2]:
         if slots is None:
             st.write("")
@@ -188,9 +209,9 @@ def repetitions(req: Requirement, eps: float, slots: Slots | None = None) -> Non
                 bar.progress(min(frac, 1.0), text=f"Running repetitions… {pct}%")
 
         try:
-            df = repeated_split_evaluation(h, es.node_probs, es.labels, [req.alpha], req.n, reps, seed=req.seed,
-                                           method=req.method, baselines=tuple(baselines),  # type: ignore[arg-type]
-                                           progress=progress)
+            df = split_repetitions(es.view.guarantee_data(), [req.alpha], req.n, reps, seed=req.seed,
+                                   method=req.quantile, baselines=tuple(baselines),  # type: ignore[arg-type]
+                                   progress=progress)
         except ValueError as exc:
             bar.empty()
             st.error(f"Cannot run the repetitions: {ui.public_message(exc)}")
@@ -380,7 +401,7 @@ def card_section(req: Requirement) -> None:
     with c[0]:
         method = state.bind(st.selectbox, "Method to deploy", "g_card", scope="ga", options=list(METHODS),
                             format_func=lambda m: METHODS[m].label)
-    key = (es.key, req.target, req.delta, req.n, req.seed, method)
+    key = (es.key, req.target, req.delta, req.n, req.seed, method, req.quantile)
 
     def card() -> dict:
         cards = st.session_state.get(CARDS, {})
@@ -388,7 +409,7 @@ def card_section(req: Requirement) -> None:
             cards = {**cards, key: decision_card(es.view.evaluation, target_accuracy=req.target, delta=req.delta,
                                                  method=method, n_cal=req.n, ts=es.ts, seed=req.seed,
                                                  data=es.view.guarantee_data(),
-                                                 **({"min_coverage": 0.5} if method == "ltt_multi" else {}))}
+                                                 **replace(req, method=method).options)}
             st.session_state[CARDS] = dict(list(cards.items())[-KEEP:])
         return cards[key]
 

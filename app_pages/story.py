@@ -7,6 +7,7 @@ import streamlit as st
 
 from dashboard import data, state, ui, views
 from hsc_core.core.rule_registry import rule_label
+from hsc_core.core.thresholds import theorem1_epsilon
 from hsc_core.core.uncertainty import ON_DEMAND_SAMPLES
 from hsc_core.report.figures import leaf_bars_figure
 from hsc_core.report.sweep import operating_point_grid, rc_sweep_figure
@@ -216,17 +217,18 @@ elif step == 4:
             f"curve (hAURC) is {1000 * sel:.1f} ×10⁻³ for {rule_label('selective')} and {1000 * climb:.1f} ×10⁻³ "
             f"for {rule_label('climbing')}. {_gain_words(es)} Press ▶ Play to move θ.")
 else:
-    tight = data.tight_thresholds(es)
     n_cal = int(min(max(10, N_CAL), max(20, int(es.n * 0.9))))  # as the Guaranteed accuracy page caps n
-    split = views.single_split_result(es, tight, n_cal, SPLIT_SEED, round(1 - TARGET, 6), DELTA)
+    # the Guaranteed-accuracy page's split and θ̂ (and the decision card's θ) for these settings
+    split = es.view.threshold(TARGET, "theorem1", delta=DELTA, n=n_cal, seed=SPLIT_SEED)
+    eps = theorem1_epsilon(n_cal, round(1 - TARGET, 6), DELTA)
     st.markdown(
         f"Which θ to use? Take **{n_cal:,}** labelled samples, ask for accuracy **{TARGET:.0%}** with confidence "
-        f"**{1 - DELTA:.0%}**, and the threshold algorithm (Algorithm 1) returns θ̂ = **{split.theta_hat:.3f}**. "
+        f"**{1 - DELTA:.0%}**, and the threshold algorithm (Algorithm 1) returns θ̂ = **{split.theta:.3f}**. "
         f"Theorem 1: with probability ≥ {1 - DELTA:.0%}, Climbing at θ̂ is at least {TARGET:.0%} − ε accurate "
-        f"on new samples, with ε = **{split.epsilon:.4f}** here.")
+        f"on new samples, with ε = **{eps:.4f}** here.")
     cols = st.columns(4)
-    cols[0].metric("θ̂", f"{split.theta_hat:.3f}")
-    cols[1].metric("ε (Theorem 1)", f"{split.epsilon:.4f}")
+    cols[0].metric("θ̂", f"{split.theta:.3f}")
+    cols[1].metric("ε (Theorem 1)", f"{eps:.4f}")
     cols[2].metric(f"accuracy on the other {split.n_test:,}", f"{split.test_accuracy:.1%}",
                    delta=f"{split.test_accuracy - TARGET:+.1%} vs target", delta_color="off")
     cols[3].metric("coverage", f"{split.test_coverage:.3f}")

@@ -22,7 +22,8 @@ from hsc_core.core.probabilities import node_probabilities, softmax  # noqa: E40
 from hsc_core.core.rules import RULES, decision_paths  # noqa: E402
 from hsc_core.core.synthetic import synthetic_logits  # noqa: E402
 from hsc_core.datasets.imagenet import imagenet_hierarchy  # noqa: E402
-from hsc_core.evaluation.repeated_splits import repeated_split_evaluation  # noqa: E402
+from hsc_core.evaluation.guarantees import GuaranteeData  # noqa: E402
+from hsc_core.evaluation.repeated_splits import split_repetitions  # noqa: E402
 
 TARGET_ALPHAS = [0.005, 0.01, 0.05, 0.1, 0.2, 0.3]
 
@@ -65,10 +66,11 @@ def main() -> None:
     _, t = timed(lambda: hierarchical_rc_curve(h, probs, labels, "climbing", "severity", paths=paths).haurc)
     print(f"climbing severity curve (paths reused): {t:.3f} s")
 
-    res, t = timed(lambda: repeated_split_evaluation(h, probs, labels, TARGET_ALPHAS, 5000, args.reps, baselines=()))
-    print(f"\nthreshold algorithm, {args.reps} reps × {len(TARGET_ALPHAS)} targets (n_cal=5000): {t:.2f} s")
-    res, t = timed(lambda: repeated_split_evaluation(h, probs, labels, TARGET_ALPHAS, 5000, args.reps,
-                                                     baselines=("crc",)))
+    data, t = timed(lambda: GuaranteeData.from_arrays(h, probs, labels))
+    print(f"\nper-sample guarantee quantities (GuaranteeData): {t:.2f} s")
+    res, t = timed(lambda: split_repetitions(data, TARGET_ALPHAS, 5000, args.reps, baselines=()))
+    print(f"threshold algorithm, {args.reps} reps × {len(TARGET_ALPHAS)} targets (n_cal=5000): {t:.2f} s")
+    res, t = timed(lambda: split_repetitions(data, TARGET_ALPHAS, 5000, args.reps, baselines=("crc",)))
     print(f"  with the CRC baseline as well: {t:.2f} s")
     print(f"\npeak RSS: {peak_rss_gb():.2f} GB")
 

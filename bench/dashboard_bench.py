@@ -129,14 +129,14 @@ def main() -> None:
 
     # Guaranteed accuracy: what its fragment recomputes when 1 − α, 1 − δ or n moves (the
     # per-sample tight thresholds are cached once per model).
-    tight = data.tight_thresholds(es)
+    es.view.guarantee_data()  # built once per model, as the page caches it
     n_max = int(es.n * 0.9)
     ga_ms = []
     for k in range(min(args.moves, 100)):
         target = float(rng.uniform(0.8, 0.99))
         n_cal = int(rng.integers(1000, n_max))
         a = time.perf_counter()
-        views.single_split_result(es, tight, n_cal, k, 1 - target, 0.1)
+        es.view.threshold(target, "theorem1", delta=0.1, n=n_cal, seed=k)
         ga_ms.append(1000 * (time.perf_counter() - a))
     print(f"  Guaranteed-accuracy fragment (θ̂, ε, test accuracy/coverage): {stats(ga_ms)}")
     budget = 200.0

@@ -211,6 +211,8 @@ SETTINGS: dict[str, Setting] = {
     "g_sampling": Setting("iid", _choice(*SAMPLINGS)),
     "g_cov": _float_setting(0.0, 0.0, 0.99),
     "g_card": Setting("theorem1_pac", _choice(*METHODS)),
+    # the method of the page's one split (the same engine as the card: θ̂ is the card's θ)
+    "split_method": Setting("theorem1", _choice(*METHODS)),
     "g_depth": _int_setting(2, 0, 30),
     "g_pv": Setting("binomial", _choice("binomial", "hoeffding_bentkus")),
     # Hierarchy sensitivity: the ImageNet-1k trees compared

@@ -21,12 +21,11 @@ from hsc_core.core.hierarchy import Hierarchy
 from hsc_core.core.metric_rules import ALL_RULES
 from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.core.rules import RULE_LABELS, RULES, DecisionPaths, decision_paths, record_index
-from hsc_core.core.thresholds import QuantileMethod, select_threshold, theorem1_epsilon
 from hsc_core.core.validation import check_theta
 from hsc_core.evaluation import ResultRow, column_label, wide_table
 from hsc_core.evaluation.results import EXTRA_METRICS, display_value
 
-from .data import CurveSet, EvalSet
+from .data import CurveSet
 
 
 def node_name(h: Hierarchy, v: int) -> str:
@@ -213,35 +212,6 @@ def single_sample_paths(h: Hierarchy, node_probs_row: np.ndarray) -> dict[str, D
     """Decision paths of every rule for one sample (e.g. an uploaded image)."""
     probs = np.asarray(node_probs_row, dtype=float)[None, :]
     return {rule: decision_paths(h, probs, rule) for rule in RULES}
-
-
-# ---------------------------------------------------------------------------- guaranteed accuracy
-@dataclass(frozen=True)
-class SplitResult:
-    """Algorithm 1 on one random calibration/test split."""
-
-    n_cal: int
-    n_test: int
-    theta_hat: float
-    epsilon: float
-    test_accuracy: float
-    test_coverage: float
-
-
-def single_split_result(es: EvalSet, tight: np.ndarray, n_cal: int, seed: int, alpha: float, delta: float,
-                        method: QuantileMethod = "order_statistic") -> SplitResult:
-    """θ̂ from the cached per-sample tight thresholds of ``n_cal`` random samples, Theorem 1's ε, and
-    Climbing's accuracy and coverage at θ̂ on the other samples."""
-    perm = np.random.default_rng(seed).permutation(es.n)
-    cal, test = perm[:n_cal], perm[n_cal:]
-    theta_hat = select_threshold(tight[cal], alpha, method)
-    nodes = es.paths["climbing"].predict(theta_hat)[0][test]
-    return SplitResult(
-        n_cal=int(cal.size), n_test=int(test.size), theta_hat=theta_hat,
-        epsilon=theorem1_epsilon(n_cal, alpha, delta),
-        test_accuracy=float(es.correctness(nodes, test).mean()),
-        test_coverage=float(es.hierarchy.coverage[nodes].mean()),
-    )
 
 
 # ---------------------------------------------------------------------------- result tables

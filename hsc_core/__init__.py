@@ -126,6 +126,8 @@ _MOVED: dict[str, str] = {
     "build_imagenet_hierarchy": "datasets.build_imagenet_hierarchy", "imagenet": "datasets.imagenet",
     "logits_io": "datasets.logits_io", "cache_logits": "pipeline.cache_logits",
     "inference": "pipeline.inference", "models": "pipeline.models",
+    # moved inside the package (0.3): the old dotted path, relative to hsc_core
+    "core.repeated_splits": "evaluation.repeated_splits",
 }
 
 
@@ -134,7 +136,7 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
         globals()[name] = value  # later look-ups skip this function
         return value
-    if name in _MOVED:
+    if name in _MOVED and "." not in name:  # a dotted old path is a module path, never an attribute
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -148,13 +150,12 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     classes and caches are shared), with a DeprecationWarning that names the new path."""
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        package, _, leaf = fullname.rpartition(".")
-        if package != __name__ or leaf not in _MOVED:
+        if not fullname.startswith(f"{__name__}.") or fullname[len(__name__) + 1:] not in _MOVED:
             return None
         return importlib.util.spec_from_loader(fullname, self)
 
     def create_module(self, spec: Any) -> Any:
-        new = f"{__name__}.{_MOVED[spec.name.rpartition('.')[2]]}"
+        new = f"{__name__}.{_MOVED[spec.name[len(__name__) + 1:]]}"
         warnings.warn(f"{spec.name} moved to {new}: import it from there (the old path goes in 0.4)",
                       DeprecationWarning, stacklevel=2)
         module = importlib.import_module(new)

@@ -3,6 +3,8 @@ recomputed with the library (not through the dashboard's helpers)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from app_support import open_page
@@ -103,3 +105,38 @@ def test_shootout_from_a_deep_link_matches_the_library(page, model_dir):
     assert at.query_params["g_reps"] in (["40"], "40")
     labels = [b.proto.label for b in at.get("download_button")]
     assert {"Card (Markdown)", "Card (JSON)"} <= set(labels), labels
+
+
+@pytest.mark.parametrize("method", ["theorem1", "theorem1_pac", "crc"])
+def test_one_splits_theta_is_the_decision_cards_theta(page, model_dir, method):
+    """One engine: the page's one split, ``EvaluationSet.threshold`` and the decision card calibrate
+    on the same stratified set, so θ̂ and the test numbers agree for the same settings."""
+    from hsc_core.evaluation.card import decision_card
+
+    at = page({"acc": "0.9", "conf": "0.85", "n": "250", "split_seed": "3", "split_method": method, "ts": "0"})
+    assert at.selectbox(key="_w.ga.split_method").value == method
+    ev = ModelEvaluation.from_bundle(load_logits(model_dir / "alpha_net.npz"), imagenet_hierarchy())
+    card = decision_card(ev, target_accuracy=0.9, delta=0.15, method=method, n_cal=250, ts=False, seed=3, reps=0)
+    res = ev.setting(False).threshold(0.9, method, delta=0.15, n=250, seed=3)
+    assert res.theta == card["theta"] and res.test_accuracy == card["realised"]["accuracy"]
+    assert _metric(at, "θ̂ (threshold)") == f"{card['theta']:.4f}"
+    assert _metric(at, "Test accuracy") == f"{card['realised']['accuracy']:.4f}"
+    assert _metric(at, "Test coverage") == f"{card['realised']['coverage']:.4f}"
+    assert _metric(at, "ε (Theorem 1)") == f"{theorem1_epsilon(250, 0.1, 0.15):.4f}"
+    captions = " ".join(c.value for c in at.caption)
+    assert f"{res.share_answered_below_root:.1%} of the test samples get an answer below the root" in captions
+
+
+def test_shipped_lite0_page_shows_the_cards_theta(monkeypatch, tmp_path):
+    """The issue's example: Lite0, seed 0, n = 1,000, 1 − α = 0.95, Theorem 1. The page showed
+    θ̂ = 0.8573 (an unstratified split); `hsc card … --method theorem1` ships θ = 0.856953."""
+    shipped = Path(__file__).resolve().parents[1] / "cached_logits"
+    if not (shipped / "efficientnet_lite0.npz").is_file():
+        pytest.skip("shipped logits absent")
+    for suffix in (".npz", ".json"):
+        (tmp_path / f"efficientnet_lite0{suffix}").symlink_to(shipped / f"efficientnet_lite0{suffix}")
+    monkeypatch.delenv("HSC_SYNTHETIC", raising=False)
+    monkeypatch.setenv("HSC_CACHED_LOGITS_DIR", str(tmp_path))
+    at = open_page(PAGE, {"acc": "0.95", "conf": "0.9", "n": "1000", "split_seed": "0", "split_method": "theorem1"})
+    assert _metric(at, "θ̂ (threshold)") == "0.8570"  # 0.856953, the card's θ
+    assert _metric(at, "Test accuracy") == "0.9447" and _metric(at, "Test coverage") == "0.7566"

@@ -30,6 +30,7 @@ from hsc_core.core.thresholds import (  # noqa: E402
     climbing_tight_thresholds,
     select_threshold,
     solve_theorem1,
+    stratified_split_sampler,
     theorem1_epsilon,
 )
 from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy  # noqa: E402
@@ -307,8 +308,9 @@ def test_guaranteed_accuracy_values(use_dir, model_dir):
     assert not at.exception
     h, probs, labels, _, _ = reference(model_dir / "alpha_net.npz")
     alpha, delta, n = 0.1, 0.2, 300
-    perm = np.random.default_rng(3).permutation(len(labels))
-    cal, test = perm[:n], perm[n:]
+    # the decision card's stratified calibration set (one engine: evaluation/threshold.py)
+    cal = stratified_split_sampler(labels, n, 3)()
+    test = np.setdiff1d(np.arange(len(labels)), cal)
     theta_hat = select_threshold(climbing_tight_thresholds(h, probs, labels)[cal], alpha)
     eps = theorem1_epsilon(n, alpha, delta)
     assert metric(at, "θ̂ (threshold)") == f"{theta_hat:.4f}"

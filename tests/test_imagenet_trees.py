@@ -167,14 +167,17 @@ def test_guarantee_under_shift_without_shift_is_the_clean_split():
     same = ModelEvaluation(h, logits.copy(), labels, sample_ids=ids).setting(False)
     res = guarantee_under_shift(es, same, n_cal=300, alpha=0.1, delta=0.1, seed=2)
     assert res.shifted_accuracy == res.clean_accuracy and res.shifted_coverage == res.clean_coverage
-    # by hand: the same split and θ̂ as the Guaranteed-accuracy page
+    # by hand: the same stratified split and θ̂ as the Guaranteed-accuracy page and the decision card
     from hsc_core.core.thresholds import select_threshold, theorem1_epsilon
+    from hsc_core.evaluation.threshold import calibration_draw
 
-    perm = np.random.default_rng(2).permutation(es.n)
-    theta = select_threshold(es.tight_thresholds()[perm[:300]], 0.1)
-    nodes = es.predict("climbing", theta)[0][perm[300:]]
-    assert res.theta_hat == theta and res.epsilon == theorem1_epsilon(300, 0.1, 0.1)
-    assert res.clean_accuracy == pytest.approx(es.correctness(nodes, perm[300:]).mean())
+    cal, test = calibration_draw(es.labels, 300, 2)
+    theta = select_threshold(es.tight_thresholds()[cal], 0.1)
+    rows = np.flatnonzero(test)
+    nodes = es.predict("climbing", theta)[0][rows]
+    assert res.theta_hat == theta == es.threshold(0.9, n=300, seed=2).theta
+    assert res.epsilon == theorem1_epsilon(300, 0.1, 0.1)
+    assert res.clean_accuracy == pytest.approx(es.correctness(nodes, rows).mean())
     assert res.n_cal + res.n_test == es.n
 
 

@@ -18,7 +18,12 @@ from hsc_core.core.thresholds import (
     stratified_split_sampler,
     theorem1_epsilon,
 )
-from hsc_core.evaluation.repeated_splits import repeated_split_evaluation, summarize_repetitions
+from hsc_core.evaluation.guarantees import GuaranteeData
+from hsc_core.evaluation.repeated_splits import (
+    repeated_split_evaluation,
+    split_repetitions,
+    summarize_repetitions,
+)
 
 # Definitions §6.3, δ = 0.1.
 EPS_TABLE = {
@@ -119,7 +124,8 @@ def test_theorem1_holds_empirically(synthetic):
     h, probs, labels = synthetic
     n_cal, reps, delta = 1000, 300, 0.1
     alphas = [0.05, 0.1]  # targets above the model's 75 % top-1, where the guarantee is two-sided
-    res = repeated_split_evaluation(h, probs, labels, alphas, n_cal, reps, seed=3, baselines=("crc",))
+    data = GuaranteeData.from_arrays(h, probs, labels)
+    res = split_repetitions(data, alphas, n_cal, reps, seed=3, baselines=("crc",))
     eps = {a: theorem1_epsilon(n_cal, a, delta) for a in alphas}
     summary = summarize_repetitions(res, eps).set_index(["alpha", "method"])
     slack = 3 * np.sqrt(delta * (1 - delta) / reps)
@@ -132,7 +138,8 @@ def test_theorem1_holds_empirically(synthetic):
 
 def test_fast_evaluation_matches_direct_prediction(synthetic):
     h, probs, labels = synthetic
-    res = repeated_split_evaluation(h, probs, labels, [0.1], 2000, n_reps=1, seed=9, baselines=("crc",))
+    with pytest.warns(DeprecationWarning, match="shootout"):  # the old entry point, still working
+        res = repeated_split_evaluation(h, probs, labels, [0.1], 2000, n_reps=1, seed=9, baselines=("crc",))
     cal = stratified_split_sampler(labels, 2000, seed=9)()
     test = np.setdiff1d(np.arange(labels.size), cal)
     paths = decision_paths(h, probs[test], "climbing")

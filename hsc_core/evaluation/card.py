@@ -19,11 +19,14 @@ import numpy as np
 from scipy import stats
 
 from ..core.protocol import protocol_text
-from ..core.thresholds import stratified_split_sampler
 from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES
-from .guarantees import METHODS, GuaranteeData, Settings, calibrate, check_methods, shootout
+from .guarantees import METHODS, GuaranteeData, Settings, check_methods, shootout
 from .model import ModelEvaluation
 from .results import toolkit_version
+from .threshold import default_n_cal, guarantee_sentence, threshold
+
+__all__ = ["CARD_FORMAT", "CARD_REPS", "DEFAULT_METHOD", "card_json", "card_markdown", "decision_card",
+           "guarantee_sentence", "md_text"]
 
 CARD_FORMAT = "hsc-decision-card/1"
 DEFAULT_METHOD = "theorem1_pac"
@@ -48,25 +51,11 @@ def _mean_interval(x: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float
     return m - half, m + half
 
 
-def guarantee_sentence(kind: str, target: float, delta: float, depth: int) -> str:
-    """What the method promises, in words."""
-    if kind == "pac":
-        return (f"With probability at least {1 - delta:.4g} over the calibration set, the hierarchical accuracy "
-                f"on new data from the same distribution is at least {target:.4g}.")
-    if kind == "marginal":
-        return (f"On average over calibration sets, a new sample is predicted correctly with probability at least "
-                f"{target:.4g}; one deployed calibration can fall below it (no 1 − δ statement).")
-    if kind == "marginal per group":
-        return (f"As 'marginal', within every superclass at depth {depth} of the tree: on average, accuracy at "
-                f"least {target:.4g} in each.")
-    return "No finite-sample guarantee: DARTS' binomial stopping rule is a heuristic."
-
-
 def decision_card(
     evaluation: ModelEvaluation,
     *,
     target_accuracy: float,
-    delta: float,
+    delta: float | None = None,
     method: str = DEFAULT_METHOD,
     n_cal: int | None = None,
     ts: bool = True,
@@ -82,10 +71,13 @@ def decision_card(
     Parameters
     ----------
     evaluation : the model (its protocol fixes the evaluation split and T).
-    target_accuracy, delta : the requirement 1 − α and the PAC failure probability δ.
+    target_accuracy, delta : the requirement 1 − α and the PAC failure probability δ (needed by
+        the PAC methods only, ``guarantees.needs_delta``).
     method : a name of ``guarantees.METHODS``.
-    n_cal : calibration samples drawn (stratified, ``seed``) from the evaluation split; default
-        half of it, at most 1,000. The rest measure the realised numbers.
+    n_cal : calibration samples drawn from the evaluation split (``threshold.calibration_draw``:
+        stratified, ``seed``); default half of it, at most 1,000. The rest measure the realised
+        numbers. θ is ``threshold.threshold``'s: the Guaranteed-accuracy page's θ̂ for the same
+        settings.
     ts : with temperature scaling.
     reps : repetitions of the evidence shoot-out (0: none).
     data : the setting's ``GuaranteeData`` when the caller has it cached.
@@ -100,21 +92,18 @@ def decision_card(
     method = check_methods([method])[0]
     if not 0.0 < float(target_accuracy) < 1.0:
         raise ValueError(f"the target accuracy must lie in (0, 1), got {target_accuracy}")
-    settings = Settings(alpha=1.0 - float(target_accuracy), delta=float(delta), **options)
+    settings = Settings(alpha=1.0 - float(target_accuracy), delta=None if delta is None else float(delta), **options)
     es = evaluation.setting(ts)
     data = data if data is not None else es.guarantee_data()
     n = data.n
-    n_cal = int(min(1000, n // 2) if n_cal is None else n_cal)
+    n_cal = int(default_n_cal(n) if n_cal is None else n_cal)
     if not 0 < n_cal < n:
         raise ValueError(f"n_cal must lie in (0, {n}) (the evaluation split's size), got {n_cal}")
-    cal_rows = stratified_split_sampler(data.labels, n_cal, seed)()
-    test = np.ones(n, dtype=bool)
-    test[cal_rows] = False
-    fit = calibrate(method, data, cal_rows, settings)
-    nodes = fit.predict(data)[test]
+    fit = threshold(data, float(target_accuracy), method, delta=settings.delta, n=n_cal, seed=seed, **options)
+    nodes = fit.test_nodes
     h = data.hierarchy
-    correct = h.is_ancestor(nodes, data.labels[test])
-    k, m = int(correct.sum()), int(test.sum())
+    correct = h.is_ancestor(nodes, data.labels[fit.test_positions])
+    k, m = int(correct.sum()), fit.n_test
     cov = h.coverage[nodes]
     boot = es.bootstrap(n_resamples=N_RESAMPLES if n_resamples is None else n_resamples,
                         seed=BOOTSTRAP_SEED if bootstrap_seed is None else bootstrap_seed).haurc["climbing"]
@@ -154,14 +143,14 @@ def decision_card(
         "thetas_by_group": {str(g): t for g, t in fit.thetas_by_group.items()},
         "target_accuracy": settings.target,
         "delta": settings.delta,
-        "certified": bool(fit.found),
+        "certified": bool(fit.certified),
         "note": fit.note,
-        "guarantee": guarantee_sentence(info.kind, settings.target, settings.delta, settings.mondrian_depth),
+        "guarantee": fit.guarantee,
         "guaranteed": {
             "accuracy": settings.target,
             "coverage": settings.min_coverage if method == "ltt_multi" else None,
             "severity_at_most": settings.max_severity if method == "ltt_multi" else None,
-            "confidence": 1.0 - settings.delta if info.kind == "pac" else None,
+            "confidence": 1.0 - settings.delta_for(method) if info.kind == "pac" else None,
             "holds": "with probability" if info.kind == "pac" else ("none" if info.kind == "heuristic"
                                                                     else "on average"),
         },

@@ -59,7 +59,13 @@ from ..core.ltt import (
 )
 from ..core.risk import hierarchical_correctness, severity_loss
 from ..core.rules import DecisionPaths, concat_decision_paths, decision_paths
-from ..core.thresholds import climbing_tight_thresholds, last_incorrect_values, stratified_split_sampler
+from ..core.thresholds import (
+    QuantileMethod,
+    climbing_tight_thresholds,
+    last_incorrect_values,
+    select_threshold,
+    stratified_split_sampler,
+)
 from ..core.validation import check_labels, quote
 
 Sampling = Literal["iid", "split"]
@@ -200,27 +206,31 @@ class Settings:
     """The requirement and the methods' options.
 
     alpha : 1 − target accuracy.
-    delta : PAC methods' failure probability.
+    delta : PAC methods' failure probability; only the methods that read it (``needs_delta``) ask
+        for it, so it may be None for the others (Algorithm 2, CRC, conformal, Mondrian, DARTS).
     min_coverage, max_severity : optional second risks of ``ltt_multi`` (mean coverage ≥ c,
         mean severity ≤ s).
     p_value : LTT's p-values: ``"binomial"`` (exact binomial tail, 0/1 losses) or
         ``"hoeffding_bentkus"``; second risks always use Hoeffding–Bentkus (non-binary losses).
     n_lambdas : LTT's grid size (``ltt_theta_grid``).
     mondrian_depth : depth of the superclasses of the Mondrian methods.
+    quantile : Algorithm 2's θ̂ (``theorem1``): ``"order_statistic"`` (the paper's
+        θ_(⌈(n+1)(1−α)⌉)) or ``"quantile"`` (the authors' code, ``numpy.quantile``).
     """
 
     alpha: float
-    delta: float
+    delta: float | None = None
     min_coverage: float | None = None
     max_severity: float | None = None
     p_value: PValue = "binomial"
     n_lambdas: int = N_LAMBDAS
     mondrian_depth: int = MONDRIAN_DEPTH
+    quantile: QuantileMethod = "order_statistic"
 
     def __post_init__(self) -> None:
         for name in ("alpha", "delta"):
             v = getattr(self, name)
-            if not 0.0 < float(v) < 1.0:
+            if (v is not None or name == "alpha") and not 0.0 < float(v) < 1.0:
                 raise ValueError(f"{name} must lie in (0, 1), got {v}")
         for name in ("min_coverage", "max_severity"):
             v = getattr(self, name)
@@ -230,10 +240,24 @@ class Settings:
             raise ValueError(f"unknown p-value {quote(self.p_value)}; choose one of {', '.join(P_VALUES)}")
         if int(self.mondrian_depth) != self.mondrian_depth or self.mondrian_depth < 0:
             raise ValueError(f"the Mondrian depth must be a non-negative integer, got {self.mondrian_depth}")
+        if self.quantile not in ("order_statistic", "quantile"):
+            raise ValueError(f"unknown θ̂ rule {quote(self.quantile)}; use 'order_statistic' or 'quantile'")
 
     @property
     def target(self) -> float:
         return 1.0 - self.alpha
+
+    def delta_for(self, method: str) -> float:
+        """δ for ``method``, which reads it (``needs_delta``); one clear error when it was not given."""
+        if self.delta is None:
+            raise ValueError(f"δ (delta) is needed for method {quote(method)}: its guarantee holds with probability "
+                             "≥ 1 − δ over the calibration set; give delta in (0, 1)")
+        return float(self.delta)
+
+
+def needs_delta(method: str) -> bool:
+    """Whether ``method`` reads δ: the PAC methods (Theorem 1 one-sided, LTT) do, no other does."""
+    return METHODS[check_methods([method])[0]].kind == "pac"
 
 
 #: The public name (``hsc_core.GuaranteeSettings``).
@@ -305,9 +329,9 @@ def _ltt(data: GuaranteeData, weights: np.ndarray, s: Settings, procedure: FWERP
             p = np.maximum(p, risk_p_values((weights @ sev) / n_cal, n_cal, s.max_severity, "hoeffding_bentkus",
                                             binary=False))
     if procedure == "fixed_sequence":  # from the safest θ (1, the root) down to the most specific
-        rejected = fwer_reject(p[:, ::-1], s.delta, procedure)[:, ::-1]
+        rejected = fwer_reject(p[:, ::-1], s.delta_for("ltt"), procedure)[:, ::-1]
     else:
-        rejected = fwer_reject(p, s.delta, procedure)
+        rejected = fwer_reject(p, s.delta_for("ltt"), procedure)
     theta, found = select_safe_theta(grid, rejected)
     return BatchFit(theta[:, None], found)
 
@@ -347,6 +371,8 @@ def calibrate_weights(method: str, data: GuaranteeData, weights: np.ndarray, set
     """
     check_methods([method])
     s = settings
+    if needs_delta(method):
+        s.delta_for(method)  # one clear error before any work
     w = np.asarray(weights)
     if w.ndim != 2 or w.shape[1] != data.n:
         raise ValueError(f"weights must have shape (R, {data.n}), got {w.shape}")
@@ -355,7 +381,10 @@ def calibrate_weights(method: str, data: GuaranteeData, weights: np.ndarray, set
         n0 = int(n_cal[0])
         if not np.all(n_cal == n0):
             raise ValueError(f"{method} needs calibration sets of one size")
-        k = conformal_rank(n0, s.alpha) if method == "theorem1" else _pac_rank(n0, s.alpha, s.delta)
+        if method == "theorem1" and s.quantile == "quantile":  # the authors' code: one numpy quantile per set
+            th = np.array([select_threshold(np.repeat(data.tight, row), s.alpha, "quantile") for row in w])
+            return BatchFit(th[:, None], np.ones(w.shape[0], dtype=bool))
+        k = conformal_rank(n0, s.alpha) if method == "theorem1" else _pac_rank(n0, s.alpha, s.delta_for(method))
         order = np.argsort(data.tight, kind="stable")
         kth = weighted_order_statistic(data.tight[order], w[:, order], int(k))
         return BatchFit(np.where(np.isfinite(kth), kth, 1.0)[:, None], np.isfinite(kth))
@@ -461,6 +490,11 @@ def cannot_note(method: str, n_cal: int, s: Settings, found: bool | float, *, si
     if method in ("theorem1", "conformal_lca", "conformal_top_down", "crc") and (n_cal + 1) * s.alpha < 1:
         return (f"cannot meet accuracy {s.target:.4g} with n = {n_cal:,}: (n+1)·α < 1, so θ̂ = 1 and every "
                 f"sample gets the root (needs n ≥ {int(np.ceil(1 / s.alpha - 1)):,})")
+    if kind == "marginal per group":
+        return (f"some superclasses have too few calibration samples for accuracy {s.target:.4g}: their samples get "
+                f"the root {who}")
+    if s.delta is None:  # a method without δ that certified nothing (none does today but Mondrian, above)
+        return f"cannot certify accuracy {s.target:.4g} at n = {n_cal:,}: it predicts the root {who}"
     # with no error at all the best p-value / Beta tail is (1 − α)^n; it must reach δ (fixed sequence,
     # Theorem 1) or δ/m (Bonferroni and Holm test the best θ at δ/m first): below that n nothing certifies
     level = s.delta / s.n_lambdas if method in ("ltt_bonferroni", "ltt_holm", "ltt_multi") else s.delta
@@ -468,9 +502,6 @@ def cannot_note(method: str, n_cal: int, s: Settings, found: bool | float, *, si
     if method == "theorem1_pac":
         return (f"cannot certify accuracy {s.target:.4g} with confidence {1 - s.delta:.4g} at n = {n_cal:,} "
                 f"(needs n ≥ {need:,}): it predicts the root {who}")
-    if kind == "marginal per group":
-        return (f"some superclasses have too few calibration samples for accuracy {s.target:.4g}: their samples get "
-                f"the root {who}")
     return (f"no θ passes the test at accuracy {s.target:.4g} with confidence {1 - s.delta:.4g} and "
             f"n = {n_cal:,} {who} (even an error-free calibration set needs n ≥ {need:,}): it predicts the root "
             "there")
@@ -624,7 +655,7 @@ def summarize(reps: pd.DataFrame, s: Settings, n_cal: int, seconds: Mapping[str,
         rate = k / r
         acc = g["accuracy"].to_numpy()
         if info.kind == "pac":
-            holds: Any = bool(stats.binom.sf(k - 1, r, s.delta) > 0.01)
+            holds: Any = bool(stats.binom.sf(k - 1, r, s.delta_for(str(method))) > 0.01)
         elif info.kind.startswith("marginal"):
             se = acc.std(ddof=1) / np.sqrt(r) if r > 1 else 0.0
             holds = bool(acc.mean() >= s.target - 2.326 * se - 1e-12)
@@ -668,5 +699,5 @@ __all__ = [
     "DEFAULT_METHODS", "FWER_PROCEDURES", "METHODS", "SAMPLINGS", "SUMMARY_COLUMNS", "BatchFit",
     "Calibration", "GuaranteeData", "GuaranteeSettings", "MethodInfo", "Settings", "ShootoutResult",
     "apply_weights", "calibrate", "calibrate_weights", "cannot_note", "check_methods", "draw_weights",
-    "shootout", "summarize", "violations",
+    "needs_delta", "shootout", "summarize", "violations",
 ]

@@ -429,6 +429,29 @@ class EvaluationSet:
                                    None if g is None else (g.low, g.high), dec, n_boot))
         return rows
 
+    def threshold(self, target_accuracy: float, method: str = "theorem1", *, delta: float | None = None,
+                  n: int | None = None, seed: int = 0, **options: Any) -> Any:
+        """The θ to ship for accuracy ≥ ``target_accuracy``: ``method`` calibrated on a seeded
+        stratified calibration set of ``n`` samples, measured on the others
+        (``threshold.threshold``; the Guaranteed-accuracy page, ``hsc card`` and ``decision_card``
+        give the same θ for the same settings).
+
+        Parameters
+        ----------
+        target_accuracy : 1 − α, in (0, 1).
+        method : a name of ``guarantees.METHODS`` (default ``"theorem1"``, the paper's Algorithm 2).
+        delta : δ, asked only by the PAC methods (``theorem1_pac``, LTT); ``theorem1`` then reports ε.
+        n : calibration size (default half the samples, at most 1,000); seed : the draw.
+        options : further ``guarantees.Settings`` fields (``min_coverage``, ``mondrian_depth`` …).
+
+        Returns
+        -------
+        ``threshold.ThresholdResult``
+        """
+        from .threshold import threshold  # the engine uses this module's sets, not the reverse
+
+        return threshold(self.guarantee_data(), target_accuracy, method, delta=delta, n=n, seed=seed, **options)
+
 
 class ModelEvaluation:
     """One model's logits under the evaluation protocol.

@@ -1,31 +1,84 @@
-"""Repeated calibration/test splits (definitions §6): fit θ̂ on a random stratified calibration set,
-measure accuracy and coverage on the rest, many times; our method against the baselines.
+"""Repeated calibration/test splits (definitions §6, the paper's Figure 3) as one table: θ̂ against
+the baselines on many stratified calibration sets, each measured on the other samples.
 
-In the evaluation layer (not the math core) because it runs whole protocols and returns a pandas table;
-it uses the baselines, which themselves use ``thresholds``.
+The numbers are the shoot-out's (``guarantees.shootout(sampling="split")``: the same calibration
+sets, the same calibration code); ``split_repetitions`` only lays them out as the Figure-3 table
+(one row per rep, α and method, the methods named ``hsc``/``crc``/``darts``).
+``repeated_split_evaluation`` is the old entry point on node probabilities, kept as a deprecated
+wrapper.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..core.baselines import darts_lambda, darts_predict
-from ..core.curves import hierarchical_rc_curve
 from ..core.hierarchy import Hierarchy
-from ..core.risk import hierarchical_correctness
-from ..core.rules import DecisionPaths, decision_paths, theta_in_precision
-from ..core.thresholds import (
-    QuantileMethod,
-    climbing_tight_thresholds,
-    crc_threshold_from_last_incorrect,
-    last_incorrect_values,
-    select_threshold,
-    stratified_split_sampler,
-)
-from ..core.validation import check_labels, quote
+from ..core.rules import theta_in_precision
+from ..core.thresholds import QuantileMethod
+from ..core.validation import quote
+from .guarantees import GuaranteeData, Settings, shootout
+
+#: The Figure-3 table's method names → the shoot-out's.
+SPLIT_METHODS = {"hsc": "theorem1", "crc": "crc", "darts": "darts"}
+COLUMNS = ["rep", "alpha", "method", "threshold", "accuracy", "coverage"]
+
+
+def split_repetitions(
+    data: GuaranteeData,
+    alphas: Sequence[float],
+    n_cal: int,
+    n_reps: int = 1000,
+    seed: int = 0,
+    method: QuantileMethod = "order_statistic",
+    baselines: Sequence[str] = ("crc",),
+    progress: Callable[[float], None] | None = None,
+) -> pd.DataFrame:
+    """Repeat: draw a stratified calibration set of ``n_cal``, fit each method, test on the rest.
+
+    Parameters
+    ----------
+    data : per-sample quantities (``GuaranteeData``).
+    alphas : the targets 1 − α; every α sees the same ``n_reps`` calibration sets.
+    n_cal, n_reps, seed : the repetitions (``shootout(sampling="split")``).
+    method : θ̂'s rule, ``"order_statistic"`` (the paper) or ``"quantile"`` (the authors' code).
+    baselines : ``"crc"`` (conformal risk control) and/or ``"darts"`` (slow: a bisection per set);
+        ``"hsc"`` (Algorithm 2 with Climbing) always runs.
+    progress : ``progress(fraction done)``.
+
+    Returns
+    -------
+    DataFrame with one row per (rep, alpha, method): ``COLUMNS`` (``threshold``: θ as the
+    predictions compare it, in the probabilities' precision; DARTS: its λ).
+    """
+    unknown = set(baselines) - {"crc", "darts"}
+    if unknown:
+        raise ValueError(f"unknown baselines {quote(sorted(unknown, key=str))}; choose from 'crc', 'darts'")
+    names = ["hsc", *(b for b in ("crc", "darts") if b in baselines)]
+    dtype = data.paths["climbing"].values.dtype
+    frames = []
+    for i, alpha in enumerate(alphas):
+        def step(done: int, total: int, i: int = i) -> None:
+            if progress is not None:
+                progress((i + done / total) / len(alphas))
+
+        res = shootout(data, Settings(alpha=float(alpha), quantile=method), n_cal,
+                       methods=[SPLIT_METHODS[m] for m in names], reps=int(n_reps), sampling="split", seed=seed,
+                       progress=step)
+        reps = res.repetitions
+        for order, name in enumerate(names):
+            r = reps[reps["method"] == SPLIT_METHODS[name]]
+            theta = r["theta"].to_numpy(float)
+            if name != "darts":  # θ as predict() sees it (rounded to the probabilities' precision)
+                theta = np.array([theta_in_precision(t, dtype) for t in theta])
+            frames.append(pd.DataFrame({"rep": r["rep"].to_numpy(), "alpha": alpha, "method": name,
+                                        "threshold": theta, "accuracy": r["accuracy"].to_numpy(float),
+                                        "coverage": r["coverage"].to_numpy(float), "_a": i, "_m": order}))
+    df = pd.concat(frames, ignore_index=True).sort_values(["rep", "_a", "_m"], kind="stable")
+    return df[COLUMNS].reset_index(drop=True)
 
 
 def repeated_split_evaluation(
@@ -40,58 +93,17 @@ def repeated_split_evaluation(
     baselines: Sequence[str] = ("crc",),
     progress: Callable[[float], None] | None = None,
 ) -> pd.DataFrame:
-    """Repeat: draw a stratified calibration set of ``n_cal``, fit each method, test on the rest.
-
-    Methods: ``"hsc"`` (Algorithm 2 with Climbing, always), ``"crc"`` (conformal risk control)
-    and ``"darts"`` (slow: a 25-step bisection with a full prediction pass per step).
-    Returns one row per (rep, alpha, method): threshold, test accuracy, test coverage.
-    """
-    probs = np.asarray(node_probs)
-    labels = check_labels(labels, probs.shape[0], hierarchy.n_leaves)
+    """Deprecated: ``split_repetitions`` on ``GuaranteeData.from_arrays(hierarchy, node_probs, labels)``
+    — the shoot-out's ``shootout(sampling="split")`` under the Figure-3 table's names (``hsc``,
+    ``threshold``); call ``shootout`` (or ``split_repetitions``) instead."""
+    warnings.warn("repeated_split_evaluation is shootout(sampling='split') under other names: call "
+                  "hsc_core.evaluation.guarantees.shootout or repeated_splits.split_repetitions (it goes in 0.4)",
+                  DeprecationWarning, stacklevel=2)
     unknown = set(baselines) - {"crc", "darts"}
     if unknown:
         raise ValueError(f"unknown baselines {quote(sorted(unknown, key=str))}; choose from 'crc', 'darts'")
-    n = labels.size
-    paths = decision_paths(hierarchy, probs, "climbing")
-    tight = climbing_tight_thresholds(hierarchy, probs, labels)
-    last_incorrect = last_incorrect_values(hierarchy, paths, labels)
-    li_sorted = np.sort(last_incorrect)
-    curve = hierarchical_rc_curve(hierarchy, probs, labels, "climbing", paths=paths)
-    coverage_sum = curve.coverage * n
-    node_cov = hierarchy.coverage
-    draw = stratified_split_sampler(labels, n_cal, seed)
-    n_test = n - n_cal
-    rows: list[tuple] = []
-
-    for rep in range(n_reps):
-        cal = draw()
-        cal_tight, cal_li = tight[cal], last_incorrect[cal]
-        cal_paths = DecisionPaths("climbing", paths.nodes[cal], paths.values[cal], paths.lengths[cal])
-        for alpha in alphas:
-            fits = [("hsc", select_threshold(cal_tight, alpha, method))]
-            if "crc" in baselines:
-                fits.append(("crc", crc_threshold_from_last_incorrect(cal_li, alpha)))
-            for name, theta in fits:
-                # θ as predict() sees it (rounded to the probabilities' precision), so the
-                # bookkeeping below and DecisionPaths.predict agree on every sample.
-                theta = theta_in_precision(theta, paths.values.dtype)
-                # Test = all − calibration, from the global sorted events (no pass over the test set).
-                correct_all = np.searchsorted(li_sorted, theta, side="left")
-                correct_cal = int((cal_li < theta).sum())
-                cov_all = coverage_sum[curve.index_at(theta)]
-                cov_cal = node_cov[cal_paths.predict(theta)[0]].sum()
-                rows.append((rep, alpha, name, theta,
-                             (correct_all - correct_cal) / n_test, (cov_all - cov_cal) / n_test))
-            if "darts" in baselines:
-                test = np.setdiff1d(np.arange(n), cal, assume_unique=True)
-                lam = darts_lambda(hierarchy, probs[cal], labels[cal], alpha)
-                pred = darts_predict(hierarchy, probs[test], lam)
-                rows.append((rep, alpha, "darts", lam,
-                             float(hierarchical_correctness(hierarchy, pred, labels[test]).mean()),
-                             float(node_cov[pred].mean())))
-        if progress is not None:
-            progress((rep + 1) / n_reps)
-    return pd.DataFrame(rows, columns=["rep", "alpha", "method", "threshold", "accuracy", "coverage"])
+    data = GuaranteeData.from_arrays(hierarchy, node_probs, labels)
+    return split_repetitions(data, alphas, n_cal, n_reps, seed, method, baselines, progress)
 
 
 def summarize_repetitions(results: pd.DataFrame, epsilon: dict[float, float] | float | None = None) -> pd.DataFrame:

@@ -2,9 +2,11 @@
 
 Goren et al.'s Theorem 1 holds when calibration and test samples are exchangeable. Under a shift
 (the same images blurred, noised, JPEG-compressed: ImageNet-C, Hendrycks & Dietterich 2019) they are
-not, and the promised accuracy may fail. ``guarantee_under_shift`` makes one split of the images:
-θ̂ is Algorithm 1's threshold from ``n_cal`` clean calibration images, and Climbing at θ̂ is scored on
-the *other* images, clean and shifted alike, so the two test accuracies differ only by the shift.
+not, and the promised accuracy may fail. ``guarantee_under_shift`` makes one split of the images
+(``threshold.calibration_draw``, the split of the Guaranteed-accuracy page and the decision card):
+θ̂ is Algorithm 1's threshold from ``n_cal`` clean calibration images (``threshold.threshold``), and
+Climbing at θ̂ is scored on the *other* images, clean and shifted alike, so the two test accuracies
+differ only by the shift.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ..core.thresholds import QuantileMethod, select_threshold, theorem1_epsilon
+from ..core.thresholds import QuantileMethod, theorem1_epsilon
 from .model import EvaluationSet
+from .threshold import threshold
 
 __all__ = ["ShiftGuarantee", "guarantee_under_shift"]
 
@@ -69,7 +72,8 @@ def guarantee_under_shift(clean: EvaluationSet, shifted: EvaluationSet, *, n_cal
     alpha, delta : float
         Target accuracy 1 − α, confidence 1 − δ (Theorem 1's ε from n_cal, α, δ).
     seed : int
-        The split (``numpy.random.default_rng(seed).permutation``, as the Guaranteed-accuracy page splits).
+        The split (``threshold.calibration_draw``: stratified by the clean labels, as the
+        Guaranteed-accuracy page and the decision card split).
     method : the θ̂ rule of ``thresholds.select_threshold``.
     """
     if clean.sample_ids is None or shifted.sample_ids is None or clean.n != shifted.n \
@@ -79,12 +83,11 @@ def guarantee_under_shift(clean: EvaluationSet, shifted: EvaluationSet, *, n_cal
         raise ValueError("clean and shifted evaluation sets must use the same temperature-scaling setting")
     if not 1 <= n_cal < clean.n:
         raise ValueError(f"n_cal must be from 1 to {clean.n - 1}, got {n_cal}")
-    perm = np.random.default_rng(seed).permutation(clean.n)
-    cal, test = perm[:n_cal], perm[n_cal:]
-    theta_hat = select_threshold(clean.tight_thresholds()[cal], alpha, method)
+    fit = threshold(clean.guarantee_data(), 1.0 - alpha, "theorem1", n=n_cal, seed=seed, quantile=method)
+    theta_hat, test = fit.theta, fit.test_positions
     clean_acc, clean_cov = _climbing_at(clean, theta_hat, test)
     shifted_acc, shifted_cov = _climbing_at(shifted, theta_hat, test)
-    return ShiftGuarantee(n_cal=int(cal.size), n_test=int(test.size), target=1.0 - alpha,
+    return ShiftGuarantee(n_cal=fit.n_cal, n_test=fit.n_test, target=1.0 - alpha,
                           epsilon=theorem1_epsilon(n_cal, alpha, delta), theta_hat=float(theta_hat),
                           clean_accuracy=clean_acc, clean_coverage=clean_cov,
                           shifted_accuracy=shifted_acc, shifted_coverage=shifted_cov)
