@@ -1,6 +1,6 @@
-"""``hsc card``: the decision card (defined with ``hsc guarantees`` in ``guarantees_cli``)."""
+"""``hsc card``: the decision card (defined with ``hsc guarantees`` in ``cli.guarantees``)."""
 
-from .guarantees_cli import configure_card_parser as configure_parser
-from .guarantees_cli import run_card as run
+from .guarantees import configure_card_parser as configure_parser
+from .guarantees import run_card as run
 
 __all__ = ["configure_parser", "run"]

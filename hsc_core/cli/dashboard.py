@@ -18,11 +18,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import config
-from .core.validation import clip_path
+from .. import config
+from ..core.validation import clip_path
 
 # A checkout: hsc_core/ sits beside app.py and dashboard/.
-_CHECKOUT = Path(__file__).resolve().parents[1]
+_CHECKOUT = Path(__file__).resolve().parents[2]  # hsc_core/cli/dashboard.py → the checkout
 INSTALLED_APP_PACKAGE = "hsc_dashboard_app"
 CACHED_LOGITS_ENV = config.CACHED_LOGITS_DIR  # read by hsc_core.config.cached_logits_dir
 
