@@ -124,6 +124,14 @@ def test_report_seed_is_the_bootstrap_seed_for_one_more_release(capsys):
     assert len(err) == 1 and err[0].startswith("hsc report: warning: --seed is deprecated; use --bootstrap-seed")
 
 
+def test_cache_logits_variant_seed_and_its_old_spelling(capsys):
+    parser = _parser("cache-logits")
+    assert parser.parse_args(["--variant-seed", "4"]).seed == 4 and parser.parse_args([]).seed == 0
+    assert capsys.readouterr().err == ""
+    assert parser.parse_args(["--seed", "3"]).seed == 3
+    assert capsys.readouterr().err == "hsc cache-logits: warning: --seed is deprecated; use --variant-seed\n"
+
+
 @pytest.mark.parametrize("command, seed", [("evaluate", 0), ("guarantees", 0), ("card", 0)])
 def test_seed_is_the_calibration_split_or_draw(command, seed):
     parser = _parser(command)
