@@ -8,6 +8,8 @@ from dashboard import data, state, ui, views
 from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.core.uncertainty import ON_DEMAND_SAMPLES
+from hsc_core.evaluation.rc_table import RC_TABLE_COLUMNS, rc_table_rows
+from hsc_core.report.figures import export_name
 from hsc_core.report.sweep import operating_point_grid, rc_sweep_figure
 
 ui.ensure_entrypoint()
@@ -98,12 +100,14 @@ with c1:
                     context=ui.export_context(es))
 with c2:
     def _curve_points() -> pd.DataFrame:
-        frames = [pd.DataFrame({"rule": rule_label(r), "theta_upper": cs.curves[r].thresholds,
-                                "coverage": cs.curves[r].coverage, "risk": cs.curves[r].risk}) for r in rules]
-        return pd.concat(frames, ignore_index=True)
+        # The layer's RC table, the schema of `hsc evaluate --rc-table` (θ is `theta`: the largest θ of each point).
+        rows = rc_table_rows(es.view, rules, (loss,), dec)
+        return pd.DataFrame(rows, columns=list(RC_TABLE_COLUMNS))
 
-    ui.csv_download(_curve_points, f"rc_curves_{loss}_{state.get('dec')}", key="dl_rc_curves",
-                    label="Full curves (CSV)", context=ui.export_context(es))
+    # No context columns in front: the RC table names its model, data set, subset and setting itself;
+    # the file name still says them.
+    ui.csv_download(_curve_points, export_name(f"rc_curves_{loss}_{state.get('dec')}", ui.export_context(es)),
+                    key="dl_rc_curves", label="Full curves (CSV)")
 st.caption(
     "Point k of a curve holds for every θ in (θ_{k−1}, θ_k]. The exact curve has every breakpoint; the authors' "
     "variant evaluates θ only at node probabilities rounded to 2 decimals; the 95 % intervals (paired bootstrap) "

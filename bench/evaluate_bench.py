@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 from hsc_core.core.synthetic import synthetic_logits  # noqa: E402
 from hsc_core.datasets import logits_io  # noqa: E402
 from hsc_core.datasets.imagenet import imagenet_hierarchy  # noqa: E402
-from hsc_core.pipeline.evaluate import evaluate_many  # noqa: E402
+from hsc_core.pipeline.many_models import evaluate_many  # noqa: E402
 
 
 def write_models(folder: Path, n_models: int, n: int) -> list[Path]:

@@ -71,7 +71,7 @@ from hsc_core.datasets.registry import (
     discover_datasets,
     load_dataset,
 )
-from hsc_core.evaluation import EvaluationSet, ModelEvaluation, column_label
+from hsc_core.evaluation import EvaluationSet, ModelEvaluation, column_label, subsets
 
 if TYPE_CHECKING:
     from streamlit.delta_generator import DeltaGenerator
@@ -90,12 +90,9 @@ SESSION_DATASETS = "_session_datasets"  # session state: data set name → "sess
 SESSION_DATASET_OBJECTS = "_session_dataset_objects"  # session state: "session:<token>" → its parsed Dataset
 SESSION_PREFIX = "session:"  # catalog "folder" of an uploaded data set: it lives in session state only
 
-# The two sources of the shipped ImageNet sample, by their tags in the ``sources`` array.
-KNOWN_SUBSETS = {
-    "typical": ("RomanPlaud/hierarchical_decision_rules (224x224)", "Typical"),
-    "easier": ("VeriSilicon/acuity-dataset (227x227)", "Easier"),
-}
-ALL = "all"
+# The two sources of the shipped ImageNet sample, by their tags in the ``sources`` array (the layer's).
+KNOWN_SUBSETS = subsets.KNOWN_SOURCES
+ALL = subsets.ALL
 
 
 V = TypeVar("V")
@@ -655,26 +652,22 @@ def load_bundle(location: str) -> LogitsBundle:
 
 # ---------------------------------------------------------------------------- subsets
 def subset_options(bundle: LogitsBundle) -> dict[str, str]:
-    """Subset key → label with its sample count. ``all`` always; one entry per source tag."""
-    out = {ALL: f"All samples ({bundle.n_samples:,})"}
-    if bundle.sources is None:
-        return out
-    tags, counts = np.unique(bundle.sources.astype(str), return_counts=True)
-    known = {tag: (key, label) for key, (tag, label) in KNOWN_SUBSETS.items()}
-    for tag, count in zip(tags.tolist(), counts.tolist(), strict=True):
-        key, label = known.get(tag, (tag, tag))
-        out[key] = f"{label} ({count:,}; {tag})" if key != tag else f"{tag} ({count:,})"
+    """Subset key → label with its sample count: ``subsets.file_subsets`` (``all`` always; one per source tag)."""
+    out = {}
+    for key, s in subsets.file_subsets(bundle.sources, bundle.n_samples).items():
+        out[key] = (f"{s.label} ({s.n:,})" if key == ALL or key == s.tag else f"{s.label} ({s.n:,}; {s.tag})")
     return out
 
 
 def subset_mask(bundle: LogitsBundle, subset: str) -> np.ndarray:
-    if subset == ALL or bundle.sources is None:
+    """(n_samples,) mask of ``subset`` (``subsets.subset_mask``; DataError naming the choices when unknown)."""
+    if bundle.sources is None:  # a model without tags in a many-model view of a subset: all its samples, as before
         return np.ones(bundle.n_samples, dtype=bool)
-    tag = KNOWN_SUBSETS[subset][0] if subset in KNOWN_SUBSETS else subset
-    mask = bundle.sources.astype(str) == tag
-    if not mask.any():
-        raise DataError(f"{clip(bundle.name)}: no samples with source {quote(tag)}")
-    return mask
+    try:
+        mask = subsets.subset_mask(bundle.sources, bundle.n_samples, subset, where=bundle.name)
+    except ValueError as exc:
+        raise DataError(str(exc)) from None
+    return np.ones(bundle.n_samples, dtype=bool) if mask is None else mask
 
 
 # ---------------------------------------------------------------------------- progress

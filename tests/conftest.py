@@ -174,6 +174,10 @@ SLOW_TESTS = {  # file -> test functions (every parameter of each)
     "test_app_overview.py": {"test_headline_is_the_librarys_sentence_on_the_shipped_logits",
                              "test_overview_tables_are_the_evaluation_layers_results",
                              "test_headline_is_honest_when_climbing_is_worse_or_unclear"},
+    # the shipped logits through AppTest and `hsc evaluate`/`hsc report` (measured 10-30 s each)
+    "test_app_exports.py": {"test_full_curve_csv_is_the_layers_rc_table",
+                            "test_sidebar_offers_exactly_what_the_cli_accepts",
+                            "test_report_accepts_typical"},
     "test_app_pages.py": {"test_try_an_image_classifies",  # pretrained network
                           "test_every_page_renders_without_errors",  # sweep (each page also has its own tests)
                           "test_shipped_data_is_the_default", "test_synthetic_mode_is_opt_in",

@@ -1,11 +1,14 @@
 """The package's layers, checked from its source: no import cycles, no sideways imports, and the
 math never imports torch, Streamlit or the pipeline.
 
-    config ← core ← datasets ← evaluation ← {report, pipeline} ← cli, dashboard_launcher
+    config ← core ← datasets ← evaluation ← {report, pipeline} ← cli (the ``hsc`` command)
 
 A module may import its own layer and the layers to its left; ``report`` and ``pipeline`` sit side
-by side and never import each other. Imports inside functions count too (a lazy import is still a
-dependency), except the heavy third-party ones, which must be lazy where the table says so.
+by side and never import each other. ``cli`` is the top layer: it may import every layer and no
+layer imports it; the dashboard (``dashboard/``, ``app_pages/``, ``app.py``) never imports it either.
+The package's own ``__init__``/``__main__`` and the deprecated ``dashboard_launcher`` shim sit with
+it. Imports inside functions count too (a lazy import is still a dependency), except the heavy
+third-party ones, which must be lazy where the table says so.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ ALLOWED = {
     "evaluation": {"config", "core", "datasets"},
     "report": {"config", "core", "datasets", "evaluation"},
     "pipeline": {"config", "core", "datasets", "evaluation"},
-    "package": {"config", "core", "datasets", "evaluation", "report", "pipeline"},  # __init__, cli, launcher
+    "cli": {"config", "core", "datasets", "evaluation", "report", "pipeline"},
+    "package": {"config", "core", "datasets", "evaluation", "report", "pipeline", "cli"},  # __init__, __main__, shims
 }
 # Third-party modules a layer must never import at module level (they may be imported inside a function).
 NOT_AT_IMPORT = {"torch", "torchvision", "timm", "streamlit", "ray"}
@@ -40,7 +44,7 @@ def module_name(path: Path) -> str:
 
 def layer(module: str) -> str:
     parts = module.split(".")
-    if len(parts) == 1 or parts[1] in ("__init__", "__main__", "cli", "dashboard_launcher"):
+    if len(parts) == 1 or parts[1] in ("__init__", "__main__", "dashboard_launcher"):
         return "package"
     return parts[1]
 
@@ -111,3 +115,19 @@ def test_math_data_evaluation_and_report_never_import_heavy_modules_at_import_ti
     assert core_third <= {"numpy", "scipy", "__future__", "dataclasses", "typing", "collections", "functools",
                           "math", "json", "re", "warnings", "itertools", "threading", "pathlib", "hashlib", "os",
                           "heapq", "bisect", "operator"}, core_third  # the math stays numpy/scipy
+
+
+def test_cli_is_the_top_layer():
+    """No layer of the package imports ``hsc_core.cli`` (only ``__main__`` and the launcher shim
+    may), and the dashboard never does: the CLI stays a front end, never a dependency."""
+    assert layer("hsc_core.cli.evaluate") == "cli" and layer("hsc_core.cli") == "cli"
+    g = nx.DiGraph()
+    for p in PACKAGE.rglob("*.py"):
+        for mod, _ in imports(p):
+            g.add_edge(module_name(p), mod)
+    users = {a for a, b in g.edges if b.startswith("hsc_core.cli") and layer(a) not in ("cli", "package")}
+    assert not users, users
+    front = [p for d in ("dashboard", "app_pages") for p in (REPO / d).rglob("*.py")] + [REPO / "app.py"]
+    bad = [str(p.relative_to(REPO)) for p in front
+           if any(m.startswith("hsc_core.cli") or m == "hsc_core.dashboard_launcher" for m, _ in imports(p))]
+    assert not bad, bad

@@ -147,6 +147,7 @@ def test_choose_decode(monkeypatch):
 # ---------------------------------------------------------------------------- module boundaries
 def test_front_end_options_samples_and_store_do_not_import_torch():
     code = ("import sys, hsc_core, hsc_core.pipeline.caching, hsc_core.pipeline.caching.cli, "
+            "hsc_core.cli.cache_logits, hsc_core.cli.evaluate, hsc_core.cli.report, "
             "hsc_core.pipeline.caching.store, hsc_core.pipeline.caching.samples; "
             "print(sorted(m for m in ('torch', 'timm', 'torchvision') if m in sys.modules))")
     res = subprocess.run([sys.executable, "-c", code], check=False, cwd=REPO, capture_output=True, text=True,
@@ -163,4 +164,7 @@ def test_compatibility_module_re_exports_the_same_objects():
     assert cl.configure_parser is cli.configure_parser and cl.run is cli.run and cl.main is cli.main
     assert cl.decode_batch is decoding.decode_batch and cl.partial_dir is store.partial_dir
     assert all(hasattr(cl, name) for name in cl.__all__)
-    assert COMMANDS["cache-logits"][0] == cli.__name__
+    from hsc_core.cli import cache_logits as command
+
+    assert COMMANDS["cache-logits"][0] == command.__name__ == "hsc_core.cli.cache_logits"
+    assert command.configure_parser is cli.configure_parser and command.run is cli.run

@@ -124,7 +124,7 @@ def test_other_modules_read_through_config(monkeypatch, tmp_path):
 def test_launcher_passes_a_set_logits_folder_on_as_an_absolute_path(monkeypatch, tmp_path):
     import argparse
 
-    from hsc_core import dashboard_launcher
+    from hsc_core.cli import dashboard as dashboard_launcher
 
     args = argparse.Namespace(port=None, host=None, browser=False, streamlit_args=[], logits_dir=None)
     monkeypatch.chdir(tmp_path)

@@ -15,20 +15,29 @@ from conftest import REPO, random_tree
 
 from hsc_core.cli import main
 from hsc_core.core.evaluation import rc_curves_from_logits
+from hsc_core.core.metric_rules import ALL_RULES
 from hsc_core.core.probabilities import fit_temperature
 from hsc_core.core.protocol import calibration_mask
 from hsc_core.core.synthetic import synthetic_logits
 from hsc_core.datasets import logits_io
 from hsc_core.datasets.imagenet import imagenet_hierarchy
 from hsc_core.datasets.logits_io import load_logits, save_logits
-from hsc_core.evaluation import RESULT_COLUMNS, SUMMARY_COLUMNS, ModelEvaluation, column_label
-from hsc_core.pipeline import evaluate
+from hsc_core.evaluation import (
+    RESULT_COLUMNS,
+    SUMMARY_COLUMNS,
+    ModelEvaluation,
+    column_label,
+    result_cache,
+    summary_text,
+)
+from hsc_core.pipeline import many_models as evaluate
 
 SHIPPED = sorted((REPO / "cached_logits").glob("*.npz"))
 RULES = ("selective", "climbing", "jumping", "max_coverage")
 LOSSES = ("01", "severity")
 # Per model: top-1 per setting, T with TS, and hAURC + gain per rule × loss × setting.
-ROWS_PER_MODEL = 2 + 1 + 2 * 2 * 4 * 2
+# default --rules: every rule of ALL_RULES (top-1 twice, T, hAURC and gain × loss × setting)
+ROWS_PER_MODEL = 2 + 1 + 2 * 2 * len(ALL_RULES) * 2
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -90,7 +99,7 @@ def _by_key(rows: list[dict]) -> dict[tuple, dict]:
 
 
 def _haurc(rows: list[dict]) -> list[dict]:
-    return [r for r in rows if r["metric"] == "haurc"]
+    return [r for r in rows if r["metric"] == "haurc" and r["rule"] in RULES]  # the paper's four: _expected's
 
 
 def _tf(flag: bool) -> str:
@@ -143,7 +152,8 @@ def test_rows_are_the_layers_rows(synth, tmp_path, capsys):
     out = tmp_path / "res.csv"
     assert _cli(capsys, "evaluate", files[0], "--hierarchy", tree_file, "--out", out, "--dec", 2)[0] == 0
     b = load_logits(files[0])
-    want = ModelEvaluation(tree, b.logits, b.labels, name="m0", dataset="custom").results(dec=2)
+    ev = ModelEvaluation(tree, b.logits, b.labels, name="m0", dataset="custom")
+    want = [r for ts in (False, True) for r in ev.setting(ts).results(LOSSES, 2, rules=ALL_RULES)]
     got = _read(out)
     assert len(got) == len(want) == ROWS_PER_MODEL
     for g, w in zip(got, want, strict=True):
@@ -175,7 +185,7 @@ def test_models_and_summary_tables(synth, tmp_path, capsys):
         assert column_label("gain_percent", "selective", ts=False) not in m
     assert "hAURC×1000 Climbing (TS)" in models[0]
     assert _header(tmp_path / "res_summary.csv") == list(SUMMARY_COLUMNS)
-    assert len(summary) == 2 * 2 * 4
+    assert len(summary) == 2 * 2 * len(ALL_RULES)
     for s in summary:
         vals = np.array([1000 * float(keyed[(k, "haurc", s["rule"], s["loss"], s["ts"])]["value"])
                          for k in ("m0", "m1", "m2")])
@@ -195,7 +205,7 @@ def test_format_summary_lays_out_table_1():
                 "haurc_x1000_mean": 40.0 + k, "haurc_x1000_sem": 0.5, "gain_percent_mean": 1.5 * k,
                 "gain_percent_sem": float("nan")}
                for loss in LOSSES for ts in (False, True) for k, rule in enumerate(RULES)]
-    text = evaluate.format_summary(summary, protocol="paper", cal_fraction=0.2, seed=3)
+    text = summary_text.format_summary(summary, protocol="paper", cal_fraction=0.2, seed=3)
     lines = text.splitlines()
     assert lines[0] == "toy — 0/1 loss, mean ± SEM over 2 models"
     assert lines[1].split() == ["rule", "hAURC×1000", "gain", "%", "hAURC×1000", "(TS)", "gain", "%", "(TS)"]
@@ -239,7 +249,8 @@ def test_paper_protocol(synth, tmp_path, capsys):
     n_held_out = b.n_samples - round(0.1 * b.n_samples)
     assert {r["protocol"] for r in rows} == {"paper"}
     assert {(r["ts"], int(r["n_eval"])) for r in rows} == {("false", b.n_samples), ("true", n_held_out)}
-    want = ModelEvaluation(tree, b.logits, b.labels, name="m1", dataset="custom", protocol="paper").results()
+    ev = ModelEvaluation(tree, b.logits, b.labels, name="m1", dataset="custom", protocol="paper")
+    want = [r for ts in (False, True) for r in ev.setting(ts).results(LOSSES, rules=ALL_RULES)]
     assert [float(r["value"]) for r in rows] == [w["value"] for w in want]
     # The project protocol scores no-TS on the held-out split only: other numbers.
     assert _cli(capsys, "evaluate", files[1], "--hierarchy", tree_file, "--out", tmp_path / "project.csv")[0] == 0
@@ -291,7 +302,7 @@ def test_rerun_skips_finished_models(synth, tmp_path, capsys, monkeypatch):
     first = out.read_bytes()
     cache = sorted((tmp_path / "res.csv.d").glob("*.json"))
     assert [p.name.split("-")[0] for p in cache] == ["m0", "m1"]
-    assert json.loads(cache[0].read_text())["format"] == evaluate.CACHE_FORMAT
+    assert json.loads(cache[0].read_text())["format"] == result_cache.CACHE_FORMAT
     stamps = [p.stat().st_mtime_ns for p in cache]
 
     calls.clear()
@@ -315,7 +326,7 @@ def test_rerun_skips_finished_models(synth, tmp_path, capsys, monkeypatch):
 
 def _reseal(entry: dict) -> dict:
     """The entry with its checksum recomputed (as a hand-editor who knows the scheme would)."""
-    return {**entry, "checksum": evaluate.entry_checksum(entry)}
+    return {**entry, "checksum": result_cache.entry_checksum(entry)}
 
 
 def _set(entry: dict, k: int, **values) -> dict:
@@ -364,9 +375,9 @@ def test_unusable_cache_entry_is_recomputed(synth, tmp_path, capsys, monkeypatch
     out = tmp_path / "res.csv"
     argv = ("evaluate", files[0], files[1], "--hierarchy", tree_file, "--out", out, "--workers", 1)
     assert _cli(capsys, *argv)[0] == 0
-    entry = evaluate.cache_file(tmp_path / "res.csv.d", files[0])
+    entry = result_cache.cache_file(tmp_path / "res.csv.d", files[0])
     data = json.loads(entry.read_text())
-    assert data["checksum"] == evaluate.entry_checksum(data) and data["rows"]
+    assert data["checksum"] == result_cache.entry_checksum(data) and data["rows"]
     damage, reseal, why = DAMAGES[name]
     if damage == "truncated":
         entry.write_bytes(entry.read_bytes()[: entry.stat().st_size // 2])
@@ -401,7 +412,7 @@ def test_entry_of_one_file_is_not_reused_for_another(synth, tmp_path, capsys):
     assert _cli(capsys, *argv)[0] == 0
     first = out.read_bytes()
     cache = tmp_path / "res.csv.d"
-    evaluate.cache_file(cache, files[0]).write_bytes(evaluate.cache_file(cache, files[1]).read_bytes())
+    result_cache.cache_file(cache, files[0]).write_bytes(result_cache.cache_file(cache, files[1]).read_bytes())
     code, stdout, err = _cli(capsys, *argv)
     assert code == 0 and "1 reused, 1 recomputed" in stdout and err == ""  # a stale key: no note
     assert out.read_bytes() == first
@@ -425,13 +436,13 @@ def test_file_replaced_mid_run_is_never_reused(synth, tmp_path, capsys, monkeypa
     _copy_model(files[1], other)
     assert _cli(capsys, "evaluate", other, "--hierarchy", tree_file, "--out", tmp_path / "other.csv")[0] == 0
 
-    real_read = evaluate.read_content
+    real_read = result_cache.read_content
 
     def swap_then_read(path):
         _copy_model(other, target)
         return real_read(path)
 
-    monkeypatch.setattr(evaluate, "read_content", swap_then_read)
+    monkeypatch.setattr(result_cache, "read_content", swap_then_read)
     calls = []
     real = evaluate._model_evaluation  # the one evaluation of each computed model
     monkeypatch.setattr(evaluate, "_model_evaluation", lambda b, *a, **k: calls.append(b.name) or real(b, *a, **k))
@@ -443,20 +454,20 @@ def test_file_replaced_mid_run_is_never_reused(synth, tmp_path, capsys, monkeypa
     values = [r["value"] for r in _read(out)]
     assert values == [r["value"] for r in _read(tmp_path / "other.csv")]  # the numbers of what was read
     assert values != [r["value"] for r in _read(clean)]
-    entry = json.loads(evaluate.cache_file(tmp_path / "res.csv.d", target).read_text())
-    assert entry["content_sha256"] == evaluate._file_digest(other)[0] != evaluate._file_digest(files[0])[0]
-    assert "changed" in entry["note"] and entry["checksum"] == evaluate.entry_checksum(entry)
+    entry = json.loads(result_cache.cache_file(tmp_path / "res.csv.d", target).read_text())
+    assert entry["content_sha256"] == result_cache.file_digest(other)[0] != result_cache.file_digest(files[0])[0]
+    assert "changed" in entry["note"] and entry["checksum"] == result_cache.entry_checksum(entry)
 
     # Restored: the entry is of the other content, so it is recomputed, not reused.
-    monkeypatch.setattr(evaluate, "read_content", real_read)
+    monkeypatch.setattr(result_cache, "read_content", real_read)
     _copy_model(files[0], target)
     calls.clear()
     code, stdout, err = _cli(capsys, *argv)
     assert code == 0 and calls == ["m0"] and err == ""
     assert "1 model, 0 reused, 1 recomputed" in stdout
     assert out.read_bytes() == clean.read_bytes()
-    entry = json.loads(evaluate.cache_file(tmp_path / "res.csv.d", target).read_text())
-    assert entry["content_sha256"] == evaluate._file_digest(files[0])[0] and "note" not in entry
+    entry = json.loads(result_cache.cache_file(tmp_path / "res.csv.d", target).read_text())
+    assert entry["content_sha256"] == result_cache.file_digest(files[0])[0] and "note" not in entry
     calls.clear()
     assert _cli(capsys, *argv)[0] == 0 and calls == []  # now reused
     assert out.read_bytes() == clean.read_bytes()
@@ -471,19 +482,19 @@ def test_file_replaced_after_the_worker_read_it(synth, tmp_path, capsys, monkeyp
     clean = tmp_path / "clean.csv"
     assert _cli(capsys, "evaluate", target, "--hierarchy", tree_file, "--out", clean)[0] == 0
 
-    real_load = evaluate.load_logits_bytes
+    real_load = result_cache.load_logits_bytes
 
     def load_then_swap(data, name, *a, **k):
         _copy_model(files[1], target)
         return real_load(data, name, *a, **k)
 
-    monkeypatch.setattr(evaluate, "load_logits_bytes", load_then_swap)
+    monkeypatch.setattr(result_cache, "load_logits_bytes", load_then_swap)
     out = tmp_path / "res.csv"
     argv = ("evaluate", target, "--hierarchy", tree_file, "--out", out, "--workers", 1)
     code, _, err = _cli(capsys, *argv)
     assert code == 0 and err == ""  # what was read is what was looked up
     assert out.read_bytes() == clean.read_bytes()
-    monkeypatch.setattr(evaluate, "load_logits_bytes", real_load)
+    monkeypatch.setattr(result_cache, "load_logits_bytes", real_load)
     calls = []
     real = evaluate._model_evaluation  # the one evaluation of each computed model
     monkeypatch.setattr(evaluate, "_model_evaluation", lambda b, *a, **k: calls.append(b.name) or real(b, *a, **k))

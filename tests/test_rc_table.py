@@ -132,7 +132,7 @@ def test_bad_input_is_one_line_exit_2(model, tmp_path, capsys, extra, needles):
 def test_options_need_rc_table_and_a_known_format(model, tmp_path, capsys):
     _, tree_file, path, _, _ = model
     code, _, err = _cli(capsys, "evaluate", path, "--hierarchy", tree_file, "--out", tmp_path / "r.csv",
-                        "--rules", "climbing")
+                        "--coverage-points", "0.5")
     _one_line(code, err, "need --rc-table PATH")
     code, _, err = _cli(capsys, "evaluate", path, "--hierarchy", tree_file, "--out", tmp_path / "r.csv",
                         "--rc-table", tmp_path / "rc.xlsx")
@@ -181,7 +181,7 @@ def _rc_run(capsys, tree_file, root, out_dir, *extra):
 
 def test_rc_table_is_computed_by_the_workers_one_or_two_give_identical_files(three_models, tmp_path, capsys,
                                                                                monkeypatch):
-    from hsc_core.pipeline import evaluate
+    from hsc_core.pipeline import many_models as evaluate
 
     tree_file, root = three_models
     calls = []
@@ -201,7 +201,7 @@ def test_rc_table_is_computed_by_the_workers_one_or_two_give_identical_files(thr
 
 
 def test_rc_table_is_cached_and_reused(three_models, tmp_path, capsys, monkeypatch):
-    from hsc_core.pipeline import evaluate
+    from hsc_core.pipeline import many_models as evaluate
 
     tree_file, root = three_models
     _rc_run(capsys, tree_file, root, tmp_path, "--workers", 1)

@@ -307,8 +307,9 @@ def test_subset_evaluates_only_its_tag(models, tmp_path):
     (["report", "missing.npz"], "not found"),
     (["report", "{m}", "--out", "r.pdf"], "--out must name an .html file"),
     (["report", "{m}", "--classes", "c.txt"], "--classes orders the leaves"),
-    (["report", "{m}", "--resamples", "10"], "--resamples must be at least 100"),
-    (["report", "{m}", "--subset", "nope", "--out", "{tmp}/r.html"], "no samples with source tag 'nope'"),
+    (["report", "{m}", "--n-resamples", "10"], "--n-resamples must be at least 100"),
+    (["report", "{m}", "--subset", "nope", "--out", "{tmp}/r.html"],
+     "unknown subset 'nope'; choose one of 'all', 'easier-source', 'typical-source'"),
 ])
 def test_bad_input_exits_2_with_one_line(models, tmp_path, capsys, argv, message):
     argv = [a.replace("{m}", str(models[0])).replace("{tmp}", str(tmp_path)) for a in argv]

@@ -71,14 +71,18 @@ def _base(es: EvaluationSet) -> dict[str, Any]:
             "subset": ev.subset_name, "ts": es.ts}
 
 
-def rc_table_rows(es: EvaluationSet, rules: Sequence[str], losses: Sequence[Loss] = ("01",)) -> list[dict[str, Any]]:
-    """Rows of the RC table (``RC_TABLE_COLUMNS``) of ``rules`` × ``losses`` on one setting."""
+def rc_table_rows(es: EvaluationSet, rules: Sequence[str], losses: Sequence[Loss] = ("01",),
+                  dec: int | None = None) -> list[dict[str, Any]]:
+    """Rows of the RC table (``RC_TABLE_COLUMNS``) of ``rules`` × ``losses`` on one setting: every
+    exact operating point (``dec`` None), or the points of the authors' θ grid rounded to ``dec``
+    decimals (``EvaluationSet.curve``). Every curve export (``hsc evaluate --rc-table``, the
+    dashboard's full-curve CSV) is these rows."""
     base = _base(es)
     out: list[dict[str, Any]] = []
     for rule in rules:
         paths = es.rule_paths(rule)
         for loss in losses:
-            curve = es.curve(rule, loss)
+            curve = es.curve(rule, loss, dec)
             accepted = accepted_counts(paths, es.hierarchy.root, curve.thresholds)
             for k in range(curve.coverage.size):
                 out.append({**base, "rule": rule, "loss": loss, "theta": float(curve.thresholds[k]),

@@ -79,6 +79,14 @@ def _model_list(text: str) -> list[str]:
     return names
 
 
+class _OldSeed(argparse.Action):
+    """``--seed``, the old spelling of ``--variant-seed``: stores it, with one deprecation line on stderr."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(f"{parser.prog}: warning: --seed is deprecated; use --variant-seed", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
 def configure_parser(ap: argparse.ArgumentParser) -> None:
     """The options of ``hsc cache-logits`` (and ``python -m hsc_core.pipeline.cache_logits``)."""
     ap.add_argument("--model", "--models", dest="models", type=_model_list, metavar="NAME[,NAME…]",
@@ -134,7 +142,11 @@ def configure_parser(ap: argparse.ArgumentParser) -> None:
                      help="ImageNet-C corruption of the inputs: gaussian_noise, gaussian_blur, jpeg_compression "
                           "(shifted data)")
     var.add_argument("--severity", type=int, metavar="1-5", help="severity of --corruption")
-    var.add_argument("--seed", type=int, default=0, help="seed of MC-dropout masks and noise (default 0)")
+    var.add_argument("--variant-seed", dest="seed", type=int, default=0, metavar="SEED",
+                     help="seed of MC-dropout masks and noise (default 0)")
+    # `--seed` is the calibration split's seed in the evaluation commands (hsc_core/cli/args.py): here it is
+    # the old spelling of --variant-seed, kept for one release.
+    var.add_argument("--seed", dest="seed", type=int, action=_OldSeed, help=argparse.SUPPRESS)
     var.add_argument("--ensemble", type=_model_list, metavar="A,B[,C…]",
                      help="mean of the members' probabilities into --out; members are cached .npz files "
                           "(no inference) or model names (cached first beside --out, with --data)")

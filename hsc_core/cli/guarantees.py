@@ -37,6 +37,7 @@ from ..evaluation.guarantees import (
 from ..evaluation.model import ModelEvaluation
 from ..evaluation.resolve import load_user_hierarchy, resolve_hierarchy
 from ..evaluation.results import to_csv
+from .args import add_hierarchy, add_seed, add_ts
 
 
 def _level(flag: str):
@@ -68,10 +69,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--delta", required=True, type=_level("--delta"), metavar="D",
                         help="failure probability δ of PAC guarantees, e.g. 0.1")
     parser.add_argument("--n-cal", type=_positive, metavar="N", help="calibration size (default: see below)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the calibration draws (default 0)")
-    parser.add_argument("--hierarchy", metavar="FILE", help="class tree (default: the file's built-in data set)")
-    parser.add_argument("--classes", metavar="FILE", help="class list giving the logits' column order")
-    parser.add_argument("--no-ts", dest="ts", action="store_false", help="without temperature scaling")
+    add_seed(parser, 0, "the calibration draws")
+    add_hierarchy(parser, dag_and_header=False)
+    add_ts(parser, default=True)
     parser.add_argument("--min-coverage", type=_level("--min-coverage"), metavar="C",
                         help="second risk of ltt_multi: mean coverage ≥ C")
     parser.add_argument("--max-severity", type=_level("--max-severity"), metavar="S",

@@ -4,7 +4,7 @@
 Usage::
 
     hsc hierarchy-sensitivity cached_logits/efficientnet_lite0.npz [--trees wordnet,authors_is_a,induced_lite0,random]
-        [--ts] [--random-seed 0] [--n-resamples 1000] [--out sensitivity.csv]
+        [--ts|--no-ts] [--random-seed 0] [--n-resamples 1000] [--bootstrap-seed S] [--out sensitivity.csv]
 
 Prints one line per (tree, rule); ``--out`` writes the tidy rows (``evaluation.results`` schema).
 """
@@ -15,12 +15,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..core.uncertainty import BOOTSTRAP_SEED
 from ..core.validation import clip_path, quote
 from ..datasets.imagenet import N_CLASSES
 from ..datasets.imagenet_trees import TREES, imagenet_tree
 from ..datasets.logits_io import load_logits
 from ..evaluation.results import RESULT_COLUMNS, to_csv
 from ..evaluation.sensitivity import hierarchy_sensitivity, sensitivity_table
+from .args import add_bootstrap, add_ts
 
 __all__ = ["configure_parser", "run"]
 
@@ -29,9 +31,9 @@ def configure_parser(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("logits", metavar="LOGITS", help="an ImageNet-1k cached-logits .npz (1000 classes)")
     ap.add_argument("--trees", default=",".join(TREES), metavar="A,B,…",
                     help=f"trees to compare (default all: {', '.join(TREES)})")
-    ap.add_argument("--ts", action="store_true", help="with temperature scaling (fitted on the calibration split)")
+    add_ts(ap, default=False)
     ap.add_argument("--random-seed", type=int, default=0, help="seed of the random control tree (default 0)")
-    ap.add_argument("--n-resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    add_bootstrap(ap, n_resamples=1000, seed=BOOTSTRAP_SEED)
     ap.add_argument("--out", metavar="CSV", help="write the tidy result rows here")
 
 
@@ -52,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     bundle = load_logits(args.logits, n_classes=N_CLASSES)  # LogitsFileError: the CLI's one line, exit 2
     trees = {t: imagenet_tree(t, seed=args.random_seed) for t in names}
     rows = hierarchy_sensitivity(bundle.logits, bundle.labels, trees, name=bundle.name, dataset="imagenet1k",
-                                 ts=args.ts, n_resamples=args.n_resamples, sample_ids=bundle.sample_ids,
+                                 ts=args.ts, n_resamples=args.n_resamples, seed=args.bootstrap_seed,
+                                 sample_ids=bundle.sample_ids,
                                  sources=bundle.sources)
     print(f"{bundle.name}: {'with' if args.ts else 'without'} TS, {rows[0]['n_eval']} evaluation images, "
           f"95 % bootstrap intervals ({args.n_resamples} resamples)")

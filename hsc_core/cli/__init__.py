@@ -1,7 +1,10 @@
 """The ``hsc`` command (also ``python -m hsc_core``): one entry point, one module per subcommand.
 
-Each subcommand module defines ``configure_parser(parser)`` and ``run(args) -> int``. Only the
-chosen module is imported, so ``hsc evaluate`` never loads torch or Streamlit.
+Each subcommand is one module of this package (``hsc_core.cli.evaluate``, ``.report``, …) defining
+``configure_parser(parser)`` and ``run(args) -> int``; the argument groups they share, one meaning
+each, are in ``hsc_core.cli.args``. Only the chosen module is imported, so ``hsc evaluate`` never
+loads torch or Streamlit. ``cli`` is the top layer: it may import every other layer, and none
+imports it (the dashboard neither).
 Bad input ends with exit code 2 and one line on stderr (``HSC_DEBUG=1`` shows the traceback); a
 warning meant for the user (a ``UserWarning``, e.g. a CSV row taken as a header) is one line too.
 """
@@ -14,18 +17,18 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from . import config
+from .. import config
 
 # name → (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "dashboard": ("hsc_core.dashboard_launcher", "start the Streamlit dashboard"),
-    "cache-logits": ("hsc_core.pipeline.caching.cli", "run models over images and cache their logits"),
-    "evaluate": ("hsc_core.pipeline.evaluate", "hAURC / gain of every rule for one or many logits files (CSV)"),
-    "report": ("hsc_core.report.html_report", "one self-contained offline HTML report"),
-    "guarantees": ("hsc_core.report.guarantees_cli", "every accuracy guarantee side by side on repeated calibrations"),
-    "card": ("hsc_core.report.card_cli", "a decision card: the θ to ship and its guarantee (Markdown + JSON)"),
-    "atlas": ("hsc_core.report.atlas_cli", "the model atlas of a per-model results table (e.g. the authors' 1,116)"),
-    "hierarchy-sensitivity": ("hsc_core.pipeline.hierarchy_sensitivity",
+    "dashboard": ("hsc_core.cli.dashboard", "start the Streamlit dashboard"),
+    "cache-logits": ("hsc_core.cli.cache_logits", "run models over images and cache their logits"),
+    "evaluate": ("hsc_core.cli.evaluate", "hAURC / gain of every rule for one or many logits files (CSV)"),
+    "report": ("hsc_core.cli.report", "one self-contained offline HTML report"),
+    "guarantees": ("hsc_core.cli.guarantees", "every accuracy guarantee side by side on repeated calibrations"),
+    "card": ("hsc_core.cli.card", "a decision card: the θ to ship and its guarantee (Markdown + JSON)"),
+    "atlas": ("hsc_core.cli.atlas", "the model atlas of a per-model results table (e.g. the authors' 1,116)"),
+    "hierarchy-sensitivity": ("hsc_core.cli.hierarchy_sensitivity",
                               "hAURC / gain of one ImageNet-1k model under each built-in class tree"),
 }
 
