@@ -31,7 +31,7 @@ bins = int(state.get("bins"))
 curves = data.cc_curves(es, bins)
 context = widgets.export_context(es)
 widgets.figure(plots.cc_figure(curves, rules), f"cc_bins{bins}", key="cc_chart", context=context,
-          title=f"Calibration–coverage (ECE, {bins} bins)", height=presenter.fit_height(9.1))
+               title=f"Calibration–coverage (ECE, {bins} bins)", height=presenter.fit_height(9.1))
 
 table = pd.DataFrame(es.view.cc_summary(rules, bins))  # the layer's numbers; the page only names the rules
 table["rule"] = table["rule"].map(rule_label)

@@ -70,7 +70,7 @@ st.caption(f"{len(sets)} model(s) · subset *{widgets.plain(subset)}* · "
            + ("temperature scaling on (each model's own T)" if ts else "no temperature scaling")
            + " · every model on its protocol evaluation split")
 widgets.figure(plots.compare_figure(sets, rule, loss), f"compare_{rule}_{loss}_{state.get('dec')}", key="compare_chart",
-          context=context, title=f"{RULE_LABELS[rule]} risk–coverage curves", height=presenter.fit_height(12.9))
+               context=context, title=f"{RULE_LABELS[rule]} risk–coverage curves", height=presenter.fit_height(12.9))
 # One row per model, the layer's column names (loss=None: a severity column says so): the CSV. On screen
 # two narrow tables instead of one too wide for the page: the models, then one row per model and rule.
 table = views.model_rows(rows, loss=None, limits=ci_rows)
@@ -91,7 +91,7 @@ ui.csv_download(table, f"compare_models_{loss}_{state.get('dec')}", key="dl_comp
 gains = views.gain_intervals(ci_rows, with_ts=False)
 if gains:
     widgets.figure(plots.gain_figure(gains), f"compare_gain_{loss}", key="compare_gains", context=context,
-              title="Hierarchical gain vs Selective, 95 % bootstrap intervals")
+                   title="Hierarchical gain vs Selective, 95 % bootstrap intervals")
 st.caption("Click a column header to sort. Gain = % hAURC reduction of the rule relative to Selective; an interval "
            "that contains 0 is no clear difference.")
 

@@ -176,7 +176,7 @@ def _chart(theta: float) -> None:
                 tuple(state.get("rules")))
     widgets.figure(fig, f"explorer_{sample}", key=CHART, context=widgets.export_context(es), width="content")
     sweep.sweep_sync(CHART, theta, _follow, image=f"explorer_{sample}", context=widgets.export_context(es, theta),
-                  title=f"Sample {sample}: every rule's pick")
+                     title=f"Sample {sample}: every rule's pick")
 
 
 def _details(theta: float) -> None:

@@ -208,8 +208,8 @@ def repetitions(req: Requirement, eps: float, slots: Slots | None = None) -> Non
     with chart:
         # presenter mode: the whole figure, its x-axis title included, above the fold
         widgets.figure(plots.accuracy_histogram(df, req.target, eps), f"guaranteed_accuracy_a{req.target:.3f}_n{req.n}",
-                  key="ga_hist", context=widgets.export_context(es), height=presenter.fit_height(13.4),
-                  title=f"Test accuracy over {n_reps:,} repetitions (target {req.target:.3f}, n = {req.n:,})")
+                       key="ga_hist", context=widgets.export_context(es), height=presenter.fit_height(13.4),
+                       title=f"Test accuracy over {n_reps:,} repetitions (target {req.target:.3f}, n = {req.n:,})")
     if slots is not None:
         st.subheader("Repetitions (Figure 3 style)")
     d = df.assign(abs_err=(df["accuracy"] - req.target).abs(),
@@ -354,10 +354,11 @@ def shootout_section(req: Requirement) -> None:
     c1, c2 = (st.container(), st.container()) if presenter.presenter() else st.columns(2)
     with c1:
         widgets.figure(violation_figure(s, req.delta), f"{name}_violations", key="ga_violations",
-                  context=widgets.export_context(es), title=f"Violation rate over {res.reps:,} calibration sets vs δ")
+                       context=widgets.export_context(es),
+                       title=f"Violation rate over {res.reps:,} calibration sets vs δ")
     with c2:
         widgets.figure(accuracy_coverage_figure(s, req.target), f"{name}_accuracy_coverage", key="ga_scatter",
-                  context=widgets.export_context(es), title="Accuracy against coverage (± 1 sd)")
+                       context=widgets.export_context(es), title="Accuracy against coverage (± 1 sd)")
     shown = s[[c for c in SUMMARY_COLUMNS if c in SUMMARY_LABELS]]
     st.dataframe(shown, hide_index=True, key="ga_shootout", column_config={
         c: (st.column_config.NumberColumn(SUMMARY_LABELS[c], format="%.4f")

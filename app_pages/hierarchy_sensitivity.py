@@ -38,7 +38,7 @@ gains = [{"label": f"{TREES[d['tree']].label} · {RULE_LABELS[d['rule']]}", "rul
           "estimate": d["gain_percent"], "low": d["gain_percent_low"], "high": d["gain_percent_high"]}
          for d in table if d["rule"] != "selective"]
 widgets.figure(plots.gain_figure(gains), "hierarchy_sensitivity_gain", key="hs_gain", context=context,
-          title="Hierarchical gain vs Selective under each tree, 95 % bootstrap intervals")
+               title="Hierarchical gain vs Selective under each tree, 95 % bootstrap intervals")
 shown = pd.DataFrame([{"tree": TREES[d["tree"]].label, "rule": RULE_LABELS[d["rule"]],
                        "hAURC×1000": d["haurc_x1000"], "hAURC low": d["haurc_x1000_low"],
                        "hAURC high": d["haurc_x1000_high"], "gain %": d["gain_percent"],

@@ -94,9 +94,9 @@ if note:
     (st.caption if presenter.presenter() else st.warning)(f"⚠ {note}")
 
 widgets.figure(atlas_figure(shown, rule=rule, loss=loss, ts=ts, y=y, yours=yours if not yours.empty else None,
-                       font_size=presenter.font_size(), height=350 if presenter.presenter() else 520),
-          f"atlas_{rule}_{loss}_{y}", key="atlas_chart", context=context,
-          title=f"Top-1 accuracy vs {RULE_LABELS[rule]} {'hAURC' if y == 'haurc' else 'gain'} by training regime")
+                            font_size=presenter.font_size(), height=350 if presenter.presenter() else 520),
+               f"atlas_{rule}_{loss}_{y}", key="atlas_chart", context=context,
+               title=f"Top-1 accuracy vs {RULE_LABELS[rule]} {'hAURC' if y == 'haurc' else 'gain'} by training regime")
 st.caption("Each marker is a model: colour and shape say its training regime (a model with several shows its "
            "first; hover for all), an open marker is a suspect row, stars are your models.")
 
@@ -104,9 +104,9 @@ tabs = st.tabs(["Regimes (Figure 4)", "Table 1", "Suspect rows", "All models"])
 with tabs[0]:
     summary = regime_summary(table, rule=rule, loss=loss, ts=ts)
     widgets.figure(regime_means_figure(summary, value="haurc_x1000" if y == "haurc" else "gain_percent",
-                                  font_size=presenter.font_size()),
-              f"atlas_regimes_{rule}_{loss}", key="atlas_regimes", context=context,
-              title=f"{RULE_LABELS[rule]} by training regime, mean ± SEM")
+                                       font_size=presenter.font_size()),
+                   f"atlas_regimes_{rule}_{loss}", key="atlas_regimes", context=context,
+                   title=f"{RULE_LABELS[rule]} by training regime, mean ± SEM")
     st.dataframe(pd.DataFrame(summary), hide_index=True, key="atlas_regime_table")
     ui.csv_download(summary, "atlas_regimes", key="dl_atlas_regimes", context=context)
     st.caption("Regimes are read from the model names by a checked table (hsc_core.evaluation.atlas.REGIMES); "

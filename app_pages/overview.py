@@ -42,7 +42,7 @@ def _illustration() -> None:
     # Presenter mode: the screen's height below the title (the figure has no axes to keep).
     widgets.figure(plots.illustration_figure(catalog.hierarchy_or_imagenet(*sidebar.current_model())),
                    "hsc_illustration",
-              key="overview_illustration", height=presenter.fit_height(6.2))
+                   key="overview_illustration", height=presenter.fit_height(6.2))
 
 
 # ---------------------------------------------------------------------------- the headline
@@ -169,8 +169,8 @@ gains = views.gain_intervals(rows)
 if gains:
     shown_for = "all_models" if all_ci else name
     widgets.figure(plots.gain_figure(gains), "hsc_gain_intervals", key="overview_gains",
-              context=ExportContext(shown_for, datasets if all_ci else dataset_of[name], subset, None),
-              title="Hierarchical gain vs Selective, 95 % bootstrap intervals")
+                   context=ExportContext(shown_for, datasets if all_ci else dataset_of[name], subset, None),
+                   title="Hierarchical gain vs Selective, 95 % bootstrap intervals")
 everything = ExportContext("all_models", datasets, subset, None)
 c1, c2, c3 = st.columns(3)
 with c1:

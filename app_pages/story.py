@@ -132,7 +132,7 @@ def _beside(text_width: float = 1.0):
 def _photo() -> None:
     # Small beside the text: the photo says what the image is; the chart is the lesson.
     widgets.sample_image(es, str(es.sample_ids[i]), width=int(9 * presenter.DESIGN_REM_PX * presenter.presenter_scale())
-                    if presenter.presenter() else 220)
+                         if presenter.presenter() else 220)
 
 
 def _tree_step(rules: tuple, chart: str, text: str) -> None:
@@ -145,7 +145,7 @@ def _tree_step(rules: tuple, chart: str, text: str) -> None:
         fig = _tree(es, key, i, rules, font, presenter.fit_height(7.4), presenter.fit_width(2.2 / 3.2) - 30)
         widgets.figure(fig, f"story_{chart}", key=chart, width="content")
         sweep.sweep_sync(chart, theta, _stay, image=f"story_{chart}", context=widgets.export_context(es, theta),
-                      title=f"Sample {es.sample_ids[i]}: " + " vs ".join(RULE_LABELS[r] for r in rules))
+                         title=f"Sample {es.sample_ids[i]}: " + " vs ".join(RULE_LABELS[r] for r in rules))
 
 
 def _selective_text(theta: float) -> str:
@@ -180,7 +180,7 @@ elif step == 1:
     right, left = _beside(1.2)
     with left:
         widgets.figure(_leaf_bars(i), f"story_step1_{es.sample_ids[i]}", key="story_bars",
-                  context=widgets.export_context(es))
+                       context=widgets.export_context(es))
     with right:
         _photo()
         st.markdown(
@@ -206,9 +206,9 @@ elif step == 4:
     left, right = _beside()
     with right:  # the chart first: the interval in the text may take a few seconds the first time
         widgets.figure(_rc(cs, key, font, presenter.fit_height(10.5)), "story_step4", key="story_rc",
-                  context=widgets.export_context(es))
+                       context=widgets.export_context(es))
         sweep.sweep_sync("story_rc", theta, _stay, image="story_step4", context=widgets.export_context(es),
-                      title="Risk–coverage: Selective vs Climbing")
+                         title="Risk–coverage: Selective vs Climbing")
     with left:
         st.markdown(
             f"Every θ gives each rule a **coverage** (how much it still says, 1 = every leaf answered) and a "

@@ -82,7 +82,7 @@ def tree_view() -> None:
         fig = tree_map_figure(table, nodes, colour_by=state.get("wcolour"), kind=state.get("wkind"),
                               font_size=presenter.font_size(), height=430 if presenter.presenter() else 560)
         widgets.figure(fig, f"where_{rule}", key="where_chart", context=widgets.export_context(es, theta),
-                  title=f"Where {RULE_LABELS[rule]} stops at θ = {theta:.2f}")
+                       title=f"Where {RULE_LABELS[rule]} stops at θ = {theta:.2f}")
         st.caption(f"{len(nodes):,} of {h.n_nodes:,} nodes drawn (at most {MAX_WEDGES:,}: whole levels from "
                    f"{widgets.plain(views.node_name(h, focus))} down, then the largest); area = samples by true class; "
                    "grey = no prediction lands there. Click a wedge to zoom; pick a node on the right to list "
@@ -123,14 +123,14 @@ def tree_view() -> None:
         if shown.size:
             st.markdown("Open in the Explorer: " + " · ".join(
                 f"[{widgets.plain(sid)}]({link})" for sid, link in zip(rows["sample"][:4], rows["explorer"][:4],
-                                                                  strict=True)))
+                                                                       strict=True)))
         ui.csv_download(rows, f"where_{rule}_samples", key="dl_where_samples",
                         context=widgets.export_context(es, theta))
 
     hist = mistake_severity_histogram(h, es.paths, es.labels, theta)
     widgets.figure(severity_figure(hist, font_size=presenter.font_size()), "mistake_severity", key="where_severity",
-              context=widgets.export_context(es, theta),
-              title=f"How bad are the mistakes? LCA depth of wrong predictions at θ = {theta:.2f}")
+                   context=widgets.export_context(es, theta),
+                   title=f"How bad are the mistakes? LCA depth of wrong predictions at θ = {theta:.2f}")
     ui.csv_download(hist, "mistake_severity", key="dl_where_severity", context=widgets.export_context(es, theta))
 
 
@@ -151,8 +151,9 @@ curves = _superclass_curves(es, es.key, rule, int(state.get("level")), state.get
 sizes = np.bincount(superclass_groups(h, es.labels, int(state.get("level"))), minlength=h.n_nodes)
 named = {f"{views.node_name(h, g)} ({sizes[g]:,} samples)": c for g, c in curves.items()}
 widgets.figure(superclass_rc_figure(named, loss=state.get("loss"), font_size=presenter.font_size()),
-          f"superclass_rc_{rule}_level{state.get('level')}", key="where_superclass", context=widgets.export_context(es),
-          title=f"{RULE_LABELS[rule]}: the six largest superclasses at depth {state.get('level')}")
+               f"superclass_rc_{rule}_level{state.get('level')}", key="where_superclass",
+               context=widgets.export_context(es),
+               title=f"{RULE_LABELS[rule]}: the six largest superclasses at depth {state.get('level')}")
 ui.csv_download([{"superclass": views.node_name(h, g), "node": h.node_ids[g], "rule": rule, "loss": state.get("loss"),
                   "haurc": c.haurc, "points": int(c.coverage.size)} for g, c in curves.items()],
                 f"superclass_haurc_{rule}", key="dl_where_superclass", context=widgets.export_context(es))

@@ -42,7 +42,8 @@ from hsc_core.evaluation import EvaluationSet, ModelEvaluation, column_label
 
 # The catalogs and loading (catalog.py), uploads (uploads.py) and a session's memory
 # (session_memory.py) moved out of this module; the names below are the ones its own code uses,
-# and the ones dashboard/views.py reads as ``data.<name>`` (re-exported until phase 2 moves them).
+# and the ones dashboard/views.py and ui.py's shift sections read as ``data.<name>`` (re-exported until
+# phase 2 moves them).
 from .catalog import (  # noqa: F401  (re-exported, see above)
     IMAGENET,
     LOAD_ERRORS,
@@ -56,6 +57,8 @@ from .catalog import (  # noqa: F401  (re-exported, see above)
     cache_resource,
     dataset_name_for,
     load_bundle,
+    shift_catalog,
+    shift_label,
     stamp,
 )
 from .session_memory import release_with_session  # noqa: F401  (re-exported for views.py)

@@ -112,7 +112,7 @@ def climb_view(h: Hierarchy, logits: np.ndarray, previews: list[bytes], per_step
         fig = degradation_figure(h, records, theta, true_leaf=true_leaf, kind=KINDS[kind].lower(),
                                  font_size=presenter.font_size())
         widgets.figure(fig, f"degrade_{kind}_{model}_{image_name}", key=f"{key}_climb", context=context,
-                  title=f"The picks as the image degrades (θ = {theta:.2f}) — ▶ Play")
+                       title=f"The picks as the image degrades (θ = {theta:.2f}) — ▶ Play")
     picks = picks_by_severity(records, theta)
     table = [{"corruption": kind, "severity": s, "rule": r, "node": h.node_ids[int(n)], "name": h.names[int(n)],
               "depth": int(h.depth[n])} for r, nodes in picks.items() for s, n in enumerate(nodes)]

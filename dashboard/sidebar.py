@@ -317,8 +317,8 @@ def _add_dataset() -> None:
         return
     try:
         added = uploads.add_session_dataset(name, tree.name, tree.getvalue(),
-                                         None if classes is None else classes.getvalue(),
-                                         header=_HEADER_CHOICES.get(ss.get(keys.DS_HEADER, "detect")))
+                                            None if classes is None else classes.getvalue(),
+                                            header=_HEADER_CHOICES.get(ss.get(keys.DS_HEADER, "detect")))
     except cat_.LOAD_ERRORS as exc:
         ss[keys.DS_MSG] = ("error", f"Cannot add data set {plain(name)}: {plain(public_message(exc))}")
     else:  # kept in this session only: the parsed tree, never a file
