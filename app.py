@@ -7,11 +7,11 @@ and after the page in each full run, and by ``state.fragment`` after each fragme
 
 import streamlit as st
 
-from dashboard import data, report, state, ui
+from dashboard import entry, presenter, report, session_memory, sidebar, state, widgets
 
 st.set_page_config(page_title="Hierarchical Selective Classification", page_icon="🌳", layout="wide")
 state.init_state()
-ui.warm_plotly()  # first thing in a new session: the browser loads plotly.js while this run computes
+widgets.warm_plotly()  # first thing in a new session: the browser loads plotly.js while this run computes
 if state.get("presenter"):
     st.set_page_config(initial_sidebar_state="collapsed")
 
@@ -43,14 +43,14 @@ PAGES = [
 
 page = st.navigation(PAGES)
 state.set_page(page.url_path)
-ui.sidebar()
+sidebar.sidebar()
 with st.sidebar:
     state.bind(st.toggle, "Presenter mode", "presenter", scope="sb",
                help="Bigger type for a projector, page controls folded away; the link keeps it (presenter=1).")
-ui.presenter_style()
+presenter.presenter_style()
 report.sidebar_button()
-ui.notices()
-ui.mark_entry()
+sidebar.notices()
+entry.mark_entry()
 # The link is right as soon as the sidebar has settled (a slow page, e.g. the Overview's intervals,
 # does not hold it back), and again after the page, so what the page itself settles (Explorer's
 # sample, the story's step) is in it too, also when the page stops early (st.stop); only changed
@@ -60,4 +60,4 @@ try:
     page.run()
 finally:
     state.write_query_params()
-    data.track_uploaded_files()  # this run's file objects: closed when the session ends
+    session_memory.track_uploaded_files()  # this run's file objects: closed when the session ends

@@ -4,13 +4,13 @@ and the metric-optimal / Pareto ones)."""
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, plots, state, ui
+from dashboard import data, entry, plots, presenter, sidebar, state, ui, widgets
 from hsc_core.core.rule_registry import rule_label, rule_names
 
-ui.ensure_entrypoint()
+entry.ensure_entrypoint(globals())
 
 st.title("Calibration–coverage")
-with ui.controls("Rules, bins and scaling"):
+with presenter.controls("Rules, bins and scaling"):
     state.bind(st.multiselect, "Rules", "rules", scope="cc", options=list(rule_names()), format_func=rule_label)
     controls = st.columns([1.6, 1])
 with controls[0]:
@@ -19,18 +19,18 @@ with controls[1]:
     state.bind(st.toggle, "Temp. scaling", "ts", scope="cc",
                help="Same switch as in the sidebar: T fitted on the calibration split, curves on the evaluation split.")
 
-es = ui.require_eval_set()
-if not ui.presenter():
-    st.caption(ui.eval_caption(es))
+es = sidebar.require_eval_set()
+if not presenter.presenter():
+    st.caption(sidebar.eval_caption(es))
 rules = [r for r in rule_names() if r in state.get("rules")]
 if not rules:
     st.info("Select at least one rule.")
     st.stop()
 bins = int(state.get("bins"))
 curves = data.cc_curves(es, bins)
-context = ui.export_context(es)
-ui.figure(plots.cc_figure(curves, rules), f"cc_bins{bins}", key="cc_chart", context=context,
-          title=f"Calibration–coverage (ECE, {bins} bins)", height=ui.fit_height(9.1))
+context = widgets.export_context(es)
+widgets.figure(plots.cc_figure(curves, rules), f"cc_bins{bins}", key="cc_chart", context=context,
+               title=f"Calibration–coverage (ECE, {bins} bins)", height=presenter.fit_height(9.1))
 
 table = pd.DataFrame(es.view.cc_summary(rules, bins))  # the layer's numbers; the page only names the rules
 table["rule"] = table["rule"].map(rule_label)

@@ -4,14 +4,15 @@ rules (the paper's four and the metric-optimal / Pareto ones)."""
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, plots, state, ui, views
+from dashboard import data, entry, plots, presenter, sidebar, state, ui, views, widgets
+from dashboard.catalog import LOAD_ERRORS
 from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.report.figures import ExportContext
 
-ui.ensure_entrypoint()
+entry.ensure_entrypoint(globals())
 
 st.title("Compare models")
-with ui.controls("Rules, risk, curve and scaling"):
+with presenter.controls("Rules, risk, curve and scaling"):
     # The table's rules (shared with Risk–Coverage and Calibration–Coverage) get a row of their own,
     # as there, so every chip shows its whole name; the chart draws one rule of every model.
     state.bind(st.multiselect, "Rules in the table", "rules", scope="cmp", options=list(rule_names()),
@@ -34,12 +35,12 @@ rule, loss = state.get("cmp_rule"), state.get("loss")
 table_rules = [r for r in rule_names() if r in state.get("rules") or r in ("selective", rule)]
 dec = None if state.get("dec") == "exact" else 2
 subset, ts = state.get("subset"), state.get("ts")
-catalog = ui.catalog()
+catalog = sidebar.catalog()
 if not catalog:
-    ui.no_models_message()
+    sidebar.no_models_message()
     st.stop()
 
-catalog = {**catalog, **ui.shift_overlays("cmp")}  # the current model on corrupted images, when asked for
+catalog = {**catalog, **sidebar.shift_overlays("cmp")}  # the current model on corrupted images, when asked for
 show_ci = st.toggle("95 % bootstrap intervals", key="cmp_ci",
                     help="Paired bootstrap over each model's evaluation samples (a few seconds per model the first "
                          "time). Intervals are for the exact curves.")
@@ -51,7 +52,7 @@ with st.spinner("Computing every model's curves…"):
             cs = data.curve_set(es, loss, dec)
             got = es.view.results((loss,), dec, rules=table_rules)
             got_ci = es.view.results((loss,), intervals=True, rules=table_rules) if show_ci else []  # exact curves
-        except data.LOAD_ERRORS as exc:
+        except LOAD_ERRORS as exc:
             errors.append((name, exc))
             continue
         sets[name] = cs
@@ -59,16 +60,16 @@ with st.spinner("Computing every model's curves…"):
         ci_rows += got_ci
         datasets.append(es.dataset.name)
 for name, exc in errors:
-    st.error(f"**{ui.plain(name)}** is left out: {ui.plain(ui.public_message(exc))}")
+    st.error(f"**{widgets.plain(name)}** is left out: {widgets.plain(widgets.public_message(exc))}")
 if not sets:
     st.stop()
 
 context = ExportContext("all_models", "_".join(dict.fromkeys(datasets)), subset, bool(ts))
-st.caption(f"{len(sets)} model(s) · subset *{ui.plain(subset)}* · "
+st.caption(f"{len(sets)} model(s) · subset *{widgets.plain(subset)}* · "
            + ("temperature scaling on (each model's own T)" if ts else "no temperature scaling")
            + " · every model on its protocol evaluation split")
-ui.figure(plots.compare_figure(sets, rule, loss), f"compare_{rule}_{loss}_{state.get('dec')}", key="compare_chart",
-          context=context, title=f"{rule_label(rule)} risk–coverage curves", height=ui.fit_height(12.9))
+widgets.figure(plots.compare_figure(sets, rule, loss), f"compare_{rule}_{loss}_{state.get('dec')}", key="compare_chart",
+          context=context, title=f"{rule_label(rule)} risk–coverage curves", height=presenter.fit_height(12.9))
 # One row per model, the layer's column names (loss=None: a severity column says so): the CSV. On screen
 # two narrow tables instead of one too wide for the page: the models, then one row per model and rule.
 table = views.model_rows(rows, loss=None, limits=ci_rows)
@@ -88,8 +89,8 @@ st.dataframe(df, hide_index=True, key="compare_table",
 ui.csv_download(table, f"compare_models_{loss}_{state.get('dec')}", key="dl_compare", context=context)
 gains = views.gain_intervals(ci_rows, with_ts=False)
 if gains:
-    ui.figure(plots.gain_figure(gains), f"compare_gain_{loss}", key="compare_gains", context=context,
-              title="Hierarchical gain vs Selective, 95 % bootstrap intervals")
+    widgets.figure(plots.gain_figure(gains), f"compare_gain_{loss}", key="compare_gains", context=context,
+                   title="Hierarchical gain vs Selective, 95 % bootstrap intervals")
 st.caption("Click a column header to sort. Gain = % hAURC reduction of the rule relative to Selective; an interval "
            "that contains 0 is no clear difference.")
 

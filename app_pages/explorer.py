@@ -6,38 +6,38 @@ from urllib.parse import urlencode
 import numpy as np
 import streamlit as st
 
-from dashboard import data, perturb, state, ui, views
+from dashboard import catalog, entry, perturb, presenter, session_keys, sidebar, state, sweep, ui, views, widgets
 from hsc_core.report.tree_figure import record_rows, tree_figure
 
-ui.ensure_entrypoint()
+entry.ensure_entrypoint(globals())
 
-es = ui.require_eval_set()
+es = sidebar.require_eval_set()
 h = es.hierarchy
 st.title("Explorer")
-if not ui.presenter():
-    st.caption(ui.eval_caption(es))
+if not presenter.presenter():
+    st.caption(sidebar.eval_caption(es))
 
 PICKS = {**views.CURATED, "random": "Random (seeded)", "class": "By true class"}
-DIRTY = "_explorer_resample"
+DIRTY = session_keys.EXPLORER_RESAMPLE
 CHART = "explorer_tree"
-LIST_THETA = "_explorer_list_theta"  # the θ the curated list (and its "of N") was drawn at
+LIST_THETA = session_keys.EXPLORER_LIST_THETA  # the θ the curated list (and its "of N") was drawn at
 
 
 def _es_key() -> tuple:
     return es.key
 
 
-@data.cache_resource(max_entries=24, show_spinner=False)
+@catalog.cache_resource(max_entries=24, show_spinner=False)
 def _curated(_es, key: tuple, theta: float) -> dict[str, np.ndarray]:
     return views.curated_rows(_es.hierarchy, _es.paths, _es.labels, _es.leaf_pred, _es.leaf_conf, theta)
 
 
-@data.cache_resource(max_entries=8, show_spinner=False)
+@catalog.cache_resource(max_entries=8, show_spinner=False)
 def _figure1(_es, key: tuple) -> int | None:
     return views.figure1_example(_es.hierarchy, _es.node_probs, _es.paths, _es.labels, _es.leaf_pred, _es.leaf_conf)
 
 
-@data.cache_resource(max_entries=64, show_spinner=False)
+@catalog.cache_resource(max_entries=64, show_spinner=False)
 def _tree(_es, key: tuple, i: int, font_size: int, max_height: int | None, max_width: int, _theta: float,
           rules: tuple = ()):
     """The tree figure with its 101 θ frames, built once per sample (≈ 0.1–0.3 s); it opens at the θ
@@ -66,7 +66,7 @@ def _show_figure1() -> None:
     state.set("theta", views.FIGURE1_THETA)
 
 
-with ui.controls("Pick a sample"):
+with presenter.controls("Pick a sample"):
     cols = st.columns([1.5, 1, 1.5])
 with cols[0]:
     state.bind(st.selectbox, "Show me", "pick", scope="ex", options=list(PICKS), format_func=PICKS.get,
@@ -74,7 +74,7 @@ with cols[0]:
 mode = state.get("pick")
 sample = state.get("sample")
 if sample is not None and sample not in es.id_index and sample == state.from_url("sample"):
-    st.warning(f"Sample {ui.plain(sample)} from the link is not among these {es.n:,} samples of the 90 % "
+    st.warning(f"Sample {widgets.plain(sample)} from the link is not among these {es.n:,} samples of the 90 % "
                "evaluation split (the 10 % calibration split only fits T and is never shown); showing another one.")
 dirty = st.session_state.pop(DIRTY, False)
 if mode == "random":
@@ -135,16 +135,16 @@ i = es.id_index[sample]
 true_leaf = int(es.labels[i])
 pred_leaf = int(es.leaf_pred[i])
 
-info, main = st.columns([1, 5] if ui.presenter() else [1, 4], gap="small")
+info, main = st.columns([1, 5] if presenter.presenter() else [1, 4], gap="small")
 with info:
-    ui.sample_image(es, sample)
+    widgets.sample_image(es, sample)
     st.markdown(
-        f"**True class:** {ui.plain(views.node_name(h, true_leaf))}  \n"
-        f"**Top-1 leaf:** {ui.plain(views.node_name(h, pred_leaf))} (p = {es.leaf_conf[i]:.3f}) "
+        f"**True class:** {widgets.plain(views.node_name(h, true_leaf))}  \n"
+        f"**Top-1 leaf:** {widgets.plain(views.node_name(h, pred_leaf))} (p = {es.leaf_conf[i]:.3f}) "
         + views.verdict_md(pred_leaf == true_leaf)
     )
-    if es.sources is not None and not ui.presenter():
-        st.caption(f"Source: {ui.plain(es.sources[i])}")
+    if es.sources is not None and not presenter.presenter():
+        st.caption(f"Source: {widgets.plain(es.sources[i])}")
 
 
 def _follow(theta: float) -> None:
@@ -158,43 +158,43 @@ def theta_view() -> None:
     # In presenter mode the chart's own θ slider and ▶ Play are the θ control (the page's slider
     # would push the tree below a 720-pixel screen); θ still reaches the URL where a sweep rests.
     theta = float(state.get("theta"))
-    if not ui.presenter():
-        with ui.theta_box(CHART, "slider"):
+    if not presenter.presenter():
+        with sweep.theta_box(CHART, "slider"):
             theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="ex", min_value=0.0,
                                max_value=1.0, step=0.01, format="%.2f",
                                help="The tree's own ▶ Play button and slider sweep θ in the browser; where they "
                                     "stop becomes this slider's value.")
     _chart(theta)
-    with ui.theta_box(CHART, "follow"):
+    with sweep.theta_box(CHART, "follow"):
         _details(theta)
 
 
 def _chart(theta: float) -> None:
     # Presenter mode: the tree, the page's θ slider and the picks' text share one screen.
-    width = ui.fit_width(5 / 6 if ui.presenter() else 4 / 5) - 30  # the info column takes the rest
-    fig = _tree(es, _es_key(), i, ui.font_size(), ui.fit_height(9.5), width, round(float(theta), 2),
+    width = presenter.fit_width(5 / 6 if presenter.presenter() else 4 / 5) - 30  # the info column takes the rest
+    fig = _tree(es, _es_key(), i, presenter.font_size(), presenter.fit_height(9.5), width, round(float(theta), 2),
                 tuple(state.get("rules")))
-    ui.figure(fig, f"explorer_{sample}", key=CHART, context=ui.export_context(es), width="content")
-    ui.sweep_sync(CHART, theta, _follow, image=f"explorer_{sample}", context=ui.export_context(es, theta),
-                  title=f"Sample {sample}: every rule's pick")
+    widgets.figure(fig, f"explorer_{sample}", key=CHART, context=widgets.export_context(es), width="content")
+    sweep.sweep_sync(CHART, theta, _follow, image=f"explorer_{sample}", context=widgets.export_context(es, theta),
+                     title=f"Sample {sample}: every rule's pick")
 
 
 def _details(theta: float) -> None:
     view = views.sample_view(h, es.node_row(i), views.selected_paths(es, state.get("rules")), i, theta,
                              true_leaf=true_leaf)
-    if ui.presenter():
+    if presenter.presenter():
         return  # the tree's headline already names every rule's pick at θ
     st.markdown(views.choice_text(h, view))
-    if not ui.presenter():
+    if not presenter.presenter():
         st.caption("The predicted leaf's path runs down from the root; the true label's branch hangs off their "
                    "lowest common ancestor. ✓ = an ancestor of the true leaf (correct), ✗ = wrong; a hollow node "
                    "is below θ. The marks left of a node show which rule picks it. Predicting the root means "
                    "rejecting the sample.")
     with st.expander("Table of the picks"):
         table = views.choice_table(h, view)
-        st.dataframe(table, hide_index=True, key="explorer_table", column_config=ui.CHOICE_COLUMNS)
+        st.dataframe(table, hide_index=True, key="explorer_table", column_config=widgets.CHOICE_COLUMNS)
         ui.csv_download(table, f"explorer_{sample}", key="dl_explorer",
-                        context=ui.export_context(es, theta))
+                        context=widgets.export_context(es, theta))
 
 
 with main:

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import plots, state, ui
+from dashboard import entry, plots, presenter, session_keys, sidebar, state, ui, widgets
 from hsc_core.core.thresholds import solve_theorem1, theorem1_epsilon
 from hsc_core.evaluation.card import card_json, card_markdown, decision_card
 from hsc_core.evaluation.guarantees import METHODS, SUMMARY_COLUMNS, Settings, shootout
@@ -23,16 +23,16 @@ from hsc_core.evaluation.repeated_splits import split_repetitions
 from hsc_core.evaluation.threshold import ThresholdResult
 from hsc_core.report.figures import accuracy_coverage_figure, violation_figure
 
-ui.ensure_entrypoint()
+entry.ensure_entrypoint(globals())
 
-es = ui.require_eval_set()
-PRESENTER = ui.presenter()
+es = sidebar.require_eval_set()
+PRESENTER = presenter.presenter()
 st.title("Guaranteed accuracy")
 # Presenter mode: the requirement's sliders, the Run button, one split's numbers and the
 # repetitions' histogram share the first screen; the explanation folds away.
 intro = st.expander("What this page does") if PRESENTER else st.container()
 with intro:
-    st.caption(ui.eval_caption(es))
+    st.caption(sidebar.eval_caption(es))
     st.markdown(
     "Pick a target accuracy **1 − α** and a confidence **1 − δ**. A random calibration set of **n** samples gives "
     "each sample's smallest θ at which Climbing is correct; θ̂ is their ⌈(n+1)(1−α)⌉-th smallest value. "
@@ -51,9 +51,9 @@ with intro:
     "the repetitions to 200."
     )
 QUANTILES = {"order_statistic": "order statistic ⌈(n+1)(1−α)⌉ (paper)", "quantile": "numpy quantile (authors' code)"}
-RUNS = "_ga_runs"          # repetitions: key → table, the last few kept (moving α back finds its run)
-SHOOTOUTS = "_ga_shootouts"  # shoot-outs: key → ShootoutResult, the last few kept
-CARDS = "_ga_cards"
+RUNS = session_keys.GA_RUNS          # repetitions: key → table, the last few kept (moving α back finds its run)
+SHOOTOUTS = session_keys.GA_SHOOTOUTS  # shoot-outs: key → ShootoutResult, the last few kept
+CARDS = session_keys.GA_CARDS
 KEEP = 6
 TOL = 1e-9  # |accuracy − target| ≤ ε compared with a tolerance: 1.0 − 0.95 is 0.05000000000000004
 # The sliders' and inputs' ranges are those of state.SETTINGS (state.bind passes them), which also
@@ -118,7 +118,7 @@ def presenter_slots() -> Slots:
     left, right = st.columns([1, 2.2], gap="medium")
     with left:
         split = st.container()
-        settings = ui.controls("Seed, θ̂ rule, repetitions")
+        settings = presenter.controls("Seed, θ̂ rule, repetitions")
     return Slots(sliders, split, settings, right.container())
 
 
@@ -214,7 +214,7 @@ def repetitions(req: Requirement, eps: float, slots: Slots | None = None) -> Non
                                    progress=progress)
         except ValueError as exc:
             bar.empty()
-            st.error(f"Cannot run the repetitions: {ui.public_message(exc)}")
+            st.error(f"Cannot run the repetitions: {widgets.public_message(exc)}")
             return
         bar.empty()
         _remember(RUNS, key, df)
@@ -228,9 +228,9 @@ def repetitions(req: Requirement, eps: float, slots: Slots | None = None) -> Non
     n_reps = int(df["rep"].nunique())
     with chart:
         # presenter mode: the whole figure, its x-axis title included, above the fold
-        ui.figure(plots.accuracy_histogram(df, req.target, eps), f"guaranteed_accuracy_a{req.target:.3f}_n{req.n}",
-                  key="ga_hist", context=ui.export_context(es), height=ui.fit_height(13.4),
-                  title=f"Test accuracy over {n_reps:,} repetitions (target {req.target:.3f}, n = {req.n:,})")
+        widgets.figure(plots.accuracy_histogram(df, req.target, eps), f"guaranteed_accuracy_a{req.target:.3f}_n{req.n}",
+                       key="ga_hist", context=widgets.export_context(es), height=presenter.fit_height(13.4),
+                       title=f"Test accuracy over {n_reps:,} repetitions (target {req.target:.3f}, n = {req.n:,})")
     if slots is not None:
         st.subheader("Repetitions (Figure 3 style)")
     d = df.assign(abs_err=(df["accuracy"] - req.target).abs(),
@@ -253,10 +253,10 @@ def repetitions(req: Requirement, eps: float, slots: Slots | None = None) -> Non
                f"target, vs ε = {eps:.4f}), so fewer repetitions than that may land inside the green band.")
     c1, c2 = st.columns(2)
     with c1:
-        ui.csv_download(summary, "repetitions_summary", key="dl_ga_summary", context=ui.export_context(es))
+        ui.csv_download(summary, "repetitions_summary", key="dl_ga_summary", context=widgets.export_context(es))
     with c2:
         ui.csv_download(df, "repetitions", key="dl_ga_raw", label="All repetitions (CSV)",
-                        context=ui.export_context(es))
+                        context=widgets.export_context(es))
 
 
 def solver(req: Requirement) -> None:
@@ -290,7 +290,7 @@ def solver(req: Requirement) -> None:
     try:
         res = solve_theorem1(**given)
     except ValueError as exc:
-        st.error(f"No solution: {ui.public_message(exc)}")
+        st.error(f"No solution: {widgets.public_message(exc)}")
         return
     solved = {"alpha": f"{1 - res['alpha']:.4f}", "n": f"{res['n']:,}", "epsilon": f"{res['epsilon']:.4f}",
               "delta": f"{1 - res['delta']:.4f}"}[solve]
@@ -322,7 +322,7 @@ def shootout_section(req: Requirement) -> None:
                "(about half the sets fall below, by design). Sets are drawn with replacement (*iid*, the data set "
                "plays the deployment distribution and the realised accuracy is on all of it) or as the paper's "
                "calibration/test splits.")
-    with ui.controls("Shoot-out settings"):
+    with presenter.controls("Shoot-out settings"):
         c = st.columns([2.2, 1, 1, 1])
         d = st.columns([1.5, 1, 2.7])
         with d[0]:
@@ -358,7 +358,7 @@ def shootout_section(req: Requirement) -> None:
                            seed=req.seed, progress=lambda d, t: bar.progress(d / t, text=f"Shoot-out… {d}/{t}"))
         except ValueError as exc:
             bar.empty()
-            st.error(f"Cannot run the shoot-out: {ui.public_message(exc)}")
+            st.error(f"Cannot run the shoot-out: {widgets.public_message(exc)}")
             return
         bar.empty()
         _remember(SHOOTOUTS, key, res)
@@ -372,13 +372,14 @@ def shootout_section(req: Requirement) -> None:
         st.warning(f"**{r['label']}**: {r['note']}", icon=":material/block:")
     name = f"guarantees_a{req.target:.3f}_d{req.delta:.2f}_n{req.n}"
     # side by side on a desktop; one under the other in presenter mode, each the screen's width
-    c1, c2 = (st.container(), st.container()) if ui.presenter() else st.columns(2)
+    c1, c2 = (st.container(), st.container()) if presenter.presenter() else st.columns(2)
     with c1:
-        ui.figure(violation_figure(s, req.delta), f"{name}_violations", key="ga_violations",
-                  context=ui.export_context(es), title=f"Violation rate over {res.reps:,} calibration sets vs δ")
+        widgets.figure(violation_figure(s, req.delta), f"{name}_violations", key="ga_violations",
+                       context=widgets.export_context(es),
+                       title=f"Violation rate over {res.reps:,} calibration sets vs δ")
     with c2:
-        ui.figure(accuracy_coverage_figure(s, req.target), f"{name}_accuracy_coverage", key="ga_scatter",
-                  context=ui.export_context(es), title="Accuracy against coverage (± 1 sd)")
+        widgets.figure(accuracy_coverage_figure(s, req.target), f"{name}_accuracy_coverage", key="ga_scatter",
+                       context=widgets.export_context(es), title="Accuracy against coverage (± 1 sd)")
     shown = s[[c for c in SUMMARY_COLUMNS if c in SUMMARY_LABELS]]
     st.dataframe(shown, hide_index=True, key="ga_shootout", column_config={
         c: (st.column_config.NumberColumn(SUMMARY_LABELS[c], format="%.4f")
@@ -386,10 +387,10 @@ def shootout_section(req: Requirement) -> None:
         for c in shown.columns})
     c1, c2 = st.columns(2)
     with c1:
-        ui.csv_download(s, f"{name}_summary", key="dl_ga_shootout", context=ui.export_context(es))
+        ui.csv_download(s, f"{name}_summary", key="dl_ga_shootout", context=widgets.export_context(es))
     with c2:
         ui.csv_download(lambda: res.repetitions, f"{name}_repetitions", key="dl_ga_shootout_reps",
-                        label="Every calibration set (CSV)", context=ui.export_context(es))
+                        label="Every calibration set (CSV)", context=widgets.export_context(es))
 
 
 def card_section(req: Requirement) -> None:

@@ -3,15 +3,15 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, plots, state, ui
+from dashboard import catalog, data, entry, plots, presenter, sidebar, state, ui, widgets
 from hsc_core.core.rule_registry import rule_label
 from hsc_core.datasets.imagenet_trees import TREES
 from hsc_core.evaluation.sensitivity import sensitivity_table
 
-ui.ensure_entrypoint()
+entry.ensure_entrypoint(globals())
 
 st.title("Hierarchy sensitivity")
-with ui.controls("Trees and temperature scaling"):
+with presenter.controls("Trees and temperature scaling"):
     controls = st.columns([3, 1])
 with controls[0]:
     state.bind(st.multiselect, "Trees", "trees", scope="hs", options=list(TREES),
@@ -19,12 +19,12 @@ with controls[0]:
 with controls[1]:
     state.bind(st.toggle, "Temp. scaling", "ts", scope="hs", help="Same switch as in the sidebar.")
 
-es = ui.require_eval_set()
-if not ui.presenter():
-    st.caption(ui.eval_caption(es))
-if es.dataset.name != data.IMAGENET:
+es = sidebar.require_eval_set()
+if not presenter.presenter():
+    st.caption(sidebar.eval_caption(es))
+if es.dataset.name != catalog.IMAGENET:
     st.info("The built-in alternative trees are ImageNet-1k's; this model's data set is "
-            f"*{ui.plain(es.dataset.name)}*.")
+            f"*{widgets.plain(es.dataset.name)}*.")
     st.stop()
 trees = [t for t in TREES if t in state.get("trees")]
 if not trees:
@@ -33,11 +33,11 @@ if not trees:
 with st.spinner("Evaluating every rule under each tree, with bootstrap intervals (a few seconds per tree)…"):
     rows = data.hierarchy_sensitivity(es, tuple(trees))
 table = sensitivity_table(rows)
-context = ui.export_context(es)
+context = widgets.export_context(es)
 gains = [{"label": f"{TREES[d['tree']].label} · {rule_label(d['rule'])}", "rule": d["rule"],
           "estimate": d["gain_percent"], "low": d["gain_percent_low"], "high": d["gain_percent_high"]}
          for d in table if d["rule"] != "selective"]
-ui.figure(plots.gain_figure(gains), "hierarchy_sensitivity_gain", key="hs_gain", context=context,
+widgets.figure(plots.gain_figure(gains), "hierarchy_sensitivity_gain", key="hs_gain", context=context,
           title="Hierarchical gain vs Selective under each tree, 95 % bootstrap intervals")
 shown = pd.DataFrame([{"tree": TREES[d["tree"]].label, "rule": rule_label(d["rule"]),
                        "hAURC×1000": d["haurc_x1000"], "hAURC low": d["haurc_x1000_low"],
@@ -51,4 +51,4 @@ st.caption("Selective ignores the tree, so its hAURC is the same under every tre
            "tree is built from Lite0's own classifier weights, so it flatters Lite0 (and its variants) most.")
 with st.expander("Where each tree comes from"):
     for name in trees:
-        st.markdown(f"**{ui.plain(TREES[name].label)}** (`{name}`): {ui.plain(TREES[name].provenance)}")
+        st.markdown(f"**{widgets.plain(TREES[name].label)}** (`{name}`): {widgets.plain(TREES[name].provenance)}")

@@ -5,7 +5,7 @@ SEM, suspect rows, and the user's own models on the same axes."""
 import pandas as pd
 import streamlit as st
 
-from dashboard import atlas, state, ui
+from dashboard import atlas, entry, presenter, session_keys, state, ui, widgets
 from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.evaluation.atlas import (
     MAX_TABLE_BYTES,
@@ -20,7 +20,7 @@ from hsc_core.report.atlas_cli import sample_note
 from hsc_core.report.atlas_figure import atlas_figure, regime_means_figure
 from hsc_core.report.figures import ExportContext
 
-ui.ensure_entrypoint()
+entry.ensure_entrypoint(globals())
 
 REGIME_NAMES = {"all": "all regimes", **{r.key: r.label for r in (*REGIMES, PLAIN)}}
 DOWNLOAD_HINT = ("the authors' table: `results/models_comparison/models_comparison_full.csv` of "
@@ -29,7 +29,7 @@ DOWNLOAD_HINT = ("the authors' table: `results/models_comparison/models_comparis
 
 st.title("Model atlas")
 files = atlas.table_files()
-with ui.controls("Table, rule and axes"):
+with presenter.controls("Table, rule and axes"):
     top = st.columns([2.2, 1.2, 1.2, 1.0])
 with top[0]:
     options = files + (["(none: your models only)"] if files else [])
@@ -40,7 +40,7 @@ with top[0]:
             options = [state.get("atlas"), *options]  # a link's name: checked (and refused) below
         state.bind(st.selectbox, "Results table", "atlas", scope="atl", options=options,
                    help="CSV files in the results folder (HSC_RESULTS_DIR).")
-    upload = st.file_uploader("…or upload a results table (CSV)", type=["csv"], key="_atlas_upload",
+    upload = st.file_uploader("…or upload a results table (CSV)", type=["csv"], key=session_keys.ATLAS_UPLOAD,
                               max_upload_size=MAX_TABLE_BYTES // 2**20)
 ATLAS_RULES = rule_names(paper=True)  # the atlas table has the paper's four rules only
 if state.get("cmp_rule") not in ATLAS_RULES:
@@ -70,16 +70,16 @@ try:
     elif chosen and not chosen.startswith("(none"):
         table, source_name = atlas.table_from_folder(chosen), chosen  # refuses a name outside the folder
 except ValueError as exc:
-    st.error(ui.plain(ui.public_message(exc)))
+    st.error(widgets.plain(widgets.public_message(exc)))
 
 yours, left_out = (atlas.your_models(state.get("subset")) if show_yours else (pd.DataFrame(), []))
 if left_out:
     st.caption("Not placed (another data set than ImageNet-1k, or a file that fails): "
-               + ", ".join(ui.plain(n) for n in left_out[:5]))
+               + ", ".join(widgets.plain(n) for n in left_out[:5]))
 if table is None:
     if yours.empty:
         st.info(f"No results table yet. Put {DOWNLOAD_HINT} in the results folder "
-                f"(`{ui.plain(atlas.results_folder() or 'set HSC_RESULTS_DIR')}`) or upload it, or upload "
+                f"(`{widgets.plain(atlas.results_folder() or 'set HSC_RESULTS_DIR')}`) or upload it, or upload "
                 "`hsc evaluate`'s results.csv.")
         st.stop()
     st.info(f"No results table: showing your models only. For the paper's 1,116 models use {DOWNLOAD_HINT}.")
@@ -89,17 +89,17 @@ shown = table if state.get("regime") == "all" else table[
     table["regimes"].str.split(";").map(lambda ks: state.get("regime") in ks)]
 context = ExportContext(model=f"atlas_{source_name}", dataset="imagenet1k", subset=state.get("regime"), ts=ts)
 sizes = sorted({int(v) for v in table["n_eval"] if v == v})
-st.caption(f"**{len(table):,} models** from *{ui.plain(source_name)}*"
+st.caption(f"**{len(table):,} models** from *{widgets.plain(source_name)}*"
            + (f", {len(shown):,} of them {REGIME_NAMES[state.get('regime')]}" if state.get("regime") != "all" else "")
            + f" · evaluated on {', '.join(f'{s:,}' for s in sizes[:3])} images"
            + (" without TS (45,000 with TS, after fitting T on 5,000)" if sizes == [50_000] else "")
            + f" · {rule_label(rule)}, {'with' if ts else 'without'} TS")
 note = sample_note(yours)
 if note:
-    (st.caption if ui.presenter() else st.warning)(f"⚠ {note}")
+    (st.caption if presenter.presenter() else st.warning)(f"⚠ {note}")
 
-ui.figure(atlas_figure(shown, rule=rule, loss=loss, ts=ts, y=y, yours=yours if not yours.empty else None,
-                       font_size=ui.font_size(), height=350 if ui.presenter() else 520),
+widgets.figure(atlas_figure(shown, rule=rule, loss=loss, ts=ts, y=y, yours=yours if not yours.empty else None,
+                       font_size=presenter.font_size(), height=350 if presenter.presenter() else 520),
           f"atlas_{rule}_{loss}_{y}", key="atlas_chart", context=context,
           title=f"Top-1 accuracy vs {rule_label(rule)} {'hAURC' if y == 'haurc' else 'gain'} by training regime")
 st.caption("Each marker is a model: colour and shape say its training regime (a model with several shows its "
@@ -108,8 +108,8 @@ st.caption("Each marker is a model: colour and shape say its training regime (a 
 tabs = st.tabs(["Regimes (Figure 4)", "Table 1", "Suspect rows", "All models"])
 with tabs[0]:
     summary = regime_summary(table, rule=rule, loss=loss, ts=ts)
-    ui.figure(regime_means_figure(summary, value="haurc_x1000" if y == "haurc" else "gain_percent",
-                                  font_size=ui.font_size()),
+    widgets.figure(regime_means_figure(summary, value="haurc_x1000" if y == "haurc" else "gain_percent",
+                                  font_size=presenter.font_size()),
               f"atlas_regimes_{rule}_{loss}", key="atlas_regimes", context=context,
               title=f"{rule_label(rule)} by training regime, mean ± SEM")
     st.dataframe(pd.DataFrame(summary), hide_index=True, key="atlas_regime_table")

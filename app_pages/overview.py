@@ -5,19 +5,19 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, plots, report, state, ui, views
+from dashboard import catalog, data, entry, plots, presenter, report, session_keys, sidebar, state, ui, views, widgets
 from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.rule_registry import rule_label
 from hsc_core.core.uncertainty import CONFIDENCE, N_RESAMPLES, ON_DEMAND_SAMPLES
 from hsc_core.report.figures import RISK_NOTE, ExportContext
 from hsc_core.report.html_report import HEADLINE_RULE, headline_sentence, worse_sentence, worse_summary
 
-ui.ensure_entrypoint()
+entry.ensure_entrypoint(globals())
 
 st.title("Hierarchical Selective Classification")
 subset = state.get("subset")
-name, location = ui.current_model()
-CI_REQUESTED = "_overview_ci_requested"  # session state: models whose large-set intervals were asked for
+name, location = sidebar.current_model()
+CI_REQUESTED = session_keys.OVERVIEW_CI_REQUESTED  # session state: models whose large-set intervals were asked for
 
 
 def intervals_ready(model: str, es: data.EvalSet) -> bool:
@@ -40,8 +40,9 @@ def point_sentence(es: data.EvalSet, ts: bool) -> str:
 
 def _illustration() -> None:
     # Presenter mode: the screen's height below the title (the figure has no axes to keep).
-    ui.figure(plots.illustration_figure(data.hierarchy_or_imagenet(*ui.current_model())), "hsc_illustration",
-              key="overview_illustration", height=ui.fit_height(6.2))
+    widgets.figure(plots.illustration_figure(catalog.hierarchy_or_imagenet(*sidebar.current_model())),
+                   "hsc_illustration",
+                   key="overview_illustration", height=presenter.fit_height(6.2))
 
 
 # ---------------------------------------------------------------------------- the headline
@@ -52,8 +53,8 @@ def headline() -> None:
     try:
         sets = {ts: data.eval_set(name, location, subset, ts) for ts in (True, False)}
         if not intervals_ready(name, sets[True]):
-            st.info(ui.plain(point_sentence(sets[True], True)), icon=":material/campaign:")
-            st.caption(ui.plain(point_sentence(sets[False], False)))
+            st.info(widgets.plain(point_sentence(sets[True], True)), icon=":material/campaign:")
+            st.caption(widgets.plain(point_sentence(sets[False], False)))
             if st.button(f"Compute 95 % intervals ({N_RESAMPLES:,} bootstrap resamples)", key="overview_compute_ci",
                          icon=":material/bar_chart:",
                          help=f"{sets[True].n:,} evaluation samples: above {ON_DEMAND_SAMPLES:,} the intervals are "
@@ -62,19 +63,19 @@ def headline() -> None:
                 st.rerun()
             return
         boots = {ts: data.haurc_intervals(es) for ts, es in sets.items()}
-    except data.LOAD_ERRORS:
+    except catalog.LOAD_ERRORS:
         return  # said once, in the models' list below
     on = sets[True]
     gain = boots[True].gain[HEADLINE_RULE]
     text = headline_sentence(name, on.dataset.name, on.n, True, gain)
     box = st.success if gain.low > 0 else (st.warning if gain.high < 0 else st.info)
-    box(ui.plain(text), icon=":material/campaign:")
-    st.caption(ui.plain(headline_sentence(name, on.dataset.name, on.n, False, boots[False].gain[HEADLINE_RULE])))
+    box(widgets.plain(text), icon=":material/campaign:")
+    st.caption(widgets.plain(headline_sentence(name, on.dataset.name, on.n, False, boots[False].gain[HEADLINE_RULE])))
 
 
 # Presenter mode: the message (headline, its no-TS twin, the negative result) beside the
 # illustration, so both fit one 1280×720 screen; the explanation folds into an expander below.
-PRESENTER = ui.presenter()
+PRESENTER = presenter.presenter()
 message, picture = st.columns([1, 1.1], gap="large") if PRESENTER else (st.container(), None)
 if picture is not None:  # first: the headline's intervals may take a few seconds
     with picture:
@@ -132,25 +133,25 @@ all_ci = st.toggle("95 % intervals for every model", key="overview_all_ci",
                         "The model picked in the sidebar always has them.")
 rows, errors = [], []  # the layer's tidy result rows of every model
 with st.spinner("Summarising models…"):
-    for model, loc in ui.catalog().items():
+    for model, loc in sidebar.catalog().items():
         try:
             sets = {ts: data.eval_set(model, loc, subset, ts) for ts in (False, True)}
             want_ci = all_ci or (model == name and intervals_ready(model, sets[True]))
             rows += [r for es in sets.values() for r in es.view.results(intervals=want_ci)]
-        except data.LOAD_ERRORS as exc:
+        except catalog.LOAD_ERRORS as exc:
             errors.append((model, exc))
 for model, exc in errors:
-    ui.show_load_error(model, exc)
+    sidebar.show_load_error(model, exc)
 if not rows:
     if not errors:
-        ui.no_models_message()
+        sidebar.no_models_message()
     st.stop()
 
 worse = worse_sentence(rows)
 if worse:  # one sentence up top (the first screen), every model's rule further down
-    negative.warning(ui.plain(worse_summary(rows)), icon=":material/trending_down:")
+    negative.warning(widgets.plain(worse_summary(rows)), icon=":material/trending_down:")
     with st.expander("Every rule that does worse than Selective"):
-        st.markdown(ui.plain(worse))
+        st.markdown(widgets.plain(worse))
 models = views.model_rows(rows, metrics=("top1", "temperature"))
 st.dataframe(pd.DataFrame(models), hide_index=True, key="overview_table",
              column_config={"n_eval": st.column_config.NumberColumn("evaluation samples"),
@@ -167,9 +168,9 @@ datasets = "_".join(dict.fromkeys(dataset_of.values()))
 gains = views.gain_intervals(rows)
 if gains:
     shown_for = "all_models" if all_ci else name
-    ui.figure(plots.gain_figure(gains), "hsc_gain_intervals", key="overview_gains",
-              context=ExportContext(shown_for, datasets if all_ci else dataset_of[name], subset, None),
-              title="Hierarchical gain vs Selective, 95 % bootstrap intervals")
+    widgets.figure(plots.gain_figure(gains), "hsc_gain_intervals", key="overview_gains",
+                   context=ExportContext(shown_for, datasets if all_ci else dataset_of[name], subset, None),
+                   title="Hierarchical gain vs Selective, 95 % bootstrap intervals")
 everything = ExportContext("all_models", datasets, subset, None)
 c1, c2, c3 = st.columns(3)
 with c1:
@@ -178,7 +179,7 @@ with c2:
     ui.csv_download(views.model_rows(rows, intervals=True), "hsc_models", key="dl_overview",
                     label="Everything, one row per model (CSV)", context=everything)
 with c3:
-    report.download_button(ui.catalog(), subset, key="dl_overview_report", label="Report of every model (HTML)")
+    report.download_button(sidebar.catalog(), subset, key="dl_overview_report", label="Report of every model (HTML)")
 st.caption(
     "Every number is on the evaluation split of the selected subset (see *How these numbers are measured* above); "
     "T is each model's temperature, fitted on its calibration split. Gain is the % hAURC reduction relative to "

@@ -4,7 +4,7 @@ ones) and their operating points at θ."""
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, state, ui, views
+from dashboard import catalog, data, entry, presenter, sidebar, state, sweep, ui, views, widgets
 from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.core.uncertainty import ON_DEMAND_SAMPLES
@@ -12,10 +12,10 @@ from hsc_core.evaluation.rc_table import RC_TABLE_COLUMNS, rc_table_rows
 from hsc_core.report.figures import export_name
 from hsc_core.report.sweep import operating_point_grid, rc_sweep_figure
 
-ui.ensure_entrypoint()
+entry.ensure_entrypoint(globals())
 
 st.title("Risk–coverage")
-with ui.controls("Rules, risk and curve"):
+with presenter.controls("Rules, risk and curve"):
     # The rules get a row of their own, so every chip ("Max-Coverage" too) shows its whole name.
     state.bind(st.multiselect, "Rules", "rules", scope="rc", options=list(rule_names()), format_func=rule_label)
     controls = st.columns([1.1, 1.5, 1.1])
@@ -29,19 +29,19 @@ with controls[2]:
     state.bind(st.toggle, "Temp. scaling", "ts", scope="rc",
                help="Same switch as in the sidebar. " + PROTOCOL_TEXT)
 
-es = ui.require_eval_set()
-if not ui.presenter():
-    st.caption(ui.eval_caption(es))
+es = sidebar.require_eval_set()
+if not presenter.presenter():
+    st.caption(sidebar.eval_caption(es))
 rules = [r for r in rule_names() if r in state.get("rules")]
 if not rules:
     st.info("Select at least one rule.")
     st.stop()
 loss = state.get("loss")
 dec = None if state.get("dec") == "exact" else 2
-cs = ui.curve_set_or_stop(es, loss, dec)
+cs = sidebar.curve_set_or_stop(es, loss, dec)
 
 
-@data.cache_resource(max_entries=32, show_spinner=False)
+@catalog.cache_resource(max_entries=32, show_spinner=False)
 def _sweep_figure(_cs, key: tuple, rules: tuple, loss: str, font_size: int, height: int | None, _theta: float):
     """The RC figure with one frame per θ of the 0.01 grid (operating points from the exact curves),
     built once per curve set; the page shows any θ by animating to its frame in the browser."""
@@ -56,7 +56,7 @@ def _follow(theta: float) -> None:
 
 @state.fragment
 def theta_view() -> None:
-    with ui.theta_box("rc_chart", "slider"):
+    with sweep.theta_box("rc_chart", "slider"):
         theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="rc", min_value=0.0, max_value=1.0,
                            step=0.01, format="%.2f",
                            help="Each marker is that rule's (coverage, risk) at θ; predictions accept a node when "
@@ -65,18 +65,19 @@ def theta_view() -> None:
     chart, text = st.columns([3, 1.2])
     with chart:
         # Presenter mode: title, θ slider and the whole chart (its x-axis title included) on one screen.
-        fig = _sweep_figure(cs, (*es.key, loss, state.get("dec")), tuple(rules), loss, ui.font_size(),
-                            ui.fit_height(13.6), round(float(theta), 2))
+        fig = _sweep_figure(cs, (*es.key, loss, state.get("dec")), tuple(rules), loss, presenter.font_size(),
+                            presenter.fit_height(13.6), round(float(theta), 2))
         name = f"rc_{es.model}_{loss}_{state.get('dec')}"
-        ui.figure(fig, name, key="rc_chart", context=ui.export_context(es))
-        ui.sweep_sync("rc_chart", theta, _follow, image=f"rc_{loss}_{state.get('dec')}", context=ui.export_context(es),
-                      title="Risk–coverage curves and each rule's operating point")
-    with text, ui.theta_box("rc_chart", "follow"):
+        widgets.figure(fig, name, key="rc_chart", context=widgets.export_context(es))
+        sweep.sweep_sync("rc_chart", theta, _follow, image=f"rc_{loss}_{state.get('dec')}",
+                         context=widgets.export_context(es),
+                         title="Risk–coverage curves and each rule's operating point")
+    with text, sweep.theta_box("rc_chart", "follow"):
         st.markdown(f"**Operating points** (θ = {theta:.2f}; ▶ Play on the chart sweeps θ)")
         st.markdown(views.operating_point_text(points))
         shown = points.drop(columns="key")
         ui.csv_download(shown, "rc_operating_points", key="dl_rc_points",
-                        label="Operating points (CSV)", context=ui.export_context(es, theta))
+                        label="Operating points (CSV)", context=widgets.export_context(es, theta))
 
 
 theta_view()
@@ -97,7 +98,7 @@ st.dataframe(table, hide_index=True, key="rc_table",
 c1, c2 = st.columns(2)
 with c1:
     ui.csv_download(table, f"haurc_{loss}_{state.get('dec')}", key="dl_rc_table",
-                    context=ui.export_context(es))
+                    context=widgets.export_context(es))
 with c2:
     def _curve_points() -> pd.DataFrame:
         # The layer's RC table, the schema of `hsc evaluate --rc-table` (θ is `theta`: the largest θ of each point).
@@ -106,7 +107,7 @@ with c2:
 
     # No context columns in front: the RC table names its model, data set, subset and setting itself;
     # the file name still says them.
-    ui.csv_download(_curve_points, export_name(f"rc_curves_{loss}_{state.get('dec')}", ui.export_context(es)),
+    ui.csv_download(_curve_points, export_name(f"rc_curves_{loss}_{state.get('dec')}", widgets.export_context(es)),
                     key="dl_rc_curves", label="Full curves (CSV)")
 st.caption(
     "Point k of a curve holds for every θ in (θ_{k−1}, θ_k]. The exact curve has every breakpoint; the authors' "

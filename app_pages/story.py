@@ -5,7 +5,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from dashboard import data, state, ui, views
+from dashboard import catalog, data, entry, presenter, session_keys, sidebar, state, sweep, views, widgets
 from hsc_core.core.rule_registry import rule_label
 from hsc_core.core.thresholds import theorem1_epsilon
 from hsc_core.core.uncertainty import ON_DEMAND_SAMPLES
@@ -13,7 +13,7 @@ from hsc_core.report.figures import leaf_bars_figure
 from hsc_core.report.sweep import operating_point_grid, rc_sweep_figure
 from hsc_core.report.tree_figure import record_rows, tree_figure
 
-ui.ensure_entrypoint()
+entry.ensure_entrypoint(globals())
 
 STEPS = {
     1: "The classifier is unsure",
@@ -30,9 +30,9 @@ THETA = views.FIGURE1_THETA
 TARGET, DELTA = state.SETTINGS["acc"].default, round(1 - state.SETTINGS["conf"].default, 6)
 N_CAL, SPLIT_SEED = int(state.SETTINGS["n"].default), int(state.SETTINGS["split_seed"].default)
 
-es = ui.require_eval_set()
+es = sidebar.require_eval_set()
 h = es.hierarchy
-SHOWN_STEP = "_story_shown_step"  # session state: the step the last run showed
+SHOWN_STEP = session_keys.STORY_SHOWN_STEP  # session state: the step the last run showed
 # The step control can be empty at the start of a run (its selected segment clicked again, or its
 # widget value dropped while a chart's sweep reran the page): stay on the step on screen.
 _asked = state.get("step")
@@ -59,18 +59,18 @@ with nav[2]:
 st.subheader(f"{step}. {STEPS[step]}")
 
 
-@data.cache_resource(max_entries=8, show_spinner=False)
+@catalog.cache_resource(max_entries=8, show_spinner=False)
 def _example(_es, key: tuple) -> int | None:
     return views.figure1_example(_es.hierarchy, _es.node_probs, _es.paths, _es.labels, _es.leaf_pred, _es.leaf_conf)
 
 
 key = es.key
 i = _example(es, key)
-font = ui.font_size()
+font = presenter.font_size()
 
 
 def _name(v: int) -> str:
-    return ui.plain(views.node_name(h, v))
+    return widgets.plain(views.node_name(h, v))
 
 
 def _leaf_bars(i: int, k: int = 5) -> go.Figure:
@@ -97,9 +97,9 @@ def _gain_words(es) -> str:
 
 
 # The story's charts sweep θ in the browser (keys and ▶ Play); where a sweep comes to rest becomes
-# the step's θ, and its text is rewritten for it (hidden while the chart is ahead, ``ui.theta_box``),
+# the step's θ, and its text is rewritten for it (hidden while the chart is ahead, ``sweep.theta_box``),
 # so one θ is on screen. Each step opens at θ = 0.5; the θ is the story's own, not the link's.
-STORY_THETA = "_story_theta"  # session state: (step, θ)
+STORY_THETA = session_keys.STORY_THETA  # session state: (step, θ)
 
 
 def _theta() -> float:
@@ -113,13 +113,13 @@ def _stay(theta: float) -> None:
 
 def _at_rest(chart: str):
     """The step's θ-dependent text: hidden while its chart sweeps ahead of the server."""
-    return ui.theta_box(chart, "follow")
+    return sweep.theta_box(chart, "follow")
 
 
 theta = _theta()
 
 
-@data.cache_resource(max_entries=16, show_spinner=False)
+@catalog.cache_resource(max_entries=16, show_spinner=False)
 def _tree(_es, key: tuple, i: int, rules: tuple, font: int, max_height: int | None, max_width: int):
     return tree_figure(_es.hierarchy, _es.node_row(i), record_rows(_es.paths, i), int(_es.labels[i]), THETA,
                        font_size=font, rules=rules, max_height=max_height, max_width=max_width)
@@ -132,8 +132,8 @@ def _beside(text_width: float = 1.0):
 
 def _photo() -> None:
     # Small beside the text: the photo says what the image is; the chart is the lesson.
-    ui.sample_image(es, str(es.sample_ids[i]), width=int(9 * ui.DESIGN_REM_PX * ui.presenter_scale())
-                    if ui.presenter() else 220)
+    widgets.sample_image(es, str(es.sample_ids[i]), width=int(9 * presenter.DESIGN_REM_PX * presenter.presenter_scale())
+                         if presenter.presenter() else 220)
 
 
 def _tree_step(rules: tuple, chart: str, text: str) -> None:
@@ -143,9 +143,9 @@ def _tree_step(rules: tuple, chart: str, text: str) -> None:
             st.markdown(text)
         _photo()
     with right:
-        fig = _tree(es, key, i, rules, font, ui.fit_height(7.4), ui.fit_width(2.2 / 3.2) - 30)
-        ui.figure(fig, f"story_{chart}", key=chart, width="content")
-        ui.sweep_sync(chart, theta, _stay, image=f"story_{chart}", context=ui.export_context(es, theta),
+        fig = _tree(es, key, i, rules, font, presenter.fit_height(7.4), presenter.fit_width(2.2 / 3.2) - 30)
+        widgets.figure(fig, f"story_{chart}", key=chart, width="content")
+        sweep.sweep_sync(chart, theta, _stay, image=f"story_{chart}", context=widgets.export_context(es, theta),
                       title=f"Sample {es.sample_ids[i]}: " + " vs ".join(rule_label(r) for r in rules))
 
 
@@ -180,8 +180,8 @@ elif step == 1:
     true, pred = int(es.labels[i]), int(es.leaf_pred[i])
     right, left = _beside(1.2)
     with left:
-        ui.figure(_leaf_bars(i), f"story_step1_{es.sample_ids[i]}", key="story_bars",
-                  context=ui.export_context(es))
+        widgets.figure(_leaf_bars(i), f"story_step1_{es.sample_ids[i]}", key="story_bars",
+                       context=widgets.export_context(es))
     with right:
         _photo()
         st.markdown(
@@ -194,10 +194,10 @@ elif step == 2:
 elif step == 3:
     _tree_step(("selective", "climbing"), "story_tree_climb", _climbing_text(theta))
 elif step == 4:
-    cs = ui.curve_set_or_stop(es)
+    cs = sidebar.curve_set_or_stop(es)
     rules = ("selective", "climbing")
 
-    @data.cache_resource(max_entries=8, show_spinner=False)
+    @catalog.cache_resource(max_entries=8, show_spinner=False)
     def _rc(_cs, key: tuple, font: int, height: int | None):
         points = {r: operating_point_grid(_cs.exact[r]) for r in rules}
         return rc_sweep_figure({r: _cs.display[r] for r in rules}, points,
@@ -206,10 +206,10 @@ elif step == 4:
     sel, climb = cs.curves["selective"].haurc, cs.curves["climbing"].haurc
     left, right = _beside()
     with right:  # the chart first: the interval in the text may take a few seconds the first time
-        ui.figure(_rc(cs, key, font, ui.fit_height(10.5)), "story_step4", key="story_rc",
-                  context=ui.export_context(es))
-        ui.sweep_sync("story_rc", theta, _stay, image="story_step4", context=ui.export_context(es),
-                      title="Risk–coverage: Selective vs Climbing")
+        widgets.figure(_rc(cs, key, font, presenter.fit_height(10.5)), "story_step4", key="story_rc",
+                       context=widgets.export_context(es))
+        sweep.sweep_sync("story_rc", theta, _stay, image="story_step4", context=widgets.export_context(es),
+                         title="Risk–coverage: Selective vs Climbing")
     with left:
         st.markdown(
             f"Every θ gives each rule a **coverage** (how much it still says, 1 = every leaf answered) and a "
@@ -234,9 +234,9 @@ else:
     cols[3].metric("coverage", f"{split.test_coverage:.3f}")
     st.markdown("Repeat this on many random splits, and compare with DARTS, on the **Guaranteed accuracy** page.")
 
-if i is not None and step <= 3 and not ui.presenter():
+if i is not None and step <= 3 and not presenter.presenter():
     # No θ value here: the step's θ moves with its chart, and only the step's text (in its
     # ``_at_rest`` box) names it, so one θ is on screen.
-    st.caption(f"The example: sample {ui.plain(es.sample_ids[i])} of {ui.plain(es.model)}, the most "
+    st.caption(f"The example: sample {widgets.plain(es.sample_ids[i])} of {widgets.plain(es.model)}, the most "
                "Figure-1-like image of this data (an unsure, wrong top-1 leaf that Climbing corrects where "
                "each step starts). Open it in the Explorer to change θ or pick another sample.")

@@ -14,13 +14,14 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, perturb, state, ui, views
+from dashboard import catalog, data, entry, perturb, presenter, sidebar, state, ui, views, widgets
+from dashboard.sweep import theta_box
 from hsc_core.core.probabilities import softmax
 from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy
 from hsc_core.datasets.images import ImageReadError, display_image, max_image_pixels, open_image_safely
 from hsc_core.report.figures import ExportContext
 
-ui.ensure_entrypoint()
+entry.ensure_entrypoint(globals())
 MAX_IMAGE_MB = 50  # per upload; the pixel cap (HSC_MAX_IMAGE_MEGAPIXELS) is checked before decoding
 PIPELINE_MISSING = ("Classifying an image needs PyTorch and timm, which are not installed: "
                     "`pip install 'hsc-toolkit[pipeline]'` (or `pip install -r requirements.txt` in a checkout).")
@@ -33,16 +34,16 @@ if not perturb.pipeline_installed():
 from hsc_core.pipeline.models import list_registered_models  # noqa: E402 - imports torch: only now
 
 h = imagenet_hierarchy()
-current, current_location = ui.current_model()
+current, current_location = sidebar.current_model()
 if current is not None:
     try:
-        current_dataset = data.dataset_name_for(current, current_location)
-    except data.LOAD_ERRORS:
+        current_dataset = catalog.dataset_name_for(current, current_location)
+    except catalog.LOAD_ERRORS:
         current_dataset = None
-    if current_dataset != data.IMAGENET:
+    if current_dataset != catalog.IMAGENET:
         st.info(f"This page classifies with the registered ImageNet-1k models only, on the ImageNet hierarchy; "
-                f"the model picked in the sidebar ({ui.plain(current)}) belongs to "
-                + (f"data set {ui.plain(current_dataset)}." if current_dataset else "no known data set.")
+                f"the model picked in the sidebar ({widgets.plain(current)}) belongs to "
+                + (f"data set {widgets.plain(current_dataset)}." if current_dataset else "no known data set.")
                 + " Its pages are Explorer, Risk–Coverage and the others.")
 models = list_registered_models()
 if not models:
@@ -70,7 +71,7 @@ def classify(image: bytes, model: str, name: str) -> tuple[np.ndarray, bytes]:
 
 
 image_bytes, image_name = None, None
-with ui.controls("Model and image"):
+with presenter.controls("Model and image"):
     c = st.columns([1, 2])
     with c[0]:
         model = state.bind(st.selectbox, "Model", "tmodel", scope="img", options=models,
@@ -87,7 +88,7 @@ with ui.controls("Model and image"):
         files = sorted(p.name for p in sample_dir.iterdir() if p.suffix.lower() in (".jpeg", ".jpg", ".png"))
         linked = state.get("timg") in files  # a deep link to a shipped image opens it
         if state.get("timg") is not None and not linked:
-            st.warning(f"Image {ui.plain(state.get('timg'))} from the link is not among the shipped images.")
+            st.warning(f"Image {widgets.plain(state.get('timg'))} from the link is not among the shipped images.")
         # On by default, so the page (and a projector) opens on a real example, not an empty upload box.
         if files and st.toggle("Or use one of the shipped validation images", key="img_use_sample", value=True):
             if not linked:
@@ -105,14 +106,14 @@ try:
     with st.spinner(f"Running {model} on the CPU…"):
         logits, preview = classify(image_bytes, model, image_name)
 except ImageReadError as exc:
-    st.error(ui.plain(ui.public_message(exc)))
+    st.error(widgets.plain(widgets.public_message(exc)))
     st.stop()
 except Exception as exc:  # model loading (missing weights package, …): show it, never a traceback
-    st.error(f"Cannot run {ui.plain(model)}: {type(exc).__name__}: {ui.plain(ui.public_message(exc))}")
+    st.error(f"Cannot run {widgets.plain(model)}: {type(exc).__name__}: {widgets.plain(widgets.public_message(exc))}")
     st.stop()
 
 t, t_note = 1.0, "no temperature scaling"
-location = ui.catalog().get(model)
+location = sidebar.catalog().get(model)
 if state.get("ts"):
     if location is None:
         t_note = f"no cached logits for {model}, so T = 1"
@@ -120,8 +121,8 @@ if state.get("ts"):
         try:
             t, n_fit = data.temperature(location, data.ALL)
             t_note = f"T = {t:.3f} fitted on the 10 % calibration split of {model}'s cached logits ({n_fit:,} samples)"
-        except data.LOAD_ERRORS as exc:
-            t_note = f"T = 1 ({ui.plain(ui.public_message(exc))})"
+        except catalog.LOAD_ERRORS as exc:
+            t_note = f"T = 1 ({widgets.plain(widgets.public_message(exc))})"
 
 
 def _true_leaf(name: str | None) -> int | None:
@@ -129,8 +130,8 @@ def _true_leaf(name: str | None) -> int | None:
     if upload is not None or name is None or location is None:
         return None
     try:
-        bundle = data.load_bundle(location)
-    except data.LOAD_ERRORS:
+        bundle = catalog.load_bundle(location)
+    except catalog.LOAD_ERRORS:
         return None
     hits = np.flatnonzero(np.asarray(bundle.sample_ids).astype(str) == name)
     return int(bundle.labels[hits[0]]) if hits.size else None
@@ -139,21 +140,21 @@ def _true_leaf(name: str | None) -> int | None:
 true_leaf = _true_leaf(image_name)
 leaf_probs = softmax(np.asarray(logits, dtype=np.float64)[None, :], t)
 row = perturb.node_row(h, logits, t)
-context = ExportContext(model=model, dataset=data.IMAGENET, ts=bool(state.get("ts")),
+context = ExportContext(model=model, dataset=catalog.IMAGENET, ts=bool(state.get("ts")),
                         temperature=t if state.get("ts") else None, n_samples=1)
 
-RIGHT = 2.4 if ui.presenter() else 2.0  # the tree's share of the page beside the image (1)
+RIGHT = 2.4 if presenter.presenter() else 2.0  # the tree's share of the page beside the image (1)
 left, right = st.columns([1, RIGHT], gap="medium")
 with left:
-    st.image(preview, caption=ui.plain(image_name), width="stretch")
+    st.image(preview, caption=widgets.plain(image_name), width="stretch")
     if true_leaf is not None:
-        st.markdown(f"**True class:** {ui.plain(views.node_name(h, true_leaf))}")
+        st.markdown(f"**True class:** {widgets.plain(views.node_name(h, true_leaf))}")
     top = np.argsort(-leaf_probs[0])[:5]
     top5 = pd.DataFrame({"rank": np.arange(1, 6), "class": [views.node_name(h, k) for k in top],
                          "wnid": [h.node_ids[k] for k in top], "probability": leaf_probs[0][top]})
     st.markdown(f"**Top-5** ({t_note})")
     # presenter mode's narrow column: no wnid column, so the probabilities are not cut (the CSV has it)
-    st.dataframe(top5.drop(columns="wnid") if ui.presenter() else top5, hide_index=True, key="img_top5",
+    st.dataframe(top5.drop(columns="wnid") if presenter.presenter() else top5, hide_index=True, key="img_top5",
                  column_config={"probability": st.column_config.NumberColumn(format="%.4f")})
     ui.csv_download(top5, f"top5_{model}_{image_name}", key="dl_top5", context=context)
 
@@ -170,8 +171,8 @@ def theta_view() -> None:
     # Presenter mode, as the Explorer: the tree's own θ slider and ▶ Play are the θ control, the
     # tree fills the screen's height and the degradation pickers come after it.
     theta = float(state.get("theta"))
-    if not ui.presenter():
-        with ui.theta_box(CHART, "slider"):
+    if not presenter.presenter():
+        with theta_box(CHART, "slider"):
             theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="img", min_value=0.0,
                                max_value=1.0, step=0.01, format="%.2f",
                                help="The tree's own ▶ Play button and slider sweep θ in the browser; where they "
@@ -179,8 +180,8 @@ def theta_view() -> None:
     pickers = st.container()
     tree = st.container()
     # Everything below the tree shows θ: hidden while the tree sweeps ahead, so one θ is on screen.
-    below = ui.theta_box(CHART, "follow")
-    with pickers if not ui.presenter() else below:
+    below = theta_box(CHART, "follow")
+    with pickers if not presenter.presenter() else below:
         kind, severity = perturb.degrade_controls("img")
     shown = row
     if kind != "none":
@@ -190,8 +191,8 @@ def theta_view() -> None:
     with tree:
         perturb.tree_chart(h, shown, true_leaf, theta, key=CHART, name=f"tree_{model}_{image_name}",
                            context=at_theta, cache_key=(perturb.digest_of(image_bytes), model, t, kind, severity),
-                           on_theta=_follow, max_height=ui.fit_height(9.5),
-                           max_width=ui.fit_width(RIGHT / (1 + RIGHT)) - 30 if ui.presenter() else None)
+                           on_theta=_follow, max_height=presenter.fit_height(9.5),
+                           max_width=presenter.fit_width(RIGHT / (1 + RIGHT)) - 30 if presenter.presenter() else None)
     view = views.sample_view(h, shown, views.single_sample_paths(h, shown), 0, theta, true_leaf=true_leaf)
     with below:
         st.markdown(views.choice_text(h, view))
@@ -200,7 +201,7 @@ def theta_view() -> None:
                                temperature=t, model=model, image_name=image_name, context=at_theta, key="img")
         with st.expander("Table of the picks"):
             table = views.choice_table(h, view)
-            st.dataframe(table, hide_index=True, key="img_choices", column_config=ui.CHOICE_COLUMNS)
+            st.dataframe(table, hide_index=True, key="img_choices", column_config=widgets.CHOICE_COLUMNS)
             ui.csv_download(table, f"choices_{model}_{image_name}", key="dl_img_choices", context=at_theta)
 
 

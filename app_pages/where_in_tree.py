@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, state, ui, views
+from dashboard import catalog, entry, presenter, sidebar, state, ui, views, widgets
 from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.evaluation.diagnostics import (
     MAX_WEDGES,
@@ -26,16 +26,16 @@ from hsc_core.report.diagnostics_figures import (
     tree_map_figure,
 )
 
-ui.ensure_entrypoint()
+entry.ensure_entrypoint(globals())
 
-es = ui.require_eval_set()
+es = sidebar.require_eval_set()
 h = es.hierarchy
 st.title("Where the model stops")
-if not ui.presenter():
-    st.caption(ui.eval_caption(es))
+if not presenter.presenter():
+    st.caption(sidebar.eval_caption(es))
 MAX_ROWS = 500  # samples listed behind a node
 
-with ui.controls("Rule, colour and chart"):
+with presenter.controls("Rule, colour and chart"):
     cols = st.columns([1.2, 2.0, 1.0])
 with cols[0]:
     state.bind(st.selectbox, "Rule", "cmp_rule", scope="wt", options=list(rule_names()), format_func=rule_label)
@@ -56,7 +56,7 @@ if state.get("node") is not None:
     try:
         picked = h.index_of(state.get("node"))
     except (KeyError, ValueError):
-        st.warning(f"Node {ui.plain(state.get('node'))} from the link is not in this tree; showing the root.")
+        st.warning(f"Node {widgets.plain(state.get('node'))} from the link is not in this tree; showing the root.")
         state.set("node", None)
 focus = h.root if picked is None else (picked if picked >= h.n_leaves else int(h.parent[picked]))
 
@@ -80,15 +80,15 @@ def tree_view() -> None:
     left, right = st.columns([3, 2], gap="small")
     with left:
         fig = tree_map_figure(table, nodes, colour_by=state.get("wcolour"), kind=state.get("wkind"),
-                              font_size=ui.font_size(), height=430 if ui.presenter() else 560)
-        ui.figure(fig, f"where_{rule}", key="where_chart", context=ui.export_context(es, theta),
+                              font_size=presenter.font_size(), height=430 if presenter.presenter() else 560)
+        widgets.figure(fig, f"where_{rule}", key="where_chart", context=widgets.export_context(es, theta),
                   title=f"Where {rule_label(rule)} stops at θ = {theta:.2f}")
         st.caption(f"{len(nodes):,} of {h.n_nodes:,} nodes drawn (at most {MAX_WEDGES:,}: whole levels from "
-                   f"{ui.plain(views.node_name(h, focus))} down, then the largest); area = samples by true class; "
+                   f"{widgets.plain(views.node_name(h, focus))} down, then the largest); area = samples by true class; "
                    "grey = no prediction lands there. Click a wedge to zoom; pick a node on the right to list "
                    "its samples.")
         ui.csv_download(lambda: table.assign(rule=rule), f"where_{rule}_nodes", key="dl_where_nodes",
-                        context=ui.export_context(es, theta))
+                        context=widgets.export_context(es, theta))
     with right:
         internal = table.iloc[h.n_leaves:]
         node = picked if picked is not None else int(internal["stops"].idxmax())
@@ -106,7 +106,7 @@ def tree_view() -> None:
             st.rerun()
         at = samples_at_node(h, paths, es.labels, theta, node)
         pred, conf = paths.predict(theta)
-        st.markdown(f"**{at.size:,} sample(s)** land at *{ui.plain(views.node_name(h, node))}*"
+        st.markdown(f"**{at.size:,} sample(s)** land at *{widgets.plain(views.node_name(h, node))}*"
                     + (f" (first {MAX_ROWS})" if at.size > MAX_ROWS else ""))
         shown = at[:MAX_ROWS]
         correct = es.correctness(pred[shown], shown)
@@ -122,21 +122,22 @@ def tree_view() -> None:
             "confidence": st.column_config.NumberColumn(format="%.3f")})
         if shown.size:
             st.markdown("Open in the Explorer: " + " · ".join(
-                f"[{ui.plain(sid)}]({link})" for sid, link in zip(rows["sample"][:4], rows["explorer"][:4],
-                                                                  strict=True)))
-        ui.csv_download(rows, f"where_{rule}_samples", key="dl_where_samples", context=ui.export_context(es, theta))
+                f"[{widgets.plain(sid)}]({link})" for sid, link in zip(rows["sample"][:4], rows["explorer"][:4],
+                                                                       strict=True)))
+        ui.csv_download(rows, f"where_{rule}_samples", key="dl_where_samples",
+                        context=widgets.export_context(es, theta))
 
     hist = mistake_severity_histogram(h, es.paths, es.labels, theta)
-    ui.figure(severity_figure(hist, font_size=ui.font_size()), "mistake_severity", key="where_severity",
-              context=ui.export_context(es, theta),
-              title=f"How bad are the mistakes? LCA depth of wrong predictions at θ = {theta:.2f}")
-    ui.csv_download(hist, "mistake_severity", key="dl_where_severity", context=ui.export_context(es, theta))
+    widgets.figure(severity_figure(hist, font_size=presenter.font_size()), "mistake_severity", key="where_severity",
+                   context=widgets.export_context(es, theta),
+                   title=f"How bad are the mistakes? LCA depth of wrong predictions at θ = {theta:.2f}")
+    ui.csv_download(hist, "mistake_severity", key="dl_where_severity", context=widgets.export_context(es, theta))
 
 
 tree_view()
 
 
-@data.cache_resource(max_entries=16, show_spinner=False)
+@catalog.cache_resource(max_entries=16, show_spinner=False)
 def _superclass_curves(_es, key: tuple, rule: str, level: int, loss: str):
     return superclass_rc_curves(_es.hierarchy, _es.view.decision_paths(rule), _es.labels, level, loss=loss, top=6)
 
@@ -149,9 +150,9 @@ state.bind(st.slider, "Hierarchy level (depth of the superclasses)", "level", sc
 curves = _superclass_curves(es, es.key, rule, int(state.get("level")), state.get("loss"))
 sizes = np.bincount(superclass_groups(h, es.labels, int(state.get("level"))), minlength=h.n_nodes)
 named = {f"{views.node_name(h, g)} ({sizes[g]:,} samples)": c for g, c in curves.items()}
-ui.figure(superclass_rc_figure(named, loss=state.get("loss"), font_size=ui.font_size()),
-          f"superclass_rc_{rule}_level{state.get('level')}", key="where_superclass", context=ui.export_context(es),
+widgets.figure(superclass_rc_figure(named, loss=state.get("loss"), font_size=presenter.font_size()),
+          f"superclass_rc_{rule}_level{state.get('level')}", key="where_superclass", context=widgets.export_context(es),
           title=f"{rule_label(rule)}: the six largest superclasses at depth {state.get('level')}")
 ui.csv_download([{"superclass": views.node_name(h, g), "node": h.node_ids[g], "rule": rule, "loss": state.get("loss"),
                   "haurc": c.haurc, "points": int(c.coverage.size)} for g, c in curves.items()],
-                f"superclass_haurc_{rule}", key="dl_where_superclass", context=ui.export_context(es))
+                f"superclass_haurc_{rule}", key="dl_where_superclass", context=widgets.export_context(es))

@@ -67,16 +67,16 @@ def main() -> None:
     import streamlit  # noqa: F401  (configures logging; silence it again afterwards)
 
     _quiet_streamlit()
-    from dashboard import data, plots, views
+    from dashboard import catalog, data, plots, views
     from hsc_core.core.rules import RULES
     from hsc_core.report.tree_figure import record_rows, tree_figure
 
     _quiet_streamlit()  # loggers created by the imports above
 
-    name, location = next(iter(data.model_catalog().items()))
+    name, location = next(iter(catalog.model_catalog().items()))
     print(f"model {name}: {args.samples:,} samples × 1,000 classes (synthetic, ImageNet tree)")
     t0 = time.perf_counter()
-    bundle = data.load_bundle(location)
+    bundle = catalog.load_bundle(location)
     t1 = time.perf_counter()
     es = data.eval_set(name, location)
     t2 = time.perf_counter()

@@ -16,7 +16,7 @@ import streamlit as st
 from hsc_core import config
 from hsc_core.evaluation.atlas import atlas_from_rows, load_atlas_table, with_flags
 
-from . import data
+from . import catalog, data
 
 ATLAS_DATASET = "imagenet1k"  # the authors' table: ImageNet-1k models; only such models of yours go beside it
 
@@ -70,17 +70,17 @@ def table_from_upload(name: str, payload: bytes) -> pd.DataFrame:
 def your_models(subset: str = data.ALL) -> tuple[pd.DataFrame, list[str]]:
     """The catalog's ImageNet-1k models as atlas rows (every rule, loss and TS setting, from the
     cached ``ModelEvaluation``), and the names left out (another data set, or a file that fails)."""
-    from . import ui
+    from . import sidebar
 
     rows, left_out = [], []
-    for name, location in ui.catalog().items():
+    for name, location in sidebar.catalog().items():
         try:
             es = data.eval_set(name, location, subset, False)
             if es.dataset.name != ATLAS_DATASET:
                 left_out.append(name)
                 continue
             rows += es.view.evaluation.results()
-        except data.LOAD_ERRORS:
+        except catalog.LOAD_ERRORS:
             left_out.append(name)
     if not rows:
         return pd.DataFrame(), left_out

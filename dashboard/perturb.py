@@ -21,7 +21,8 @@ from hsc_core.core.probabilities import node_probabilities, softmax
 from hsc_core.report.perturbation_figure import degradation_figure, picks_by_severity
 from hsc_core.report.tree_figure import record_rows, tree_figure
 
-from . import state, ui, views
+from . import presenter, state, ui, views, widgets
+from .sweep import sweep_sync
 
 KINDS = {"none": "none", "blur": "Gaussian blur", "noise": "Gaussian noise"}
 
@@ -69,9 +70,10 @@ def tree_chart(h: Hierarchy, row: np.ndarray, true_leaf: int | None, theta: floa
                max_width: int | None = None) -> None:
     """The Explorer's tree of one node-probability row (its θ sweep and Play follow ``theta``);
     ``max_height``/``max_width`` (pixels) as ``tree_figure``'s, e.g. presenter mode's screen."""
-    fig = _tree((*cache_key, key), h, row, true_leaf, round(float(theta), 2), ui.font_size(), max_height, max_width)
-    ui.figure(fig, name, key=key, context=context, width="content")
-    ui.sweep_sync(key, theta, on_theta)
+    fig = _tree((*cache_key, key), h, row, true_leaf, round(float(theta), 2), presenter.font_size(), max_height,
+                max_width)
+    widgets.figure(fig, name, key=key, context=context, width="content")
+    sweep_sync(key, theta, on_theta)
 
 
 def degrade_controls(key: str) -> tuple[str, int]:
@@ -108,9 +110,9 @@ def climb_view(h: Hierarchy, logits: np.ndarray, previews: list[bytes], per_step
         st.caption(f"{per_step * 1000:.0f} ms per severity step (6 copies in one batch on the CPU).")
     with right:
         fig = degradation_figure(h, records, theta, true_leaf=true_leaf, kind=KINDS[kind].lower(),
-                                 font_size=ui.font_size())
-        ui.figure(fig, f"degrade_{kind}_{model}_{image_name}", key=f"{key}_climb", context=context,
-                  title=f"The picks as the image degrades (θ = {theta:.2f}) — ▶ Play")
+                                 font_size=presenter.font_size())
+        widgets.figure(fig, f"degrade_{kind}_{model}_{image_name}", key=f"{key}_climb", context=context,
+                       title=f"The picks as the image degrades (θ = {theta:.2f}) — ▶ Play")
     picks = picks_by_severity(records, theta)
     table = [{"corruption": kind, "severity": s, "rule": r, "node": h.node_ids[int(n)], "name": h.names[int(n)],
               "depth": int(h.depth[n])} for r, nodes in picks.items() for s, n in enumerate(nodes)]
@@ -157,4 +159,4 @@ def explorer_section(es, sample: str, i: int, theta: float) -> None:
         logits, previews, per_step = degraded_logits(image, path.name, es.model, kind)
         climb_view(es.hierarchy, logits, previews, per_step, kind=kind, severity=severity, theta=theta,
                    true_leaf=int(es.labels[i]), temperature=es.temperature if es.ts else 1.0, model=es.model,
-                   image_name=path.name, context=ui.export_context(es, theta), key="ex")
+                   image_name=path.name, context=widgets.export_context(es, theta), key="ex")

@@ -6,7 +6,7 @@ Streamlit runs a download button's callable outside the script thread, where not
 session can be read: not its state, and not the session-scoped caches that hold what is computed
 from the session's uploads. So the button resolves every ``ModelEvaluation`` it needs in the script
 thread, when it is drawn, and its callable (a ``ReportJob``) only lays them out. The job is released
-with the session (``data.release_with_session``), so a closed tab's button holds no upload's logits.
+with the session (``session_memory.release_with_session``), so a closed tab's button holds no upload's logits.
 A failure while the file is built comes back as the file itself: a short HTML page that says what
 went wrong (Streamlit would otherwise drop the download without a word).
 """
@@ -24,8 +24,8 @@ from hsc_core.evaluation import ModelEvaluation
 from hsc_core.report.figures import safe_filename
 from hsc_core.report.html_report import build_report
 
-from . import data
-from .ui import public_message
+from . import catalog, data, session_memory
+from .widgets import public_message
 
 _LOG = logging.getLogger(__name__)
 TITLE = "Hierarchical selective classification report — "
@@ -45,7 +45,7 @@ def resolve(models: dict[str, str], subset: str) -> tuple[list[ModelEvaluation],
     for name, location in models.items():
         try:
             evaluations.append(model_evaluation(name, location, subset))
-        except data.LOAD_ERRORS as exc:
+        except catalog.LOAD_ERRORS as exc:
             skipped.append(f"{clip(name)} ({_public(exc)})")
     return evaluations, skipped
 
@@ -96,7 +96,7 @@ def report_html(models: dict[str, str], subset: str) -> bytes:
     the script thread (or where the caches can be read)."""
     evaluations, skipped = resolve(models, subset)
     if not evaluations:
-        raise data.DataError("no model could be evaluated: " + "; ".join(skipped))
+        raise catalog.DataError("no model could be evaluated: " + "; ".join(skipped))
     return build_report(evaluations, TITLE + ", ".join(ev.name for ev in evaluations),
                         command="dashboard download").encode("utf-8")
 
@@ -107,8 +107,8 @@ def report_file_name(models: dict[str, str], subset: str) -> str:
     datasets = []
     for name, location in models.items():
         try:
-            datasets.append(data.dataset_name_for(name, location))
-        except data.LOAD_ERRORS:
+            datasets.append(catalog.dataset_name_for(name, location))
+        except catalog.LOAD_ERRORS:
             pass
     stem += "".join(f"_{d}" for d in dict.fromkeys(datasets))
     return f"{safe_filename(f'hsc_report_{stem}_{subset[:40]}')}.html"
@@ -131,16 +131,16 @@ def download_button(models: dict[str, str], subset: str, key: str, label: str = 
                            icon=":material/summarize:", help=f"No report: no model can be evaluated.{note}")
         return
     job = ReportJob(evaluations, skipped)
-    data.release_with_session(job)
+    session_memory.release_with_session(job)
     st.download_button(label, job, file_name=report_file_name(models, subset), mime="text/html", key=key,
                        on_click="ignore", icon=":material/summarize:", help=HELP + note)
 
 
 def sidebar_button() -> None:
     """The sidebar's button: the report of the model picked there, on the subset picked there."""
-    from . import state, ui
+    from . import sidebar, state
 
-    name, location = ui.current_model()
+    name, location = sidebar.current_model()
     if name is None or location is None:
         return
     with st.sidebar:

@@ -23,13 +23,16 @@ import streamlit as st
 from hsc_core.core.rule_registry import rule_names
 from hsc_core.evaluation.guarantees import DEFAULT_METHODS, METHODS, SAMPLINGS
 
-_LOADED = "_query_params_loaded"
-URL_IGNORED = "_url_ignored"  # (key, value, what the key accepts) of each link parameter not used
-URL_VALUES = "_url_values"    # key → raw value of every parameter the link set
-MISSING_MODEL = "_missing_model"  # a requested model that is not in the catalog (shown once replaced)
-_RUN = "_full_run"  # the number of this session's full runs (app.py's init_state counts them)
-_PAGE = "_page"  # the page this run shows (app.py sets it: ``set_page``)
-_BOUND = "_bound_in_run"  # widget key → (page, full run) that last drew it (``bind``)
+from . import session_keys as keys
+
+# This module's private session keys (what each holds: session_keys).
+_LOADED = keys.QUERY_PARAMS_LOADED
+URL_IGNORED = keys.URL_IGNORED
+URL_VALUES = keys.URL_VALUES
+MISSING_MODEL = keys.MISSING_MODEL
+_RUN = keys.FULL_RUN
+_PAGE = keys.PAGE
+_BOUND = keys.BOUND_IN_RUN
 
 
 class Invalid(ValueError):
@@ -309,7 +312,7 @@ def bind(widget: Callable, label: str, key: str, *, scope: str = "", on_change: 
     """Render ``widget`` showing the canonical ``key``; a user change writes back to ``key`` (then
     calls ``on_change``). Sliders and number inputs get the setting's range unless the page passes
     a narrower, data-dependent one."""
-    wkey = f"_w.{scope}.{key}"
+    wkey = keys.widget_key(scope, key)
     if widget in (st.slider, st.number_input) and key in SETTINGS:
         kwargs = {**SETTINGS[key].widget_range(), **kwargs}
     ss = st.session_state

@@ -424,7 +424,7 @@ def test_repetitions_refuse_a_too_large_dense_matrix(monkeypatch, use_dir, tmp_p
 
 def test_node_probabilities_are_computed_by_row(use_dir, cifar_dir, monkeypatch):
     """``EvalSet.node_probs`` indexes like the dense matrix but computes only the rows asked for."""
-    from dashboard import data
+    from dashboard import catalog, data
 
     use_dir(cifar_dir)
     h = cifar_hierarchy()
@@ -438,7 +438,7 @@ def test_node_probabilities_are_computed_by_row(use_dir, cifar_dir, monkeypatch)
     np.testing.assert_array_equal(es.node_probs[[3, 1, 4], 105], probs[[3, 1, 4], 105])
     np.testing.assert_array_equal(es.node_probs[10:20], probs[10:20])
     monkeypatch.setattr(data, "DENSE_LIMIT_BYTES", probs[:5].nbytes)
-    with pytest.raises(data.DataError, match="450 samples × 121 nodes is too large"):
+    with pytest.raises(catalog.DataError, match="450 samples × 121 nodes is too large"):
         np.asarray(es.node_probs)
     np.testing.assert_array_equal(es.node_probs[2, 3], probs[2, 3])  # single rows still work
 

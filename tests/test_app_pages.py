@@ -207,7 +207,7 @@ def test_bad_url_values_fall_back_to_defaults(use_dir, model_dir):
     # The page says what it did with the link instead of silently showing something else.
     errors = " ".join(e.value for e in at.error)
     assert "Unknown model **nope**" in errors and "Showing **alpha_net** instead" in errors
-    warnings = " ".join(w.value for w in at.warning)  # user values are escaped (dashboard.ui.plain)
+    warnings = " ".join(w.value for w in at.warning)  # user values are escaped (dashboard.widgets.plain)
     assert "**theta** = 7 (must be a number from 0 to 1)" in warnings
     assert "**loss** = x (must be one of 01, severity)" in warnings and "**rules** = zzz" in warnings
     assert "Climbing" in operating_points(at)  # and the fallback model works

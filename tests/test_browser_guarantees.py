@@ -40,7 +40,7 @@ def test_shootout_in_presenter_mode_at_1280x720(tmp_path):
             bars = pg.evaluate(BARS_JS)
             assert len(bars["x"]) == 4 and all(0 <= v <= 1 for v in bars["x"])
             assert bars["shapes"] >= 1  # the δ line
-            # visible ones: a session's first run also sends a hidden, empty chart (ui.warm_plotly)
+            # visible ones: a session's first run also sends a hidden, empty chart (widgets.warm_plotly)
             charts = pg.locator('[data-testid="stPlotlyChart"]:visible')
             assert charts.count() == 2  # violations and accuracy–coverage (no repetitions were run)
             for k in range(charts.count()):

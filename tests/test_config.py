@@ -88,35 +88,35 @@ def test_rows_per_chunk_follows_the_budget(monkeypatch):
 def test_one_datasets_default_for_library_command_and_dashboard(monkeypatch, tmp_path):
     """Without HSC_DATASETS_DIR, the library's registry (which `hsc evaluate` uses) and the dashboard
     both look in ``datasets/`` beside the cached-logits folder, wherever that folder is."""
-    from dashboard import data
+    from dashboard import catalog
     from hsc_core.datasets import registry
 
     for logits in (None, tmp_path / "elsewhere" / "cached_logits"):
         if logits is not None:
             monkeypatch.setenv(config.CACHED_LOGITS_DIR, str(logits))
         expected = (logits or config.REPO_ROOT / "cached_logits").parent / "datasets"
-        assert config.datasets_dir() == registry.default_datasets_dir() == data.datasets_dir() == expected
+        assert config.datasets_dir() == registry.default_datasets_dir() == catalog.datasets_dir() == expected
     monkeypatch.setenv(config.DATASETS_DIR, str(tmp_path / "mine"))
-    assert registry.default_datasets_dir() == data.datasets_dir() == tmp_path / "mine"
+    assert registry.default_datasets_dir() == catalog.datasets_dir() == tmp_path / "mine"
 
 
 def test_other_modules_read_through_config(monkeypatch, tmp_path):
     """The modules that used to read the environment themselves now ask config (same names kept)."""
-    from dashboard import data
+    from dashboard import catalog, uploads
     from hsc_core.datasets import imagenet, images, registry
 
     assert images.MAX_PIXELS_ENV == config.MAX_IMAGE_MEGAPIXELS and images.MAX_IMAGE_PIXELS == 40_000_000
     assert registry.DATASETS_DIR_ENV == config.DATASETS_DIR and imagenet.IMAGE_DIR_ENV == config.IMAGE_DIR
-    assert data.MAX_UPLOAD_ENV == config.MAX_UPLOAD_MB and data.CACHED_LOGITS_ENV == config.CACHED_LOGITS_DIR
+    assert uploads.MAX_UPLOAD_ENV == config.MAX_UPLOAD_MB and catalog.CACHED_LOGITS_ENV == config.CACHED_LOGITS_DIR
     monkeypatch.setenv(config.MAX_IMAGE_MEGAPIXELS, "2")
     monkeypatch.setenv(config.MAX_UPLOAD_MB, "3")
     monkeypatch.setenv(config.IMAGE_DIR, str(tmp_path))
     monkeypatch.setenv(config.SYNTHETIC, "100")
     monkeypatch.setenv(config.SYNTHETIC_TAXONOMY, "on")
     assert images.max_image_pixels() == 2_000_000
-    assert data.max_upload_bytes() == 3_000_000
+    assert catalog.max_upload_bytes() == 3_000_000
     assert imagenet.default_image_dir() == tmp_path
-    assert data.synthetic_samples() == 100 and data.synthetic_dataset() == data.SYNTHETIC_TAXONOMY
+    assert catalog.synthetic_samples() == 100 and catalog.synthetic_dataset() == catalog.SYNTHETIC_TAXONOMY
     monkeypatch.setenv(config.IMAGE_DIR, str(tmp_path / "missing"))
     assert imagenet.default_image_dir() is None  # a named folder that is not there: no images
 

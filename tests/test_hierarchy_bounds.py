@@ -385,20 +385,20 @@ def test_cli_header_flags_and_the_detection_warning(tmp_path, capsys):
 
 
 def test_dashboard_upload_refuses_deep_trees_and_reports_the_header_guess():
-    from dashboard import data
+    from dashboard import catalog, uploads
 
     deep = ("(" * 100_000 + "a,b" + ")" * 100_000 + ";").encode()
-    with pytest.raises(data.DataError, match=r"^deep.nwk: hierarchy too deep: over 1,000 levels") as err:
-        data.add_session_dataset("deep", "deep.nwk", deep)
+    with pytest.raises(catalog.DataError, match=r"^deep.nwk: hierarchy too deep: over 1,000 levels") as err:
+        uploads.add_session_dataset("deep", "deep.nwk", deep)
     assert "\n" not in str(err.value)
-    with pytest.raises(data.DataError, match=r"^cannot read hierarchy deep.json: the JSON is nested too deeply"):
-        data.add_session_dataset("deep", "deep.json", b"[" * 100_000 + b"]" * 100_000)
-    with pytest.raises(data.DataError, match=r"^big.csv: the file is too large"):
-        data.add_session_dataset("big", "big.csv", b"a,b\n" * (LIMITS.max_file_bytes // 4 + 1))
-    added = data.add_session_dataset("plants", "plants.csv", HEADERLESS.encode())
+    with pytest.raises(catalog.DataError, match=r"^cannot read hierarchy deep.json: the JSON is nested too deeply"):
+        uploads.add_session_dataset("deep", "deep.json", b"[" * 100_000 + b"]" * 100_000)
+    with pytest.raises(catalog.DataError, match=r"^big.csv: the file is too large"):
+        uploads.add_session_dataset("big", "big.csv", b"a,b\n" * (LIMITS.max_file_bytes // 4 + 1))
+    added = uploads.add_session_dataset("plants", "plants.csv", HEADERLESS.encode())
     assert added.dataset.n_classes == 2 and len(added.notes) == 1
     assert added.notes[0].startswith("plants.csv: took the first row ('fruit,apple'")
-    added = data.add_session_dataset("plants2", "plants.csv", HEADERLESS.encode(), header=False)
+    added = uploads.add_session_dataset("plants2", "plants.csv", HEADERLESS.encode(), header=False)
     assert added.dataset.n_classes == 3 and added.notes == ()
     cat = caterpillar_newick(1_000).encode()
-    assert data.add_session_dataset("cat", "cat.nwk", cat).dataset.hierarchy.max_depth == 999
+    assert uploads.add_session_dataset("cat", "cat.nwk", cat).dataset.hierarchy.max_depth == 999

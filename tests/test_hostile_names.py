@@ -222,9 +222,9 @@ def test_errors_quote_a_bounded_part_of_a_huge_name(case, tmp_path, monkeypatch)
         msg = _message(lambda: protocol.check_protocol(MEGA))
     elif case == "dataset":
         monkeypatch.setenv("HSC_DATASETS_DIR", str(tmp_path))
-        from dashboard import data
+        from dashboard import catalog
 
-        msg = _message(lambda: data.get_dataset(MEGA))
+        msg = _message(lambda: catalog.get_dataset(MEGA))
     elif case == "upload":
         from hsc_core.datasets.logits_io import load_logits_bytes
 
@@ -326,11 +326,11 @@ def test_hierarchy_error_is_bounded_whatever_builds_it():
 
 def test_dataset_upload_errors_are_bounded():
     """The sidebar's 'Add a data set': a huge file name or class name gives a short message."""
-    from dashboard import data
+    from dashboard import catalog, uploads
 
-    with pytest.raises(data.DataError) as info:
-        data.add_session_dataset("ds", "x" * 100_000 + ".exe", b"a,b\n")
+    with pytest.raises(catalog.DataError) as info:
+        uploads.add_session_dataset("ds", "x" * 100_000 + ".exe", b"a,b\n")
     assert len(str(info.value)) < 300
-    with pytest.raises(data.DataError) as info:
-        data.add_session_dataset("ds", "h.csv", f"parent,child\n{NAME},b\nb,{NAME}\n".encode())
+    with pytest.raises(catalog.DataError) as info:
+        uploads.add_session_dataset("ds", "h.csv", f"parent,child\n{NAME},b\nb,{NAME}\n".encode())
     assert len(str(info.value)) <= 1100 and "h.csv" in str(info.value) and "cycle" in str(info.value)

@@ -70,6 +70,9 @@ def test_wheel_holds_the_library_data_and_dashboard_and_nothing_else(wheel):
                 if "__pycache__" not in p.parts}
     expected |= {f"hsc_dashboard_app/{p.relative_to(REPO).as_posix()}" for p in [REPO / "app.py",
                                                                               *(REPO / "app_pages").glob("*.py")]}
+    # The dashboard's CSS and JavaScript (dashboard/static/), read at run time.
+    expected |= {f"dashboard/static/{p.name}" for p in (REPO / "dashboard/static").iterdir()
+                 if p.suffix in (".css", ".js")}
     # py.typed: the package's type hints are public (PEP 561).
     expected |= {"hsc_dashboard_app/.streamlit/config.toml", "hsc_core/datasets/data/README.md", "hsc_core/py.typed"}
     expected |= {f"hsc_core/datasets/data/{p.name}" for p in (REPO / "hsc_core/datasets/data").iterdir()

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from dashboard import state  # noqa: E402
-from dashboard.ui import plain, public_message  # noqa: E402
+from dashboard.widgets import plain, public_message  # noqa: E402
 from hsc_core.datasets.images import (  # noqa: E402
     ImageReadError,
     max_image_pixels,
@@ -255,7 +255,7 @@ def test_upload_round_trip_matches_file_loading(tmp_path):
 
 
 def test_shipped_logits_load_under_the_dashboard_cap():
-    from dashboard.data import max_upload_bytes
+    from dashboard.catalog import max_upload_bytes
 
     files = sorted((ROOT / "cached_logits").glob("*.npz"))
     if not files:
@@ -266,7 +266,7 @@ def test_shipped_logits_load_under_the_dashboard_cap():
 
 
 def test_upload_cap_is_configurable(monkeypatch):
-    from dashboard.data import max_upload_bytes
+    from dashboard.catalog import max_upload_bytes
 
     monkeypatch.delenv("HSC_MAX_UPLOAD_MB", raising=False)
     assert max_upload_bytes() == 200_000_000
@@ -490,7 +490,7 @@ def _cached_values(session_id):
 def test_uploads_live_in_the_session_and_leave_with_it(app_env):
     from streamlit.runtime.caching import cache_resource_api as cra
 
-    from dashboard import data
+    from dashboard import catalog
 
     at = upload(open_app(), "mine.npz", npz_bytes(model_arrays([f"m{i}.png" for i in range(50)])))
     location = at.session_state["_uploaded_models"]["mine"]
@@ -507,8 +507,8 @@ def test_uploads_live_in_the_session_and_leave_with_it(app_env):
     cra._resource_caches.clear_session("test session id")  # what Streamlit does when a session disconnects
     assert not from_upload(_cached_values("test session id"))
     assert not bundles  # the upload itself is released too
-    with pytest.raises(data.DataError, match="belongs to another \\(or an expired\\) browser session"):
-        data._uploaded_bundle(location)  # outside that session's state
+    with pytest.raises(catalog.DataError, match="belongs to another \\(or an expired\\) browser session"):
+        catalog._uploaded_bundle(location)  # outside that session's state
 
 
 def test_an_uploads_evaluation_is_kept_for_its_session_only(app_env):

@@ -368,7 +368,7 @@ def test_chosen_record_compares_theta_in_the_records_precision():
 
 
 def test_counts_read_in_the_right_number():
-    from dashboard.ui import count
+    from dashboard.widgets import count
 
     assert count(1, "class") == "1 class" and count(1000, "class") == "1,000 classes"
     assert count(1, "node") == "1 node" and count(0, "node") == "0 nodes"

@@ -15,12 +15,13 @@ from __future__ import annotations
 import bisect
 import heapq
 import json
+import threading
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -28,6 +29,7 @@ import scipy.sparse as sp
 from .validation import bounded_message, clip, clip_path, quote
 
 JSON_FORMAT = "hsc-hierarchy/1"
+_T = TypeVar("_T")
 
 
 class HierarchyError(ValueError):
@@ -108,6 +110,7 @@ class Hierarchy:
     n_leaves: int
     node_ids: tuple[str, ...]
     names: tuple[str, ...]
+    # Derived tables the rules keep per tree (``memo``): read and written only under ``_memo_lock``.
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -116,6 +119,37 @@ class Hierarchy:
         parent.setflags(write=False)
         depth = _validate(parent, self.n_leaves, self.node_ids, self.names)
         self.__dict__["depth"] = depth  # the cached property, computed by the validation
+        # Re-entrant: a table's computation may ask for another memoised table of the same tree.
+        self.__dict__["_memo_lock"] = threading.RLock()
+
+    def memo(self, key: tuple, compute: Callable[[], _T]) -> _T:
+        """The derived table ``key`` of this tree, computed by ``compute()`` the first time any
+        thread asks and kept with the tree: concurrent callers of one key compute it once.
+
+        Parameters
+        ----------
+        key : tuple
+            Names the table and what it depends on besides the tree, e.g. ``("rule_groups", rule)``.
+        compute : callable
+            Builds the table from the tree; called at most once per key (unless it raises).
+        """
+        with self.__dict__["_memo_lock"]:
+            if key not in self._cache:
+                self._cache[key] = compute()
+            return self._cache[key]
+
+    # A lock cannot be pickled (Ray and multiprocessing pickle trees): it is left out of the
+    # pickled state and a fresh one is made on unpickling; the tables travel with the tree.
+    def __getstate__(self) -> dict:
+        with self.__dict__["_memo_lock"]:
+            state = dict(self.__dict__)
+            state["_cache"] = dict(self._cache)
+        state.pop("_memo_lock", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.__dict__["_memo_lock"] = threading.RLock()
 
     # ------------------------------------------------------------------ constructors
     @classmethod

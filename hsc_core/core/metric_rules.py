@@ -180,8 +180,7 @@ def _pruning(hierarchy: Hierarchy, metric: Metric, beta: float) -> tuple[np.ndar
     better, so v is on no front. Nodes at depth ≤ 1 get q = 0 (never discarded this way).
     """
     key = ("metric_pruning", metric, beta)
-    cache = hierarchy._cache
-    if key not in cache:
+    def compute():
         nodes = np.arange(hierarchy.n_nodes)
         top = hierarchy.ancestor_at_depth(nodes, np.minimum(hierarchy.depth, 1))
         deep = hierarchy.depth >= 2
@@ -208,8 +207,8 @@ def _pruning(hierarchy: Hierarchy, metric: Metric, beta: float) -> tuple[np.ndar
             lo = 2 * info[top] * (1 / (info[up] + big) - 1 / (info + big))
             with np.errstate(divide="ignore", invalid="ignore"):
                 q = np.where(deep & (hierarchy.depth[up] >= 1) & (lo > 0), lo / (g + lo), 0.0)
-        cache[key] = (top, q)
-    return cache[key]
+        return (top, q)
+    return hierarchy.memo(key, compute)
 
 
 def _hf_mixed_q(hierarchy: Hierarchy, beta: float, top: np.ndarray) -> np.ndarray:
@@ -335,8 +334,7 @@ def _leaf_layout(hierarchy: Hierarchy) -> tuple[np.ndarray, np.ndarray, np.ndarr
     """(perm, lo, hi, dy): leaves ordered by depth, then pre-order, so the leaves of depth dy[k] under
     node u are the contiguous positions lo[k, u] … hi[k, u] − 1 of ``perm``. (n_leaves,), (K, n_nodes) × 2, (K,)."""
     key = ("leaf_depth_layout",)
-    cache = hierarchy._cache
-    if key not in cache:
+    def compute():
         tin, tout = hierarchy._euler
         n_leaves = hierarchy.n_leaves
         leaf_depth = hierarchy.depth[:n_leaves]
@@ -350,8 +348,8 @@ def _leaf_layout(hierarchy: Hierarchy) -> tuple[np.ndarray, np.ndarray, np.ndarr
             lo[k] = offset + np.searchsorted(t, tin)
             hi[k] = offset + np.searchsorted(t, tout)
             offset += t.size
-        cache[key] = (perm, lo, hi, dy)
-    return cache[key]
+        return (perm, lo, hi, dy)
+    return hierarchy.memo(key, compute)
 
 
 def _hf_mixed_scores(hierarchy: Hierarchy, probs: np.ndarray, r: np.ndarray, c: np.ndarray,

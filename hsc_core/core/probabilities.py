@@ -74,10 +74,9 @@ def node_probabilities(hierarchy: Hierarchy, leaf_probs: np.ndarray) -> np.ndarr
 def _internal_leaf_matrix_t(hierarchy: Hierarchy, dtype: type) -> sp.csr_matrix:
     """(n_leaves, n_internal) CSR transpose of ``hierarchy.leaf_matrix``'s internal rows, cached per dtype."""
     key = ("internal_leaf_matrix_t", np.dtype(dtype).str)
-    cache = hierarchy._cache
-    if key not in cache:
-        cache[key] = hierarchy.leaf_matrix[hierarchy.n_leaves:].T.tocsr().astype(dtype)
-    return cache[key]
+    def compute():
+        return hierarchy.leaf_matrix[hierarchy.n_leaves:].T.tocsr().astype(dtype)
+    return hierarchy.memo(key, compute)
 
 
 def negative_log_likelihood(logits: np.ndarray, labels: np.ndarray, temperature: float = 1.0) -> float:

@@ -186,8 +186,7 @@ def _segment_argmax(probs: np.ndarray, columns: np.ndarray, starts: np.ndarray) 
 def _rule_groups(hierarchy: Hierarchy, rule: str) -> tuple[np.ndarray, np.ndarray]:
     """(columns, starts) of Jumping's height layers or Max-Coverage's coverage levels, cached."""
     key = ("rule_groups", rule)
-    cache = hierarchy._cache
-    if key not in cache:
+    def compute():
         internal = np.arange(hierarchy.n_leaves, hierarchy.n_nodes)
         if rule == "jumping":  # height layers h = 1 … R, lowest first
             level = hierarchy.max_depth - hierarchy.depth[internal]
@@ -196,8 +195,8 @@ def _rule_groups(hierarchy: Hierarchy, rule: str) -> tuple[np.ndarray, np.ndarra
         order = np.lexsort((internal, level))  # by level, then node index within a level
         columns, level = internal[order], level[order]
         starts = np.flatnonzero(np.r_[True, level[1:] != level[:-1]]) if columns.size else np.zeros(0, np.int64)
-        cache[key] = (columns, starts)
-    return cache[key]
+        return (columns, starts)
+    return hierarchy.memo(key, compute)
 
 
 def argmax_leaf(hierarchy: Hierarchy, node_probs: np.ndarray) -> np.ndarray:

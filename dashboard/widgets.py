@@ -1,0 +1,128 @@
+"""Small output pieces every page uses: user text shown literally (``plain``), error messages
+without server paths, counted nouns, figures with their download settings, sample images,
+table column formats, and the first run's plotly.js warm-up."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Literal
+
+import streamlit as st
+
+from hsc_core.report.figures import ExportContext, export_name, titled
+
+from . import session_keys as keys
+from . import state
+from .assets import static_text
+from .plots import plot_config
+from .presenter import font_size, presenter
+
+if TYPE_CHECKING:
+    from .data import EvalSet
+
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.~])/(?:[^\s/:'\"]+/)+")
+
+
+def public_message(exc: Exception | str) -> str:
+    """An error message for the page: any absolute server path is cut to its file name."""
+    return _ABSOLUTE_PATH.sub("", str(exc))
+
+def export_context(es: EvalSet, theta: float | None = None,
+                   ts: bool | None | Literal["es"] = "es") -> ExportContext:
+    """What a figure/table of ``es`` shows (model, data set, subset, TS, θ), for self-describing exports.
+    ``ts=None`` for an export that holds both TS settings."""
+    scaled = es.ts if ts == "es" else ts
+    return ExportContext(model=es.model, dataset=getattr(getattr(es, "dataset", None), "name", ""), subset=es.subset,
+                         ts=scaled, temperature=es.temperature if scaled else None, theta=theta, n_samples=es.n)
+
+
+def figure(fig, name: str, key: str | None = None, context: ExportContext | None = None,
+           title: str | None = None, width: Literal["stretch", "content"] = "stretch",
+           height: int | None = None) -> None:
+    """st.plotly_chart with the PNG/SVG download button configured. With ``context`` the file name
+    (and, with ``title``, the figure's title line) say which model, data set, subset, TS and θ.
+    ``width="content"`` keeps a figure that sets its own width (the tree) at that width or less.
+    ``height`` (e.g. ``fit_height``): the whole figure's height, title included; in presenter mode
+    such a figure (built fresh for this call, never a cached one) also gets the presenter type size."""
+    if title is not None:
+        titled(fig, title, context)
+    if height is not None:
+        fig.update_layout(height=int(height))
+        if presenter():
+            size = font_size()
+            fig.update_layout(font=dict(size=size), legend=dict(font=dict(size=int(size * 0.8))))
+            if title is not None:
+                fig.update_layout(title=dict(font=dict(size=size)))
+    st.plotly_chart(fig, config=plot_config(export_name(name, context), state.get("fmt")), key=key, width=width)
+
+
+def sample_image(es: EvalSet, sample: str, width: int | Literal["stretch"] = "stretch") -> None:
+    """A sample's image with its id as caption: the one place that reads one (inside the data set's
+    image folder only); a caption says why when there is none."""
+    from hsc_core.datasets.images import ImageReadError, display_image, open_image_safely, safe_image_path
+
+    if es.image_dir is None:
+        st.caption(f"Sample {plain(sample)} (no image folder for this data set: set `HSC_IMAGE_DIR`, or add "
+                   "`images/` to the data set's folder)")
+        return
+    # None also for an id that is not a plain file name inside the folder (e.g. "../x.png").
+    image_path = safe_image_path(es.image_dir, sample)
+    try:
+        image = display_image(open_image_safely(image_path)) if image_path is not None else None
+    except ImageReadError:
+        image = None
+    if image is not None:
+        st.image(image, caption=plain(sample), width=width)
+    elif image_path is None:
+        st.caption(f"Sample {plain(sample)} (no image with this name in the image folder)")
+    else:
+        st.caption(f"Sample {plain(sample)} (its image file cannot be read)")
+
+
+CHOICE_COLUMNS = {
+    "confidence": st.column_config.NumberColumn(format="%.4f"),
+    "coverage": st.column_config.NumberColumn(format="%.3f"),
+}
+
+# Characters that can start markdown/HTML syntax anywhere in a line: emphasis, code, links and
+# images (all need "["), HTML and autolinks ("<"), entities, math, strike-through, Streamlit's
+# ":red[…]" / ":emoji:" (broken by a word joiner after ":"). "_" between two letters or digits cannot
+# (CommonMark's intraword rule), so names like alpha_net and plain prose stay readable.
+_MARKDOWN_CHARS = re.compile(r"[\\`*{}\[\]<>|~$&]|(?<![^\W_])_|_(?![^\W_])")
+# GFM turns bare URLs and e-mail addresses into links, and Streamlit ":smile:" into emoji, even
+# when every character is escaped: an invisible word joiner after ":", "www" and "@" keeps them text.
+_AUTOLINK = re.compile(r"(?i)(?<=www)(?=\.)|(?<=:)(?=//)|(?<=@)|(?<=:)(?=\w)")
+_LINE_START = re.compile(r"^(?:(\d+)(?=[.)])|(?=[#+\-=]))")  # lists, headings, rules at the start
+
+
+def plain(text: object) -> str:
+    """User-provided text (model and file names, sample ids, source tags, link values) for a
+    markdown body, shown literally: one line, markdown/HTML syntax escaped, no autolinks."""
+    one_line = _AUTOLINK.sub("\u2060", " ".join(str(text).split()))
+    escaped = _MARKDOWN_CHARS.sub(lambda m: "\\" + m.group(0), one_line)
+    return _LINE_START.sub(lambda m: (m.group(1) or "") + "\\", escaped, count=1)
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 class``, ``1,000 classes``: the number with its noun in the right number."""
+    return f"{n:,} {noun if n == 1 else (plural or noun + ('es' if noun.endswith(('s', 'sh', 'ch', 'x')) else 's'))}"
+
+
+# ---------------------------------------------------------------------------- first paint
+WARM = keys.PLOTLY_WARM
+
+
+def warm_plotly() -> None:
+    """In a session's first run only: an invisible, empty Plotly chart sent before anything else,
+    so the browser fetches and starts plotly.js (≈ 4.7 MB, seconds on a slow machine) while the
+    server still computes the page; a shared link's chart then draws as soon as it arrives."""
+    if st.session_state.get(WARM):
+        return
+    st.session_state[WARM] = True
+    import plotly.graph_objects as go
+
+    with st.container(key="hsc_plotly_warm", height=1, border=False):
+        st.html(f"<style>{static_text('plotly_warm.css')}</style>")
+        st.plotly_chart(go.Figure(layout=dict(width=10, height=10)), config={"staticPlot": True},
+                        key="hsc_plotly_warm_chart")
+
