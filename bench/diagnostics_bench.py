@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hsc_core.core.evaluation import decision_paths_from_logits  # noqa: E402
+from hsc_core.core.logit_chunks import decision_paths_from_logits  # noqa: E402
 from hsc_core.core.synthetic import synthetic_logits, synthetic_taxonomy  # noqa: E402
 from hsc_core.evaluation.diagnostics import (  # noqa: E402
     landing_counts,

@@ -77,7 +77,7 @@ def run_fit(n: int) -> None:
 def run_inat21(n: int, n_resamples: int) -> None:
     import tracemalloc
 
-    from hsc_core.core.evaluation import decision_paths_from_logits
+    from hsc_core.core.logit_chunks import decision_paths_from_logits
     from hsc_core.core.synthetic import synthetic_taxonomy
 
     h = synthetic_taxonomy()

@@ -128,6 +128,7 @@ _MOVED: dict[str, str] = {
     "inference": "pipeline.inference", "models": "pipeline.models",
     # moved inside the package (0.3): the old dotted path, relative to hsc_core
     "core.repeated_splits": "evaluation.repeated_splits",
+    "core.evaluation": "core.logit_chunks",  # the chunk loop over logits, not the evaluation layer
 }
 
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from hsc_core.core.evaluation import rc_curves_from_logits  # noqa: E402
+from hsc_core.core.logit_chunks import rc_curves_from_logits  # noqa: E402
 from hsc_core.core.hierarchy import Hierarchy  # noqa: E402
 from hsc_core.core.probabilities import node_probabilities, softmax  # noqa: E402
 from hsc_core.core.protocol import calibration_mask  # noqa: E402
@@ -332,7 +332,7 @@ def test_synthetic_taxonomy_is_opt_in(monkeypatch, use_dir, cifar_dir):
 
 # ---------------------------------------------------------------------------- chunked computation
 def per_sample_bytes(h: Hierarchy) -> int:
-    """One sample's share of a chunk's float32 working memory (``evaluation.auto_chunk_size``)."""
+    """One sample's share of a chunk's float32 working memory (``logit_chunks.auto_chunk_size``)."""
     return 4 * 4 * (h.n_nodes + h.n_leaves)
 
 

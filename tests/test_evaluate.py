@@ -14,7 +14,7 @@ import pytest
 from conftest import REPO, random_tree
 
 from hsc_core.cli import main
-from hsc_core.core.evaluation import rc_curves_from_logits
+from hsc_core.core.logit_chunks import rc_curves_from_logits
 from hsc_core.core.metric_rules import ALL_RULES
 from hsc_core.core.probabilities import fit_temperature
 from hsc_core.core.protocol import calibration_mask

@@ -23,7 +23,7 @@ import pytest
 
 from hsc_core.cli import main
 from hsc_core.core.curves import hierarchical_gain, hierarchical_rc_curve
-from hsc_core.core.evaluation import auto_chunk_size
+from hsc_core.core.logit_chunks import auto_chunk_size
 from hsc_core.core.probabilities import fit_temperature, node_probabilities, softmax
 from hsc_core.core.protocol import PAPER_PROTOCOL_TEXT, PROTOCOL_TEXT, calibration_mask
 from hsc_core.core.rules import RULE_LABELS, RULES

@@ -22,7 +22,7 @@ from hsc_core.core.curves import (
     rc_curve_from_paths,
     rounded_threshold_grid,
 )
-from hsc_core.core.evaluation import (
+from hsc_core.core.logit_chunks import (
     auto_chunk_size,
     decision_paths_from_logits,
     node_probabilities_rows,

@@ -115,7 +115,7 @@ def rc_curve_from_paths(
     """Hierarchical RC curve of the rule whose records are ``paths``.
 
     paths : (n_samples, n_records) records from ``rules.decision_paths`` (or the chunked
-        ``evaluation.decision_paths_from_logits``).
+        ``logit_chunks.decision_paths_from_logits``).
     labels : (n_samples,) true leaf indices.
     grid : None for the exact curve; the authors' θ values (``rounded_threshold_grid``,
         ascending) for their grid curve, compared in the records' precision.
@@ -159,7 +159,7 @@ def hierarchical_rc_curve(
         evaluates θ only on node probabilities rounded to ``dec`` decimals (they used 2).
     paths : precomputed ``decision_paths`` for ``rule`` (saves work across losses).
 
-    For data too large to hold as a samples × nodes matrix, use ``evaluation.rc_curves_from_logits``
+    For data too large to hold as a samples × nodes matrix, use ``logit_chunks.rc_curves_from_logits``
     or ``hsc_core.evaluation.ModelEvaluation`` (chunked, identical results).
 
     Examples
@@ -246,7 +246,7 @@ def calibration_coverage_curve(
 
     thresholds: θ values to evaluate; default the authors' rounded grid (``dec=2``).
     node_probs is read only to build ``paths`` or the default grid: with both ``paths`` and
-    ``thresholds`` given (e.g. from ``evaluation.decision_paths_from_logits`` and
+    ``thresholds`` given (e.g. from ``logit_chunks.decision_paths_from_logits`` and
     ``threshold_grid_from_logits``) it may be None, so no samples × nodes matrix is needed.
     """
     if paths is None:

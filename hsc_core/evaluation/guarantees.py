@@ -179,7 +179,7 @@ class GuaranteeData:
     def from_evaluation_set(cls, es: Any) -> GuaranteeData:
         """From an ``EvaluationSet`` (its cached paths and tight thresholds; the LCA family is
         built chunk by chunk, never holding samples × nodes at once)."""
-        from ..core.evaluation import node_probability_chunks
+        from ..core.logit_chunks import node_probability_chunks
 
         ev = es.evaluation
         lca, top = [], []

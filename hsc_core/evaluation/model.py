@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..core.curves import CCCurve, RCCurve, calibration_coverage_curve, hierarchical_gain, rc_curve_from_paths
-from ..core.evaluation import (
+from ..core.logit_chunks import (
     Precision,
     decision_paths_from_logits,
     node_probabilities_rows,
