@@ -22,7 +22,7 @@ from hsc_core.core.probabilities import node_probabilities, softmax  # noqa: E40
 from hsc_core.core.rules import RULES, decision_paths  # noqa: E402
 from hsc_core.core.synthetic import synthetic_logits  # noqa: E402
 from hsc_core.datasets.imagenet import imagenet_hierarchy  # noqa: E402
-from hsc_core.evaluation.guarantees import GuaranteeData  # noqa: E402
+from hsc_core.evaluation.guarantee_methods import GuaranteeData  # noqa: E402
 from hsc_core.evaluation.repeated_splits import split_repetitions  # noqa: E402
 
 TARGET_ALPHAS = [0.005, 0.01, 0.05, 0.1, 0.2, 0.3]

@@ -21,9 +21,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hsc_core.datasets.logits_io import load_logits  # noqa: E402
-from hsc_core.evaluation.guarantees import DEFAULT_METHODS, GuaranteeData, Settings, shootout  # noqa: E402
+from hsc_core.evaluation.guarantee_methods import DEFAULT_METHODS, GuaranteeData, GuaranteeSettings  # noqa: E402
 from hsc_core.evaluation.model import ModelEvaluation  # noqa: E402
 from hsc_core.evaluation.resolve import resolve_hierarchy  # noqa: E402
+from hsc_core.evaluation.shootout import shootout  # noqa: E402
 
 CACHED = Path(__file__).resolve().parents[1] / "cached_logits"
 
@@ -47,7 +48,7 @@ def main() -> None:
     data = GuaranteeData.from_evaluation_set(es)
     prep = time.perf_counter() - t0
     n_cal = args.n_cal or min(1000, data.n // 2)
-    settings = Settings(alpha=1 - args.target_accuracy, delta=args.delta, min_coverage=0.6)
+    settings = GuaranteeSettings(alpha=1 - args.target_accuracy, delta=args.delta, min_coverage=0.6)
     print(f"{args.model}: {data.n:,} evaluated samples, n_cal = {n_cal:,}; preparation (paths, T, conformal "
           f"family): {prep:.2f} s")
     methods = [m for m in DEFAULT_METHODS if m != "darts"] + ["ltt_multi"]

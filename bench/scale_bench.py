@@ -35,8 +35,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hsc_core.core.curves import rc_curve_from_paths  # noqa: E402
-from hsc_core.core.logit_chunks import auto_chunk_size, node_probabilities_rows, rc_curves_from_logits  # noqa: E402
 from hsc_core.core.hierarchical_prf import hierarchical_prf, mistake_lca_depth_counts  # noqa: E402
+from hsc_core.core.logit_chunks import auto_chunk_size, node_probabilities_rows, rc_curves_from_logits  # noqa: E402
 from hsc_core.core.metric_rules import EXTRA_RULES, any_decision_paths, rule_label  # noqa: E402
 from hsc_core.core.rules import RULE_LABELS, RULES, argmax_leaf, concat_decision_paths, decision_paths  # noqa: E402
 from hsc_core.core.selective_metrics import achievable_haurc, augrc, aurc, oracle_haurc, oracle_moves  # noqa: E402

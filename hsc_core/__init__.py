@@ -83,10 +83,10 @@ _EXPORTS: dict[str, str] = {
     "RESULT_COLUMNS": "evaluation.results",
     "wide_table": "evaluation.results",
     "to_csv": "evaluation.results",
-    "GuaranteeData": "evaluation.guarantees",
-    "GuaranteeSettings": "evaluation.guarantees",
-    "calibrate": "evaluation.guarantees",
-    "shootout": "evaluation.guarantees",
+    "GuaranteeData": "evaluation.guarantee_methods",
+    "GuaranteeSettings": "evaluation.guarantee_methods",
+    "calibrate": "evaluation.calibration",
+    "shootout": "evaluation.shootout",
     "decision_card": "evaluation.card",
     # the model atlas (per-model results tables, e.g. the authors' 1,116 models)
     "load_atlas_table": "evaluation.atlas",
@@ -189,8 +189,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the lazy names, statically
     from .datasets.imagenet import imagenet_hierarchy
     from .datasets.logits_io import load_logits, save_logits
     from .datasets.registry import load_dataset
+    from .evaluation.calibration import calibrate
     from .evaluation.card import decision_card
-    from .evaluation.guarantees import GuaranteeData, calibrate, shootout
-    from .evaluation.guarantees import Settings as GuaranteeSettings
+    from .evaluation.guarantee_methods import GuaranteeData, GuaranteeSettings
     from .evaluation.model import EvaluationSet, ModelEvaluation
     from .evaluation.results import RESULT_COLUMNS, to_csv, wide_table
+    from .evaluation.shootout import shootout

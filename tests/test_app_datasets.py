@@ -23,8 +23,8 @@ sys.path.insert(0, str(ROOT))
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from hsc_core.core.logit_chunks import rc_curves_from_logits  # noqa: E402
 from hsc_core.core.hierarchy import Hierarchy  # noqa: E402
+from hsc_core.core.logit_chunks import rc_curves_from_logits  # noqa: E402
 from hsc_core.core.probabilities import node_probabilities, softmax  # noqa: E402
 from hsc_core.core.protocol import calibration_mask  # noqa: E402
 from hsc_core.core.rules import RULE_LABELS, RULES, decision_paths  # noqa: E402

@@ -13,8 +13,9 @@ from hsc_core.core.synthetic import synthetic_logits
 from hsc_core.core.thresholds import theorem1_epsilon
 from hsc_core.datasets.imagenet import imagenet_hierarchy
 from hsc_core.datasets.logits_io import load_logits, save_logits
-from hsc_core.evaluation.guarantees import Settings, shootout
+from hsc_core.evaluation.guarantee_methods import GuaranteeSettings
 from hsc_core.evaluation.model import ModelEvaluation
+from hsc_core.evaluation.shootout import shootout
 
 PAGE = "app_pages/guaranteed_accuracy.py"
 
@@ -97,7 +98,7 @@ def test_shootout_from_a_deep_link_matches_the_library(page, model_dir):
     assert not at.exception
     table = next(d.value for d in at.dataframe if "violation_rate" in d.value.columns)
     ev = ModelEvaluation.from_bundle(load_logits(model_dir / "alpha_net.npz"), imagenet_hierarchy())
-    settings = Settings(alpha=0.1, delta=0.1, p_value="hoeffding_bentkus", mondrian_depth=1)
+    settings = GuaranteeSettings(alpha=0.1, delta=0.1, p_value="hoeffding_bentkus", mondrian_depth=1)
     res = shootout(ev.setting(False).guarantee_data(), settings, 250, methods=methods, reps=40, seed=2)
     np.testing.assert_allclose(table["violation_rate"].to_numpy(float), res.summary["violation_rate"].to_numpy(float))
     np.testing.assert_allclose(table["coverage_mean"].to_numpy(float), res.summary["coverage_mean"].to_numpy(float))

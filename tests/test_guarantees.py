@@ -27,15 +27,9 @@ from hsc_core.core.thresholds import (
     select_threshold,
     solve_theorem1,
 )
-from hsc_core.evaluation.guarantees import (
-    METHODS,
-    GuaranteeData,
-    Settings,
-    calibrate,
-    calibrate_weights,
-    draw_weights,
-    shootout,
-)
+from hsc_core.evaluation.calibration import calibrate, calibrate_weights
+from hsc_core.evaluation.guarantee_methods import METHODS, GuaranteeData, GuaranteeSettings
+from hsc_core.evaluation.shootout import draw_weights, shootout
 
 mapie_fwer = pytest.importorskip("mapie.risk_control.fwer_control")
 mapie_methods = pytest.importorskip("mapie.risk_control.methods")
@@ -105,7 +99,7 @@ def test_ltt_on_a_flat_tree_selects_mapies_threshold(method, fwer, p_value):
     probs = data.probabilities()[:, : h.n_leaves]
     pmax = probs.max(axis=1).astype(np.float64)
     wrong = probs.argmax(axis=1) != data.labels
-    settings = Settings(alpha=0.1, delta=0.1, p_value=p_value, n_lambdas=60)
+    settings = GuaranteeSettings(alpha=0.1, delta=0.1, p_value=p_value, n_lambdas=60)
     grid = ltt_theta_grid(60)
     for _ in range(5):
         cal = rng.choice(data.n, 500, replace=False)
@@ -169,7 +163,7 @@ def test_batched_theorem1_and_crc_equal_the_reference_functions():
     data = _data(synthetic_taxonomy(50, depth=4, seed=2), 1200, seed=7)
     draw = draw_weights(data.labels, 300, 10, sampling="split", seed=1)
     w = draw(10)
-    s = Settings(alpha=0.1, delta=0.1)
+    s = GuaranteeSettings(alpha=0.1, delta=0.1)
     t1 = calibrate_weights("theorem1", data, w, s).theta[:, 0]
     crc = calibrate_weights("crc", data, w, s).theta[:, 0]
     li = data.last_incorrect["climbing"].astype(data.paths["climbing"].values.dtype)
@@ -182,9 +176,9 @@ def test_batched_theorem1_and_crc_equal_the_reference_functions():
 def test_one_calibration_predicts_what_the_paths_predict():
     data = _data(synthetic_taxonomy(50, depth=4, seed=2), 800, seed=8)
     rows = np.arange(0, 800, 2)
-    fit = calibrate("theorem1", data, rows, Settings(alpha=0.1, delta=0.1))
+    fit = calibrate("theorem1", data, rows, GuaranteeSettings(alpha=0.1, delta=0.1))
     np.testing.assert_array_equal(fit.predict(data), data.paths["climbing"].predict(fit.theta)[0])
-    mondrian = calibrate("conformal_mondrian", data, rows, Settings(alpha=0.1, delta=0.1, mondrian_depth=1))
+    mondrian = calibrate("conformal_mondrian", data, rows, GuaranteeSettings(alpha=0.1, delta=0.1, mondrian_depth=1))
     groups = mondrian_groups(data.hierarchy, data.leaf_pred, 1)
     want = np.array([data.paths["lca_set"].predict(mondrian.thetas_by_group[int(g)])[0][i]
                      for i, g in enumerate(groups)])
@@ -193,7 +187,7 @@ def test_one_calibration_predicts_what_the_paths_predict():
 
 def test_split_sampling_measures_on_the_other_samples():
     data = _data(synthetic_taxonomy(30, depth=3, seed=3), 600, seed=9)
-    s = Settings(alpha=0.15, delta=0.1)
+    s = GuaranteeSettings(alpha=0.15, delta=0.1)
     res = shootout(data, s, 200, methods=["theorem1"], reps=3, sampling="split", seed=4)
     w = draw_weights(data.labels, 200, 3, sampling="split", seed=4)(3)
     for r in range(3):
@@ -206,7 +200,7 @@ def test_split_sampling_measures_on_the_other_samples():
 
 
 # ---------------------------------------------------------------------------- the guarantees hold
-def _check_guarantees(res, s: Settings) -> None:
+def _check_guarantees(res, s: GuaranteeSettings) -> None:
     for _, row in res.summary.iterrows():
         kind = METHODS[row["method"]].kind
         k = int(round(row["violation_rate"] * res.reps))
@@ -219,7 +213,7 @@ def _check_guarantees(res, s: Settings) -> None:
 
 def test_every_guarantee_holds_on_synthetic_data():
     data = _data(synthetic_taxonomy(60, depth=4, seed=4), 3000, seed=10, top1=0.7)
-    s = Settings(alpha=0.1, delta=0.1, min_coverage=0.3, mondrian_depth=1)
+    s = GuaranteeSettings(alpha=0.1, delta=0.1, min_coverage=0.3, mondrian_depth=1)
     methods = [m for m in METHODS if m != "darts"]
     res = shootout(data, s, 400, methods=methods, reps=1000, seed=5)
     _check_guarantees(res, s)
@@ -233,13 +227,13 @@ def test_every_guarantee_holds_on_synthetic_data():
 
 def test_mondrian_holds_within_every_superclass():
     data = _data(synthetic_taxonomy(40, depth=3, seed=5), 4000, seed=11, top1=0.6)
-    s = Settings(alpha=0.2, delta=0.1, mondrian_depth=1)
+    s = GuaranteeSettings(alpha=0.2, delta=0.1, mondrian_depth=1)
     w = draw_weights(data.labels, 1500, 300, seed=6)(300)
     groups = mondrian_groups(data.hierarchy, data.leaf_pred, 1)
     for method in ("theorem1_mondrian", "conformal_mondrian"):
         fit = calibrate_weights(method, data, w, s)
         nodes = data.paths[METHODS[method].family].values  # noqa: F841 — shape check below
-        from hsc_core.evaluation.guarantees import apply_weights
+        from hsc_core.evaluation.calibration import apply_weights
         correct = data.hierarchy.is_ancestor(apply_weights(method, data, fit), data.labels[None, :])
         for g in np.unique(groups):
             members = groups == g
@@ -251,7 +245,7 @@ def test_mondrian_holds_within_every_superclass():
 
 def test_too_small_n_says_so_in_words():
     data = _data(synthetic_taxonomy(30, depth=3, seed=6), 500, seed=12)
-    s = Settings(alpha=0.05, delta=0.1)
+    s = GuaranteeSettings(alpha=0.05, delta=0.1)
     res = shootout(data, s, 10, methods=["theorem1", "theorem1_pac", "ltt_holm"], reps=20)
     notes = res.summary.set_index("method")["note"]
     assert "needs n ≥ 19" in notes["theorem1"] and "θ̂ = 1" in notes["theorem1"]
@@ -269,11 +263,11 @@ def test_solve_theorem1_says_when_theta_is_the_root():
 
 def test_bad_settings_are_one_line_errors():
     with pytest.raises(ValueError, match="alpha must lie in"):
-        Settings(alpha=1.5, delta=0.1)
+        GuaranteeSettings(alpha=1.5, delta=0.1)
     with pytest.raises(ValueError, match="unknown method 'nope'"):
-        shootout(_data(TOY, 50, 0), Settings(alpha=0.1, delta=0.1), 10, methods=["nope"], reps=2)
+        shootout(_data(TOY, 50, 0), GuaranteeSettings(alpha=0.1, delta=0.1), 10, methods=["nope"], reps=2)
     with pytest.raises(ValueError, match="ltt_multi needs a second risk"):
-        calibrate("ltt_multi", _data(TOY, 50, 0), np.arange(20), Settings(alpha=0.1, delta=0.1))
+        calibrate("ltt_multi", _data(TOY, 50, 0), np.arange(20), GuaranteeSettings(alpha=0.1, delta=0.1))
 
 
 # ---------------------------------------------------------------------------- shipped logits
@@ -293,7 +287,7 @@ def shipped():
 
 def test_every_guarantee_holds_on_the_shipped_logits(shipped):
     _, data = shipped
-    s = Settings(alpha=0.08, delta=0.1, min_coverage=0.6)
+    s = GuaranteeSettings(alpha=0.08, delta=0.1, min_coverage=0.6)
     methods = [m for m in METHODS if m != "darts"]
     res = shootout(data, s, 800, methods=methods, reps=1000, seed=7)
     _check_guarantees(res, s)
@@ -395,7 +389,7 @@ def test_top_down_nodes_equal_a_greedy_descent():
 
 def test_multi_risk_with_severity_holds_and_is_stricter():
     data = _data(synthetic_taxonomy(60, depth=4, seed=9), 2000, seed=13, top1=0.7)
-    s = Settings(alpha=0.15, delta=0.1, max_severity=0.1)
+    s = GuaranteeSettings(alpha=0.15, delta=0.1, max_severity=0.1)
     res = shootout(data, s, 500, methods=["ltt_holm", "ltt_multi"], reps=300, seed=8)
     _check_guarantees(res, s)
     by = res.summary.set_index("method")
@@ -407,7 +401,7 @@ def test_a_calibration_applies_to_other_data_of_the_same_tree():
     """Calibrate on one data set, deploy on another (e.g. clean → shifted): θ and per-group θ carry over."""
     h = synthetic_taxonomy(50, depth=4, seed=2)
     clean, shifted = _data(h, 600, seed=14), _data(h, 400, seed=15, top1=0.55)
-    s = Settings(alpha=0.1, delta=0.1, mondrian_depth=1)
+    s = GuaranteeSettings(alpha=0.1, delta=0.1, mondrian_depth=1)
     for method in ("ltt_holm", "conformal_lca", "theorem1_mondrian"):
         fit = calibrate(method, clean, np.arange(600), s)
         family = METHODS[method].family

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hsc_core.core.curves import hierarchical_rc_curve, rc_curve_from_paths
-from hsc_core.core.logit_chunks import decision_paths_from_logits
 from hsc_core.core.hierarchy import Hierarchy
+from hsc_core.core.logit_chunks import decision_paths_from_logits
 from hsc_core.core.metric_rules import (
     ALL_RULES,
     EXTRA_RULES,

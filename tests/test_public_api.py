@@ -77,3 +77,30 @@ DOCTESTED = [
 def test_docstring_examples(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_guarantees_front_door_keeps_every_name_and_warns_on_the_old_settings_name():
+    """``evaluation.guarantees`` re-exports the split modules' names (the same objects); the
+    class's old second name ``Settings`` still works, with a DeprecationWarning."""
+    from hsc_core.evaluation import calibration, guarantee_methods, guarantees, shootout
+
+    for name in guarantees.__all__:
+        value = getattr(guarantees, name)
+        homes = [m for m in (guarantee_methods, calibration, shootout) if getattr(m, name, None) is value]
+        assert homes or name == "FWER_PROCEDURES", name
+    assert guarantees.GuaranteeSettings.__name__ == "GuaranteeSettings"
+    with pytest.warns(DeprecationWarning, match="Settings is now GuaranteeSettings"):
+        from hsc_core.evaluation.guarantees import Settings
+    assert Settings is guarantee_methods.GuaranteeSettings
+    assert Settings(alpha=0.1).target == pytest.approx(0.9)
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        guarantees.nope  # noqa: B018
+
+
+def test_the_chunk_loop_imports_from_its_old_path_with_a_warning():
+    sys.modules.pop("hsc_core.core.evaluation", None)
+    with pytest.warns(DeprecationWarning, match="hsc_core.core.evaluation moved to hsc_core.core.logit_chunks"):
+        from hsc_core.core.evaluation import decision_paths_from_logits
+    from hsc_core.core.logit_chunks import decision_paths_from_logits as new
+
+    assert decision_paths_from_logits is new

@@ -22,6 +22,7 @@ from hsc_core.core.curves import (
     rc_curve_from_paths,
     rounded_threshold_grid,
 )
+from hsc_core.core.hierarchy import Hierarchy
 from hsc_core.core.logit_chunks import (
     auto_chunk_size,
     decision_paths_from_logits,
@@ -29,7 +30,6 @@ from hsc_core.core.logit_chunks import (
     rc_curves_from_logits,
     threshold_grid_from_logits,
 )
-from hsc_core.core.hierarchy import Hierarchy
 from hsc_core.core.probabilities import node_probabilities, softmax
 from hsc_core.core.risk import sample_loss
 from hsc_core.core.rules import RULES, concat_decision_paths, decision_paths, predict

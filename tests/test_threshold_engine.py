@@ -18,7 +18,7 @@ from hsc_core.core.ltt import ltt_theta_grid
 from hsc_core.core.probabilities import node_probabilities, softmax
 from hsc_core.core.synthetic import synthetic_logits
 from hsc_core.core.thresholds import select_threshold, stratified_split_sampler, theorem1_epsilon
-from hsc_core.evaluation.guarantees import METHODS, GuaranteeData, Settings, needs_delta
+from hsc_core.evaluation.guarantee_methods import METHODS, GuaranteeData, GuaranteeSettings, needs_delta
 from hsc_core.evaluation.threshold import ThresholdResult, calibration_draw, threshold
 
 REPO = Path(__file__).resolve().parents[1]
@@ -179,15 +179,15 @@ def test_a_pac_method_without_delta_is_one_clear_error_naming_it(toy, method):
     with pytest.raises(ValueError, match=rf"δ \(delta\) is needed for method '{method}'"):
         threshold(toy, 0.9, method, n=150, min_coverage=0.5)
     with pytest.raises(ValueError, match=rf"δ \(delta\) is needed for method '{method}'"):
-        from hsc_core.evaluation.guarantees import calibrate
+        from hsc_core.evaluation.calibration import calibrate
 
-        calibrate(method, toy, np.arange(150), Settings(alpha=0.1, min_coverage=0.5))
+        calibrate(method, toy, np.arange(150), GuaranteeSettings(alpha=0.1, min_coverage=0.5))
 
 
 @pytest.mark.parametrize("method", ["theorem1", "crc", "conformal_lca", "theorem1_mondrian", "darts"])
 def test_methods_that_do_not_read_delta_need_none_and_ignore_it(toy, method):
     assert not needs_delta(method)
-    Settings(alpha=0.1)  # the settings do not demand δ
+    GuaranteeSettings(alpha=0.1)  # the settings do not demand δ
     without = threshold(toy, 0.9, method, n=150, seed=4)
     with_delta = threshold(toy, 0.9, method, delta=0.2, n=150, seed=4)
     assert without.theta == with_delta.theta and without.test_accuracy == with_delta.test_accuracy
@@ -284,11 +284,11 @@ SHOOTOUT_PINS = {
 
 @pytest.mark.parametrize("sampling", sorted(SHOOTOUT_PINS))
 def test_shootout_summary_is_pinned_on_lite0(shipped, sampling):
-    from hsc_core.evaluation.guarantees import shootout
+    from hsc_core.evaluation.shootout import shootout
 
     _, es = shipped
     pins = SHOOTOUT_PINS[sampling]
-    res = shootout(es.guarantee_data(), Settings(alpha=0.05, delta=0.1), 1000, methods=list(pins), reps=30,
+    res = shootout(es.guarantee_data(), GuaranteeSettings(alpha=0.05, delta=0.1), 1000, methods=list(pins), reps=30,
                    sampling=sampling, seed=0)
     got = res.summary.set_index("method")
     for method, (acc, cov, viol) in pins.items():

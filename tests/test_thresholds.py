@@ -18,7 +18,7 @@ from hsc_core.core.thresholds import (
     stratified_split_sampler,
     theorem1_epsilon,
 )
-from hsc_core.evaluation.guarantees import GuaranteeData
+from hsc_core.evaluation.guarantee_methods import GuaranteeData
 from hsc_core.evaluation.repeated_splits import (
     repeated_split_evaluation,
     split_repetitions,

@@ -22,21 +22,20 @@ from ..core.ltt import P_VALUES
 from ..core.validation import clip_path
 from ..datasets.logits_io import load_logits
 from ..evaluation.card import CARD_REPS, DEFAULT_METHOD, card_json, card_markdown, decision_card
-from ..evaluation.guarantees import (
+from ..evaluation.guarantee_methods import (
     DEFAULT_METHODS,
     METHODS,
     MONDRIAN_DEPTH,
     N_LAMBDAS,
     N_REPS,
     SAMPLINGS,
-    SUMMARY_COLUMNS,
-    Settings,
+    GuaranteeSettings,
     check_methods,
-    shootout,
 )
 from ..evaluation.model import ModelEvaluation
 from ..evaluation.resolve import load_user_hierarchy, resolve_hierarchy
 from ..evaluation.results import to_csv
+from ..evaluation.shootout import SUMMARY_COLUMNS, shootout
 from .args import add_hierarchy, add_seed, add_ts
 
 
@@ -161,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         methods.append("ltt_multi")
     methods = list(check_methods(methods))
     _check_out(args.out)
-    settings = Settings(alpha=1.0 - args.target_accuracy, delta=args.delta, **_settings(args))
+    settings = GuaranteeSettings(alpha=1.0 - args.target_accuracy, delta=args.delta, **_settings(args))
     ev = load_evaluation(args)
     es = ev.setting(args.ts)
     n_cal = int(args.n_cal or min(1000, es.n // 2))

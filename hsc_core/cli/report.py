@@ -28,7 +28,7 @@ from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES
 from ..core.validation import clip_path
 from ..datasets.logits_io import LogitsBundle, _atomic_write, load_logits
 from ..evaluation import ModelEvaluation
-from ..evaluation.guarantees import METHODS
+from ..evaluation.guarantee_methods import METHODS
 from ..evaluation.resolve import expand_inputs, load_user_hierarchy, resolve_hierarchy
 from ..evaluation.subsets import check_subset
 from ..evaluation.subsets import subset_mask as named_subset_mask

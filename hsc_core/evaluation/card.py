@@ -20,9 +20,10 @@ from scipy import stats
 
 from ..core.protocol import protocol_text
 from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES
-from .guarantees import METHODS, GuaranteeData, Settings, check_methods, shootout
+from .guarantee_methods import METHODS, GuaranteeData, GuaranteeSettings, check_methods
 from .model import ModelEvaluation
 from .results import toolkit_version
+from .shootout import shootout
 from .threshold import default_n_cal, guarantee_sentence, threshold
 
 __all__ = ["CARD_FORMAT", "CARD_REPS", "DEFAULT_METHOD", "card_json", "card_markdown", "decision_card",
@@ -83,7 +84,7 @@ def decision_card(
     data : the setting's ``GuaranteeData`` when the caller has it cached.
     n_resamples, bootstrap_seed : the hAURC interval's bootstrap (default: the layer's), e.g. the
         report's, so its cached bootstrap is reused.
-    options : further ``guarantees.Settings`` fields (``min_coverage``, ``p_value`` …).
+    options : further ``guarantees.GuaranteeSettings`` fields (``min_coverage``, ``p_value`` …).
 
     Returns
     -------
@@ -92,7 +93,8 @@ def decision_card(
     method = check_methods([method])[0]
     if not 0.0 < float(target_accuracy) < 1.0:
         raise ValueError(f"the target accuracy must lie in (0, 1), got {target_accuracy}")
-    settings = Settings(alpha=1.0 - float(target_accuracy), delta=None if delta is None else float(delta), **options)
+    settings = GuaranteeSettings(alpha=1.0 - float(target_accuracy), delta=None if delta is None else float(delta),
+                                 **options)
     es = evaluation.setting(ts)
     data = data if data is not None else es.guarantee_data()
     n = data.n

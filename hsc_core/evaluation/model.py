@@ -22,6 +22,9 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..core.curves import CCCurve, RCCurve, calibration_coverage_curve, hierarchical_gain, rc_curve_from_paths
+from ..core.events import RuleEvents, rule_events
+from ..core.hierarchical_prf import Average, hierarchical_prf, mistake_lca_depth_counts
+from ..core.hierarchy import Hierarchy
 from ..core.logit_chunks import (
     Precision,
     decision_paths_from_logits,
@@ -29,9 +32,6 @@ from ..core.logit_chunks import (
     node_probability_chunks,
     threshold_grid_from_logits,
 )
-from ..core.events import RuleEvents, rule_events
-from ..core.hierarchical_prf import Average, hierarchical_prf, mistake_lca_depth_counts
-from ..core.hierarchy import Hierarchy
 from ..core.metric_intervals import (
     RulePoints,
     batch_for,
@@ -397,7 +397,7 @@ class EvaluationSet:
     def guarantee_data(self) -> Any:
         """The per-sample quantities of every accuracy guarantee (``guarantees.GuaranteeData``),
         built once: the shoot-out, the decision card and the dashboard share them."""
-        from .guarantees import GuaranteeData  # guarantees uses this module's sets, not the reverse
+        from .guarantee_methods import GuaranteeData  # guarantees uses this module's sets, not the reverse
 
         return self._memo.get("guarantees", lambda: GuaranteeData.from_evaluation_set(self))
 
@@ -442,7 +442,7 @@ class EvaluationSet:
         method : a name of ``guarantees.METHODS`` (default ``"theorem1"``, the paper's Algorithm 2).
         delta : δ, asked only by the PAC methods (``theorem1_pac``, LTT); ``theorem1`` then reports ε.
         n : calibration size (default half the samples, at most 1,000); seed : the draw.
-        options : further ``guarantees.Settings`` fields (``min_coverage``, ``mondrian_depth`` …).
+        options : further ``guarantees.GuaranteeSettings`` fields (``min_coverage``, ``mondrian_depth`` …).
 
         Returns
         -------

@@ -20,7 +20,8 @@ from ..core.hierarchy import Hierarchy
 from ..core.rules import theta_in_precision
 from ..core.thresholds import QuantileMethod
 from ..core.validation import quote
-from .guarantees import GuaranteeData, Settings, shootout
+from .guarantee_methods import GuaranteeData, GuaranteeSettings
+from .shootout import shootout
 
 #: The Figure-3 table's method names → the shoot-out's.
 SPLIT_METHODS = {"hsc": "theorem1", "crc": "crc", "darts": "darts"}
@@ -65,7 +66,7 @@ def split_repetitions(
             if progress is not None:
                 progress((i + done / total) / len(alphas))
 
-        res = shootout(data, Settings(alpha=float(alpha), quantile=method), n_cal,
+        res = shootout(data, GuaranteeSettings(alpha=float(alpha), quantile=method), n_cal,
                        methods=[SPLIT_METHODS[m] for m in names], reps=int(n_reps), sampling="split", seed=seed,
                        progress=step)
         reps = res.repetitions

@@ -21,7 +21,8 @@ import numpy as np
 
 from ..core.thresholds import stratified_split_sampler, theorem1_epsilon
 from ..core.validation import quote
-from .guarantees import METHODS, Calibration, GuaranteeData, Settings, calibrate, check_methods, needs_delta
+from .calibration import Calibration, calibrate
+from .guarantee_methods import METHODS, GuaranteeData, GuaranteeSettings, check_methods, needs_delta
 
 __all__ = ["ThresholdResult", "calibration_draw", "default_n_cal", "guarantee_sentence", "threshold"]
 
@@ -143,13 +144,14 @@ class ThresholdResult:
         return f"{self.share_answered_below_root:.1%} of the test samples get an answer below the root{where}"
 
 
-def _settings(target_accuracy: float, method: str, delta: float | None, options: dict[str, Any]) -> Settings:
+def _settings(target_accuracy: float, method: str, delta: float | None, options: dict[str, Any]) -> GuaranteeSettings:
     if not 0.0 < float(target_accuracy) < 1.0:
         raise ValueError(f"the target accuracy must lie in (0, 1), got {target_accuracy}")
     if needs_delta(method) and delta is None:
         raise ValueError(f"δ (delta) is needed for method {quote(method)} ({METHODS[method].label}): its guarantee "
                          "holds with probability ≥ 1 − δ over the calibration set; give delta in (0, 1)")
-    return Settings(alpha=1.0 - float(target_accuracy), delta=None if delta is None else float(delta), **options)
+    return GuaranteeSettings(alpha=1.0 - float(target_accuracy), delta=None if delta is None else float(delta),
+                             **options)
 
 
 def threshold(
@@ -174,7 +176,7 @@ def threshold(
         except ``theorem1``, whose result then carries Theorem 1's ε.
     n : calibration size (default ``default_n_cal``: half the samples, at most 1,000).
     seed : the calibration draw (``calibration_draw``).
-    options : further ``guarantees.Settings`` fields (``min_coverage``, ``p_value``,
+    options : further ``guarantees.GuaranteeSettings`` fields (``min_coverage``, ``p_value``,
         ``mondrian_depth``, ``quantile`` …).
 
     Returns
