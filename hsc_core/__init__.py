@@ -54,10 +54,15 @@ _EXPORTS: dict[str, str] = {
     "hierarchical_aurc": "core.curves",
     "hierarchical_gain": "core.curves",
     "bootstrap_haurc": "core.uncertainty",
+    # every rule, named in one place (front ends list and label rules through it)
+    "RuleSpec": "core.rule_registry",
+    "get_rule": "core.rule_registry",
+    "rule_names": "core.rule_registry",
+    "rule_label": "core.rule_registry",
+    "register_rule": "core.rule_registry",
     # beyond the paper: metric-optimal and Pareto rules, and the metrics the field asks for
     "ALL_RULES": "core.metric_rules",
     "any_decision_paths": "core.metric_rules",
-    "rule_label": "core.metric_rules",
     "expected_scores": "core.node_scores",
     "node_scores": "core.node_scores",
     "pareto_records": "core.pareto",
@@ -88,6 +93,8 @@ _EXPORTS: dict[str, str] = {
     "calibrate": "evaluation.calibration",
     "shootout": "evaluation.shootout",
     "decision_card": "evaluation.card",
+    "ThresholdResult": "evaluation.threshold",
+    "calibration_draw": "evaluation.threshold",
     # the model atlas (per-model results tables, e.g. the authors' 1,116 models)
     "load_atlas_table": "evaluation.atlas",
     "training_regimes": "evaluation.atlas",
@@ -108,12 +115,14 @@ __all__ = [
     "softmax", "node_probabilities", "fit_temperature",
     "RULES", "decision_paths", "selective_predict", "climbing_predict", "jumping_predict", "max_coverage_predict",
     "RCCurve", "hierarchical_rc_curve", "hierarchical_aurc", "hierarchical_gain", "bootstrap_haurc",
-    "ALL_RULES", "any_decision_paths", "rule_label", "expected_scores", "node_scores", "pareto_records",
+    "RuleSpec", "get_rule", "rule_names", "rule_label", "register_rule",
+    "ALL_RULES", "any_decision_paths", "expected_scores", "node_scores", "pareto_records",
     "aurc", "augrc", "oracle_haurc", "excess_haurc", "achievable_haurc", "risk_at_coverage", "coverage_at_risk",
     "hierarchical_prf", "RC_TABLE_COLUMNS", "rc_table_rows",
     "optimal_threshold", "theorem1_epsilon", "solve_theorem1", "fwer_reject", "lca_set_paths",
     "ModelEvaluation", "EvaluationSet", "RESULT_COLUMNS", "wide_table", "to_csv",
-    "GuaranteeData", "GuaranteeSettings", "calibrate", "shootout", "decision_card",
+    "GuaranteeData", "GuaranteeSettings", "calibrate", "shootout", "decision_card", "ThresholdResult",
+    "calibration_draw",
     "load_atlas_table", "training_regimes", "paper_table1", "landing_counts", "mistake_severity_histogram",
     "hierarchy_sensitivity", "guarantee_under_shift",
 ]
@@ -175,6 +184,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the lazy names, statically
     from .core.hierarchy import Hierarchy
     from .core.ltt import fwer_reject
     from .core.probabilities import fit_temperature, node_probabilities, softmax
+    from .core.rule_registry import RuleSpec, get_rule, register_rule, rule_label, rule_names
     from .core.rules import (
         RULES,
         climbing_predict,
@@ -195,3 +205,4 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the lazy names, statically
     from .evaluation.model import EvaluationSet, ModelEvaluation
     from .evaluation.results import RESULT_COLUMNS, to_csv, wide_table
     from .evaluation.shootout import shootout
+    from .evaluation.threshold import ThresholdResult, calibration_draw

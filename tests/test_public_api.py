@@ -11,6 +11,7 @@ import sys
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import hsc_core
@@ -104,3 +105,16 @@ def test_the_chunk_loop_imports_from_its_old_path_with_a_warning():
     from hsc_core.core.logit_chunks import decision_paths_from_logits as new
 
     assert decision_paths_from_logits is new
+
+
+def test_the_rule_registry_and_one_split_threshold_are_public():
+    from hsc_core import RuleSpec, ThresholdResult, calibration_draw, get_rule, register_rule, rule_label, rule_names
+
+    assert {"RuleSpec", "get_rule", "rule_names", "register_rule", "ThresholdResult", "calibration_draw"} <= set(
+        hsc_core.__all__)
+    assert rule_names(paper=True) == ("selective", "climbing", "jumping", "max_coverage")
+    assert isinstance(get_rule("climbing"), RuleSpec) and rule_label("climbing") == "Climbing"
+    assert callable(register_rule) and ThresholdResult.__name__ == "ThresholdResult"
+    labels = np.repeat(np.arange(4), 25)
+    cal, test = calibration_draw(labels, 20, seed=0)  # stratified: 5 of each of the 4 equal classes
+    assert np.bincount(labels[cal]).tolist() == [5, 5, 5, 5] and int(test.sum()) == 80 and not test[cal].any()

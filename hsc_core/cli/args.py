@@ -11,7 +11,7 @@ option                 meaning, in every command that takes it
 ``--ts / --no-ts``     with / without temperature scaling
 ``--subset``           a subset the file offers (``evaluation.subsets``): "all", or the names
                        the dashboard's "Samples" picker offers (e.g. "typical", "easier")
-``--rules``            comma list of rules (default: all of ``metric_rules.ALL_RULES``;
+``--rules``            comma list of rules (default: every rule, ``rule_registry.rule_names()``;
                        ``hf<β>`` for any β > 0), each checked by ``metric_rules.check_rule``
 ``--hierarchy``        a class-tree file (default: the logits' built-in data set's tree)
 ``--classes``          the class list giving the logits' column order of its leaves
@@ -28,7 +28,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.metric_rules import ALL_RULES, check_rule
+from ..core.metric_rules import check_rule
+from ..core.rule_registry import rule_names
 
 __all__ = [
     "DeprecatedAlias", "add_bootstrap", "add_hierarchy", "add_rules", "add_seed", "add_subset", "add_ts",
@@ -94,7 +95,7 @@ def add_subset(parser: argparse.ArgumentParser) -> None:
 def add_rules(parser: argparse.ArgumentParser, what: str = "") -> None:
     """``--rules``: a comma list, parsed by ``parse_rules`` (None: every rule)."""
     parser.add_argument("--rules", metavar="LIST",
-                        help=f"comma-separated rules{what} (default: all: " + ",".join(ALL_RULES)
+                        help=f"comma-separated rules{what} (default: all: " + ",".join(rule_names())
                              + "; hf<β> for any β > 0, e.g. hf0.5)")
 
 
@@ -126,11 +127,11 @@ def parse_list(text: str | None, option: str) -> tuple[str, ...] | None:
 
 
 def parse_rules(text: str | None) -> tuple[str, ...]:
-    """``--rules``: the rules named (default ``ALL_RULES``), each checked; an unknown one is one
+    """``--rules``: the rules named (default ``rule_names()``, every rule), each checked; an unknown one is one
     ValueError naming the choices."""
     rules = parse_list(text, "--rules")
     if rules is None:
-        return tuple(ALL_RULES)
+        return tuple(rule_names())
     for rule in rules:
         try:
             check_rule(rule)  # its message names the choices (or what is wrong with an hf<β>)

@@ -20,7 +20,7 @@ import argparse
 from pathlib import Path
 
 from ..core.risk import LOSSES
-from ..core.rules import RULE_LABELS, RULES
+from ..core.rule_registry import rule_label, rule_names
 from ..datasets.logits_io import write_text_atomic
 from ..evaluation.atlas import load_atlas_table
 from ..evaluation.results import to_csv
@@ -35,7 +35,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="the authors' models_comparison_full.csv, or hsc evaluate's results.csv / "
                              "results_models.csv")
     parser.add_argument("--yours", metavar="CSV", help="your own hsc evaluate results, placed on the same axes")
-    parser.add_argument("--rule", default="climbing", metavar="{" + ",".join(RULES) + "}",
+    parser.add_argument("--rule", default="climbing", metavar="{" + ",".join(rule_names(paper=True)) + "}",
                         help="the rule of the regime table and the figure (default climbing)")
     parser.add_argument("--loss", default="01", metavar="{" + ",".join(LOSSES) + "}", help="default 01")
     add_ts(parser, default=True)  # regimes and figure with or without temperature scaling
@@ -44,8 +44,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.rule not in RULES:
-        raise ValueError(f"--rule must be one of {', '.join(RULES)}, got {args.rule[:40]!r}")
+    if args.rule not in rule_names(paper=True):
+        raise ValueError(f"--rule must be one of {', '.join(rule_names(paper=True))}, got {args.rule[:40]!r}")
     if args.loss not in LOSSES:
         raise ValueError(f"--loss must be one of {', '.join(LOSSES)}, got {args.loss[:40]!r}")
     for flag, value, suffix in (("--out", args.out, ".csv"), ("--figure", args.figure, ".html")):
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         from ..report.atlas_figure import atlas_figure
 
         fig = atlas_figure(table, rule=args.rule, loss=args.loss, ts=ts, yours=yours,
-                           title=f"{len(table)} models: top-1 vs {RULE_LABELS[args.rule]} hAURC "
+                           title=f"{len(table)} models: top-1 vs {rule_label(args.rule)} hAURC "
                                  f"({'TS' if ts else 'no TS'})")
         write_text_atomic(Path(args.figure), fig.to_html(include_plotlyjs=True, full_html=True))
         print(f"figure → {args.figure}")

@@ -15,7 +15,7 @@ held-out split), run by ``pipeline.many_models`` and cached by ``evaluation.resu
 Outputs, beside ``--out``:
 
 * ``results.csv`` — the layer's tidy rows (``RESULT_COLUMNS`` + ``file``), one number per row:
-  top-1, T, hAURC and gain of every rule of ``--rules`` (default: all of ``ALL_RULES``) × loss ×
+  top-1, T, hAURC and gain of every rule of ``--rules`` (default: every rule, ``rule_registry.rule_names()``) × loss ×
   TS setting, then the extra metrics of ``--metrics`` (default: none; ``all`` for every one:
   excess_haurc, achievable_haurc, aurc, augrc, hf1 — ``EvaluationSet.extra_results``);
 * ``results_models.csv`` — one row per model (``wide_table``);

@@ -5,7 +5,7 @@ finished model saved at once in the checksummed cache of ``evaluation.result_cac
 skips finished models and an interrupted run loses at most the models in flight.
 
 A model's rows (``evaluation_rows``) are the layer's: ``EvaluationSet.results`` of the rules asked
-for (default ``ALL_RULES``: the paper's four, then the metric-optimal / Pareto ones) per loss, and
+for (default ``rule_names()``: the paper's four, then the metric-optimal / Pareto ones) per loss, and
 ``EvaluationSet.extra_results`` of the extra metrics asked for, the same calls as the dashboard's
 tables. The command line is ``hsc_core.cli.evaluate``.
 """
@@ -26,7 +26,7 @@ from ..core.hierarchy import Hierarchy
 from ..core.metric_rules import check_rule
 from ..core.protocol import CALIBRATION_FRACTION, SPLIT_SEED, check_protocol
 from ..core.risk import LOSSES
-from ..core.rules import RULES
+from ..core.rule_registry import rule_names
 from ..datasets.logits_io import LogitsBundle, load_logits, write_bytes_atomic, write_json_atomic
 from ..evaluation.model import EvaluationSet, ModelEvaluation
 from ..evaluation.rc_table import model_tables, table_rows
@@ -51,6 +51,9 @@ from ..evaluation.result_cache import (
 from ..evaluation.results import hierarchy_hash
 from ..evaluation.subsets import canonical_name, check_subset, subset_mask
 from .distributed import default_workers, map_jobs
+
+#: The rules shown by default: the paper's four (``rule_registry``).
+PAPER_RULES: tuple[str, ...] = rule_names(paper=True)
 
 if TYPE_CHECKING:
     from tqdm.auto import tqdm
@@ -79,7 +82,7 @@ def check_metrics(metrics: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def evaluation_rows(ev: ModelEvaluation, *, dec: int | None = None, rules: Sequence[str] = RULES,
+def evaluation_rows(ev: ModelEvaluation, *, dec: int | None = None, rules: Sequence[str] = PAPER_RULES,
                     metrics: Sequence[str] = ()) -> list[dict]:
     """Tidy rows (``RESULT_COLUMNS``) of one model, without then with temperature scaling: per
     setting ``EvaluationSet.results`` of ``rules`` for every loss, then the extra ``metrics`` (row
@@ -115,7 +118,7 @@ def evaluate_model(
     seed: int = SPLIT_SEED,
     dataset: str = "",
     progress: Progress | None = None,
-    rules: Sequence[str] = RULES,
+    rules: Sequence[str] = PAPER_RULES,
     metrics: Sequence[str] = (),
     subset: str = "all",
 ) -> list[dict]:
@@ -173,7 +176,6 @@ def _build_settings(ev: ModelEvaluation, progress: Progress) -> None:
 def check_dec(dec: int | None) -> None:
     if dec is not None and not 0 <= dec <= MAX_DEC:
         raise ValueError(f"--dec must be between 0 and {MAX_DEC} (the authors used 2), got {dec}")
-
 
 
 # ---------------------------------------------------------------------------- many models
@@ -258,7 +260,7 @@ def evaluate_many(
     cache_dir: str | os.PathLike | None = None,
     resume: bool = True,
     progress: bool = False,
-    rules: Sequence[str] = RULES,
+    rules: Sequence[str] = PAPER_RULES,
     metrics: Sequence[str] = (),
     subset: str = "all",
 ) -> tuple[list[dict], dict[str, str], int]:
@@ -303,7 +305,7 @@ def evaluate_all(
     resume: bool = True,
     progress: bool = False,
     rc: dict | None = None,
-    rules: Sequence[str] = RULES,
+    rules: Sequence[str] = PAPER_RULES,
     metrics: Sequence[str] = (),
     subset: str = "all",
 ) -> Evaluated:
@@ -388,8 +390,6 @@ def evaluate_all(
         done.rc_table += table_rows(tables[i]["table"], model=names[i])
         done.rc_points += table_rows(tables[i]["points"], model=names[i])
     return done
-
-
 
 
 def _progress_bar(total: int, done: int, enabled: bool, where: str):

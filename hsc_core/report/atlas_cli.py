@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ..core.rules import RULE_LABELS, RULES
+from ..core.rule_registry import rule_label, rule_names
 from ..evaluation.atlas import (
     AUTHORS_SAMPLES,
     paper_table1,
@@ -37,18 +37,18 @@ def format_atlas(table, *, rule: str = "climbing", loss: str = "01", ts: bool = 
              "Table 1 (as the paper prints it: Selective and MC without TS, Climbing with TS, gains vs Selective "
              "without TS)"]
     lines += _table(("rule", "hAURC×1000", "gain %"),
-                    [(f"{RULE_LABELS[r['rule']]}{' (TS)' if r['ts'] else ''}",
+                    [(f"{rule_label(r['rule'])}{' (TS)' if r['ts'] else ''}",
                       _pm(r["haurc_x1000_mean"], r["haurc_x1000_sem"]),
                       _pm(r["gain_percent_mean"], r["gain_percent_sem"])) for r in paper_table1(table)])
     lines += ["", f"Every rule without / with TS ({'0/1' if loss == '01' else 'severity'} loss; the paper's Table "
               f"{7 if loss == '01' else 8})"]
     by = {(r["ts"], r["rule"]): r for r in rule_summary(table, loss=loss)}
     lines += _table(("rule", "hAURC×1000", "gain %", "hAURC×1000 (TS)", "gain % (TS)"),
-                    [(RULE_LABELS[rule_], *(c for ts_ in (False, True) for c in (
+                    [(rule_label(rule_), *(c for ts_ in (False, True) for c in (
                         _pm(by[(ts_, rule_)]["haurc_x1000_mean"], by[(ts_, rule_)]["haurc_x1000_sem"]),
                         _pm(by[(ts_, rule_)]["gain_percent_mean"], by[(ts_, rule_)]["gain_percent_sem"]))))
-                     for rule_ in RULES])
-    lines += ["", f"Training regimes, {RULE_LABELS[rule]} {'with' if ts else 'without'} TS (a model counts in "
+                     for rule_ in rule_names(paper=True)])
+    lines += ["", f"Training regimes, {rule_label(rule)} {'with' if ts else 'without'} TS (a model counts in "
               "each of its regimes)"]
     lines += _table(("regime", "models", "top-1 %", "hAURC×1000", "gain %"),
                     [(s["label"], str(s["n_models"]), _pm(s["top1_percent_mean"], s["top1_percent_sem"]),

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..core.rules import RULE_LABELS
+from ..core.rule_registry import is_rule, rule_label
 from ..evaluation.atlas import PLAIN, REGIMES, metric_column
 from . import style
 from .figures import layout
@@ -83,7 +83,7 @@ def atlas_figure(table: pd.DataFrame, *, rule: str = "climbing", loss: str = "01
     fig.update_layout(font=dict(size=font_size - 2))
     fig.update_xaxes(title_text="top-1 accuracy (%)")
     tag = "TS" if ts else "no TS"
-    fig.update_yaxes(title_text=f"{RULE_LABELS.get(rule, rule)} {Y_METRICS[y]} · {tag}"
+    fig.update_yaxes(title_text=f"{(rule_label(rule) if is_rule(rule) else rule)} {Y_METRICS[y]} · {tag}"
                      + (" · severity" if loss == "severity" else ""))
     return fig
 

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
 from ..core.curves import RCCurve
-from ..core.rules import RULE_LABELS
+from ..core.rule_registry import is_rule, rule_label
 from . import style
 from .figures import LOSS_LABELS, layout, model_style
 
@@ -79,11 +79,12 @@ def severity_figure(hist: pd.DataFrame, *, per: str = "share", title: str | None
     share of its mistakes (``per="share"``) or mistakes per sample (``"per_sample"``)."""
     fig = go.Figure()
     for rule, part in hist.groupby("rule", sort=False):
+        label = rule_label(rule) if is_rule(rule) else str(rule)
         fig.add_trace(go.Bar(
-            x=part["lca_depth"], y=part[per], name=f"{RULE_LABELS.get(rule, rule)} ({int(part['mistakes'].sum()):,})",
+            x=part["lca_depth"], y=part[per], name=f"{label} ({int(part['mistakes'].sum()):,})",
             marker=dict(color=style.rule_colour(rule), pattern=dict(shape=RULE_PATTERNS.get(rule, ""))),
             customdata=part["mistakes"], hovertemplate="LCA depth %{x}: %{customdata:,} mistakes (%{y:.1%})"
-            "<extra>" + RULE_LABELS.get(rule, rule) + "</extra>"))
+            "<extra>" + label + "</extra>"))
     layout(fig, title, height=380)
     fig.update_layout(barmode="group", font=dict(size=font_size - 2))
     fig.update_xaxes(title_text="depth of LCA(prediction, truth) — deeper = nearer miss", dtick=1)

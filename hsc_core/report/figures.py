@@ -25,15 +25,17 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from hsc_core.core.hierarchy import Hierarchy
-from hsc_core.core.metric_rules import ALL_RULES
-from hsc_core.core.rules import RULE_LABELS, RULES
+from hsc_core.core.rule_registry import is_rule, rule_label, rule_names
 
 from . import style
 
+#: The rules shown by default: the paper's four (``rule_registry``).
+PAPER_RULES: tuple[str, ...] = rule_names(paper=True)
+
 # Kept under the names the dashboard has always used; the values are THE palette.
-RULE_COLORS: dict[str, str] = {rule: style.rule_colour(rule) for rule in ALL_RULES}
-RULE_SYMBOLS: dict[str, str] = {rule: style.rule_symbol(rule) for rule in ALL_RULES}
-RULE_DASHES: dict[str, str] = {rule: style.rule_dash(rule) for rule in ALL_RULES}
+RULE_COLORS: dict[str, str] = {rule: style.rule_colour(rule) for rule in rule_names()}
+RULE_SYMBOLS: dict[str, str] = {rule: style.rule_symbol(rule) for rule in rule_names()}
+RULE_DASHES: dict[str, str] = {rule: style.rule_dash(rule) for rule in rule_names()}
 METHOD_COLORS = {"hsc": style.OKABE_ITO["blue"], "darts": style.OKABE_ITO["vermillion"],
                  "crc": style.OKABE_ITO["reddish_purple"]}
 METHOD_LABELS = {"hsc": "Ours (Algorithm 1)", "darts": "DARTS", "crc": "CRC"}
@@ -175,7 +177,7 @@ def rc_figure(
     curves: Mapping[str, tuple[np.ndarray, np.ndarray]],
     haurc: Mapping[str, float] | None = None,
     points: pd.DataFrame | None = None,
-    rules: Sequence[str] = RULES,
+    rules: Sequence[str] = PAPER_RULES,
     loss: str = "01",
     title: str | None = None,
 ) -> go.Figure:
@@ -185,11 +187,11 @@ def rc_figure(
     traces = []
     for rule in rules:
         cov, risk = curves[rule]
-        name = RULE_LABELS[rule] if haurc is None else f"{RULE_LABELS[rule]} (hAURC×1000 = {1000 * haurc[rule]:.2f})"
+        name = rule_label(rule) if haurc is None else f"{rule_label(rule)} (hAURC×1000 = {1000 * haurc[rule]:.2f})"
         traces.append(go.Scatter(
             x=cov, y=risk, mode="lines", line=dict(color=RULE_COLORS[rule], width=2.5, dash=RULE_DASHES[rule]),
             name=name, legendgroup=rule,
-            hovertemplate="coverage %{x:.4f}<br>risk %{y:.4f}<extra>" + RULE_LABELS[rule] + "</extra>",
+            hovertemplate="coverage %{x:.4f}<br>risk %{y:.4f}<extra>" + rule_label(rule) + "</extra>",
         ))
     if points is not None:
         for r in points.itertuples():
@@ -206,17 +208,17 @@ def rc_figure(
     return layout(fig, title)
 
 
-def cc_figure(curves: Mapping[str, Any], rules: Sequence[str] = RULES, title: str | None = None) -> go.Figure:
+def cc_figure(curves: Mapping[str, Any], rules: Sequence[str] = PAPER_RULES, title: str | None = None) -> go.Figure:
     """ECE against coverage per rule; curves[rule] has ``thresholds``, ``coverage``, ``ece`` (a CCCurve)."""
     fig = go.Figure()
     for rule in rules:
         c = curves[rule]
         fig.add_trace(go.Scatter(
             x=c.coverage, y=c.ece, mode="lines+markers", marker=dict(size=6, symbol=RULE_SYMBOLS[rule]),
-            line=dict(color=RULE_COLORS[rule], width=2, dash=RULE_DASHES[rule]), name=RULE_LABELS[rule],
+            line=dict(color=RULE_COLORS[rule], width=2, dash=RULE_DASHES[rule]), name=rule_label(rule),
             customdata=c.thresholds,
             hovertemplate=("θ %{customdata:.2f}<br>coverage %{x:.4f}<br>ECE %{y:.4f}"
-                           "<extra>" + RULE_LABELS[rule] + "</extra>"),
+                           "<extra>" + rule_label(rule) + "</extra>"),
         ))
     fig.update_xaxes(title_text="hierarchical coverage", range=[-0.02, 1.02])
     fig.update_yaxes(title_text="ECE (hierarchical correctness)", rangemode="tozero")
@@ -256,13 +258,14 @@ def gain_figure(rows: Sequence[dict], title: str | None = None) -> go.Figure:
     for rule in dict.fromkeys(r["rule"] for r in rows):
         sub = [k for k, r in enumerate(rows) if r["rule"] == rule]
         est = np.array([rows[k]["estimate"] for k in sub], float)
+        label = rule_label(rule) if is_rule(rule) else rule
         fig.add_trace(go.Scatter(
-            x=est, y=[labels[k] for k in sub], mode="markers", name=RULE_LABELS.get(rule, rule),
+            x=est, y=[labels[k] for k in sub], mode="markers", name=label,
             marker=dict(color=RULE_COLORS.get(rule, NEUTRAL_COLOR), symbol=RULE_SYMBOLS.get(rule, "circle"), size=12,
                         line=dict(color="black", width=1)),
             error_x=dict(type="data", symmetric=False, array=np.array([rows[k]["high"] for k in sub]) - est,
                          arrayminus=est - np.array([rows[k]["low"] for k in sub]), thickness=2, width=6),
-            hovertemplate="%{y}: %{x:.2f} %<extra>" + RULE_LABELS.get(rule, rule) + "</extra>",
+            hovertemplate="%{y}: %{x:.2f} %<extra>" + (rule_label(rule) if is_rule(rule) else rule) + "</extra>",
         ))
     fig.add_vline(x=0, line=dict(color="black", dash="dash", width=1))
     fig.update_layout(showlegend=False)  # the y labels name the rules
@@ -346,21 +349,22 @@ def path_figure(h: Hierarchy, view: PathView, title: str | None = None) -> go.Fi
         name="node probability", showlegend=False,
     ))
     # One lane per rule right of the bars, a marker at the row of the node it picks.
-    lane: dict[str, float] = {rule: 1.08 + 0.07 * k for k, rule in enumerate(RULES)}
+    lane: dict[str, float] = {rule: 1.08 + 0.07 * k for k, rule in enumerate(PAPER_RULES)}
     index = {v: k for k, v in enumerate(nodes)}
     for rule, c in view.choices.items():
         fig.add_trace(go.Scatter(
-            x=[lane[rule]], y=[labels[index[c.node]]], mode="markers", name=f"{RULE_LABELS[rule]} picks",
+            x=[lane[rule]], y=[labels[index[c.node]]], mode="markers", name=f"{rule_label(rule)} picks",
             marker=dict(color=RULE_COLORS[rule], size=14, symbol=RULE_SYMBOLS[rule], line=dict(color="black", width=1)),
-            hovertemplate=f"{RULE_LABELS[rule]} → {shown_name(h, c.node)} (p = {c.confidence:.3f})<extra></extra>",
+            hovertemplate=f"{rule_label(rule)} → {shown_name(h, c.node)} (p = {c.confidence:.3f})<extra></extra>",
         ))
     fig.add_vline(x=view.theta, line=dict(color="black", dash="dash", width=2),
                   annotation_text=f"θ = {view.theta:.2f}", annotation_position="bottom right")
     if extra or others:
         fig.add_hline(y=len(path) - 0.5, line=dict(color="#999", width=1, dash="dot"))
     fig.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=labels)
-    fig.update_xaxes(range=[0, 1.08 + 0.07 * len(RULES)], tickvals=[0, 0.25, 0.5, 0.75, 1.0] + list(lane.values()),
-                     ticktext=["0", "0.25", "0.5", "0.75", "1"] + [RULE_LABELS[r][:2] for r in lane],
+    fig.update_xaxes(range=[0, 1.08 + 0.07 * len(PAPER_RULES)],
+                     tickvals=[0, 0.25, 0.5, 0.75, 1.0] + list(lane.values()),
+                     ticktext=["0", "0.25", "0.5", "0.75", "1"] + [rule_label(r)[:2] for r in lane],
                      title_text="node probability (sum of its leaves' softmax) · rule lanes")
     return layout(fig, title, height=max(320, 26 * len(nodes) + 120))
 

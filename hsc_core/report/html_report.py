@@ -27,9 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from ..core.curves import RCCurve
-from ..core.metric_rules import ALL_RULES, EXTRA_RULES
 from ..core.protocol import protocol_text
-from ..core.rules import RULE_LABELS, RULES
+from ..core.rule_registry import is_rule, rule_label, rule_names
 from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, Interval
 from ..evaluation import RESULT_COLUMNS, ModelEvaluation, ResultRow, column_label, to_csv, wide_table
 from ..evaluation.card import card_markdown, decision_card
@@ -76,7 +75,7 @@ def headline_sentence(model: str, dataset: str, n_eval: int, ts: bool, gain: Int
     where = f"On {dataset} ({n_eval:,} evaluation images, {model})" if dataset else \
         f"On {n_eval:,} evaluation images ({model})"
     setting = "with temperature scaling" if ts else "without temperature scaling"
-    name = RULE_LABELS.get(rule, rule)
+    name = rule_label(rule) if is_rule(rule) else rule
     if not np.isfinite(gain.estimate):
         return f"{where}, {setting}, plain selective classification makes no errors, so there is no gain to measure."
     g, lo, hi = gain.estimate, gain.low, gain.high
@@ -102,7 +101,7 @@ def worse_sentence(rows: Iterable[ResultRow]) -> str:
     for r in _worse_rows(rows):
         how = (f" (95 % CI {display_value(r, 'ci_low'):.1f} to {display_value(r, 'ci_high'):.1f} %)"
                if r["ci_high"] is not None else " (point estimate)")
-        item = f"{RULE_LABELS[r['rule']]} {display_value(r):.1f} %{how}"
+        item = f"{rule_label(r['rule'])} {display_value(r):.1f} %{how}"
         worse[bool(r["ts"])].setdefault(r["model"], []).append(item)
     parts = [f"{'With' if ts else 'Without'} temperature scaling, some rules do worse than plain selective "
              "classification (negative gain): " + "; ".join(f"{m}: {', '.join(items)}" for m, items in by.items()) + "."
@@ -138,7 +137,7 @@ def worse_summary(rows: Iterable[ResultRow]) -> str:
         low = min(worse, key=display_value)
         parts.append(f"{'With' if ts else 'Without'} temperature scaling, {n} of {len(models)} "
                      f"model{'s' if len(models) != 1 else ''} {'have' if n != 1 else 'has'} a rule that does worse "
-                     f"than plain selective classification (worst: {low['model']}, {RULE_LABELS[low['rule']]} "
+                     f"than plain selective classification (worst: {low['model']}, {rule_label(low['rule'])} "
                      f"{display_value(low):.1f} %{'' if low['ci_high'] is not None else ', point estimate'}).")
     return " ".join(parts)
 
@@ -215,8 +214,8 @@ def _rule_table(rows: dict) -> str:
     for ts in (False, True):
         header += [f"{column_label('haurc', ts=ts)} [95 % CI]", f"{column_label('gain_percent', ts=ts)} [95 % CI]"]
     body = []
-    for rule in RULES:
-        cells = [RULE_LABELS[rule]]
+    for rule in rule_names(paper=True):
+        cells = [rule_label(rule)]
         for ts in (False, True):
             cells.append(interval_text(_interval(rows[(ts, rule, "haurc")])))
             cells.append("0 (reference)" if rule == "selective"
@@ -229,9 +228,9 @@ def _gain_rows(rows: dict, settings: Sequence[bool], label: str = "") -> list[di
     """``figures.gain_figure`` rows of every rule but Selective, from the tidy rows."""
     out = []
     for ts in settings:
-        for rule in RULES[1:]:
+        for rule in rule_names(paper=True)[1:]:
             iv = _interval(rows[(ts, rule, "gain_percent")])
-            name = f"{label} · {RULE_LABELS[rule]}" if label else f"{RULE_LABELS[rule]} · {'TS' if ts else 'no TS'}"
+            name = f"{label} · {rule_label(rule)}" if label else f"{rule_label(rule)} · {'TS' if ts else 'no TS'}"
             out.append({"label": name, "rule": rule, "estimate": iv.estimate, "low": iv.low, "high": iv.high})
     return out
 
@@ -270,7 +269,7 @@ def _beyond_section(ev: ModelEvaluation, fig: _Figures, n_resamples: int, seed: 
     and micro hF1 at θ = 0 (95 % intervals where the layer has them), the arg-max leaf's AURC
     (Zhou et al.) and AUGRC, and the RC and calibration–coverage curves of the new rules beside Climbing."""
     es = ev.setting(True)
-    rows = {(r["rule"], r["metric"]): r for r in es.extra_results(ALL_RULES, intervals=True,
+    rows = {(r["rule"], r["metric"]): r for r in es.extra_results(rule_names(), intervals=True,
                                                                   n_resamples=n_resamples, seed=seed)}
 
     def cell(rule: str, metric: str) -> str:
@@ -282,9 +281,9 @@ def _beyond_section(ev: ModelEvaluation, fig: _Figures, n_resamples: int, seed: 
 
     metrics = ("excess_haurc", "achievable_haurc", "hf1_micro")
     header = ["rule", column_label("haurc", ts=True)] + [f"{column_label(m)} [95 % CI]" for m in metrics]
-    body = [[RULE_LABELS[rule], f"{1000 * es.haurc(rule):.2f}", *(cell(rule, m) for m in metrics)]
-            for rule in ALL_RULES]
-    shown = ("climbing", *EXTRA_RULES)
+    body = [[rule_label(rule), f"{1000 * es.haurc(rule):.2f}", *(cell(rule, m) for m in metrics)]
+            for rule in rule_names()]
+    shown = ("climbing", *rule_names(paper=False))
     curves = {rule: es.curve(rule) for rule in shown}
     rc = figures.rc_figure({rule: _decimated(c) for rule, c in curves.items()},
                            {rule: c.haurc for rule, c in curves.items()}, rules=shown)
@@ -377,14 +376,14 @@ def _lay_out(ev: ModelEvaluation, fig: _Figures, n_resamples: int, seed: int, ca
 # ---------------------------------------------------------------------------- the sections
 COMPARE_HEADER = (["model", "data set", "evaluation samples", "calibration samples", column_label("temperature"),
                    column_label("top1")]
-                  + [f"{column_label('gain_percent', rule, ts=True)} [95 % CI]" for rule in RULES[1:]])
+                  + [f"{column_label('gain_percent', rule, ts=True)} [95 % CI]" for rule in rule_names(paper=True)[1:]])
 
 
 def _compare_row(rows: list[ResultRow], label: str) -> list:
     """The comparison table's row: the TS setting's wide table (``column_label`` columns)."""
     wide = wide_table(rows, ts=True, metrics=("top1", "temperature", "gain_percent"), intervals=True)[0]
     gains = []
-    for rule in RULES[1:]:
+    for rule in rule_names(paper=True)[1:]:
         name = column_label("gain_percent", rule, ts=True)
         gains.append(interval_text(Interval(wide[name], wide[f"{name} low"], wide[f"{name} high"]), digits=1,
                                    unit=" %"))
@@ -402,11 +401,11 @@ def _compare_section(models: Sequence[_Laid], fig: _Figures) -> str:
              _table(COMPARE_HEADER, [_compare_row(m.rows, label) for m, label in zip(models, labels, strict=True)]),
              fig(figures.titled(figures.gain_figure(gains), "Hierarchical gain vs Selective, with TS"),
                  "compare_gain_TS"), '<div class="grid">']
-    for rule in RULES:
+    for rule in rule_names(paper=True):
         curves = {label: m.curves[rule] for m, label in zip(models, labels, strict=True)}
         areas = {label: r[(True, rule, "haurc")]["value"] for r, label in zip(rows, labels, strict=True)}
         cmp = figures.compare_figure(curves, areas)
-        parts.append(fig(figures.titled(cmp, f"{RULE_LABELS[rule]}: risk–coverage per model (TS on)"),
+        parts.append(fig(figures.titled(cmp, f"{rule_label(rule)}: risk–coverage per model (TS on)"),
                          f"compare_{rule}_TS"))
     parts.append("</div>")
     return "\n".join(parts)

@@ -11,10 +11,13 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..core.hierarchy import Hierarchy
-from ..core.rules import RULE_LABELS, RULES
+from ..core.rule_registry import rule_label, rule_names
 from . import style
 from .figures import layout
 from .tree_figure import pick_index
+
+#: The rules shown by default: the paper's four (``rule_registry``).
+PAPER_RULES: tuple[str, ...] = rule_names(paper=True)
 
 
 def picks_by_severity(records: Sequence[dict[str, tuple[np.ndarray, np.ndarray]]], theta: float
@@ -29,7 +32,7 @@ def picks_by_severity(records: Sequence[dict[str, tuple[np.ndarray, np.ndarray]]
 
 
 def degradation_figure(h: Hierarchy, records: Sequence[dict[str, tuple[np.ndarray, np.ndarray]]], theta: float,
-                       *, true_leaf: int | None = None, kind: str = "blur", rules: Sequence[str] = RULES,
+                       *, true_leaf: int | None = None, kind: str = "blur", rules: Sequence[str] = PAPER_RULES,
                        font_size: int = style.BASE_FONT_SIZE, title: str | None = None) -> go.Figure:
     """Depth of each rule's pick at θ against severity 0…len(records)−1, with one frame per
     severity (the path so far) and a Play button. Depth 0 is the root (a rejection)."""
@@ -46,10 +49,10 @@ def degradation_figure(h: Hierarchy, records: Sequence[dict[str, tuple[np.ndarra
         names = [style.plain(h.names[v].replace("_", " "), 22) for v in nodes]
         return go.Scatter(
             x=sev[: upto + 1], y=h.depth[nodes], mode="lines+markers+text" if rule == "climbing" else "lines+markers",
-            name=RULE_LABELS[rule], line=dict(color=colour, dash=dash, width=2.5),
+            name=rule_label(rule), line=dict(color=colour, dash=dash, width=2.5),
             marker=dict(symbol=[symbol if c is not False else f"{symbol}-open" for c in ok], size=11, color=colour),
             text=[f"{nm}{mk}" for nm, mk in zip(names, mark, strict=True)] if rule == "climbing" else None,
-            textposition="top center", hovertemplate=[f"severity %{{x}}: {nm}{mk}<extra>{RULE_LABELS[rule]}</extra>"
+            textposition="top center", hovertemplate=[f"severity %{{x}}: {nm}{mk}<extra>{rule_label(rule)}</extra>"
                                                       for nm, mk in zip(names, mark, strict=True)])
 
     shown = [r for r in rules if r in picks]

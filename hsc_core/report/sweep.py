@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from hsc_core.core.curves import RCCurve
-from hsc_core.core.rules import RULE_LABELS
+from hsc_core.core.rule_registry import rule_label
 
 from . import style
 from .tree_figure import THETA_GRID, add_theta_sweep
@@ -25,7 +25,7 @@ def operating_point_grid(curve: RCCurve, grid: np.ndarray = THETA_GRID) -> np.nd
 
 
 def _point(rule: str, th: float, cov: float, risk: float) -> dict:
-    label = RULE_LABELS[rule]
+    label = rule_label(rule)
     risk = 0.0 if abs(risk) < 5e-13 else risk  # running sums leave −1e-13 at θ = 1
     cov = 0.0 if abs(cov) < 5e-13 else cov
     return dict(x=[cov], y=[risk],
@@ -48,8 +48,8 @@ def rc_sweep_figure(curves: dict[str, tuple[np.ndarray, np.ndarray]], points: di
         colour, dash, _ = style.RULE_STYLE[rule]
         traces.append(go.Scatter(
             x=cov, y=risk, mode="lines", line=dict(color=colour, width=3, dash=dash), legendgroup=rule,
-            name=f"{RULE_LABELS[rule]} (hAURC×1000 = {1000 * haurc[rule]:.2f})",
-            hovertemplate="coverage %{x:.4f}<br>risk %{y:.4f}<extra>" + RULE_LABELS[rule] + "</extra>",
+            name=f"{rule_label(rule)} (hAURC×1000 = {1000 * haurc[rule]:.2f})",
+            hovertemplate="coverage %{x:.4f}<br>risk %{y:.4f}<extra>" + rule_label(rule) + "</extra>",
         ))
     for k, rule in enumerate(rules):
         colour, _, symbol = style.RULE_STYLE[rule]

@@ -28,9 +28,13 @@ import numpy as np
 import plotly.graph_objects as go
 
 from hsc_core.core.hierarchy import Hierarchy
-from hsc_core.core.rules import RULE_LABELS, RULES, below_theta, record_index
+from hsc_core.core.rule_registry import rule_label, rule_names
+from hsc_core.core.rules import below_theta, record_index
 
 from . import style
+
+#: The rules shown by default: the paper's four (``rule_registry``).
+PAPER_RULES: tuple[str, ...] = rule_names(paper=True)
 
 THETA_GRID = np.round(np.linspace(0.0, 1.0, 101), 2)
 HEAD_LINES = 3           # headline above the root: θ + key, then two rules per line
@@ -235,7 +239,7 @@ def _geometry(lay: TreeLayout, parts: list[tuple[str, str]], font_size: int, sma
 
 def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.ndarray, np.ndarray]],
                 true_leaf: int | None = None, theta: float = 0.5, *, grid: np.ndarray = THETA_GRID,
-                font_size: int = style.BASE_FONT_SIZE, animate: bool = True, rules=RULES,
+                font_size: int = style.BASE_FONT_SIZE, animate: bool = True, rules=PAPER_RULES,
                 title: str | None = None, max_height: int | None = None,
                 max_width: int | None = None) -> go.Figure:
     """Figure 1 for one sample at θ, with one frame per θ of ``grid`` when ``animate``.
@@ -338,7 +342,7 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
             v = int(rn[k])
             xs.append(pos[v][0] + side_of[v] * (k_slot + 1) * slot)
             ys.append(pos[v][1])
-            text.append(f"{RULE_LABELS[rule]} at θ = {th:.2f} → {decision_text(h, v, correct.get(v))} "
+            text.append(f"{rule_label(rule)} at θ = {th:.2f} → {decision_text(h, v, correct.get(v))} "
                         f"(p = {rv[k]:.3f})")
         return dict(x=xs, y=ys, hovertext=text)
 
@@ -353,7 +357,7 @@ def tree_figure(h: Hierarchy, probs: np.ndarray, records: dict[str, tuple[np.nda
             v = int(rn[int(pick_index(rv, th))])
             colour = style.rule_colour(rule)
             parts.append(f"<span style='color:{colour}'>{SYMBOL_GLYPH[style.rule_symbol(rule)]}</span> "
-                         f"{RULE_LABELS[rule]} → <b>{decision_text(h, v, correct.get(v))}</b>")
+                         f"{rule_label(rule)} → <b>{decision_text(h, v, correct.get(v))}</b>")
         lines = [" · ".join(parts[k: k + 2]) for k in range(0, len(parts), 2)]
         return dict(text=[title or "<br>".join([f"<b>θ = {th:.2f}</b>   {key}"] + lines)])
 
