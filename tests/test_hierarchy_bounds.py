@@ -149,7 +149,7 @@ def test_newick_parser_reads_as_the_newick_package():
     """Our iterative parser against the ``newick`` package (which it replaced) on shallow trees:
     the same nodes in pre-order, parents, unquoted labels and leaves."""
     newick = pytest.importorskip("newick")
-    from hsc_core.datasets.formats import _parse_newick
+    from hsc_core.datasets.hierarchy_newick import _parse_newick
 
     def reference(text):  # the package's nodes, pre-order
         nodes = list(newick.loads(text)[0].walk())
