@@ -293,3 +293,13 @@ def test_value_checks_name_the_same_rows_for_any_memory_budget(tmp_path, monkeyp
     logits[12, 0], logits[9, 1], logits[14, 1] = 0.0, np.inf, np.nan
     with pytest.raises(LogitsFileError, match=r"logits contain NaN in 2 rows \(first: row 9\)"):
         save_logits(tmp_path / "y.npz", logits, labels, ids)
+
+
+def test_the_atomic_writers_moved_to_atomic_files_and_keep_their_old_home(tmp_path):
+    from hsc_core.datasets import atomic_files
+
+    for name in ("write_npz_atomic", "write_json_atomic", "write_text_atomic", "write_bytes_atomic"):
+        assert getattr(logits_io, name) is getattr(atomic_files, name), name
+    atomic_files.write_json_atomic(tmp_path / "a.json", {"θ": 0.5})
+    assert (tmp_path / "a.json").read_text(encoding="utf-8") == '{\n  "θ": 0.5\n}\n'
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..core.risk import LOSSES
 from ..core.rule_registry import rule_label, rule_names
-from ..datasets.logits_io import write_text_atomic
+from ..datasets.atomic_files import write_text_atomic
 from ..evaluation.atlas import load_atlas_table
 from ..evaluation.results import to_csv
 from ..report.atlas_cli import format_atlas, sample_note

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from ..core.protocol import CALIBRATION_FRACTION, PROTOCOLS, SPLIT_SEED, check_protocol
 from ..core.validation import quote
-from ..datasets.logits_io import write_bytes_atomic, write_text_atomic
+from ..datasets.atomic_files import write_bytes_atomic, write_text_atomic
 from ..evaluation.rc_table import POINT_COLUMNS, RC_TABLE_COLUMNS, check_table_path, table_bytes
 from ..evaluation.resolve import expand_inputs, load_user_hierarchy
 from ..evaluation.result_cache import ROW_COLUMNS, cache_dir_for, cache_file

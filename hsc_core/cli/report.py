@@ -26,7 +26,8 @@ import numpy as np
 from ..core.protocol import PROTOCOLS
 from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES
 from ..core.validation import clip_path
-from ..datasets.logits_io import LogitsBundle, _atomic_write, load_logits
+from ..datasets.atomic_files import atomic_write
+from ..datasets.logits_io import LogitsBundle, load_logits
 from ..evaluation import ModelEvaluation
 from ..evaluation.guarantee_methods import METHODS
 from ..evaluation.resolve import expand_inputs, load_user_hierarchy, resolve_hierarchy
@@ -69,7 +70,7 @@ def _write_atomic(path: Path, text: str) -> None:
     def write(fh) -> None:
         fh.write(text.encode("utf-8"))
 
-    _atomic_write(path, write)
+    atomic_write(path, write)
 
 
 def _check_args(args: argparse.Namespace) -> Path:

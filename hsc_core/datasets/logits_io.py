@@ -27,10 +27,9 @@ import io
 import json
 import os
 import platform
-import tempfile
 import zipfile
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -39,6 +38,9 @@ import numpy as np
 
 from ..config import rows_per_chunk
 from ..core.validation import bounded_message, check_labels, clip, clip_path, quote
+from .atomic_files import write_bytes_atomic as write_bytes_atomic  # re-exported: the old home
+from .atomic_files import write_json_atomic, write_npz_atomic
+from .atomic_files import write_text_atomic as write_text_atomic  # re-exported: the old home
 
 FORMAT_VERSION = "hsc-logits/1"
 REQUIRED_ARRAYS = ("logits", "labels", "sample_ids")
@@ -128,82 +130,8 @@ def library_versions() -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------------- writing
-def _read_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _read_umask()
-
-
-def _atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> None:
-    """Write through ``write(fileobj)`` to a temp file beside ``path``, fsync, rename over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        # mkstemp creates 0600; give the file the permissions a plain open() would.
-        os.chmod(tmp, 0o666 & ~_UMASK)
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        # Also on KeyboardInterrupt: the old file stays and no temp file is left behind.
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    # Make the rename itself durable; not every platform can open a directory.
-    try:
-        dfd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)
-
-
-def write_npz_atomic(path: str | os.PathLike, arrays: Mapping[str, np.ndarray], compress: bool = True) -> None:
-    """Write ``arrays`` as an ``.npz`` to ``path``, atomically (zip-deflated unless ``compress=False``)."""
-    save = np.savez_compressed if compress else np.savez
-
-    def write(fh: IO[bytes]) -> None:
-        save(fh, **arrays)  # type: ignore[arg-type]  # numpy's stub reads **arrays as allow_pickle
-
-    _atomic_write(Path(path), write)
-
-
-def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
-    """Pretty JSON to ``path``, atomically."""
-    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
-
-
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    """UTF-8 ``text`` to ``path``, atomically (a reader sees the old file or the whole new one)."""
-    def write(fh: IO[bytes]) -> None:
-        fh.write(text.encode("utf-8"))
-
-    _atomic_write(Path(path), write)
-
-
-def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
-    """``data`` to ``path``, atomically (a reader sees the old file or the whole new one)."""
-    def write(fh: IO[bytes]) -> None:
-        fh.write(data)
-
-    _atomic_write(Path(path), write)
-
-
+# the atomic writers live in ``atomic_files``; imported here for save_logits and for the callers
+# that have always imported them from this module
 def _label_dtype(labels: np.ndarray) -> type:
     # int16 suffices for ImageNet (1000 classes); iNat21's 10,000 also fit, larger sets need int32.
     return np.int16 if labels.size == 0 or labels.max() < np.iinfo(np.int16).max else np.int32

@@ -27,7 +27,8 @@ from ..core.metric_rules import check_rule
 from ..core.protocol import CALIBRATION_FRACTION, SPLIT_SEED, check_protocol
 from ..core.risk import LOSSES
 from ..core.rule_registry import rule_names
-from ..datasets.logits_io import LogitsBundle, load_logits, write_bytes_atomic, write_json_atomic
+from ..datasets.atomic_files import write_bytes_atomic, write_json_atomic
+from ..datasets.logits_io import LogitsBundle, load_logits
 from ..evaluation.model import EvaluationSet, ModelEvaluation
 from ..evaluation.rc_table import model_tables, table_rows
 from ..evaluation.resolve import resolve_hierarchy

@@ -20,14 +20,8 @@ from typing import Any
 import numpy as np
 
 from ...core.validation import clip, clip_path, quote
-from ...datasets.logits_io import (
-    LogitsBundle,
-    LogitsFileError,
-    load_logits,
-    save_logits,
-    write_json_atomic,
-    write_npz_atomic,
-)
+from ...datasets.atomic_files import write_json_atomic, write_npz_atomic
+from ...datasets.logits_io import LogitsBundle, LogitsFileError, load_logits, save_logits
 from .errors import CacheRunError
 from .samples import SampleList
 
