@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import entry, plots, presenter, session_keys, sidebar, state, ui, widgets
+from dashboard import entry, plots, presenter, sections, session_keys, sidebar, state, widgets
 from hsc_core.core.thresholds import solve_theorem1, theorem1_epsilon
 from hsc_core.evaluation.card import card_json, card_markdown, decision_card
 from hsc_core.evaluation.guarantees import METHODS, SUMMARY_COLUMNS, Settings, shootout
@@ -25,7 +25,7 @@ from hsc_core.report.figures import accuracy_coverage_figure, violation_figure
 
 entry.ensure_entrypoint(globals())
 
-es = sidebar.require_eval_set()
+es = sidebar.require_model_context()
 PRESENTER = presenter.presenter()
 st.title("Guaranteed accuracy")
 # Presenter mode: the requirement's sliders, the Run button, one split's numbers and the
@@ -39,7 +39,7 @@ with intro:
     "Theorem 1: with probability ≥ 1 − δ over the calibration set, the accuracy on new samples is within "
     "**ε** of the target. The remaining samples are the test set."
     )
-N = es.n
+N = es.view.n
 if N < 40:
     st.error(f"Only {N} samples: too few to split into calibration and test sets.")
     st.stop()
@@ -152,7 +152,7 @@ def one_split(req: Requirement, slots: Slots | None = None) -> float:
     try:
         split = es.view.threshold(req.target, req.method, delta=req.delta, n=req.n, seed=req.seed, **req.options)
     except ValueError as exc:
-        st.error(f"Cannot calibrate: {ui.public_message(exc)}")
+        st.error(f"Cannot calibrate: {widgets.public_message(exc)}")
         st.stop()
     eps, test_acc = theorem1_epsilon(req.n, req.alpha, req.delta), split.test_accuracy
     inside = abs(test_acc - req.target) <= eps + TOL
@@ -253,9 +253,9 @@ def repetitions(req: Requirement, eps: float, slots: Slots | None = None) -> Non
                f"target, vs ε = {eps:.4f}), so fewer repetitions than that may land inside the green band.")
     c1, c2 = st.columns(2)
     with c1:
-        ui.csv_download(summary, "repetitions_summary", key="dl_ga_summary", context=widgets.export_context(es))
+        widgets.csv_download(summary, "repetitions_summary", key="dl_ga_summary", context=widgets.export_context(es))
     with c2:
-        ui.csv_download(df, "repetitions", key="dl_ga_raw", label="All repetitions (CSV)",
+        widgets.csv_download(df, "repetitions", key="dl_ga_raw", label="All repetitions (CSV)",
                         context=widgets.export_context(es))
 
 
@@ -303,7 +303,7 @@ def solver(req: Requirement) -> None:
     st.success(f"Solved **{labels[solve]}** = {solved}")
     if res["root_only"]:
         st.warning(res["note"], icon=":material/warning:")
-    ui.csv_download(pd.DataFrame([res]), "theorem1_solution", key="dl_solve")
+    widgets.csv_download(pd.DataFrame([res]), "theorem1_solution", key="dl_solve")
 
 
 P_VALUE_LABELS = {"binomial": "exact binomial", "hoeffding_bentkus": "Hoeffding–Bentkus"}
@@ -387,9 +387,9 @@ def shootout_section(req: Requirement) -> None:
         for c in shown.columns})
     c1, c2 = st.columns(2)
     with c1:
-        ui.csv_download(s, f"{name}_summary", key="dl_ga_shootout", context=widgets.export_context(es))
+        widgets.csv_download(s, f"{name}_summary", key="dl_ga_shootout", context=widgets.export_context(es))
     with c2:
-        ui.csv_download(lambda: res.repetitions, f"{name}_repetitions", key="dl_ga_shootout_reps",
+        widgets.csv_download(lambda: res.repetitions, f"{name}_repetitions", key="dl_ga_shootout_reps",
                         label="Every calibration set (CSV)", context=widgets.export_context(es))
 
 
@@ -408,7 +408,7 @@ def card_section(req: Requirement) -> None:
         cards = st.session_state.get(CARDS, {})
         if key not in cards:
             cards = {**cards, key: decision_card(es.view.evaluation, target_accuracy=req.target, delta=req.delta,
-                                                 method=method, n_cal=req.n, ts=es.ts, seed=req.seed,
+                                                 method=method, n_cal=req.n, ts=es.view.ts, seed=req.seed,
                                                  data=es.view.guarantee_data(),
                                                  **replace(req, method=method).options)}
             st.session_state[CARDS] = dict(list(cards.items())[-KEEP:])
@@ -436,4 +436,4 @@ def guaranteed_accuracy() -> None:
 
 
 guaranteed_accuracy()
-ui.shift_guarantee_section(es)  # calibrate on clean, test on corrupted images (when the model has them)
+sections.shift_guarantee_section(es)  # calibrate on clean, test on corrupted images (when the model has them)

@@ -34,7 +34,7 @@ from hsc_core.report.figures import (  # noqa: F401  (re-exported for the pages)
     top5_figure,
 )
 
-from .data import CurveSet
+from .evaluations import CurveSet
 
 
 def plot_config(filename: str, fmt: str = "png") -> dict:

@@ -25,7 +25,7 @@ from hsc_core.core.validation import check_theta
 from hsc_core.evaluation import ResultRow, column_label, wide_table
 from hsc_core.evaluation.results import EXTRA_METRICS, display_value
 
-from .data import CurveSet
+from .evaluations import CurveSet
 
 
 def node_name(h: Hierarchy, v: int) -> str:
@@ -203,7 +203,7 @@ def figure1_example(h: Hierarchy, node_probs: np.ndarray, paths: dict[str, Decis
 
 def selected_paths(es: Any, rules: Sequence[str]) -> dict[str, DecisionPaths]:
     """Decision paths of ``rules`` (listed rules of ``rule_registry``; the paper's four when none)
-    on an ``EvalSet``, in the registry's order, each from the layer's one accessor."""
+    on a ``ModelContext``, in the registry's order, each from the layer's one accessor."""
     chosen = [r for r in rule_names() if r in rules] or list(rule_names(paper=True))
     return {r: es.view.decision_paths(r) for r in chosen}
 
