@@ -4,8 +4,9 @@ and the metric-optimal / Pareto ones)."""
 import pandas as pd
 import streamlit as st
 
-from dashboard import entry, evaluations, plots, presenter, sidebar, state, widgets
+from dashboard import entry, evaluations, presenter, sidebar, state, widgets
 from hsc_core.core.rule_registry import rule_label, rule_names
+from hsc_core.report.figures import cc_figure
 
 entry.ensure_entrypoint(globals())
 
@@ -29,7 +30,7 @@ if not rules:
 bins = int(state.get("bins"))
 curves = evaluations.cc_curves(es, bins)
 context = widgets.export_context(es)
-widgets.figure(plots.cc_figure(curves, rules), f"cc_bins{bins}", key="cc_chart", context=context,
+widgets.figure(cc_figure(curves, rules), f"cc_bins{bins}", key="cc_chart", context=context,
                title=f"Calibration–coverage (ECE, {bins} bins)", height=presenter.fit_height(9.1))
 
 table = pd.DataFrame(es.view.cc_summary(rules, bins))  # the layer's numbers; the page only names the rules

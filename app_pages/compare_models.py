@@ -7,7 +7,7 @@ import streamlit as st
 from dashboard import entry, evaluations, plots, presenter, sidebar, state, views, widgets
 from dashboard.catalog import LOAD_ERRORS
 from hsc_core.core.rule_registry import rule_label, rule_names
-from hsc_core.report.figures import ExportContext
+from hsc_core.report.figures import ExportContext, gain_figure
 
 entry.ensure_entrypoint(globals())
 
@@ -89,7 +89,7 @@ st.dataframe(df, hide_index=True, key="compare_table",
 widgets.csv_download(table, f"compare_models_{loss}_{state.get('dec')}", key="dl_compare", context=context)
 gains = views.gain_intervals(ci_rows, with_ts=False)
 if gains:
-    widgets.figure(plots.gain_figure(gains), f"compare_gain_{loss}", key="compare_gains", context=context,
+    widgets.figure(gain_figure(gains), f"compare_gain_{loss}", key="compare_gains", context=context,
                    title="Hierarchical gain vs Selective, 95 % bootstrap intervals")
 st.caption("Click a column header to sort. Gain = % hAURC reduction of the rule relative to Selective; an interval "
            "that contains 0 is no clear difference.")

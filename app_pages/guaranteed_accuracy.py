@@ -15,13 +15,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import entry, plots, presenter, sections, session_keys, sidebar, state, widgets
+from dashboard import entry, presenter, sections, session_keys, sidebar, state, widgets
 from hsc_core.core.thresholds import solve_theorem1, theorem1_epsilon
 from hsc_core.evaluation.card import card_json, card_markdown, decision_card
 from hsc_core.evaluation.guarantees import METHODS, SUMMARY_COLUMNS, Settings, shootout
 from hsc_core.evaluation.repeated_splits import split_repetitions
 from hsc_core.evaluation.threshold import ThresholdResult
-from hsc_core.report.figures import accuracy_coverage_figure, violation_figure
+from hsc_core.report.figures import METHOD_LABELS, accuracy_coverage_figure, accuracy_histogram, violation_figure
 
 entry.ensure_entrypoint(globals())
 
@@ -188,7 +188,7 @@ def repetitions(req: Requirement, eps: float, slots: Slots | None = None) -> Non
         reps = int(state.bind(st.slider, "Repetitions", "reps", scope="ga", step=10))
     with r[1]:
         baselines = st.multiselect("Baselines", ["darts", "crc"], default=["darts", "crc"],
-                                   format_func=plots.METHOD_LABELS.get, key="ga_baselines",
+                                   format_func=METHOD_LABELS.get, key="ga_baselines",
                                    help="DARTS re-fits its λ by a 25-step search per repetition, "
                                         "so it is the slow part.")
     key = (es.key, float(req.alpha), req.n, reps, req.seed, req.quantile, tuple(baselines))
@@ -228,7 +228,7 @@ def repetitions(req: Requirement, eps: float, slots: Slots | None = None) -> Non
     n_reps = int(df["rep"].nunique())
     with chart:
         # presenter mode: the whole figure, its x-axis title included, above the fold
-        widgets.figure(plots.accuracy_histogram(df, req.target, eps), f"guaranteed_accuracy_a{req.target:.3f}_n{req.n}",
+        widgets.figure(accuracy_histogram(df, req.target, eps), f"guaranteed_accuracy_a{req.target:.3f}_n{req.n}",
                        key="ga_hist", context=widgets.export_context(es), height=presenter.fit_height(13.4),
                        title=f"Test accuracy over {n_reps:,} repetitions (target {req.target:.3f}, n = {req.n:,})")
     if slots is not None:
@@ -239,7 +239,7 @@ def repetitions(req: Requirement, eps: float, slots: Slots | None = None) -> Non
         mean_accuracy=("accuracy", "mean"), std_accuracy=("accuracy", "std"),
         mean_abs_error=("abs_err", "mean"), mean_coverage=("coverage", "mean"),
         fraction_within_eps=("inside", "mean")).reset_index()
-    summary["method"] = summary["method"].map(lambda m: plots.METHOD_LABELS.get(m, m))
+    summary["method"] = summary["method"].map(lambda m: METHOD_LABELS.get(m, m))
     labels = {"method": "method", "mean_accuracy": "mean test accuracy", "std_accuracy": "std of test accuracy",
               "mean_abs_error": "mean |accuracy − target|", "mean_coverage": "mean test coverage",
               "fraction_within_eps": "share of repetitions within target ± ε"}

@@ -3,10 +3,11 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import catalog, entry, evaluations, plots, presenter, sidebar, state, widgets
+from dashboard import catalog, entry, evaluations, presenter, sidebar, state, widgets
 from hsc_core.core.rule_registry import rule_label
 from hsc_core.datasets.imagenet_trees import TREES
 from hsc_core.evaluation.sensitivity import sensitivity_table
+from hsc_core.report.figures import gain_figure
 
 entry.ensure_entrypoint(globals())
 
@@ -37,7 +38,7 @@ context = widgets.export_context(es)
 gains = [{"label": f"{TREES[d['tree']].label} · {rule_label(d['rule'])}", "rule": d["rule"],
           "estimate": d["gain_percent"], "low": d["gain_percent_low"], "high": d["gain_percent_high"]}
          for d in table if d["rule"] != "selective"]
-widgets.figure(plots.gain_figure(gains), "hierarchy_sensitivity_gain", key="hs_gain", context=context,
+widgets.figure(gain_figure(gains), "hierarchy_sensitivity_gain", key="hs_gain", context=context,
           title="Hierarchical gain vs Selective under each tree, 95 % bootstrap intervals")
 shown = pd.DataFrame([{"tree": TREES[d["tree"]].label, "rule": rule_label(d["rule"]),
                        "hAURC×1000": d["haurc_x1000"], "hAURC low": d["haurc_x1000_low"],

@@ -9,7 +9,6 @@ from dashboard import (
     catalog,
     entry,
     evaluations,
-    plots,
     presenter,
     report,
     session_keys,
@@ -21,7 +20,7 @@ from dashboard import (
 from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.rule_registry import rule_label
 from hsc_core.core.uncertainty import CONFIDENCE, N_RESAMPLES, ON_DEMAND_SAMPLES
-from hsc_core.report.figures import RISK_NOTE, ExportContext
+from hsc_core.report.figures import RISK_NOTE, ExportContext, gain_figure, illustration_figure
 from hsc_core.report.html_report import HEADLINE_RULE, headline_sentence, worse_sentence, worse_summary
 
 entry.ensure_entrypoint(globals())
@@ -52,7 +51,7 @@ def point_sentence(es: evaluations.ModelContext, ts: bool) -> str:
 
 def _illustration() -> None:
     # Presenter mode: the screen's height below the title (the figure has no axes to keep).
-    widgets.figure(plots.illustration_figure(catalog.hierarchy_or_imagenet(*sidebar.current_model())),
+    widgets.figure(illustration_figure(catalog.hierarchy_or_imagenet(*sidebar.current_model())),
                    "hsc_illustration",
                    key="overview_illustration", height=presenter.fit_height(6.2))
 
@@ -181,7 +180,7 @@ datasets = "_".join(dict.fromkeys(dataset_of.values()))
 gains = views.gain_intervals(rows)
 if gains:
     shown_for = "all_models" if all_ci else name
-    widgets.figure(plots.gain_figure(gains), "hsc_gain_intervals", key="overview_gains",
+    widgets.figure(gain_figure(gains), "hsc_gain_intervals", key="overview_gains",
                    context=ExportContext(shown_for, datasets if all_ci else dataset_of[name], subset, None),
                    title="Hierarchical gain vs Selective, 95 % bootstrap intervals")
 everything = ExportContext("all_models", datasets, subset, None)

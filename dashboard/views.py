@@ -311,7 +311,7 @@ def with_interval_text(table: list[dict]) -> pd.DataFrame:
 
 
 def gain_intervals(rows: list[ResultRow], with_ts: bool = True) -> list[dict]:
-    """The gain rows with bootstrap limits, as ``plots.gain_figure`` takes them (Selective left out)."""
+    """The gain rows with bootstrap limits, as ``figures.gain_figure`` takes them (Selective left out)."""
     out = []
     for r in rows:
         if r["metric"] == "gain_percent" and r["rule"] != "selective" and r["ci_low"] is not None:
