@@ -2,8 +2,8 @@
 
 Builds 50,000 × 1,000 synthetic logits on the ImageNet tree (``HSC_SYNTHETIC``, the same path the
 app uses with that variable set), warms the model's ``ModelEvaluation`` exactly as the app does
-(``evaluations.model_context``: the four rules' decision paths; ``evaluations.curve_set``: the exact RC curves), then
-times the work a θ change triggers in the slider fragments:
+(``evaluations.model_context``: the four rules' decision paths; ``evaluations.curve_set``: the exact
+RC curves), then times the work a θ change triggers in the slider fragments:
 
 * Risk–Coverage fragment: the four operating points (``RCCurve.at``), the RC figure with moving
   markers, and its serialisation as ``st.plotly_chart`` does it (validate + to_json).
