@@ -208,7 +208,7 @@ def _details(theta: float) -> None:
         table = views.choice_table(h, view)
         st.dataframe(table, hide_index=True, key="explorer_table", column_config=widgets.CHOICE_COLUMNS)
         widgets.csv_download(table, f"explorer_{sample}", key="dl_explorer",
-                        context=widgets.export_context(es, theta))
+                             context=widgets.export_context(es, theta))
 
 
 with main:

@@ -256,7 +256,7 @@ def repetitions(req: Requirement, eps: float, slots: Slots | None = None) -> Non
         widgets.csv_download(summary, "repetitions_summary", key="dl_ga_summary", context=widgets.export_context(es))
     with c2:
         widgets.csv_download(df, "repetitions", key="dl_ga_raw", label="All repetitions (CSV)",
-                        context=widgets.export_context(es))
+                             context=widgets.export_context(es))
 
 
 def solver(req: Requirement) -> None:
@@ -390,7 +390,7 @@ def shootout_section(req: Requirement) -> None:
         widgets.csv_download(s, f"{name}_summary", key="dl_ga_shootout", context=widgets.export_context(es))
     with c2:
         widgets.csv_download(lambda: res.repetitions, f"{name}_repetitions", key="dl_ga_shootout_reps",
-                        label="Every calibration set (CSV)", context=widgets.export_context(es))
+                             label="Every calibration set (CSV)", context=widgets.export_context(es))
 
 
 def card_section(req: Requirement) -> None:

@@ -138,4 +138,4 @@ with tabs[3]:
     full = shown.assign(regimes=shown["regimes"].map(regime_labels))
     st.dataframe(full, hide_index=True, key="atlas_models")
     widgets.csv_download(lambda: pd.concat([full, yours]) if not yours.empty else full, "atlas_models",
-                    key="dl_atlas_models", context=context)
+                         key="dl_atlas_models", context=context)

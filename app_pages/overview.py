@@ -189,7 +189,7 @@ with c1:
     widgets.csv_download(per_rule, "hsc_haurc_by_rule", key="dl_overview_rules", context=everything)
 with c2:
     widgets.csv_download(views.model_rows(rows, intervals=True), "hsc_models", key="dl_overview",
-                    label="Everything, one row per model (CSV)", context=everything)
+                         label="Everything, one row per model (CSV)", context=everything)
 with c3:
     report.download_button(sidebar.catalog(), subset, key="dl_overview_report", label="Report of every model (HTML)")
 st.caption(
@@ -209,4 +209,4 @@ if state.bind(st.toggle, "Metrics beyond the paper (the model picked in the side
     st.dataframe(shown, hide_index=True, key="overview_more", column_config={
         c: st.column_config.NumberColumn(format=f) for c, f in views.metric_formats(shown).items()})
     widgets.csv_download(more, "hsc_more_metrics", key="dl_overview_more",
-                    context=ExportContext(name, dataset_of.get(name, ""), subset, True))
+                         context=ExportContext(name, dataset_of.get(name, ""), subset, True))

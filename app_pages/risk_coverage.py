@@ -77,7 +77,7 @@ def theta_view() -> None:
         st.markdown(views.operating_point_text(points))
         shown = points.drop(columns="key")
         widgets.csv_download(shown, "rc_operating_points", key="dl_rc_points",
-                        label="Operating points (CSV)", context=widgets.export_context(es, theta))
+                             label="Operating points (CSV)", context=widgets.export_context(es, theta))
 
 
 theta_view()
@@ -98,7 +98,7 @@ st.dataframe(table, hide_index=True, key="rc_table",
 c1, c2 = st.columns(2)
 with c1:
     widgets.csv_download(table, f"haurc_{loss}_{state.get('dec')}", key="dl_rc_table",
-                    context=widgets.export_context(es))
+                         context=widgets.export_context(es))
 with c2:
     def _curve_points() -> pd.DataFrame:
         # The layer's RC table, the schema of `hsc evaluate --rc-table` (θ is `theta`: the largest θ of each point).
@@ -108,7 +108,7 @@ with c2:
     # No context columns in front: the RC table names its model, data set, subset and setting itself;
     # the file name still says them.
     widgets.csv_download(_curve_points, export_name(f"rc_curves_{loss}_{state.get('dec')}", widgets.export_context(es)),
-                    key="dl_rc_curves", label="Full curves (CSV)")
+                         key="dl_rc_curves", label="Full curves (CSV)")
 st.caption(
     "Point k of a curve holds for every θ in (θ_{k−1}, θ_k]. The exact curve has every breakpoint; the authors' "
     "variant evaluates θ only at node probabilities rounded to 2 decimals; the 95 % intervals (paired bootstrap) "

@@ -88,7 +88,7 @@ def tree_view() -> None:
                    "grey = no prediction lands there. Click a wedge to zoom; pick a node on the right to list "
                    "its samples.")
         widgets.csv_download(lambda: table.assign(rule=rule), f"where_{rule}_nodes", key="dl_where_nodes",
-                        context=widgets.export_context(es, theta))
+                             context=widgets.export_context(es, theta))
     with right:
         internal = table.iloc[h.n_leaves:]
         node = picked if picked is not None else int(internal["stops"].idxmax())
@@ -125,7 +125,7 @@ def tree_view() -> None:
                 f"[{widgets.plain(sid)}]({link})" for sid, link in zip(rows["sample"][:4], rows["explorer"][:4],
                                                                        strict=True)))
         widgets.csv_download(rows, f"where_{rule}_samples", key="dl_where_samples",
-                        context=widgets.export_context(es, theta))
+                             context=widgets.export_context(es, theta))
 
     hist = mistake_severity_histogram(h, es.view.paths, es.view.labels, theta)
     widgets.figure(severity_figure(hist, font_size=presenter.font_size()), "mistake_severity", key="where_severity",

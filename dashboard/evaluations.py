@@ -152,7 +152,7 @@ def model_context(model: str, location: str, subset: str = ALL, ts: bool = False
 
 
 class NodeProbabilities:
-    """An ModelContext's node probabilities, shape (n, n_nodes), computed on demand
+    """A ModelContext's node probabilities, shape (n, n_nodes), computed on demand
     (``EvaluationSet.node_probabilities``).
 
     Indexing rows (``p[i]``, ``p[i, :n_leaves]``, ``p[rows, v]``) computes only those rows;
