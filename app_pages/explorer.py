@@ -57,7 +57,7 @@ def _tree(_es: evaluations.ModelContext, key: tuple, i: int, font_size: int, max
     """The tree figure with its 101 θ frames, built once per sample (≈ 0.1–0.3 s); it opens at the θ
     it was first asked for, and the page shows any other θ by animating to its frame in the browser.
     ``rules``: the marked rules (the shared ``rules`` link setting; the paper's four by default)."""
-    paths = views.selected_paths(_es, rules)
+    paths = views.selected_paths(_es.view, rules)
     return tree_figure(_es.view.hierarchy, _es.view.node_row(i), record_rows(paths, i), int(_es.view.labels[i]), _theta,
                        font_size=font_size, rules=list(paths), max_height=max_height, max_width=max_width)
 
@@ -194,7 +194,7 @@ def _chart(theta: float) -> None:
 
 
 def _details(theta: float) -> None:
-    view = views.sample_view(h, es.view.node_row(i), views.selected_paths(es, state.get("rules")), i, theta,
+    view = views.sample_view(h, es.view.node_row(i), views.selected_paths(es.view, state.get("rules")), i, theta,
                              true_leaf=true_leaf)
     if presenter.presenter():
         return  # the tree's headline already names every rule's pick at θ

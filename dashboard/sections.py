@@ -1,5 +1,5 @@
-"""Page sections shared by more than one page: a model's clean-vs-corrupted images (Risk–Coverage) and
-its guarantee under distribution shift (Guaranteed accuracy)."""
+"""Page sections on the same model's corrupted images: its clean-vs-corrupted RC curves (Risk–Coverage)
+and its guarantee under distribution shift (Guaranteed accuracy)."""
 
 from __future__ import annotations
 
