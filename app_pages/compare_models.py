@@ -4,10 +4,10 @@ rules (the paper's four and the metric-optimal / Pareto ones)."""
 import pandas as pd
 import streamlit as st
 
-from dashboard import data, entry, plots, presenter, sidebar, state, ui, views, widgets
+from dashboard import entry, evaluations, plots, presenter, sidebar, state, views, widgets
 from dashboard.catalog import LOAD_ERRORS
 from hsc_core.core.rule_registry import rule_label, rule_names
-from hsc_core.report.figures import ExportContext
+from hsc_core.report.figures import ExportContext, gain_figure
 
 entry.ensure_entrypoint(globals())
 
@@ -48,8 +48,8 @@ sets, rows, ci_rows, errors, datasets = {}, [], [], [], []  # rows: the layer's 
 with st.spinner("Computing every model's curves…"):
     for name, location in catalog.items():
         try:
-            es = data.eval_set(name, location, subset, ts)
-            cs = data.curve_set(es, loss, dec)
+            es = evaluations.model_context(name, location, subset, ts)
+            cs = evaluations.curve_set(es, loss, dec)
             got = es.view.results((loss,), dec, rules=table_rules)
             got_ci = es.view.results((loss,), intervals=True, rules=table_rules) if show_ci else []  # exact curves
         except LOAD_ERRORS as exc:
@@ -86,10 +86,10 @@ df = df.drop(columns=[c for c in ("TS",) if c in df.columns])
 st.dataframe(df, hide_index=True, key="compare_table",
              column_config={"hAURC×1000": st.column_config.NumberColumn(format="%.2f"),
                             "gain %": st.column_config.NumberColumn(format="%.2f")})
-ui.csv_download(table, f"compare_models_{loss}_{state.get('dec')}", key="dl_compare", context=context)
+widgets.csv_download(table, f"compare_models_{loss}_{state.get('dec')}", key="dl_compare", context=context)
 gains = views.gain_intervals(ci_rows, with_ts=False)
 if gains:
-    widgets.figure(plots.gain_figure(gains), f"compare_gain_{loss}", key="compare_gains", context=context,
+    widgets.figure(gain_figure(gains), f"compare_gain_{loss}", key="compare_gains", context=context,
                    title="Hierarchical gain vs Selective, 95 % bootstrap intervals")
 st.caption("Click a column header to sort. Gain = % hAURC reduction of the rule relative to Selective; an interval "
            "that contains 0 is no clear difference.")
@@ -105,4 +105,4 @@ if state.bind(st.toggle, "Metrics beyond the paper", "cmp_more", scope="cmp",
     shown = views.with_interval_text(more)
     st.dataframe(shown, hide_index=True, key="compare_more_table", column_config={
         c: st.column_config.NumberColumn(format=f) for c, f in views.metric_formats(shown).items()})
-    ui.csv_download(more, f"compare_more_{loss}", key="dl_compare_more", context=context)
+    widgets.csv_download(more, f"compare_more_{loss}", key="dl_compare_more", context=context)

@@ -6,13 +6,25 @@ from urllib.parse import urlencode
 import numpy as np
 import streamlit as st
 
-from dashboard import catalog, entry, perturb, presenter, session_keys, sidebar, state, sweep, ui, views, widgets
+from dashboard import (
+    catalog,
+    entry,
+    evaluations,
+    perturb,
+    presenter,
+    session_keys,
+    sidebar,
+    state,
+    sweep,
+    views,
+    widgets,
+)
 from hsc_core.report.tree_figure import record_rows, tree_figure
 
 entry.ensure_entrypoint(globals())
 
-es = sidebar.require_eval_set()
-h = es.hierarchy
+es = sidebar.require_model_context()
+h = es.view.hierarchy
 st.title("Explorer")
 if not presenter.presenter():
     st.caption(sidebar.eval_caption(es))
@@ -28,23 +40,25 @@ def _es_key() -> tuple:
 
 
 @catalog.cache_resource(max_entries=24, show_spinner=False)
-def _curated(_es, key: tuple, theta: float) -> dict[str, np.ndarray]:
-    return views.curated_rows(_es.hierarchy, _es.paths, _es.labels, _es.leaf_pred, _es.leaf_conf, theta)
+def _curated(_es: evaluations.ModelContext, key: tuple, theta: float) -> dict[str, np.ndarray]:
+    v = _es.view
+    return views.curated_rows(v.hierarchy, v.paths, v.labels, v.leaf_pred, v.leaf_conf, theta)
 
 
 @catalog.cache_resource(max_entries=8, show_spinner=False)
-def _figure1(_es, key: tuple) -> int | None:
-    return views.figure1_example(_es.hierarchy, _es.node_probs, _es.paths, _es.labels, _es.leaf_pred, _es.leaf_conf)
+def _figure1(_es: evaluations.ModelContext, key: tuple) -> int | None:
+    v = _es.view
+    return views.figure1_example(v.hierarchy, _es.node_probs, v.paths, v.labels, v.leaf_pred, v.leaf_conf)
 
 
 @catalog.cache_resource(max_entries=64, show_spinner=False)
-def _tree(_es, key: tuple, i: int, font_size: int, max_height: int | None, max_width: int, _theta: float,
-          rules: tuple = ()):
+def _tree(_es: evaluations.ModelContext, key: tuple, i: int, font_size: int, max_height: int | None, max_width: int,
+          _theta: float, rules: tuple = ()):
     """The tree figure with its 101 θ frames, built once per sample (≈ 0.1–0.3 s); it opens at the θ
     it was first asked for, and the page shows any other θ by animating to its frame in the browser.
     ``rules``: the marked rules (the shared ``rules`` link setting; the paper's four by default)."""
-    paths = views.selected_paths(_es, rules)
-    return tree_figure(_es.hierarchy, _es.node_row(i), record_rows(paths, i), int(_es.labels[i]), _theta,
+    paths = views.selected_paths(_es.view, rules)
+    return tree_figure(_es.view.hierarchy, _es.view.node_row(i), record_rows(paths, i), int(_es.view.labels[i]), _theta,
                        font_size=font_size, rules=list(paths), max_height=max_height, max_width=max_width)
 
 
@@ -62,7 +76,7 @@ FIGURE1 = _figure1(es, _es_key())
 
 def _show_figure1() -> None:
     state.set("pick", "rescue")
-    state.set("sample", str(es.sample_ids[FIGURE1]))
+    state.set("sample", str(es.view.sample_ids[FIGURE1]))
     state.set("theta", views.FIGURE1_THETA)
 
 
@@ -73,8 +87,8 @@ with cols[0]:
                on_change=_mark_dirty, help="Curated cases are found among all samples at the current θ.")
 mode = state.get("pick")
 sample = state.get("sample")
-if sample is not None and sample not in es.id_index and sample == state.from_url("sample"):
-    st.warning(f"Sample {widgets.plain(sample)} from the link is not among these {es.n:,} samples of the 90 % "
+if sample is not None and sample not in es.view.id_index and sample == state.from_url("sample"):
+    st.warning(f"Sample {widgets.plain(sample)} from the link is not among these {es.view.n:,} samples of the 90 % "
                "evaluation split (the 10 % calibration split only fits T and is never shown); showing another one.")
 dirty = st.session_state.pop(DIRTY, False)
 if mode == "random":
@@ -83,25 +97,25 @@ if mode == "random":
     with cols[2]:
         st.write("")
         st.button("New random sample", on_click=_next_seed, icon=":material/casino:")
-    if dirty or sample not in es.id_index:
-        i = int(np.random.default_rng(int(state.get("seed"))).integers(es.n))
-        sample = str(es.sample_ids[i])
+    if dirty or sample not in es.view.id_index:
+        i = int(np.random.default_rng(int(state.get("seed"))).integers(es.view.n))
+        sample = str(es.view.sample_ids[i])
 elif mode in views.CURATED:
     st.session_state[LIST_THETA] = round(float(state.get("theta")), 4)
     rows = _curated(es, _es_key(), st.session_state[LIST_THETA])[mode]
     if rows.size == 0:
         with cols[1]:
             st.info(f"No sample is a “{PICKS[mode]}” case at θ = {state.get('theta'):.2f}; try another θ.")
-        if sample not in es.id_index:
-            sample = str(es.sample_ids[0])
+        if sample not in es.view.id_index:
+            sample = str(es.view.sample_ids[0])
     else:
         state.set("rank", int(min(max(1, state.get("rank")), rows.size)))
         with cols[1]:
             state.bind(st.number_input, f"Example (of {rows.size:,})", "rank", scope="ex", min_value=1,
                        max_value=int(rows.size), step=1, on_change=_mark_dirty,
                        help="1 = the clearest example; the list is recomputed when θ changes.")
-        if dirty or sample not in es.id_index:
-            sample = str(es.sample_ids[rows[int(state.get("rank")) - 1]])
+        if dirty or sample not in es.view.id_index:
+            sample = str(es.view.sample_ids[rows[int(state.get("rank")) - 1]])
     if FIGURE1 is not None:
         with cols[2]:
             st.write("")
@@ -111,18 +125,18 @@ elif mode in views.CURATED:
             # The link keeps what the page shows (model, data set, subset, TS) and changes only the sample.
             keep = {k: state.SETTINGS[k].encode(state.get(k)) for k in ("model", "dataset", "subset", "ts", "presenter")
                     if state.get(k) is not None}
-            link = urlencode({**keep, "pick": "rescue", "sample": str(es.sample_ids[FIGURE1]), "theta": "0.5"})
+            link = urlencode({**keep, "pick": "rescue", "sample": str(es.view.sample_ids[FIGURE1]), "theta": "0.5"})
             st.markdown(f"[Link to it](explorer?{link})")
 else:  # by class
-    classes = sorted(es.rows_by_class, key=lambda c: h.names[c].lower())
-    if state.get("cls") not in es.rows_by_class:
-        cur = es.id_index.get(sample)
-        state.set("cls", int(es.labels[cur]) if cur is not None else classes[0])
+    classes = sorted(es.view.rows_by_class, key=lambda c: h.names[c].lower())
+    if state.get("cls") not in es.view.rows_by_class:
+        cur = es.view.id_index.get(sample)
+        state.set("cls", int(es.view.labels[cur]) if cur is not None else classes[0])
     with cols[1]:
         state.bind(st.selectbox, "True class", "cls", scope="ex", options=classes,
-                   format_func=lambda c: f"{views.node_name(h, c)} ({len(es.rows_by_class[c])})",
+                   format_func=lambda c: f"{views.node_name(h, c)} ({len(es.view.rows_by_class[c])})",
                    on_change=_mark_dirty)
-    ids = [str(es.sample_ids[r]) for r in es.rows_by_class[int(state.get("cls"))]]
+    ids = [str(es.view.sample_ids[r]) for r in es.view.rows_by_class[int(state.get("cls"))]]
     if dirty or sample not in ids:
         sample = ids[0]
     state.set("sample", sample)
@@ -131,20 +145,20 @@ else:  # by class
     sample = state.get("sample")
 state.set("sample", sample)
 
-i = es.id_index[sample]
-true_leaf = int(es.labels[i])
-pred_leaf = int(es.leaf_pred[i])
+i = es.view.id_index[sample]
+true_leaf = int(es.view.labels[i])
+pred_leaf = int(es.view.leaf_pred[i])
 
 info, main = st.columns([1, 5] if presenter.presenter() else [1, 4], gap="small")
 with info:
     widgets.sample_image(es, sample)
     st.markdown(
         f"**True class:** {widgets.plain(views.node_name(h, true_leaf))}  \n"
-        f"**Top-1 leaf:** {widgets.plain(views.node_name(h, pred_leaf))} (p = {es.leaf_conf[i]:.3f}) "
+        f"**Top-1 leaf:** {widgets.plain(views.node_name(h, pred_leaf))} (p = {es.view.leaf_conf[i]:.3f}) "
         + views.verdict_md(pred_leaf == true_leaf)
     )
-    if es.sources is not None and not presenter.presenter():
-        st.caption(f"Source: {widgets.plain(es.sources[i])}")
+    if es.view.sources is not None and not presenter.presenter():
+        st.caption(f"Source: {widgets.plain(es.view.sources[i])}")
 
 
 def _follow(theta: float) -> None:
@@ -180,7 +194,7 @@ def _chart(theta: float) -> None:
 
 
 def _details(theta: float) -> None:
-    view = views.sample_view(h, es.node_row(i), views.selected_paths(es, state.get("rules")), i, theta,
+    view = views.sample_view(h, es.view.node_row(i), views.selected_paths(es.view, state.get("rules")), i, theta,
                              true_leaf=true_leaf)
     if presenter.presenter():
         return  # the tree's headline already names every rule's pick at θ
@@ -193,8 +207,8 @@ def _details(theta: float) -> None:
     with st.expander("Table of the picks"):
         table = views.choice_table(h, view)
         st.dataframe(table, hide_index=True, key="explorer_table", column_config=widgets.CHOICE_COLUMNS)
-        ui.csv_download(table, f"explorer_{sample}", key="dl_explorer",
-                        context=widgets.export_context(es, theta))
+        widgets.csv_download(table, f"explorer_{sample}", key="dl_explorer",
+                             context=widgets.export_context(es, theta))
 
 
 with main:

@@ -15,17 +15,17 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import entry, plots, presenter, session_keys, sidebar, state, ui, widgets
+from dashboard import entry, presenter, sections, session_keys, sidebar, state, widgets
 from hsc_core.core.thresholds import solve_theorem1, theorem1_epsilon
 from hsc_core.evaluation.card import card_json, card_markdown, decision_card
 from hsc_core.evaluation.guarantees import METHODS, SUMMARY_COLUMNS, Settings, shootout
 from hsc_core.evaluation.repeated_splits import split_repetitions
 from hsc_core.evaluation.threshold import ThresholdResult
-from hsc_core.report.figures import accuracy_coverage_figure, violation_figure
+from hsc_core.report.figures import METHOD_LABELS, accuracy_coverage_figure, accuracy_histogram, violation_figure
 
 entry.ensure_entrypoint(globals())
 
-es = sidebar.require_eval_set()
+es = sidebar.require_model_context()
 PRESENTER = presenter.presenter()
 st.title("Guaranteed accuracy")
 # Presenter mode: the requirement's sliders, the Run button, one split's numbers and the
@@ -39,7 +39,7 @@ with intro:
     "Theorem 1: with probability ≥ 1 − δ over the calibration set, the accuracy on new samples is within "
     "**ε** of the target. The remaining samples are the test set."
     )
-N = es.n
+N = es.view.n
 if N < 40:
     st.error(f"Only {N} samples: too few to split into calibration and test sets.")
     st.stop()
@@ -152,7 +152,7 @@ def one_split(req: Requirement, slots: Slots | None = None) -> float:
     try:
         split = es.view.threshold(req.target, req.method, delta=req.delta, n=req.n, seed=req.seed, **req.options)
     except ValueError as exc:
-        st.error(f"Cannot calibrate: {ui.public_message(exc)}")
+        st.error(f"Cannot calibrate: {widgets.public_message(exc)}")
         st.stop()
     eps, test_acc = theorem1_epsilon(req.n, req.alpha, req.delta), split.test_accuracy
     inside = abs(test_acc - req.target) <= eps + TOL
@@ -188,7 +188,7 @@ def repetitions(req: Requirement, eps: float, slots: Slots | None = None) -> Non
         reps = int(state.bind(st.slider, "Repetitions", "reps", scope="ga", step=10))
     with r[1]:
         baselines = st.multiselect("Baselines", ["darts", "crc"], default=["darts", "crc"],
-                                   format_func=plots.METHOD_LABELS.get, key="ga_baselines",
+                                   format_func=METHOD_LABELS.get, key="ga_baselines",
                                    help="DARTS re-fits its λ by a 25-step search per repetition, "
                                         "so it is the slow part.")
     key = (es.key, float(req.alpha), req.n, reps, req.seed, req.quantile, tuple(baselines))
@@ -228,7 +228,7 @@ def repetitions(req: Requirement, eps: float, slots: Slots | None = None) -> Non
     n_reps = int(df["rep"].nunique())
     with chart:
         # presenter mode: the whole figure, its x-axis title included, above the fold
-        widgets.figure(plots.accuracy_histogram(df, req.target, eps), f"guaranteed_accuracy_a{req.target:.3f}_n{req.n}",
+        widgets.figure(accuracy_histogram(df, req.target, eps), f"guaranteed_accuracy_a{req.target:.3f}_n{req.n}",
                        key="ga_hist", context=widgets.export_context(es), height=presenter.fit_height(13.4),
                        title=f"Test accuracy over {n_reps:,} repetitions (target {req.target:.3f}, n = {req.n:,})")
     if slots is not None:
@@ -239,7 +239,7 @@ def repetitions(req: Requirement, eps: float, slots: Slots | None = None) -> Non
         mean_accuracy=("accuracy", "mean"), std_accuracy=("accuracy", "std"),
         mean_abs_error=("abs_err", "mean"), mean_coverage=("coverage", "mean"),
         fraction_within_eps=("inside", "mean")).reset_index()
-    summary["method"] = summary["method"].map(lambda m: plots.METHOD_LABELS.get(m, m))
+    summary["method"] = summary["method"].map(lambda m: METHOD_LABELS.get(m, m))
     labels = {"method": "method", "mean_accuracy": "mean test accuracy", "std_accuracy": "std of test accuracy",
               "mean_abs_error": "mean |accuracy − target|", "mean_coverage": "mean test coverage",
               "fraction_within_eps": "share of repetitions within target ± ε"}
@@ -253,10 +253,10 @@ def repetitions(req: Requirement, eps: float, slots: Slots | None = None) -> Non
                f"target, vs ε = {eps:.4f}), so fewer repetitions than that may land inside the green band.")
     c1, c2 = st.columns(2)
     with c1:
-        ui.csv_download(summary, "repetitions_summary", key="dl_ga_summary", context=widgets.export_context(es))
+        widgets.csv_download(summary, "repetitions_summary", key="dl_ga_summary", context=widgets.export_context(es))
     with c2:
-        ui.csv_download(df, "repetitions", key="dl_ga_raw", label="All repetitions (CSV)",
-                        context=widgets.export_context(es))
+        widgets.csv_download(df, "repetitions", key="dl_ga_raw", label="All repetitions (CSV)",
+                             context=widgets.export_context(es))
 
 
 def solver(req: Requirement) -> None:
@@ -303,7 +303,7 @@ def solver(req: Requirement) -> None:
     st.success(f"Solved **{labels[solve]}** = {solved}")
     if res["root_only"]:
         st.warning(res["note"], icon=":material/warning:")
-    ui.csv_download(pd.DataFrame([res]), "theorem1_solution", key="dl_solve")
+    widgets.csv_download(pd.DataFrame([res]), "theorem1_solution", key="dl_solve")
 
 
 P_VALUE_LABELS = {"binomial": "exact binomial", "hoeffding_bentkus": "Hoeffding–Bentkus"}
@@ -387,10 +387,10 @@ def shootout_section(req: Requirement) -> None:
         for c in shown.columns})
     c1, c2 = st.columns(2)
     with c1:
-        ui.csv_download(s, f"{name}_summary", key="dl_ga_shootout", context=widgets.export_context(es))
+        widgets.csv_download(s, f"{name}_summary", key="dl_ga_shootout", context=widgets.export_context(es))
     with c2:
-        ui.csv_download(lambda: res.repetitions, f"{name}_repetitions", key="dl_ga_shootout_reps",
-                        label="Every calibration set (CSV)", context=widgets.export_context(es))
+        widgets.csv_download(lambda: res.repetitions, f"{name}_repetitions", key="dl_ga_shootout_reps",
+                             label="Every calibration set (CSV)", context=widgets.export_context(es))
 
 
 def card_section(req: Requirement) -> None:
@@ -408,7 +408,7 @@ def card_section(req: Requirement) -> None:
         cards = st.session_state.get(CARDS, {})
         if key not in cards:
             cards = {**cards, key: decision_card(es.view.evaluation, target_accuracy=req.target, delta=req.delta,
-                                                 method=method, n_cal=req.n, ts=es.ts, seed=req.seed,
+                                                 method=method, n_cal=req.n, ts=es.view.ts, seed=req.seed,
                                                  data=es.view.guarantee_data(),
                                                  **replace(req, method=method).options)}
             st.session_state[CARDS] = dict(list(cards.items())[-KEEP:])
@@ -436,4 +436,4 @@ def guaranteed_accuracy() -> None:
 
 
 guaranteed_accuracy()
-ui.shift_guarantee_section(es)  # calibrate on clean, test on corrupted images (when the model has them)
+sections.shift_guarantee_section(es)  # calibrate on clean, test on corrupted images (when the model has them)

@@ -3,10 +3,11 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import catalog, data, entry, plots, presenter, sidebar, state, ui, widgets
+from dashboard import catalog, entry, evaluations, presenter, sidebar, state, widgets
 from hsc_core.core.rule_registry import rule_label
 from hsc_core.datasets.imagenet_trees import TREES
 from hsc_core.evaluation.sensitivity import sensitivity_table
+from hsc_core.report.figures import gain_figure
 
 entry.ensure_entrypoint(globals())
 
@@ -19,7 +20,7 @@ with controls[0]:
 with controls[1]:
     state.bind(st.toggle, "Temp. scaling", "ts", scope="hs", help="Same switch as in the sidebar.")
 
-es = sidebar.require_eval_set()
+es = sidebar.require_model_context()
 if not presenter.presenter():
     st.caption(sidebar.eval_caption(es))
 if es.dataset.name != catalog.IMAGENET:
@@ -31,13 +32,13 @@ if not trees:
     st.info("Select at least one tree.")
     st.stop()
 with st.spinner("Evaluating every rule under each tree, with bootstrap intervals (a few seconds per tree)…"):
-    rows = data.hierarchy_sensitivity(es, tuple(trees))
+    rows = evaluations.hierarchy_sensitivity(es, tuple(trees))
 table = sensitivity_table(rows)
 context = widgets.export_context(es)
 gains = [{"label": f"{TREES[d['tree']].label} · {rule_label(d['rule'])}", "rule": d["rule"],
           "estimate": d["gain_percent"], "low": d["gain_percent_low"], "high": d["gain_percent_high"]}
          for d in table if d["rule"] != "selective"]
-widgets.figure(plots.gain_figure(gains), "hierarchy_sensitivity_gain", key="hs_gain", context=context,
+widgets.figure(gain_figure(gains), "hierarchy_sensitivity_gain", key="hs_gain", context=context,
           title="Hierarchical gain vs Selective under each tree, 95 % bootstrap intervals")
 shown = pd.DataFrame([{"tree": TREES[d["tree"]].label, "rule": rule_label(d["rule"]),
                        "hAURC×1000": d["haurc_x1000"], "hAURC low": d["haurc_x1000_low"],
@@ -45,7 +46,7 @@ shown = pd.DataFrame([{"tree": TREES[d["tree"]].label, "rule": rule_label(d["rul
                        "gain low": d["gain_percent_low"], "gain high": d["gain_percent_high"]} for d in table])
 st.dataframe(shown, hide_index=True, key="hs_table",
              column_config={c: st.column_config.NumberColumn(format="%.2f") for c in shown.columns[2:]})
-ui.csv_download(rows, f"hierarchy_sensitivity_{'ts' if es.ts else 'nots'}", key="dl_hs", context=context)
+widgets.csv_download(rows, f"hierarchy_sensitivity_{'ts' if es.view.ts else 'nots'}", key="dl_hs", context=context)
 st.caption("Selective ignores the tree, so its hAURC is the same under every tree. The random tree has WordNet's exact "
            "shape with the classes shuffled: a gain that survives it is not due to the tree's meaning. The induced "
            "tree is built from Lite0's own classifier weights, so it flatters Lite0 (and its variants) most.")

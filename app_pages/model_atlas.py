@@ -5,7 +5,7 @@ SEM, suspect rows, and the user's own models on the same axes."""
 import pandas as pd
 import streamlit as st
 
-from dashboard import atlas, entry, presenter, session_keys, state, ui, widgets
+from dashboard import atlas, entry, presenter, session_keys, state, widgets
 from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.evaluation.atlas import (
     MAX_TABLE_BYTES,
@@ -44,7 +44,7 @@ with top[0]:
                               max_upload_size=MAX_TABLE_BYTES // 2**20)
 ATLAS_RULES = rule_names(paper=True)  # the atlas table has the paper's four rules only
 if state.get("cmp_rule") not in ATLAS_RULES:
-    st.info(f"The atlas table has no {ui.plain(rule_label(state.get('cmp_rule')))} column: showing "
+    st.info(f"The atlas table has no {widgets.plain(rule_label(state.get('cmp_rule')))} column: showing "
             f"{rule_label(state.SETTINGS['cmp_rule'].default)}, one of the paper's four rules.")
     state.set("cmp_rule", state.SETTINGS["cmp_rule"].default)
 with top[1]:
@@ -113,7 +113,7 @@ with tabs[0]:
               f"atlas_regimes_{rule}_{loss}", key="atlas_regimes", context=context,
               title=f"{rule_label(rule)} by training regime, mean ± SEM")
     st.dataframe(pd.DataFrame(summary), hide_index=True, key="atlas_regime_table")
-    ui.csv_download(summary, "atlas_regimes", key="dl_atlas_regimes", context=context)
+    widgets.csv_download(summary, "atlas_regimes", key="dl_atlas_regimes", context=context)
     st.caption("Regimes are read from the model names by a checked table (hsc_core.evaluation.atlas.REGIMES); "
                "a model counts in each of its regimes. The paper's Figure 4 compares pairs of otherwise identical "
                "models; these are plain means over every model of a regime.")
@@ -122,12 +122,12 @@ with tabs[1]:
     st.markdown("**Table 1 as the paper prints it** (Selective and Max-Coverage without TS, Climbing with TS; "
                 "gains against Selective without TS)")
     st.dataframe(pd.DataFrame(t1), hide_index=True, key="atlas_table1")
-    ui.csv_download(t1, "atlas_table1", key="dl_atlas_t1", context=ExportContext(
+    widgets.csv_download(t1, "atlas_table1", key="dl_atlas_t1", context=ExportContext(
         model=f"atlas_{source_name}", dataset="imagenet1k", ts=None))
     t7 = rule_summary(table, loss=loss)
     st.markdown("**Every rule without and with TS** (the paper's Table 7; Table 8 for the severity loss)")
     st.dataframe(pd.DataFrame(t7), hide_index=True, key="atlas_table7")
-    ui.csv_download(t7, "atlas_rules", key="dl_atlas_t7", context=ExportContext(
+    widgets.csv_download(t7, "atlas_rules", key="dl_atlas_t7", context=ExportContext(
         model=f"atlas_{source_name}", dataset="imagenet1k", ts=None))
 with tabs[2]:
     suspect = table[table["suspect"] != ""][["model", "T", "suspect"]]
@@ -137,5 +137,5 @@ with tabs[2]:
 with tabs[3]:
     full = shown.assign(regimes=shown["regimes"].map(regime_labels))
     st.dataframe(full, hide_index=True, key="atlas_models")
-    ui.csv_download(lambda: pd.concat([full, yours]) if not yours.empty else full, "atlas_models",
-                    key="dl_atlas_models", context=context)
+    widgets.csv_download(lambda: pd.concat([full, yours]) if not yours.empty else full, "atlas_models",
+                         key="dl_atlas_models", context=context)

@@ -5,11 +5,22 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import catalog, data, entry, plots, presenter, report, session_keys, sidebar, state, ui, views, widgets
+from dashboard import (
+    catalog,
+    entry,
+    evaluations,
+    presenter,
+    report,
+    session_keys,
+    sidebar,
+    state,
+    views,
+    widgets,
+)
 from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.rule_registry import rule_label
 from hsc_core.core.uncertainty import CONFIDENCE, N_RESAMPLES, ON_DEMAND_SAMPLES
-from hsc_core.report.figures import RISK_NOTE, ExportContext
+from hsc_core.report.figures import RISK_NOTE, ExportContext, gain_figure, illustration_figure
 from hsc_core.report.html_report import HEADLINE_RULE, headline_sentence, worse_sentence, worse_summary
 
 entry.ensure_entrypoint(globals())
@@ -20,16 +31,16 @@ name, location = sidebar.current_model()
 CI_REQUESTED = session_keys.OVERVIEW_CI_REQUESTED  # session state: models whose large-set intervals were asked for
 
 
-def intervals_ready(model: str, es: data.EvalSet) -> bool:
+def intervals_ready(model: str, es: evaluations.ModelContext) -> bool:
     """Bootstrap this evaluation set now? Small sets always; large ones (minutes of resampling)
     only once asked for, so the page first shows its point estimates quickly."""
-    return es.n <= ON_DEMAND_SAMPLES or model in st.session_state.get(CI_REQUESTED, set())
+    return es.view.n <= ON_DEMAND_SAMPLES or model in st.session_state.get(CI_REQUESTED, set())
 
 
-def point_sentence(es: data.EvalSet, ts: bool) -> str:
+def point_sentence(es: evaluations.ModelContext, ts: bool) -> str:
     """The headline without its interval (plain text): the point estimate, labelled as such."""
     g = es.view.gain(HEADLINE_RULE)
-    where = f"On {es.dataset.name} ({es.n:,} evaluation images, {name}), " + (
+    where = f"On {es.dataset.name} ({es.view.n:,} evaluation images, {name}), " + (
         "with temperature scaling" if ts else "without temperature scaling")
     if not np.isfinite(g):
         return f"{where}, plain selective classification makes no errors."
@@ -40,7 +51,7 @@ def point_sentence(es: data.EvalSet, ts: bool) -> str:
 
 def _illustration() -> None:
     # Presenter mode: the screen's height below the title (the figure has no axes to keep).
-    widgets.figure(plots.illustration_figure(catalog.hierarchy_or_imagenet(*sidebar.current_model())),
+    widgets.figure(illustration_figure(catalog.hierarchy_or_imagenet(*sidebar.current_model())),
                    "hsc_illustration",
                    key="overview_illustration", height=presenter.fit_height(6.2))
 
@@ -51,26 +62,27 @@ def headline() -> None:
     if name is None:
         return
     try:
-        sets = {ts: data.eval_set(name, location, subset, ts) for ts in (True, False)}
+        sets = {ts: evaluations.model_context(name, location, subset, ts) for ts in (True, False)}
         if not intervals_ready(name, sets[True]):
             st.info(widgets.plain(point_sentence(sets[True], True)), icon=":material/campaign:")
             st.caption(widgets.plain(point_sentence(sets[False], False)))
             if st.button(f"Compute 95 % intervals ({N_RESAMPLES:,} bootstrap resamples)", key="overview_compute_ci",
                          icon=":material/bar_chart:",
-                         help=f"{sets[True].n:,} evaluation samples: above {ON_DEMAND_SAMPLES:,} the intervals are "
-                              "computed on request (tens of seconds per TS setting), then kept."):
+                         help=f"{sets[True].view.n:,} evaluation samples: above {ON_DEMAND_SAMPLES:,} the intervals "
+                              "are computed on request (tens of seconds per TS setting), then kept."):
                 st.session_state.setdefault(CI_REQUESTED, set()).add(name)
                 st.rerun()
             return
-        boots = {ts: data.haurc_intervals(es) for ts, es in sets.items()}
+        boots = {ts: evaluations.haurc_intervals(es) for ts, es in sets.items()}
     except catalog.LOAD_ERRORS:
         return  # said once, in the models' list below
     on = sets[True]
     gain = boots[True].gain[HEADLINE_RULE]
-    text = headline_sentence(name, on.dataset.name, on.n, True, gain)
+    text = headline_sentence(name, on.dataset.name, on.view.n, True, gain)
     box = st.success if gain.low > 0 else (st.warning if gain.high < 0 else st.info)
     box(widgets.plain(text), icon=":material/campaign:")
-    st.caption(widgets.plain(headline_sentence(name, on.dataset.name, on.n, False, boots[False].gain[HEADLINE_RULE])))
+    off_gain = boots[False].gain[HEADLINE_RULE]
+    st.caption(widgets.plain(headline_sentence(name, on.dataset.name, on.view.n, False, off_gain)))
 
 
 # Presenter mode: the message (headline, its no-TS twin, the negative result) beside the
@@ -135,7 +147,7 @@ rows, errors = [], []  # the layer's tidy result rows of every model
 with st.spinner("Summarising models…"):
     for model, loc in sidebar.catalog().items():
         try:
-            sets = {ts: data.eval_set(model, loc, subset, ts) for ts in (False, True)}
+            sets = {ts: evaluations.model_context(model, loc, subset, ts) for ts in (False, True)}
             want_ci = all_ci or (model == name and intervals_ready(model, sets[True]))
             rows += [r for es in sets.values() for r in es.view.results(intervals=want_ci)]
         except catalog.LOAD_ERRORS as exc:
@@ -168,16 +180,16 @@ datasets = "_".join(dict.fromkeys(dataset_of.values()))
 gains = views.gain_intervals(rows)
 if gains:
     shown_for = "all_models" if all_ci else name
-    widgets.figure(plots.gain_figure(gains), "hsc_gain_intervals", key="overview_gains",
+    widgets.figure(gain_figure(gains), "hsc_gain_intervals", key="overview_gains",
                    context=ExportContext(shown_for, datasets if all_ci else dataset_of[name], subset, None),
                    title="Hierarchical gain vs Selective, 95 % bootstrap intervals")
 everything = ExportContext("all_models", datasets, subset, None)
 c1, c2, c3 = st.columns(3)
 with c1:
-    ui.csv_download(per_rule, "hsc_haurc_by_rule", key="dl_overview_rules", context=everything)
+    widgets.csv_download(per_rule, "hsc_haurc_by_rule", key="dl_overview_rules", context=everything)
 with c2:
-    ui.csv_download(views.model_rows(rows, intervals=True), "hsc_models", key="dl_overview",
-                    label="Everything, one row per model (CSV)", context=everything)
+    widgets.csv_download(views.model_rows(rows, intervals=True), "hsc_models", key="dl_overview",
+                         label="Everything, one row per model (CSV)", context=everything)
 with c3:
     report.download_button(sidebar.catalog(), subset, key="dl_overview_report", label="Report of every model (HTML)")
 st.caption(
@@ -191,10 +203,10 @@ if state.bind(st.toggle, "Metrics beyond the paper (the model picked in the side
               scope="ov", help="Per rule, the paper's four and the metric-optimal / Pareto ones: excess hAURC (vs the "
                                "oracle ordering), achievable hAURC (convex hull), micro hF1 at θ = 0; and the arg-max "
                                "leaf's AURC (Zhou et al.'s estimator) and AUGRC. Intervals as for hAURC."):
-    es_more = data.eval_set(name, location, subset, True)
+    es_more = evaluations.model_context(name, location, subset, True)
     more = views.metric_rule_rows(es_more.view.extra_results(intervals=intervals_ready(name, es_more)))
     shown = views.with_interval_text(more)
     st.dataframe(shown, hide_index=True, key="overview_more", column_config={
         c: st.column_config.NumberColumn(format=f) for c, f in views.metric_formats(shown).items()})
-    ui.csv_download(more, "hsc_more_metrics", key="dl_overview_more",
-                    context=ExportContext(name, dataset_of.get(name, ""), subset, True))
+    widgets.csv_download(more, "hsc_more_metrics", key="dl_overview_more",
+                         context=ExportContext(name, dataset_of.get(name, ""), subset, True))

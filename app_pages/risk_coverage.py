@@ -4,7 +4,7 @@ ones) and their operating points at θ."""
 import pandas as pd
 import streamlit as st
 
-from dashboard import catalog, data, entry, presenter, sidebar, state, sweep, ui, views, widgets
+from dashboard import catalog, entry, evaluations, presenter, sections, sidebar, state, sweep, views, widgets
 from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.core.uncertainty import ON_DEMAND_SAMPLES
@@ -29,7 +29,7 @@ with controls[2]:
     state.bind(st.toggle, "Temp. scaling", "ts", scope="rc",
                help="Same switch as in the sidebar. " + PROTOCOL_TEXT)
 
-es = sidebar.require_eval_set()
+es = sidebar.require_model_context()
 if not presenter.presenter():
     st.caption(sidebar.eval_caption(es))
 rules = [r for r in rule_names() if r in state.get("rules")]
@@ -76,17 +76,17 @@ def theta_view() -> None:
         st.markdown(f"**Operating points** (θ = {theta:.2f}; ▶ Play on the chart sweeps θ)")
         st.markdown(views.operating_point_text(points))
         shown = points.drop(columns="key")
-        ui.csv_download(shown, "rc_operating_points", key="dl_rc_points",
-                        label="Operating points (CSV)", context=widgets.export_context(es, theta))
+        widgets.csv_download(shown, "rc_operating_points", key="dl_rc_points",
+                             label="Operating points (CSV)", context=widgets.export_context(es, theta))
 
 
 theta_view()
-ui.shift_overlay_section(es, rules, loss, dec)
+sections.shift_overlay_section(es, rules, loss, dec)
 
 st.subheader("Area under the curves")
 table = cs.haurc_table(rules)
-if es.n <= ON_DEMAND_SAMPLES:  # larger sets: the Overview computes their intervals on request
-    boot = data.haurc_intervals(es, loss)  # the layer's paired bootstrap, on the exact curves
+if es.view.n <= ON_DEMAND_SAMPLES:  # larger sets: the Overview computes their intervals on request
+    boot = evaluations.haurc_intervals(es, loss)  # the layer's paired bootstrap, on the exact curves
     table.insert(2, f"hAURC×1000 {views.CI}", [views.interval_text(1000 * boot.haurc[r].low, 1000 * boot.haurc[r].high)
                                                 if r in boot.haurc else "" for r in rules])
     table.insert(4, f"gain % {views.CI}", [views.interval_text(boot.gain[r].low, boot.gain[r].high, gain=True)
@@ -97,8 +97,8 @@ st.dataframe(table, hide_index=True, key="rc_table",
                                                                     help="hierarchical gain vs Selective")})
 c1, c2 = st.columns(2)
 with c1:
-    ui.csv_download(table, f"haurc_{loss}_{state.get('dec')}", key="dl_rc_table",
-                    context=widgets.export_context(es))
+    widgets.csv_download(table, f"haurc_{loss}_{state.get('dec')}", key="dl_rc_table",
+                         context=widgets.export_context(es))
 with c2:
     def _curve_points() -> pd.DataFrame:
         # The layer's RC table, the schema of `hsc evaluate --rc-table` (θ is `theta`: the largest θ of each point).
@@ -107,8 +107,8 @@ with c2:
 
     # No context columns in front: the RC table names its model, data set, subset and setting itself;
     # the file name still says them.
-    ui.csv_download(_curve_points, export_name(f"rc_curves_{loss}_{state.get('dec')}", widgets.export_context(es)),
-                    key="dl_rc_curves", label="Full curves (CSV)")
+    widgets.csv_download(_curve_points, export_name(f"rc_curves_{loss}_{state.get('dec')}", widgets.export_context(es)),
+                         key="dl_rc_curves", label="Full curves (CSV)")
 st.caption(
     "Point k of a curve holds for every θ in (θ_{k−1}, θ_k]. The exact curve has every breakpoint; the authors' "
     "variant evaluates θ only at node probabilities rounded to 2 decimals; the 95 % intervals (paired bootstrap) "

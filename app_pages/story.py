@@ -5,7 +5,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from dashboard import catalog, data, entry, presenter, session_keys, sidebar, state, sweep, views, widgets
+from dashboard import catalog, entry, evaluations, presenter, session_keys, sidebar, state, sweep, views, widgets
 from hsc_core.core.rule_registry import rule_label
 from hsc_core.core.thresholds import theorem1_epsilon
 from hsc_core.core.uncertainty import ON_DEMAND_SAMPLES
@@ -30,8 +30,8 @@ THETA = views.FIGURE1_THETA
 TARGET, DELTA = state.SETTINGS["acc"].default, round(1 - state.SETTINGS["conf"].default, 6)
 N_CAL, SPLIT_SEED = int(state.SETTINGS["n"].default), int(state.SETTINGS["split_seed"].default)
 
-es = sidebar.require_eval_set()
-h = es.hierarchy
+es = sidebar.require_model_context()
+h = es.view.hierarchy
 SHOWN_STEP = session_keys.STORY_SHOWN_STEP  # session state: the step the last run showed
 # The step control can be empty at the start of a run (its selected segment clicked again, or its
 # widget value dropped while a chart's sweep reran the page): stay on the step on screen.
@@ -60,8 +60,9 @@ st.subheader(f"{step}. {STEPS[step]}")
 
 
 @catalog.cache_resource(max_entries=8, show_spinner=False)
-def _example(_es, key: tuple) -> int | None:
-    return views.figure1_example(_es.hierarchy, _es.node_probs, _es.paths, _es.labels, _es.leaf_pred, _es.leaf_conf)
+def _example(_es: evaluations.ModelContext, key: tuple) -> int | None:
+    v = _es.view
+    return views.figure1_example(v.hierarchy, _es.node_probs, v.paths, v.labels, v.leaf_pred, v.leaf_conf)
 
 
 key = es.key
@@ -77,16 +78,16 @@ def _leaf_bars(i: int, k: int = 5) -> go.Figure:
     """The top-k leaf probabilities, the true leaf marked ✓ (bluish green), the others ✗ (vermillion)."""
     leaf_p = es.node_probs[i, : h.n_leaves]
     top = np.argsort(-leaf_p, kind="stable")[:k]
-    return leaf_bars_figure([views.node_name(h, v) for v in top], leaf_p[top], top == int(es.labels[i]), font)
+    return leaf_bars_figure([views.node_name(h, v) for v in top], leaf_p[top], top == int(es.view.labels[i]), font)
 
 
 def _gain_words(es) -> str:
     """Climbing's gain vs Selective in the Overview's words: with its 95 % interval, "no clear
     difference" when the interval contains 0 (the layer's bootstrap; a point estimate on large sets)."""
-    if es.n > ON_DEMAND_SAMPLES:
+    if es.view.n > ON_DEMAND_SAMPLES:
         g = es.view.gain("climbing")
         return f"Climbing's area is {abs(g):.1f} % {'smaller' if g >= 0 else 'larger'} (point estimate)."
-    iv = data.haurc_intervals(es).gain["climbing"]
+    iv = evaluations.haurc_intervals(es).gain["climbing"]
     ci = f"95 % CI {iv.low:+.1f} % to {iv.high:+.1f} %"
     if iv.low > 0:
         return f"Climbing's area is {iv.estimate:.1f} % smaller ({ci}): a clear gain."
@@ -120,8 +121,10 @@ theta = _theta()
 
 
 @catalog.cache_resource(max_entries=16, show_spinner=False)
-def _tree(_es, key: tuple, i: int, rules: tuple, font: int, max_height: int | None, max_width: int):
-    return tree_figure(_es.hierarchy, _es.node_row(i), record_rows(_es.paths, i), int(_es.labels[i]), THETA,
+def _tree(_es: evaluations.ModelContext, key: tuple, i: int, rules: tuple, font: int, max_height: int | None,
+          max_width: int):
+    v = _es.view
+    return tree_figure(v.hierarchy, v.node_row(i), record_rows(v.paths, i), int(v.labels[i]), THETA,
                        font_size=font, rules=rules, max_height=max_height, max_width=max_width)
 
 
@@ -132,8 +135,8 @@ def _beside(text_width: float = 1.0):
 
 def _photo() -> None:
     # Small beside the text: the photo says what the image is; the chart is the lesson.
-    widgets.sample_image(es, str(es.sample_ids[i]), width=int(9 * presenter.DESIGN_REM_PX * presenter.presenter_scale())
-                         if presenter.presenter() else 220)
+    width = int(9 * presenter.DESIGN_REM_PX * presenter.presenter_scale()) if presenter.presenter() else 220
+    widgets.sample_image(es, str(es.view.sample_ids[i]), width=width)
 
 
 def _tree_step(rules: tuple, chart: str, text: str) -> None:
@@ -146,28 +149,28 @@ def _tree_step(rules: tuple, chart: str, text: str) -> None:
         fig = _tree(es, key, i, rules, font, presenter.fit_height(7.4), presenter.fit_width(2.2 / 3.2) - 30)
         widgets.figure(fig, f"story_{chart}", key=chart, width="content")
         sweep.sweep_sync(chart, theta, _stay, image=f"story_{chart}", context=widgets.export_context(es, theta),
-                      title=f"Sample {es.sample_ids[i]}: " + " vs ".join(rule_label(r) for r in rules))
+                      title=f"Sample {es.view.sample_ids[i]}: " + " vs ".join(rule_label(r) for r in rules))
 
 
 def _selective_text(theta: float) -> str:
-    p = float(es.leaf_conf[i])
+    p = float(es.view.leaf_conf[i])
     head = "A **selective** classifier accepts its top leaf only when the probability reaches a threshold θ. "
     if p >= theta:
         return (head + f"At θ = {theta:.2f} this leaf ({p:.2f}) reaches θ (its bar's fill ends right of the θ tick), "
-                f"so it **accepts** it: **{_name(int(es.leaf_pred[i]))}**, which is {views.WRONG_MD}. Raise θ "
+                f"so it **accepts** it: **{_name(int(es.view.leaf_pred[i]))}**, which is {views.WRONG_MD}. Raise θ "
                 "above the leaf's probability (▶ Play) and it rejects instead.")
     return (head + f"At θ = {theta:.2f} this leaf ({p:.2f}) is below θ (its bar's fill ends left of the θ tick), so it "
             "**rejects** the image: it predicts the root, which says nothing. Every rejected image is lost coverage.")
 
 
 def _climbing_text(theta: float) -> str:
-    climb = int(es.paths["climbing"].predict(theta)[0][i])
+    climb = int(es.view.paths["climbing"].predict(theta)[0][i])
     head = ("**Climbing** walks up from the leaf to the first ancestor whose probability reaches θ (the leaves "
             "under a node share its probability). ")
     if climb == h.root:
         return head + (f"At θ = {theta:.2f} only the root reaches θ: Climbing **rejects** the image too, as "
                        "Selective does. Lower θ to see it stop at a correct ancestor.")
-    ok = bool(h.is_ancestor(climb, int(es.labels[i])))
+    ok = bool(h.is_ancestor(climb, int(es.view.labels[i])))
     return head + (f"At θ = {theta:.2f} it answers **{_name(climb)}** ({es.node_probs[i, climb]:.2f}), which is "
                    + (f"{views.CORRECT_MD}: less specific, but right. " if ok else f"{views.WRONG_MD}. ")
                    + "Press ▶ Play to sweep θ to 1 and watch the answer climb to the root.")
@@ -177,16 +180,16 @@ if i is None and step <= 3:
     st.info("This model has no unsure, wrong top-1 prediction that Climbing corrects at θ = 0.5, so steps 1–3 "
             "have no example here; try another model or subset in the sidebar.")
 elif step == 1:
-    true, pred = int(es.labels[i]), int(es.leaf_pred[i])
+    true, pred = int(es.view.labels[i]), int(es.view.leaf_pred[i])
     right, left = _beside(1.2)
     with left:
-        widgets.figure(_leaf_bars(i), f"story_step1_{es.sample_ids[i]}", key="story_bars",
+        widgets.figure(_leaf_bars(i), f"story_step1_{es.view.sample_ids[i]}", key="story_bars",
                        context=widgets.export_context(es))
     with right:
         _photo()
         st.markdown(
             f"The model's best guess for this image is **{_name(pred)}**, with probability only "
-            f"**{es.leaf_conf[i]:.2f}**. It is {views.WRONG_MD}: the image shows **{_name(true)}** "
+            f"**{es.view.leaf_conf[i]:.2f}**. It is {views.WRONG_MD}: the image shows **{_name(true)}** "
             f"(probability {es.node_probs[i, true]:.2f}).\n\n"
             "A low top probability is the model telling us it is unsure. What should it answer?")
 elif step == 2:
@@ -213,11 +216,11 @@ elif step == 4:
     with left:
         st.markdown(
             f"Every θ gives each rule a **coverage** (how much it still says, 1 = every leaf answered) and a "
-            f"**risk** (how often it is wrong) over all {es.n:,} samples. Lower is better: the area under the "
+            f"**risk** (how often it is wrong) over all {es.view.n:,} samples. Lower is better: the area under the "
             f"curve (hAURC) is {1000 * sel:.1f} ×10⁻³ for {rule_label('selective')} and {1000 * climb:.1f} ×10⁻³ "
             f"for {rule_label('climbing')}. {_gain_words(es)} Press ▶ Play to move θ.")
 else:
-    n_cal = int(min(max(10, N_CAL), max(20, int(es.n * 0.9))))  # as the Guaranteed accuracy page caps n
+    n_cal = int(min(max(10, N_CAL), max(20, int(es.view.n * 0.9))))  # as the Guaranteed accuracy page caps n
     # the Guaranteed-accuracy page's split and θ̂ (and the decision card's θ) for these settings
     split = es.view.threshold(TARGET, "theorem1", delta=DELTA, n=n_cal, seed=SPLIT_SEED)
     eps = theorem1_epsilon(n_cal, round(1 - TARGET, 6), DELTA)
@@ -237,6 +240,6 @@ else:
 if i is not None and step <= 3 and not presenter.presenter():
     # No θ value here: the step's θ moves with its chart, and only the step's text (in its
     # ``_at_rest`` box) names it, so one θ is on screen.
-    st.caption(f"The example: sample {widgets.plain(es.sample_ids[i])} of {widgets.plain(es.model)}, the most "
+    st.caption(f"The example: sample {widgets.plain(es.view.sample_ids[i])} of {widgets.plain(es.model)}, the most "
                "Figure-1-like image of this data (an unsure, wrong top-1 leaf that Climbing corrects where "
                "each step starts). Open it in the Explorer to change θ or pick another sample.")

@@ -14,11 +14,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import catalog, data, entry, perturb, presenter, sidebar, state, ui, views, widgets
+from dashboard import catalog, entry, evaluations, perturb, presenter, sidebar, state, views, widgets
 from dashboard.sweep import theta_box
 from hsc_core.core.probabilities import softmax
 from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy
 from hsc_core.datasets.images import ImageReadError, display_image, max_image_pixels, open_image_safely
+from hsc_core.evaluation import subsets
 from hsc_core.report.figures import ExportContext
 
 entry.ensure_entrypoint(globals())
@@ -119,7 +120,7 @@ if state.get("ts"):
         t_note = f"no cached logits for {model}, so T = 1"
     else:
         try:
-            t, n_fit = data.temperature(location, data.ALL)
+            t, n_fit = evaluations.temperature(location, subsets.ALL)
             t_note = f"T = {t:.3f} fitted on the 10 % calibration split of {model}'s cached logits ({n_fit:,} samples)"
         except catalog.LOAD_ERRORS as exc:
             t_note = f"T = 1 ({widgets.plain(widgets.public_message(exc))})"
@@ -156,7 +157,7 @@ with left:
     # presenter mode's narrow column: no wnid column, so the probabilities are not cut (the CSV has it)
     st.dataframe(top5.drop(columns="wnid") if presenter.presenter() else top5, hide_index=True, key="img_top5",
                  column_config={"probability": st.column_config.NumberColumn(format="%.4f")})
-    ui.csv_download(top5, f"top5_{model}_{image_name}", key="dl_top5", context=context)
+    widgets.csv_download(top5, f"top5_{model}_{image_name}", key="dl_top5", context=context)
 
 
 def _follow(theta: float) -> None:
@@ -202,7 +203,7 @@ def theta_view() -> None:
         with st.expander("Table of the picks"):
             table = views.choice_table(h, view)
             st.dataframe(table, hide_index=True, key="img_choices", column_config=widgets.CHOICE_COLUMNS)
-            ui.csv_download(table, f"choices_{model}_{image_name}", key="dl_img_choices", context=at_theta)
+            widgets.csv_download(table, f"choices_{model}_{image_name}", key="dl_img_choices", context=at_theta)
 
 
 with right:

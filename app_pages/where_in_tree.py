@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import catalog, entry, presenter, sidebar, state, ui, views, widgets
+from dashboard import catalog, entry, evaluations, presenter, sidebar, state, views, widgets
 from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.evaluation.diagnostics import (
     MAX_WEDGES,
@@ -28,8 +28,8 @@ from hsc_core.report.diagnostics_figures import (
 
 entry.ensure_entrypoint(globals())
 
-es = sidebar.require_eval_set()
-h = es.hierarchy
+es = sidebar.require_model_context()
+h = es.view.hierarchy
 st.title("Where the model stops")
 if not presenter.presenter():
     st.caption(sidebar.eval_caption(es))
@@ -66,7 +66,7 @@ def _follow(theta: float) -> None:
 
 
 def _explorer_link(sample: str, theta: float) -> str:
-    query = {"model": state.get("model") or es.model, "subset": es.subset, "ts": "1" if es.ts else "0",
+    query = {"model": state.get("model") or es.model, "subset": es.subset, "ts": "1" if es.view.ts else "0",
              "sample": sample, "theta": f"{theta:.2f}", "pick": "random"}
     return "explorer?" + urlencode(query)
 
@@ -75,7 +75,7 @@ def _explorer_link(sample: str, theta: float) -> str:
 def tree_view() -> None:
     theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="wt", min_value=0.0, max_value=1.0,
                        step=0.01, format="%.2f")
-    table = landing_counts(h, paths, es.labels, theta)
+    table = landing_counts(h, paths, es.view.labels, theta)
     nodes = wedge_nodes(h, table["samples"].to_numpy(), focus)
     left, right = st.columns([3, 2], gap="small")
     with left:
@@ -87,8 +87,8 @@ def tree_view() -> None:
                    f"{widgets.plain(views.node_name(h, focus))} down, then the largest); area = samples by true class; "
                    "grey = no prediction lands there. Click a wedge to zoom; pick a node on the right to list "
                    "its samples.")
-        ui.csv_download(lambda: table.assign(rule=rule), f"where_{rule}_nodes", key="dl_where_nodes",
-                        context=widgets.export_context(es, theta))
+        widgets.csv_download(lambda: table.assign(rule=rule), f"where_{rule}_nodes", key="dl_where_nodes",
+                             context=widgets.export_context(es, theta))
     with right:
         internal = table.iloc[h.n_leaves:]
         node = picked if picked is not None else int(internal["stops"].idxmax())
@@ -104,18 +104,18 @@ def tree_view() -> None:
         if picked is not None and st.button("Back to the whole tree", key="where_root"):
             state.set("node", None)
             st.rerun()
-        at = samples_at_node(h, paths, es.labels, theta, node)
+        at = samples_at_node(h, paths, es.view.labels, theta, node)
         pred, conf = paths.predict(theta)
         st.markdown(f"**{at.size:,} sample(s)** land at *{widgets.plain(views.node_name(h, node))}*"
                     + (f" (first {MAX_ROWS})" if at.size > MAX_ROWS else ""))
         shown = at[:MAX_ROWS]
-        correct = es.correctness(pred[shown], shown)
+        correct = es.view.correctness(pred[shown], shown)
         rows = pd.DataFrame({
-            "sample": [str(es.sample_ids[i]) for i in shown],
-            "true class": [views.node_name(h, es.labels[i]) for i in shown],
+            "sample": [str(es.view.sample_ids[i]) for i in shown],
+            "true class": [views.node_name(h, es.view.labels[i]) for i in shown],
             "correct": np.where(correct, "✓", "✗"),
             "confidence": conf[shown].astype(float),
-            "explorer": [_explorer_link(str(es.sample_ids[i]), theta) for i in shown],
+            "explorer": [_explorer_link(str(es.view.sample_ids[i]), theta) for i in shown],
         })
         st.dataframe(rows, hide_index=True, key="where_samples", column_config={
             "explorer": st.column_config.LinkColumn("open", display_text="Explorer ↗"),
@@ -124,22 +124,23 @@ def tree_view() -> None:
             st.markdown("Open in the Explorer: " + " · ".join(
                 f"[{widgets.plain(sid)}]({link})" for sid, link in zip(rows["sample"][:4], rows["explorer"][:4],
                                                                        strict=True)))
-        ui.csv_download(rows, f"where_{rule}_samples", key="dl_where_samples",
-                        context=widgets.export_context(es, theta))
+        widgets.csv_download(rows, f"where_{rule}_samples", key="dl_where_samples",
+                             context=widgets.export_context(es, theta))
 
-    hist = mistake_severity_histogram(h, es.paths, es.labels, theta)
+    hist = mistake_severity_histogram(h, es.view.paths, es.view.labels, theta)
     widgets.figure(severity_figure(hist, font_size=presenter.font_size()), "mistake_severity", key="where_severity",
                    context=widgets.export_context(es, theta),
                    title=f"How bad are the mistakes? LCA depth of wrong predictions at θ = {theta:.2f}")
-    ui.csv_download(hist, "mistake_severity", key="dl_where_severity", context=widgets.export_context(es, theta))
+    widgets.csv_download(hist, "mistake_severity", key="dl_where_severity", context=widgets.export_context(es, theta))
 
 
 tree_view()
 
 
 @catalog.cache_resource(max_entries=16, show_spinner=False)
-def _superclass_curves(_es, key: tuple, rule: str, level: int, loss: str):
-    return superclass_rc_curves(_es.hierarchy, _es.view.decision_paths(rule), _es.labels, level, loss=loss, top=6)
+def _superclass_curves(_es: evaluations.ModelContext, key: tuple, rule: str, level: int, loss: str):
+    v = _es.view
+    return superclass_rc_curves(v.hierarchy, v.decision_paths(rule), v.labels, level, loss=loss, top=6)
 
 
 st.subheader("Risk–coverage per superclass")
@@ -148,11 +149,12 @@ state.set("level", level)
 state.bind(st.slider, "Hierarchy level (depth of the superclasses)", "level", scope="wt", min_value=1,
            max_value=max(h.max_depth - 1, 2), step=1)
 curves = _superclass_curves(es, es.key, rule, int(state.get("level")), state.get("loss"))
-sizes = np.bincount(superclass_groups(h, es.labels, int(state.get("level"))), minlength=h.n_nodes)
+sizes = np.bincount(superclass_groups(h, es.view.labels, int(state.get("level"))), minlength=h.n_nodes)
 named = {f"{views.node_name(h, g)} ({sizes[g]:,} samples)": c for g, c in curves.items()}
 widgets.figure(superclass_rc_figure(named, loss=state.get("loss"), font_size=presenter.font_size()),
           f"superclass_rc_{rule}_level{state.get('level')}", key="where_superclass", context=widgets.export_context(es),
           title=f"{rule_label(rule)}: the six largest superclasses at depth {state.get('level')}")
-ui.csv_download([{"superclass": views.node_name(h, g), "node": h.node_ids[g], "rule": rule, "loss": state.get("loss"),
-                  "haurc": c.haurc, "points": int(c.coverage.size)} for g, c in curves.items()],
-                f"superclass_haurc_{rule}", key="dl_where_superclass", context=widgets.export_context(es))
+widgets.csv_download([{"superclass": views.node_name(h, g), "node": h.node_ids[g], "rule": rule,
+                       "loss": state.get("loss"), "haurc": c.haurc, "points": int(c.coverage.size)}
+                      for g, c in curves.items()],
+                     f"superclass_haurc_{rule}", key="dl_where_superclass", context=widgets.export_context(es))

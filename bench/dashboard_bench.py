@@ -2,8 +2,8 @@
 
 Builds 50,000 × 1,000 synthetic logits on the ImageNet tree (``HSC_SYNTHETIC``, the same path the
 app uses with that variable set), warms the model's ``ModelEvaluation`` exactly as the app does
-(``data.eval_set``: the four rules' decision paths; ``data.curve_set``: the exact RC curves), then
-times the work a θ change triggers in the slider fragments:
+(``evaluations.model_context``: the four rules' decision paths; ``evaluations.curve_set``: the exact
+RC curves), then times the work a θ change triggers in the slider fragments:
 
 * Risk–Coverage fragment: the four operating points (``RCCurve.at``), the RC figure with moving
   markers, and its serialisation as ``st.plotly_chart`` does it (validate + to_json).
@@ -67,7 +67,7 @@ def main() -> None:
     import streamlit  # noqa: F401  (configures logging; silence it again afterwards)
 
     _quiet_streamlit()
-    from dashboard import catalog, data, plots, views
+    from dashboard import catalog, evaluations, plots, views
     from hsc_core.core.rules import RULES
     from hsc_core.report.tree_figure import record_rows, tree_figure
 
@@ -78,29 +78,29 @@ def main() -> None:
     t0 = time.perf_counter()
     bundle = catalog.load_bundle(location)
     t1 = time.perf_counter()
-    es = data.eval_set(name, location)
+    es = evaluations.model_context(name, location)
     t2 = time.perf_counter()
-    cs = data.curve_set(es, "01", None)
+    cs = evaluations.curve_set(es, "01", None)
     t3 = time.perf_counter()
     print(f"warm-up (once per model/setting, kept by its ModelEvaluation): logits {t1 - t0:.1f} s, decision "
           f"paths {t2 - t1:.1f} s, exact RC curves {t3 - t2:.1f} s "
           f"({sum(c.coverage.size for c in cs.curves.values()):,} curve points)")
-    h = es.hierarchy
-    i = int(es.most_confident_wrong[0]) if es.most_confident_wrong.size else 0
-    true_leaf = int(es.labels[i])
+    h = es.view.hierarchy
+    i = int(es.view.most_confident_wrong[0]) if es.view.most_confident_wrong.size else 0
+    true_leaf = int(es.view.labels[i])
     del bundle
 
     rng = np.random.default_rng(args.seed)
     thetas = np.round(rng.uniform(0, 1, args.moves), 2)
     # The Explorer's tree (101 θ frames) is built once per sample and cached; a θ move re-sends it.
     a = time.perf_counter()
-    tree = tree_figure(h, es.node_row(i), record_rows(es.paths, i), true_leaf, 0.5)
+    tree = tree_figure(h, es.view.node_row(i), record_rows(es.view.paths, i), true_leaf, 0.5)
     print(f"Explorer tree with its θ frames, built once per sample: {1000 * (time.perf_counter() - a):.0f} ms, "
           f"{len(serialise(tree)) / 1e3:.0f} kB of JSON")
     # One untimed pass so imports and plotly's validators are loaded.
     for theta in thetas[:3]:
         serialise(plots.rc_figure(cs, views.operating_points(cs, theta), RULES))
-        views.sample_view(h, es.node_row(i), es.paths, i, theta, true_leaf)
+        views.sample_view(h, es.view.node_row(i), es.view.paths, i, theta, true_leaf)
 
     rc_ms, ex_ms, total_ms = [], [], []
     for theta in thetas:
@@ -110,7 +110,7 @@ def main() -> None:
         serialise(plots.rc_figure(cs, points, RULES, "01"))
         points.drop(columns="key").to_csv(index=False)
         b = time.perf_counter()
-        view = views.sample_view(h, es.node_row(i), es.paths, i, theta, true_leaf=true_leaf)
+        view = views.sample_view(h, es.view.node_row(i), es.view.paths, i, theta, true_leaf=true_leaf)
         views.choice_text(h, view)
         serialise(tree)
         views.choice_table(h, view).to_csv(index=False)
@@ -130,7 +130,7 @@ def main() -> None:
     # Guaranteed accuracy: what its fragment recomputes when 1 − α, 1 − δ or n moves (the
     # per-sample tight thresholds are cached once per model).
     es.view.guarantee_data()  # built once per model, as the page caches it
-    n_max = int(es.n * 0.9)
+    n_max = int(es.view.n * 0.9)
     ga_ms = []
     for k in range(min(args.moves, 100)):
         target = float(rng.uniform(0.8, 0.99))

@@ -14,9 +14,10 @@ import pandas as pd
 import streamlit as st
 
 from hsc_core import config
+from hsc_core.evaluation import subsets
 from hsc_core.evaluation.atlas import atlas_from_rows, load_atlas_table, with_flags
 
-from . import catalog, data
+from . import catalog, evaluations
 
 ATLAS_DATASET = "imagenet1k"  # the authors' table: ImageNet-1k models; only such models of yours go beside it
 
@@ -67,7 +68,7 @@ def table_from_upload(name: str, payload: bytes) -> pd.DataFrame:
     return _table_from_bytes(hashlib.sha256(payload).hexdigest(), name, payload)
 
 
-def your_models(subset: str = data.ALL) -> tuple[pd.DataFrame, list[str]]:
+def your_models(subset: str = subsets.ALL) -> tuple[pd.DataFrame, list[str]]:
     """The catalog's ImageNet-1k models as atlas rows (every rule, loss and TS setting, from the
     cached ``ModelEvaluation``), and the names left out (another data set, or a file that fails)."""
     from . import sidebar
@@ -75,7 +76,7 @@ def your_models(subset: str = data.ALL) -> tuple[pd.DataFrame, list[str]]:
     rows, left_out = [], []
     for name, location in sidebar.catalog().items():
         try:
-            es = data.eval_set(name, location, subset, False)
+            es = evaluations.model_context(name, location, subset, False)
             if es.dataset.name != ATLAS_DATASET:
                 left_out.append(name)
                 continue

@@ -1,4 +1,5 @@
-"""Where the dashboard's models and data sets come from: the catalogs, and loading one of each.
+"""Where the dashboard's models and data sets come from: the catalogs, loading one of each, and the
+subsets (source tags) of a model's file.
 
 A *model* is a cached-logits ``.npz`` file (``hsc_core.datasets.logits_io``), named by its file stem.
 The catalog is every ``.npz`` in ``$HSC_CACHED_LOGITS_DIR`` (default ``<repo>/cached_logits``)
@@ -38,6 +39,7 @@ from hsc_core.datasets.registry import (
     discover_datasets,
     load_dataset,
 )
+from hsc_core.evaluation import subsets
 
 from . import session_keys as keys
 
@@ -296,9 +298,9 @@ def cache_resource(**kwargs):
     """``st.cache_resource`` that keeps whatever is computed from this session's uploads (files or
     data sets) in a session-scoped cache: Streamlit drops it when the session disconnects, and no
     other session can reach it. Results for shared files stay in the global cache. A call is the
-    session's when any argument (or any item of a tuple argument, e.g. an ``EvalSet.key``) names an
+    session's when any argument (or any item of a tuple argument, e.g. an ``ModelContext.key``) names an
     upload (``upload:…``) or an uploaded data set (``session:…``): pages key their own caches of
-    figures and arrays by ``EvalSet.key`` and use this decorator, so an upload's are never shared."""
+    figures and arrays by ``ModelContext.key`` and use this decorator, so an upload's are never shared."""
     def wrap(func):
         shared = st.cache_resource(**kwargs)(func)
         private = st.cache_resource(scope="session", **kwargs)(func)
@@ -339,3 +341,23 @@ def _bundle(location: str, file_stamp: tuple) -> LogitsBundle:
 def load_bundle(location: str) -> LogitsBundle:
     """The validated bundle at ``location`` (raises LogitsFileError / DataError with a message)."""
     return _bundle(location, stamp(location))
+
+
+# ---------------------------------------------------------------------------- a file's subsets
+def subset_options(bundle: LogitsBundle) -> dict[str, str]:
+    """Subset key → label with its sample count: ``subsets.file_subsets`` (``all`` always; one per source tag)."""
+    out = {}
+    for key, s in subsets.file_subsets(bundle.sources, bundle.n_samples).items():
+        out[key] = (f"{s.label} ({s.n:,})" if key == subsets.ALL or key == s.tag else f"{s.label} ({s.n:,}; {s.tag})")
+    return out
+
+
+def subset_mask(bundle: LogitsBundle, subset: str) -> np.ndarray:
+    """(n_samples,) mask of ``subset`` (``subsets.subset_mask``; DataError naming the choices when unknown)."""
+    if bundle.sources is None:  # a model without tags in a many-model view of a subset: all its samples, as before
+        return np.ones(bundle.n_samples, dtype=bool)
+    try:
+        mask = subsets.subset_mask(bundle.sources, bundle.n_samples, subset, where=bundle.name)
+    except ValueError as exc:
+        raise DataError(str(exc)) from None
+    return np.ones(bundle.n_samples, dtype=bool) if mask is None else mask

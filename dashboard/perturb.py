@@ -21,7 +21,7 @@ from hsc_core.core.probabilities import node_probabilities, softmax
 from hsc_core.report.perturbation_figure import degradation_figure, picks_by_severity
 from hsc_core.report.tree_figure import record_rows, tree_figure
 
-from . import presenter, state, ui, views, widgets
+from . import presenter, state, views, widgets
 from .sweep import sweep_sync
 
 KINDS = {"none": "none", "blur": "Gaussian blur", "noise": "Gaussian noise"}
@@ -116,7 +116,7 @@ def climb_view(h: Hierarchy, logits: np.ndarray, previews: list[bytes], per_step
     picks = picks_by_severity(records, theta)
     table = [{"corruption": kind, "severity": s, "rule": r, "node": h.node_ids[int(n)], "name": h.names[int(n)],
               "depth": int(h.depth[n])} for r, nodes in picks.items() for s, n in enumerate(nodes)]
-    ui.csv_download(table, f"degrade_{kind}_{model}_{image_name}", key=f"dl_{key}_degrade", context=context)
+    widgets.csv_download(table, f"degrade_{kind}_{model}_{image_name}", key=f"dl_{key}_degrade", context=context)
 
 
 
@@ -157,6 +157,7 @@ def explorer_section(es, sample: str, i: int, theta: float) -> None:
             return
         image = path.read_bytes()
         logits, previews, per_step = degraded_logits(image, path.name, es.model, kind)
-        climb_view(es.hierarchy, logits, previews, per_step, kind=kind, severity=severity, theta=theta,
-                   true_leaf=int(es.labels[i]), temperature=es.temperature if es.ts else 1.0, model=es.model,
+        v = es.view
+        climb_view(v.hierarchy, logits, previews, per_step, kind=kind, severity=severity, theta=theta,
+                   true_leaf=int(v.labels[i]), temperature=v.temperature if v.ts else 1.0, model=es.model,
                    image_name=path.name, context=widgets.export_context(es, theta), key="ex")

@@ -2,7 +2,7 @@
 config that downloads them as PNG or SVG.
 
 The figure builders live in ``hsc_core.report.figures`` so that ``hsc report`` draws exactly what
-the pages draw; this module keeps the names the pages import and adapts the cached ``CurveSet``s.
+the pages draw (pages import them from there); this module adapts the cached ``CurveSet``s.
 The modebar's camera button renders the image in the browser, so downloads need no kaleido.
 """
 
@@ -13,28 +13,9 @@ import plotly.graph_objects as go
 
 from hsc_core.core.rules import RULES
 from hsc_core.report import figures
-from hsc_core.report.figures import (  # noqa: F401  (re-exported for the pages)
-    BAD_COLOR,
-    LOSS_LABELS,
-    METHOD_COLORS,
-    METHOD_LABELS,
-    NEUTRAL_COLOR,
-    OK_COLOR,
-    RULE_COLORS,
-    RULE_DASHES,
-    RULE_SYMBOLS,
-    ExportContext,
-    accuracy_histogram,
-    cc_figure,
-    gain_figure,
-    illustration_figure,
-    path_figure,
-    safe_filename,
-    titled,
-    top5_figure,
-)
+from hsc_core.report.figures import safe_filename
 
-from .data import CurveSet
+from .evaluations import CurveSet
 
 
 def plot_config(filename: str, fmt: str = "png") -> dict:

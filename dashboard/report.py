@@ -24,7 +24,8 @@ from hsc_core.evaluation import ModelEvaluation
 from hsc_core.report.figures import safe_filename
 from hsc_core.report.html_report import build_report
 
-from . import catalog, data, session_memory
+from . import catalog, session_memory
+from .evaluations import evaluation
 from .widgets import public_message
 
 _LOG = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ ENDED = ("This browser session has ended, and with it the data the report is bui
 
 def model_evaluation(model: str, location: str, subset: str) -> ModelEvaluation:
     """The model's cached evaluation on ``subset`` of its file, on its data set's tree."""
-    return data.evaluation(model, location, subset)
+    return evaluation(model, location, subset)
 
 
 def resolve(models: dict[str, str], subset: str) -> tuple[list[ModelEvaluation], list[str]]:

@@ -16,9 +16,10 @@ from hsc_core import config
 from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.risk import Loss
 from hsc_core.core.validation import clip
+from hsc_core.evaluation import subsets
 
 from . import catalog as cat_
-from . import data, state, uploads
+from . import evaluations, state, uploads
 from . import session_keys as keys
 from .widgets import count, plain, public_message
 
@@ -66,22 +67,22 @@ def no_models_message() -> None:
     )
 
 
-def require_eval_set(ts: bool | None = None) -> data.EvalSet:
+def require_model_context(ts: bool | None = None) -> evaluations.ModelContext:
     """The current model's evaluation samples, or an in-page st.error and st.stop()."""
     name, location = cat_.shifted_model(*current_model(), state.get("shift"))
     if name is None or location is None:
         no_models_message()
         st.stop()
     try:
-        return data.eval_set(name, location, state.get("subset"), state.get("ts") if ts is None else ts)
+        return evaluations.model_context(name, location, state.get("subset"), state.get("ts") if ts is None else ts)
     except cat_.LOAD_ERRORS as exc:
         show_load_error(name, exc)
         st.stop()
 
 
-def curve_set_or_stop(es: data.EvalSet, loss: Loss = "01", dec: int | None = None) -> data.CurveSet:
+def curve_set_or_stop(es: evaluations.ModelContext, loss: Loss = "01", dec: int | None = None) -> evaluations.CurveSet:
     try:
-        return data.curve_set(es, loss, dec)
+        return evaluations.curve_set(es, loss, dec)
     except cat_.LOAD_ERRORS as exc:
         show_load_error(es.model, exc)
         st.stop()
@@ -96,12 +97,13 @@ def show_load_error(name: str, exc: Exception) -> None:
     st.caption("The other models still work: pick one in the sidebar.")
 
 
-def eval_caption(es: data.EvalSet) -> str:
-    parts = [f"**{plain(es.model)}**", f"{es.n:,} samples"]
-    if es.subset != data.ALL:
+def eval_caption(es: evaluations.ModelContext) -> str:
+    parts = [f"**{plain(es.model)}**", f"{es.view.n:,} samples"]
+    if es.subset != subsets.ALL:
         parts.append(f"subset *{plain(es.subset)}*")
-    if es.ts:
-        parts.append(f"temperature scaling T = {es.temperature:.3f} (fitted on the {es.n_cal:,}-sample calibration "
+    if es.view.ts:
+        n_cal = es.view.evaluation.n_cal
+        parts.append(f"temperature scaling T = {es.view.temperature:.3f} (fitted on the {n_cal:,}-sample calibration "
                      "split)")
     else:
         parts.append("no temperature scaling")
@@ -143,9 +145,9 @@ def sidebar() -> None:
         if synthetic is not None:
             st.warning(f"Synthetic data ({config.SYNTHETIC}={synthetic}): for benchmarks and demos only.")
         if bundle is not None:
-            options = data.subset_options(bundle)
+            options = cat_.subset_options(bundle)
             if state.get("subset") not in options:
-                state.set("subset", data.ALL)
+                state.set("subset", subsets.ALL)
             state.bind(st.selectbox, "Samples", "subset", scope="sb", options=list(options),
                        format_func=options.get, help="Data subset by source tag.")
             shift_picker(name)
@@ -154,7 +156,7 @@ def sidebar() -> None:
         if state.get("ts") and bundle is not None:
             assert location is not None  # as above
             try:
-                t, n_fit = data.temperature(location, state.get("subset"), name)
+                t, n_fit = evaluations.temperature(location, state.get("subset"), name)
                 st.caption(f"T = **{t:.3f}**, fitted on the 10 % calibration split ({n_fit:,} samples). "
                            "Every page, TS on or off, evaluates the other 90 %.")
             except cat_.DataError:

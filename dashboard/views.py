@@ -22,10 +22,10 @@ from hsc_core.core.metric_rules import ALL_RULES
 from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.core.rules import RULE_LABELS, RULES, DecisionPaths, decision_paths, record_index
 from hsc_core.core.validation import check_theta
-from hsc_core.evaluation import ResultRow, column_label, wide_table
+from hsc_core.evaluation import EvaluationSet, ResultRow, column_label, wide_table
 from hsc_core.evaluation.results import EXTRA_METRICS, display_value
 
-from .data import CurveSet
+from .evaluations import CurveSet
 
 
 def node_name(h: Hierarchy, v: int) -> str:
@@ -201,11 +201,11 @@ def figure1_example(h: Hierarchy, node_probs: np.ndarray, paths: dict[str, Decis
     return int(rows[order[0]])
 
 
-def selected_paths(es: Any, rules: Sequence[str]) -> dict[str, DecisionPaths]:
+def selected_paths(view: EvaluationSet, rules: Sequence[str]) -> dict[str, DecisionPaths]:
     """Decision paths of ``rules`` (listed rules of ``rule_registry``; the paper's four when none)
-    on an ``EvalSet``, in the registry's order, each from the layer's one accessor."""
+    of the layer's ``view``, in the registry's order, each from its one accessor."""
     chosen = [r for r in rule_names() if r in rules] or list(rule_names(paper=True))
-    return {r: es.view.decision_paths(r) for r in chosen}
+    return {r: view.decision_paths(r) for r in chosen}
 
 
 def single_sample_paths(h: Hierarchy, node_probs_row: np.ndarray) -> dict[str, DecisionPaths]:
@@ -311,7 +311,7 @@ def with_interval_text(table: list[dict]) -> pd.DataFrame:
 
 
 def gain_intervals(rows: list[ResultRow], with_ts: bool = True) -> list[dict]:
-    """The gain rows with bootstrap limits, as ``plots.gain_figure`` takes them (Selective left out)."""
+    """The gain rows with bootstrap limits, as ``figures.gain_figure`` takes them (Selective left out)."""
     out = []
     for r in rows:
         if r["metric"] == "gain_percent" and r["rule"] != "selective" and r["ci_low"] is not None:

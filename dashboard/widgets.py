@@ -1,14 +1,17 @@
 """Small output pieces every page uses: user text shown literally (``plain``), error messages
 without server paths, counted nouns, figures with their download settings, sample images,
-table column formats, and the first run's plotly.js warm-up."""
+table column formats, CSV downloads, and the first run's plotly.js warm-up."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
+import pandas as pd
 import streamlit as st
 
+from hsc_core.evaluation import to_csv
 from hsc_core.report.figures import ExportContext, export_name, titled
 
 from . import session_keys as keys
@@ -18,7 +21,7 @@ from .plots import plot_config
 from .presenter import font_size, presenter
 
 if TYPE_CHECKING:
-    from .data import EvalSet
+    from .evaluations import ModelContext
 
 _ABSOLUTE_PATH = re.compile(r"(?<![\w.~])/(?:[^\s/:'\"]+/)+")
 
@@ -27,13 +30,14 @@ def public_message(exc: Exception | str) -> str:
     """An error message for the page: any absolute server path is cut to its file name."""
     return _ABSOLUTE_PATH.sub("", str(exc))
 
-def export_context(es: EvalSet, theta: float | None = None,
+def export_context(es: ModelContext, theta: float | None = None,
                    ts: bool | None | Literal["es"] = "es") -> ExportContext:
     """What a figure/table of ``es`` shows (model, data set, subset, TS, θ), for self-describing exports.
     ``ts=None`` for an export that holds both TS settings."""
-    scaled = es.ts if ts == "es" else ts
+    v = es.view
+    scaled = v.ts if ts == "es" else ts
     return ExportContext(model=es.model, dataset=getattr(getattr(es, "dataset", None), "name", ""), subset=es.subset,
-                         ts=scaled, temperature=es.temperature if scaled else None, theta=theta, n_samples=es.n)
+                         ts=scaled, temperature=v.temperature if scaled else None, theta=theta, n_samples=v.n)
 
 
 def figure(fig, name: str, key: str | None = None, context: ExportContext | None = None,
@@ -56,7 +60,7 @@ def figure(fig, name: str, key: str | None = None, context: ExportContext | None
     st.plotly_chart(fig, config=plot_config(export_name(name, context), state.get("fmt")), key=key, width=width)
 
 
-def sample_image(es: EvalSet, sample: str, width: int | Literal["stretch"] = "stretch") -> None:
+def sample_image(es: ModelContext, sample: str, width: int | Literal["stretch"] = "stretch") -> None:
     """A sample's image with its id as caption: the one place that reads one (inside the data set's
     image folder only); a caption says why when there is none."""
     from hsc_core.datasets.images import ImageReadError, display_image, open_image_safely, safe_image_path
@@ -126,3 +130,33 @@ def warm_plotly() -> None:
         st.plotly_chart(go.Figure(layout=dict(width=10, height=10)), config={"staticPlot": True},
                         key="hsc_plotly_warm_chart")
 
+
+def csv_text(table, context: ExportContext | None = None) -> str:
+    """``table`` (a DataFrame or a list of dicts) as CSV, the context's columns in front, written
+    by the layer's ``to_csv``: exact floats, and a name a spreadsheet would run as a formula
+    (``=``, ``+``, ``-``, ``@``…) neutralised."""
+    if isinstance(table, pd.DataFrame):
+        columns = [str(c) for c in table.columns]
+        records = table.to_dict("records")
+    else:
+        columns = list(dict.fromkeys(k for r in table for k in r))
+        records = list(table)
+    front = {} if context is None else {k: v for k, v in context.columns().items() if k not in columns}
+    return to_csv([{**front, **r} for r in records], [*front, *columns])
+
+
+def csv_download(table, name: str, key: str, label: str = "Download table (CSV)",
+                 context: ExportContext | None = None) -> None:
+    """A CSV download button (``csv_text``); ``table`` may be a DataFrame, a list of dicts or a
+    callable returning one (built only when the button is clicked, for large tables). With
+    ``context`` the file name and leading columns say which model, data set, subset, TS and θ it holds."""
+    safe = export_name(name, context) if context is not None else (
+        re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "table")
+    payload: Callable[[], bytes] | bytes
+    if callable(table):
+        make = table
+        payload = lambda: csv_text(make(), context).encode("utf-8")  # noqa: E731
+    else:
+        payload = csv_text(table, context).encode("utf-8")
+    st.download_button(label, payload, file_name=f"{safe}.csv", mime="text/csv", key=key, on_click="ignore",
+                       icon=":material/download:")

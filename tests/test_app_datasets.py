@@ -345,7 +345,7 @@ def test_chunked_decision_paths_equal_whole(monkeypatch):
     """The dashboard's evaluation (the layer's, of a subset, a chunk of rows at a time under the
     memory budget) has the unchunked decision paths, bit for bit, and reports each chunk to the
     progress bar."""
-    from dashboard import data
+    from dashboard import progress
     from hsc_core.evaluation import ModelEvaluation
 
     h = cifar_hierarchy()
@@ -359,7 +359,7 @@ def test_chunked_decision_paths_equal_whole(monkeypatch):
     n = index.size
     assert np.array_equal(es.rows, index) and -(-n // 50) == 7
     assert seen == [(0, n)] + [(min(50 * k, n), n) for k in range(1, 8)]  # 7 chunks
-    bar = data._ProgressBar("test")
+    bar = progress.ProgressBar("test")
     for done, total in seen:
         bar(done, total)
     assert bar.chunks == 7 and bar.shown == 20  # a bar (≥ 4 chunks), filled
@@ -405,13 +405,13 @@ def test_pages_compute_in_chunks(monkeypatch, use_dir, tmp_path):
 def test_repetitions_refuse_a_too_large_dense_matrix(monkeypatch, use_dir, tmp_path):
     """The repeated-split baselines need every node probability at once: beyond the memory cap the
     page says so in one line instead of building the matrix; the single split still works."""
-    from dashboard import data
+    from dashboard import evaluations
 
     d = tmp_path / "cached_logits"
     d.mkdir()  # a model of its own, so no earlier test has cached its matrix
     _save(d / "big_net.npz", cifar_hierarchy(), 500, seed=8, manifest={"model": "big_net", "dataset_id": "cifar100"})
     use_dir(d)
-    monkeypatch.setattr(data, "DENSE_LIMIT_BYTES", 1000)
+    monkeypatch.setattr(evaluations, "DENSE_LIMIT_BYTES", 1000)
     at = open_page("app_pages/guaranteed_accuracy.py")
     at.slider(key="_w.ga.reps").set_value(10)
     at.multiselect(key="ga_baselines").set_value(["crc"])
@@ -423,21 +423,21 @@ def test_repetitions_refuse_a_too_large_dense_matrix(monkeypatch, use_dir, tmp_p
 
 
 def test_node_probabilities_are_computed_by_row(use_dir, cifar_dir, monkeypatch):
-    """``EvalSet.node_probs`` indexes like the dense matrix but computes only the rows asked for."""
-    from dashboard import catalog, data
+    """``ModelContext.node_probs`` indexes like the dense matrix but computes only the rows asked for."""
+    from dashboard import catalog, evaluations
 
     use_dir(cifar_dir)
     h = cifar_hierarchy()
     path = cifar_dir / "cifar_net.npz"
     logits, labels, _ = evaluated(path)
-    es = data.eval_set("cifar_net", str(path))
+    es = evaluations.model_context("cifar_net", str(path))
     probs = node_probabilities(h, softmax(logits))
     assert es.node_probs.shape == probs.shape
     np.testing.assert_array_equal(es.node_probs[7], probs[7])
     np.testing.assert_array_equal(es.node_probs[7, : h.n_leaves], probs[7, : h.n_leaves])
     np.testing.assert_array_equal(es.node_probs[[3, 1, 4], 105], probs[[3, 1, 4], 105])
     np.testing.assert_array_equal(es.node_probs[10:20], probs[10:20])
-    monkeypatch.setattr(data, "DENSE_LIMIT_BYTES", probs[:5].nbytes)
+    monkeypatch.setattr(evaluations, "DENSE_LIMIT_BYTES", probs[:5].nbytes)
     with pytest.raises(catalog.DataError, match="450 samples × 121 nodes is too large"):
         np.asarray(es.node_probs)
     np.testing.assert_array_equal(es.node_probs[2, 3], probs[2, 3])  # single rows still work

@@ -15,7 +15,7 @@ from app_support import download_rows, open_page
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from dashboard import data  # noqa: E402
+from dashboard import catalog  # noqa: E402
 from hsc_core.cli import main  # noqa: E402
 from hsc_core.datasets.imagenet import imagenet_hierarchy  # noqa: E402
 from hsc_core.datasets.logits_io import load_logits  # noqa: E402
@@ -59,7 +59,7 @@ def test_full_curve_csv_is_the_layers_rc_table(shipped_dir, downloads, tmp_path,
 def test_sidebar_offers_exactly_what_the_cli_accepts(tmp_path, capsys):
     for path in SHIPPED:
         bundle = load_logits(path)
-        offered = set(data.subset_options(bundle))
+        offered = set(catalog.subset_options(bundle))
         assert offered == set(file_subsets(bundle.sources, bundle.n_samples)) == {"all", "typical", "easier"}
         for name in offered:  # each one a valid subset for `hsc evaluate` (cheapest: one rule)
             out = tmp_path / f"{name}.csv"
@@ -67,9 +67,9 @@ def test_sidebar_offers_exactly_what_the_cli_accepts(tmp_path, capsys):
                          "--no-progress"]) == 0
             with open(out, newline="", encoding="utf-8") as fh:
                 assert {r["subset"] for r in csv.DictReader(fh)} == {name}
-            assert data.subset_mask(bundle, name).sum() == file_subsets(bundle.sources, bundle.n_samples)[name].n
-    with pytest.raises(data.DataError, match="unknown subset 'nope'; choose one of 'all', 'typical', 'easier'"):
-        data.subset_mask(load_logits(SHIPPED[0]), "nope")
+            assert catalog.subset_mask(bundle, name).sum() == file_subsets(bundle.sources, bundle.n_samples)[name].n
+    with pytest.raises(catalog.DataError, match="unknown subset 'nope'; choose one of 'all', 'typical', 'easier'"):
+        catalog.subset_mask(load_logits(SHIPPED[0]), "nope")
     capsys.readouterr()
 
 

@@ -10,7 +10,7 @@ import pytest
 from dashboard import assets, presenter, sweep
 
 # sha256 (first 16 hex digits) and length of what the page received before the CSS and JS moved
-# out of ui.py's strings: the same text must still arrive.
+# out of the old ui.py's strings: the same text must still arrive.
 BEFORE = {
     # (presenter mode, viewport known, just resized) → the <style> block presenter_style injects
     (False, False, False): ("f015f259aa70d17f", 76),

@@ -178,3 +178,47 @@ def test_registry_keys_are_unique_private_and_cover_the_dynamic_ones():
     # The values are the ones sessions already hold (renaming one would drop a live session's state).
     assert (keys.UPLOADED_MODELS, keys.UPLOADED_BUNDLES, keys.VIEWPORT) == ("_uploaded_models", "_uploaded_bundles",
                                                                            "_viewport")
+
+
+# ---------------------------------------------------------------------------- one job per module
+MAX_MODULE_LINES = 500
+
+
+def reexported_names(path: Path) -> list[str]:
+    """Names a module imports but never uses itself (a re-export: its users should import them from
+    the module that defines them). ``if TYPE_CHECKING:`` imports count as used (annotations)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    imported: dict[str, int] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and not (
+                isinstance(node, ast.ImportFrom) and node.module == "__future__"):
+            for a in node.names:
+                imported[(a.asname or a.name).split(".")[0]] = node.lineno
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}  # annotations included (parsed, not text)
+    return [f"{name} (line {line})" for name, line in imported.items() if name not in used]
+
+
+def test_no_dashboard_module_reexports_a_name():
+    for path in [*sorted(DASHBOARD.glob("*.py")), *sorted(PAGES.glob("*.py"))]:
+        if path.name == "__init__.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        assert "noqa: F401" not in text, f"{path.name} re-exports a name (noqa: F401): import it where it is defined"
+        assert not reexported_names(path), f"{path.name} imports without using: {reexported_names(path)}"
+    # the old catch-all modules are gone; their names live in the module of their job
+    assert not (DASHBOARD / "data.py").exists() and not (DASHBOARD / "ui.py").exists()
+
+
+def test_the_reexport_scan_finds_an_unused_import(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("from __future__ import annotations\nfrom typing import TYPE_CHECKING\nimport numpy as np\n"
+                   "from .catalog import DataError, stamp  # noqa: F401\nif TYPE_CHECKING:\n    from .x import Y\n"
+                   "def f(a: Y) -> int:\n    return stamp(a)\nTYPE_CHECKING\n")
+    assert [r.split()[0] for r in reexported_names(bad)] == ["np", "DataError"]
+
+
+def test_every_dashboard_module_is_at_most_500_lines():
+    lengths = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in DASHBOARD.glob("*.py")}
+    assert len(lengths) >= 20  # the scan sees the package
+    too_long = {name: n for name, n in lengths.items() if n > MAX_MODULE_LINES}
+    assert not too_long, f"split these by job: {too_long}"

@@ -31,7 +31,7 @@ def _run(cmd: list[str], cwd: Path, env: dict, timeout: int = 120) -> subprocess
 def test_library_and_dashboard_data_import_without_torch():
     """torch is the `pipeline` extra: the library, its settings and the dashboard's data layer must
     not pull it in (a fresh interpreter, so no other test's imports count)."""
-    code = ("import sys, hsc_core, hsc_core.config, dashboard.data; "
+    code = ("import sys, hsc_core, hsc_core.config, dashboard.evaluations; "
             "loaded = [m for m in ('torch', 'timm', 'torchvision') if m in sys.modules]; "
             "assert not loaded, loaded; print('ok')")
     res = _run([sys.executable, "-c", code], REPO, {**os.environ, "PYTHONPATH": str(REPO)})

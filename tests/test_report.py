@@ -368,13 +368,12 @@ def test_every_rule_has_its_own_colour_dash_and_marker():
     assert len({t.line.dash for t in fig.data}) == 3  # apart in greyscale too
 
 
-def test_dashboard_plots_reexport_the_shared_builders():
+def test_shared_builders_style_every_rule_and_the_dashboard_names_downloads():
     from dashboard import plots
-
-    assert plots.cc_figure is figures.cc_figure and plots.path_figure is figures.path_figure
     from hsc_core.core.metric_rules import ALL_RULES
 
-    assert plots.RULE_COLORS == {r: style.rule_colour(r) for r in ALL_RULES}  # every selectable rule
+    assert not hasattr(plots, "cc_figure")  # pages import the builders from hsc_core.report.figures
+    assert figures.RULE_COLORS == {r: style.rule_colour(r) for r in ALL_RULES}  # every selectable rule
     assert plots.plot_config("a b/c")["toImageButtonOptions"]["filename"] == "a_b_c"
 
 

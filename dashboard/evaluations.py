@@ -1,15 +1,13 @@
-"""The one cached evaluation of each model, and what the pages draw from it.
-
-Where models and data sets come from is ``catalog`` (model, shift and data-set catalogs, loading);
-uploads are ``uploads``; what a session holds and gives back is ``session_memory``.
+"""The evaluations job: each model's one cached ``ModelEvaluation`` and what the pages draw from it.
 
 Every number comes from the evaluation layer (``hsc_core.evaluation``): one ``ModelEvaluation``
 per (file, file stamp, data set, subset) is kept with ``st.cache_resource`` (``evaluation``), and
 its ``setting(ts)`` computes and keeps the decision paths, curves, intervals and thresholds, once,
-under its own lock. This module adds only what a page needs around them: progress bars for the long
-jobs, the ``EvalSet`` view (the layer's ``EvaluationSet`` plus the model's name, location, subset
-and ``Dataset``), decimated curves for plotting, and the node probabilities as a lazy matrix for
-the repeated-split baselines (dense up to ``DENSE_LIMIT_BYTES``). Chunk sizes follow the one memory
+under its own lock. Pages ask that ``EvaluationSet`` (``ModelContext.view``) every question about
+samples and numbers. This module adds only what a page needs around it: progress bars for the long
+jobs (``progress``), the ``ModelContext`` (the view plus the model's name, location, subset and
+``Dataset``), decimated curves for plotting, and the node probabilities as a lazy matrix for the
+repeated-split baselines (dense up to ``DENSE_LIMIT_BYTES``). Chunk sizes follow the one memory
 budget, ``HSC_MEMORY_BUDGET_MB`` (``hsc_core.config``).
 
 Evaluation protocol (``hsc_core.core.protocol``): T is fitted on a fixed, seeded, class-stratified
@@ -25,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -36,100 +34,29 @@ from hsc_core.core.risk import Loss
 from hsc_core.core.rule_registry import is_rule, rule_label
 from hsc_core.core.rules import RULES
 from hsc_core.core.validation import clip
-from hsc_core.datasets.logits_io import LogitsBundle
 from hsc_core.datasets.registry import Dataset
-from hsc_core.evaluation import EvaluationSet, ModelEvaluation, column_label, subsets
+from hsc_core.evaluation import EvaluationSet, ModelEvaluation, column_label
+from hsc_core.evaluation.subsets import ALL
 
-# The catalogs and loading (catalog.py), uploads (uploads.py) and a session's memory
-# (session_memory.py) moved out of this module; the names below are the ones its own code uses,
-# and the ones dashboard/views.py and ui.py's shift sections read as ``data.<name>`` (re-exported until
-# phase 2 moves them).
-from .catalog import (  # noqa: F401  (re-exported, see above)
+from .catalog import (
     IMAGENET,
-    LOAD_ERRORS,
     SYNTHETIC_PREFIX,
     UPLOAD_PREFIX,
     DataError,
-    UnknownDatasetError,
     _bundle,
     _dataset_key,
     _load_dataset,
     cache_resource,
-    dataset_name_for,
     load_bundle,
-    shift_catalog,
-    shift_label,
     stamp,
+    subset_mask,
 )
-from .session_memory import release_with_session  # noqa: F401  (re-exported for views.py)
-
-if TYPE_CHECKING:
-    from streamlit.delta_generator import DeltaGenerator
+from .progress import ProgressBar
 
 DISPLAY_POINTS = 1500  # points per curve sent to the browser; metrics always use the full curve
-PROGRESS_MIN_CHUNKS = 4  # show a progress bar only for jobs of at least this many chunks
-DENSE_LIMIT_BYTES = 1_000_000_000  # the most memory `EvalSet.node_probs` may take (50,000 × 1,372 float32: 0.27 GB)
-
-# The two sources of the shipped ImageNet sample, by their tags in the ``sources`` array (the layer's).
-KNOWN_SUBSETS = subsets.KNOWN_SOURCES
-ALL = subsets.ALL
-
+DENSE_LIMIT_BYTES = 1_000_000_000  # most memory `ModelContext.node_probs` may take (50,000 × 1,372 float32: 0.27 GB)
 
 V = TypeVar("V")
-
-
-# ---------------------------------------------------------------------------- subsets
-def subset_options(bundle: LogitsBundle) -> dict[str, str]:
-    """Subset key → label with its sample count: ``subsets.file_subsets`` (``all`` always; one per source tag)."""
-    out = {}
-    for key, s in subsets.file_subsets(bundle.sources, bundle.n_samples).items():
-        out[key] = (f"{s.label} ({s.n:,})" if key == ALL or key == s.tag else f"{s.label} ({s.n:,}; {s.tag})")
-    return out
-
-
-def subset_mask(bundle: LogitsBundle, subset: str) -> np.ndarray:
-    """(n_samples,) mask of ``subset`` (``subsets.subset_mask``; DataError naming the choices when unknown)."""
-    if bundle.sources is None:  # a model without tags in a many-model view of a subset: all its samples, as before
-        return np.ones(bundle.n_samples, dtype=bool)
-    try:
-        mask = subsets.subset_mask(bundle.sources, bundle.n_samples, subset, where=bundle.name)
-    except ValueError as exc:
-        raise DataError(str(exc)) from None
-    return np.ones(bundle.n_samples, dtype=bool) if mask is None else mask
-
-
-# ---------------------------------------------------------------------------- progress
-class _ProgressBar:
-    """The layer's ``progress(done, total)`` callback as a throttled st.progress (about 20
-    updates), removed when the job ends (use it as a context manager). Small jobs show nothing:
-    the bar appears once the first chunk says the job has at least ``PROGRESS_MIN_CHUNKS`` chunks.
-    A value the layer already holds calls nothing, so no bar flashes on a rerun."""
-
-    def __init__(self, text: str):
-        self.text = text
-        self.bar: DeltaGenerator | None = None
-        self.chunks: int | None = None
-        self.shown = 0
-
-    def __call__(self, done: int, total: int) -> None:
-        if done <= 0 or total <= 0:
-            return
-        if self.chunks is None:  # the first chunk's size gives the number of chunks
-            self.chunks = -(-total // done)
-            if self.chunks >= PROGRESS_MIN_CHUNKS:
-                self.bar = st.progress(0.0, text=f"{self.text} 0%")
-        frac = min(done / total, 1.0)
-        step = int(frac * 20)
-        if self.bar is not None and step > self.shown:
-            self.shown = step
-            self.bar.progress(frac, text=f"{self.text} {frac:.0%}")
-
-    def __enter__(self) -> _ProgressBar:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.bar is not None:
-            self.bar.empty()
 
 
 # ---------------------------------------------------------------------------- the evaluation
@@ -145,17 +72,17 @@ def _evaluation(location: str, file_stamp: tuple, dataset_key: tuple, subset: st
 
 
 @cache_resource(max_entries=8, show_spinner=False)
-def _sensitivity(_es: EvalSet, key: tuple, trees: tuple[str, ...]) -> list:
+def _sensitivity(_es: ModelContext, key: tuple, trees: tuple[str, ...]) -> list:
     from hsc_core.datasets.imagenet_trees import imagenet_tree
     from hsc_core.evaluation.sensitivity import hierarchy_sensitivity
 
     ev = _es.view.evaluation
     return hierarchy_sensitivity(ev.logits, ev.labels, {t: imagenet_tree(t) for t in trees}, name=_es.model,
-                                 dataset=IMAGENET, ts=_es.ts, sample_ids=ev.sample_ids, sources=ev.sources,
+                                 dataset=IMAGENET, ts=_es.view.ts, sample_ids=ev.sample_ids, sources=ev.sources,
                                  subset=ev.subset, subset_name=ev.subset_name)
 
 
-def hierarchy_sensitivity(es: EvalSet, trees: tuple[str, ...]) -> list:
+def hierarchy_sensitivity(es: ModelContext, trees: tuple[str, ...]) -> list:
     """Tidy rows of ``es``'s model under each ImageNet-1k tree (``evaluation.sensitivity``), cached per
     model, data, subset, TS setting and trees."""
     return _sensitivity(es, es.key, tuple(trees))
@@ -187,17 +114,14 @@ def temperature(location: str, subset: str = ALL, model: str | None = None) -> t
     return ev.temperature, ev.n_cal
 
 
-def _forward(name: str) -> property:
-    """A read-only attribute of an ``EvalSet`` that is its view's (the layer's) attribute ``name``."""
-    return property(lambda self: getattr(self.view, name), doc=f"``EvaluationSet.{name}`` of the view.")
-
-
 @dataclass(frozen=True, eq=False)
-class EvalSet:
-    """What a page shows of one model, subset and TS setting: the layer's ``EvaluationSet``
-    (``view``, which computes and keeps every number) plus the dashboard's context: the model's
-    name and location, the subset key and its ``Dataset`` (for the image folder). Cheap: made on
-    every call of ``eval_set``; ``key`` identifies it for the pages' own caches."""
+class ModelContext:
+    """One model, subset and TS setting as a page holds it: the layer's ``EvaluationSet``
+    (``view``: ask it every question about samples and numbers, ``view.labels``, ``view.paths``,
+    ``view.ts``…) plus what only the dashboard knows: the model's name and location, the subset
+    key and its ``Dataset`` (for the image folder), and the node probabilities as a guarded lazy
+    matrix. Cheap: made on every call of ``model_context``; ``key`` identifies it for the pages'
+    own caches."""
 
     model: str
     location: str
@@ -206,38 +130,9 @@ class EvalSet:
     view: EvaluationSet = field(repr=False)
     key: tuple  # (location, file stamp, data-set key, subset, ts): for the pages' own caches
 
-    # The layer's samples and numbers that pages read, by the layer's names.
-    ts = _forward("ts")
-    temperature = _forward("temperature")
-    hierarchy = _forward("hierarchy")
-    n = _forward("n")
-    labels = _forward("labels")
-    sample_ids = _forward("sample_ids")
-    sources = _forward("sources")
-    paths = _forward("paths")
-    leaf_pred = _forward("leaf_pred")
-    leaf_conf = _forward("leaf_conf")
-    top1 = _forward("top1")
-    id_index = _forward("id_index")
-    most_confident_wrong = _forward("most_confident_wrong")
-    rows_by_class = _forward("rows_by_class")
-
-    @property
-    def n_cal(self) -> int:
-        """Samples T was fitted on (the calibration split)."""
-        return self.view.evaluation.n_cal
-
     @property
     def image_dir(self) -> Path | None:
         return self.dataset.find_image_dir()
-
-    def node_row(self, i: int) -> np.ndarray:
-        """Node probabilities of sample ``i`` as the rules see them (clipped to 1, root = 1)."""
-        return self.view.node_row(i)
-
-    def correctness(self, nodes: np.ndarray, positions: np.ndarray | None = None) -> np.ndarray:
-        """Hierarchical correctness of ``nodes`` for the samples at ``positions`` (all)."""
-        return self.view.correctness(nodes, positions)
 
     @cached_property
     def node_probs(self) -> NodeProbabilities:
@@ -245,19 +140,19 @@ class EvalSet:
         return NodeProbabilities(self)
 
 
-def eval_set(model: str, location: str, subset: str = ALL, ts: bool = False) -> EvalSet:
+def model_context(model: str, location: str, subset: str = ALL, ts: bool = False) -> ModelContext:
     """The model's evaluation samples of one TS setting, their decision paths built (with a
     progress bar) the first time any session asks."""
     key = _evaluation_key(model, location, subset)
     ev = _evaluation(*key, model)
     n = ev.rows_for(ts).size
-    with _ProgressBar(f"Decision paths of {n:,} samples × {ev.hierarchy.n_nodes:,} nodes:") as bar:
+    with ProgressBar(f"Decision paths of {n:,} samples × {ev.hierarchy.n_nodes:,} nodes:") as bar:
         view = ev.setting(bool(ts), progress=bar)
-    return EvalSet(model, location, subset, _load_dataset(*key[2]), view, (*key, bool(ts)))
+    return ModelContext(model, location, subset, _load_dataset(*key[2]), view, (*key, bool(ts)))
 
 
 class NodeProbabilities:
-    """An EvalSet's node probabilities, shape (n, n_nodes), computed on demand
+    """A ModelContext's node probabilities, shape (n, n_nodes), computed on demand
     (``EvaluationSet.node_probabilities``).
 
     Indexing rows (``p[i]``, ``p[i, :n_leaves]``, ``p[rows, v]``) computes only those rows;
@@ -267,25 +162,25 @@ class NodeProbabilities:
 
     ndim = 2
 
-    def __init__(self, es: EvalSet):
+    def __init__(self, es: ModelContext):
         self._es = es
         self._dense: np.ndarray | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
-        return (self._es.n, self._es.hierarchy.n_nodes)
+        return (self._es.view.n, self._es.view.hierarchy.n_nodes)
 
     @cached_property
     def dtype(self) -> np.dtype:
         return self._es.view.node_probabilities([0]).dtype  # the layer's precision
 
     def __len__(self) -> int:
-        return self._es.n
+        return self._es.view.n
 
     def _check_size(self, n_rows: int) -> None:
-        size = n_rows * self._es.hierarchy.n_nodes * self.dtype.itemsize
+        size = n_rows * self._es.view.hierarchy.n_nodes * self.dtype.itemsize
         if size > DENSE_LIMIT_BYTES:
-            raise DataError(f"{clip(self._es.model)}: {n_rows:,} samples × {self._es.hierarchy.n_nodes:,} nodes "
+            raise DataError(f"{clip(self._es.model)}: {n_rows:,} samples × {self._es.view.hierarchy.n_nodes:,} nodes "
                             f"is too large to hold every node probability in memory ({size / 1e9:.1f} GB); "
                             "use a subset")
 
@@ -295,14 +190,14 @@ class NodeProbabilities:
             return self._dense[key]
         if isinstance(rows, (int, np.integer)):
             return self._es.view.node_probabilities([int(rows)])[0][rest]
-        idx = np.arange(self._es.n)[rows]
+        idx = np.arange(self._es.view.n)[rows]
         self._check_size(idx.size)
         return self._es.view.node_probabilities(idx)[(slice(None),) + tuple(rest)]
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         if self._dense is None:
-            self._check_size(self._es.n)
-            self._dense = self._es.view.node_probabilities(np.arange(self._es.n))
+            self._check_size(self._es.view.n)
+            self._dense = self._es.view.node_probabilities(np.arange(self._es.view.n))
         return self._dense if dtype is None else self._dense.astype(dtype)
 
 
@@ -314,7 +209,7 @@ class CurveSet:
     (the same as ``curves`` unless ``dec`` is set: a rounded-grid curve only has points at grid
     values of θ)."""
 
-    es: EvalSet
+    es: ModelContext
     loss: Loss
     dec: int | None
     curves: Mapping[str, RCCurve]
@@ -371,11 +266,11 @@ def decimate(x: np.ndarray, y: np.ndarray, max_points: int = DISPLAY_POINTS) -> 
     return np.asarray(x[idx], float), np.asarray(y[idx], float)
 
 
-def _grid_bar(es: EvalSet) -> _ProgressBar:
-    return _ProgressBar(f"The authors' θ grid over {es.n:,} samples × {es.hierarchy.n_nodes:,} nodes:")
+def _grid_bar(es: ModelContext) -> ProgressBar:
+    return ProgressBar(f"The authors' θ grid over {es.view.n:,} samples × {es.view.hierarchy.n_nodes:,} nodes:")
 
 
-def curve_set(es: EvalSet, loss: Loss = "01", dec: int | None = None) -> CurveSet:
+def curve_set(es: ModelContext, loss: Loss = "01", dec: int | None = None) -> CurveSet:
     """The layer's RC curves of ``es`` with their plotting copies (in θ order, the curve's own, so
     non-monotone rules draw their true path)."""
     with st.spinner("Computing risk–coverage curves…"), _grid_bar(es) as bar:
@@ -388,7 +283,7 @@ def curve_set(es: EvalSet, loss: Loss = "01", dec: int | None = None) -> CurveSe
     return CurveSet(es, loss, dec, curves, display, exact)
 
 
-def cc_curves(es: EvalSet, n_bins: int = 15) -> RuleCurves:
+def cc_curves(es: ModelContext, n_bins: int = 15) -> RuleCurves:
     """rule → calibration–coverage curve on the authors' 2-decimal θ grid (the layer's): the
     paper's four at once, any other registered rule on first use."""
     with st.spinner("Computing calibration–coverage curves…"), _grid_bar(es) as bar:
@@ -396,13 +291,13 @@ def cc_curves(es: EvalSet, n_bins: int = 15) -> RuleCurves:
     return RuleCurves(given, lambda rule: es.view.cc_curve(rule, int(n_bins)))
 
 
-def haurc_intervals(es: EvalSet, loss: Loss = "01"):
+def haurc_intervals(es: ModelContext, loss: Loss = "01"):
     """95 % paired bootstrap intervals of every rule's hAURC and gain (the layer's)."""
     with st.spinner("Bootstrapping 95 % intervals…"):
         return es.view.bootstrap(loss)
 
 
-def tight_thresholds(es: EvalSet) -> np.ndarray:
+def tight_thresholds(es: ModelContext) -> np.ndarray:
     """Each sample's minimal θ at which Climbing is correct (the layer's, with a progress bar)."""
-    with _ProgressBar(f"Tight Climbing thresholds of {es.n:,} samples:") as bar:
+    with ProgressBar(f"Tight Climbing thresholds of {es.view.n:,} samples:") as bar:
         return es.view.tight_thresholds(progress=bar)
