@@ -18,8 +18,9 @@ import streamlit as st
 from dashboard import entry, presenter, sections, session_keys, sidebar, state, widgets
 from hsc_core.core.thresholds import solve_theorem1, theorem1_epsilon
 from hsc_core.evaluation.card import card_json, card_markdown, decision_card
-from hsc_core.evaluation.guarantees import METHODS, SUMMARY_COLUMNS, Settings, shootout
+from hsc_core.evaluation.guarantee_methods import METHODS, GuaranteeSettings
 from hsc_core.evaluation.repeated_splits import split_repetitions
+from hsc_core.evaluation.shootout import SUMMARY_COLUMNS, shootout
 from hsc_core.evaluation.threshold import ThresholdResult
 from hsc_core.report.figures import METHOD_LABELS, accuracy_coverage_figure, accuracy_histogram, violation_figure
 
@@ -73,7 +74,7 @@ class Requirement:
 
     @property
     def options(self) -> dict:
-        """The ``Settings`` options of the one split and the card (LTT with several risks needs one)."""
+        """The ``GuaranteeSettings`` options of the one split and the card (LTT with several risks needs one)."""
         return {"quantile": self.quantile, **({"min_coverage": 0.5} if self.method == "ltt_multi" else {})}
 
     @property
@@ -352,7 +353,7 @@ def shootout_section(req: Requirement) -> None:
         try:
             with st.spinner("Preparing the per-sample quantities…"):
                 gdata = es.view.guarantee_data()
-            settings = Settings(alpha=req.alpha, delta=req.delta, min_coverage=cov or None, p_value=p_value,
+            settings = GuaranteeSettings(alpha=req.alpha, delta=req.delta, min_coverage=cov or None, p_value=p_value,
                                 mondrian_depth=depth)
             res = shootout(gdata, settings, req.n, methods=methods, reps=reps, sampling=sampling,
                            seed=req.seed, progress=lambda d, t: bar.progress(d / t, text=f"Shoot-out… {d}/{t}"))

@@ -20,7 +20,7 @@ from .widgets import csv_download, export_context, figure, plain, public_message
 def shift_overlay_section(es: ModelContext, rules: list[str], loss: Loss = "01", dec: int | None = None) -> None:
     """Risk–Coverage's "clean vs corrupted" part: the first selected rule's curve on the clean images and on
     each picked corruption, with a table (hAURC, top-1) per data and rule. Nothing for a model without shifts."""
-    from hsc_core.core.rules import RULE_LABELS
+    from hsc_core.core.rule_registry import rule_label
 
     from . import plots
 
@@ -42,8 +42,8 @@ def shift_overlay_section(es: ModelContext, rules: list[str], loss: Loss = "01",
             st.error(f"**{plain(name)}** is left out: {plain(public_message(exc))}")
     rule = rules[0]
     figure(plots.compare_figure(sets, rule, loss), f"rc_shift_{rule}_{loss}", key="rc_shift_chart",
-           context=export_context(clean), title=f"{RULE_LABELS[rule]}: clean vs corrupted images")
-    table = [{"data": name, "rule": RULE_LABELS[r], "top-1 accuracy": tops[name],
+           context=export_context(clean), title=f"{rule_label(rule)}: clean vs corrupted images")
+    table = [{"data": name, "rule": rule_label(r), "top-1 accuracy": tops[name],
               "hAURC×1000": 1000 * cs.curves[r].haurc} for name, cs in sets.items() for r in rules]
     st.dataframe(pd.DataFrame(table), hide_index=True, key="rc_shift_table",
                  column_config={"hAURC×1000": st.column_config.NumberColumn(format="%.3f"),

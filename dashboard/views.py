@@ -18,22 +18,22 @@ import numpy as np
 import pandas as pd
 
 from hsc_core.core.hierarchy import Hierarchy
-from hsc_core.core.metric_rules import ALL_RULES
 from hsc_core.core.rule_registry import rule_label, rule_names
-from hsc_core.core.rules import RULE_LABELS, RULES, DecisionPaths, decision_paths, record_index
+from hsc_core.core.rules import RULES, DecisionPaths, decision_paths, record_index
 from hsc_core.core.validation import check_theta
 from hsc_core.evaluation import EvaluationSet, ResultRow, column_label, wide_table
 from hsc_core.evaluation.results import EXTRA_METRICS, display_value
 
 from .evaluations import CurveSet
 
+PAPER_RULES = rule_names(paper=True)  # the paper's four, in the registry's order
 
 def node_name(h: Hierarchy, v: int) -> str:
     return h.names[int(v)].replace("_", " ")
 
 
 # ---------------------------------------------------------------------------- RC operating points
-def operating_points(cs: CurveSet, theta: float, rules=RULES) -> pd.DataFrame:
+def operating_points(cs: CurveSet, theta: float, rules=PAPER_RULES) -> pd.DataFrame:
     """(coverage, risk) of each rule at θ, exactly the exact curve's ``curve.at(theta)``."""
     rows = []
     for rule in rules:
@@ -113,28 +113,28 @@ def choice_text(h: Hierarchy, view: SampleView) -> str:
     """One markdown line per rule, e.g. ``Climbing → dog (p = 0.930, coverage 0.309) ✓ correct``;
     a root prediction reads ``Selective → reject (root): abstains``."""
     lines = []
-    for rule in ALL_RULES:
+    for rule in rule_names():
         c = view.choices.get(rule)
         if c is None:
             continue
         if c.node == h.root:
-            lines.append(f"**{RULE_LABELS[rule]}** → **reject (root)**: abstains, predicting only "
+            lines.append(f"**{rule_label(rule)}** → **reject (root)**: abstains, predicting only "
                          f"“{node_name(h, c.node)}” (p = {c.confidence:.3f}, coverage {c.coverage:.3f})")
             continue
         mark = verdict_md(c.correct)
-        lines.append(f"**{RULE_LABELS[rule]}** → {node_name(h, c.node)} "
+        lines.append(f"**{rule_label(rule)}** → {node_name(h, c.node)} "
                      f"(p = {c.confidence:.3f}, coverage {c.coverage:.3f}) {mark}".rstrip())
     return "  \n".join(lines)
 
 
 def choice_table(h: Hierarchy, view: SampleView) -> pd.DataFrame:
     rows = []
-    for rule in ALL_RULES:
+    for rule in rule_names():
         c = view.choices.get(rule)
         if c is None:
             continue
         name = f"reject (root: {node_name(h, c.node)})" if c.node == h.root else node_name(h, c.node)
-        rows.append({"rule": RULE_LABELS[rule], "chosen node": name,
+        rows.append({"rule": rule_label(rule), "chosen node": name,
                      "node id": h.node_ids[c.node], "confidence": c.confidence,
                      "coverage": c.coverage,
                      "correct": "" if c.correct is None else ("yes" if c.correct else "no")})
@@ -169,7 +169,7 @@ def curated_rows(h: Hierarchy, paths: dict[str, DecisionPaths], labels: np.ndarr
     rescue = rescue[np.lexsort((leaf_conf[rescue], -h.depth[climb[rescue]]))]
     hier = np.stack([picks[r] for r in ("climbing", "jumping", "max_coverage")], axis=1)
     differ = (hier != hier[:, :1]).any(axis=1)
-    every = np.sort(np.stack([picks[r] for r in RULES], axis=1), axis=1)
+    every = np.sort(np.stack([picks[r] for r in PAPER_RULES], axis=1), axis=1)
     n_distinct = 1 + (np.diff(every, axis=1) != 0).sum(axis=1)
     oks = np.stack([ok[r] for r in ("climbing", "jumping", "max_coverage")], axis=1)
     # (n,) bool; numpy's stubs allow a scalar for any(axis=1)
@@ -246,7 +246,7 @@ def rule_rows(rows: list[ResultRow]) -> list[dict]:
         if r["metric"] not in ("haurc", "gain_percent"):
             continue
         key = (r["model"], r["dataset"], r["subset"], r["loss"], r["ts"], r["rule"])
-        entry = out.setdefault(key, {"model": r["model"], "dataset": r["dataset"], "rule": RULE_LABELS[r["rule"]],
+        entry = out.setdefault(key, {"model": r["model"], "dataset": r["dataset"], "rule": rule_label(r["rule"]),
                                      "TS": "on" if r["ts"] else "off"})
         name = column_label(r["metric"])
         ci = r["ci_low"] is not None and not (r["metric"] == "gain_percent" and r["rule"] == "selective")
@@ -271,7 +271,7 @@ def metric_rule_rows(rows: list[ResultRow]) -> list[dict]:
     ``EXTRA_METRICS`` order: the per-rule areas first, where a narrow screen shows them."""
     out: dict[tuple, dict] = {}
     for r in rows:
-        rule = RULE_LABELS.get(r["rule"], r["rule"]) if r["rule"] else "(arg-max leaf)"
+        rule = rule_label(r["rule"]) if r["rule"] else "(arg-max leaf)"
         key = (r["model"], r["subset"], r["loss"] if r["rule"] else "", r["ts"], rule)
         entry = out.setdefault(key, {"model": r["model"], "rule": rule, "TS": "on" if r["ts"] else "off"})
         name = column_label(r["metric"])
@@ -315,7 +315,7 @@ def gain_intervals(rows: list[ResultRow], with_ts: bool = True) -> list[dict]:
     out = []
     for r in rows:
         if r["metric"] == "gain_percent" and r["rule"] != "selective" and r["ci_low"] is not None:
-            label = f"{r['model']} · {RULE_LABELS[r['rule']]}"
+            label = f"{r['model']} · {rule_label(r['rule'])}"
             if with_ts:
                 label += f" · {'TS' if r['ts'] else 'no TS'}"
             out.append({"label": label, "rule": r["rule"], "estimate": r["value"], "low": r["ci_low"],

@@ -31,6 +31,7 @@ from hsc_core.core.rules import RULE_LABELS, RULES, decision_paths  # noqa: E402
 from hsc_core.core.synthetic import synthetic_logits  # noqa: E402
 from hsc_core.datasets.formats import load_hierarchy  # noqa: E402
 from hsc_core.datasets.logits_io import load_logits, save_logits  # noqa: E402
+from hsc_core.evaluation.threshold import calibration_draw  # noqa: E402
 
 APP = str(ROOT / "app.py")
 DATA = ROOT / "hsc_core" / "datasets" / "data"
@@ -396,25 +397,30 @@ def test_pages_compute_in_chunks(monkeypatch, use_dir, tmp_path):
     assert not at.exception and not at.error, errors(at)
     probs = node_probabilities(h, softmax(logits))
     n = int(len(labels) * 0.9)  # the default n = 1,000 is capped at 90 % of the samples
-    cal = np.random.default_rng(0).permutation(len(labels))[:n]
+    cal, _ = calibration_draw(labels, n, 0)  # the page's (and the decision card's) stratified draw
     theta_hat = select_threshold(climbing_tight_thresholds(h, probs, labels)[cal], 0.05)
     shown = next(m.value for m in at.metric if m.label == "θ̂ (threshold)")
     assert shown == f"{theta_hat:.4f}"
 
 
 def test_repetitions_refuse_a_too_large_dense_matrix(monkeypatch, use_dir, tmp_path):
-    """The repeated-split baselines need every node probability at once: beyond the memory cap the
-    page says so in one line instead of building the matrix; the single split still works."""
+    """DARTS needs every node probability at once: beyond the memory cap the page says so in one
+    line instead of building the matrix; CRC and the single split still work."""
     from dashboard import evaluations
+    from hsc_core.evaluation import guarantee_methods
 
     d = tmp_path / "cached_logits"
     d.mkdir()  # a model of its own, so no earlier test has cached its matrix
     _save(d / "big_net.npz", cifar_hierarchy(), 500, seed=8, manifest={"model": "big_net", "dataset_id": "cifar100"})
     use_dir(d)
     monkeypatch.setattr(evaluations, "DENSE_LIMIT_BYTES", 1000)
+    monkeypatch.setattr(guarantee_methods, "DENSE_LIMIT_BYTES", 1000)
     at = open_page("app_pages/guaranteed_accuracy.py")
     at.slider(key="_w.ga.reps").set_value(10)
     at.multiselect(key="ga_baselines").set_value(["crc"])
+    next(b for b in at.button if b.label == "Run repetitions").click().run()
+    assert not at.exception and not at.error, errors(at)  # CRC reads no dense matrix: it runs at any size
+    at.multiselect(key="ga_baselines").set_value(["darts", "crc"])
     next(b for b in at.button if b.label == "Run repetitions").click().run()
     assert not at.exception
     msg = unescape(errors(at))

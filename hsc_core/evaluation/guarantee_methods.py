@@ -26,6 +26,9 @@ Sampling = Literal["iid", "split"]
 SAMPLINGS: tuple[Sampling, ...] = ("iid", "split")
 Kind = Literal["pac", "marginal", "marginal per group", "heuristic"]
 
+#: The most memory DARTS' dense (n, n_nodes) node probabilities may take (at least float32).
+DENSE_LIMIT_BYTES = 1_000_000_000
+
 
 @dataclass(frozen=True)
 class MethodInfo:
@@ -178,6 +181,14 @@ class GuaranteeData:
         if self._probs is None:
             if self.node_probs is None:
                 raise ValueError("DARTS needs the node probabilities; this data set was built without them")
+            if callable(self.node_probs):
+                # DARTS reads every sample's node probabilities at once: refuse before building a
+                # matrix that would not fit (the dashboard's repetitions reach this with any model)
+                size = self.n * self.hierarchy.n_nodes * 4
+                if size > DENSE_LIMIT_BYTES:
+                    raise ValueError(f"DARTS needs every node probability at once: {self.n:,} samples × "
+                                     f"{self.hierarchy.n_nodes:,} nodes is too large to hold in memory "
+                                     f"({size / 1e9:.1f} GB); use a subset or drop DARTS")
             self._probs = np.asarray(self.node_probs() if callable(self.node_probs) else self.node_probs)
         return self._probs
 
