@@ -7,7 +7,8 @@ import streamlit as st
 from dashboard import entry, evaluations, plots, presenter, sidebar, state, views, widgets
 from dashboard.catalog import LOAD_ERRORS
 from hsc_core.core.rule_registry import rule_label, rule_names
-from hsc_core.report.figures import ExportContext, gain_figure
+from hsc_core.report.export import ExportContext
+from hsc_core.report.figures import gain_figure
 
 entry.ensure_entrypoint(globals())
 

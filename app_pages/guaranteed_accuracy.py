@@ -22,7 +22,12 @@ from hsc_core.evaluation.guarantee_methods import METHODS, GuaranteeSettings
 from hsc_core.evaluation.repeated_splits import split_repetitions
 from hsc_core.evaluation.shootout import SUMMARY_COLUMNS, shootout
 from hsc_core.evaluation.threshold import ThresholdResult
-from hsc_core.report.figures import METHOD_LABELS, accuracy_coverage_figure, accuracy_histogram, violation_figure
+from hsc_core.report.guarantee_figures import (
+    METHOD_LABELS,
+    accuracy_coverage_figure,
+    accuracy_histogram,
+    violation_figure,
+)
 
 entry.ensure_entrypoint(globals())
 

@@ -18,7 +18,7 @@ from hsc_core.evaluation.atlas import (
 )
 from hsc_core.report.atlas_cli import sample_note
 from hsc_core.report.atlas_figure import atlas_figure, regime_means_figure
-from hsc_core.report.figures import ExportContext
+from hsc_core.report.export import ExportContext
 
 entry.ensure_entrypoint(globals())
 

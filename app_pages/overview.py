@@ -20,7 +20,8 @@ from dashboard import (
 from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.rule_registry import rule_label
 from hsc_core.core.uncertainty import CONFIDENCE, N_RESAMPLES, ON_DEMAND_SAMPLES
-from hsc_core.report.figures import RISK_NOTE, ExportContext, gain_figure, illustration_figure
+from hsc_core.report.export import ExportContext
+from hsc_core.report.figures import RISK_NOTE, gain_figure, illustration_figure
 from hsc_core.report.html_report import HEADLINE_RULE, headline_sentence, worse_sentence, worse_summary
 
 entry.ensure_entrypoint(globals())

@@ -9,7 +9,7 @@ from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.core.uncertainty import ON_DEMAND_SAMPLES
 from hsc_core.evaluation.rc_table import RC_TABLE_COLUMNS, rc_table_rows
-from hsc_core.report.figures import export_name
+from hsc_core.report.export import export_name
 from hsc_core.report.sweep import operating_point_grid, rc_sweep_figure
 
 entry.ensure_entrypoint(globals())

@@ -20,7 +20,7 @@ from hsc_core.core.probabilities import softmax
 from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy
 from hsc_core.datasets.images import ImageReadError, display_image, max_image_pixels, open_image_safely
 from hsc_core.evaluation import subsets
-from hsc_core.report.figures import ExportContext
+from hsc_core.report.export import ExportContext
 
 entry.ensure_entrypoint(globals())
 MAX_IMAGE_MB = 50  # per upload; the pixel cap (HSC_MAX_IMAGE_MEGAPIXELS) is checked before decoding

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from hsc_core.core.rule_registry import rule_names
 from hsc_core.report import figures
-from hsc_core.report.figures import safe_filename
+from hsc_core.report.export import safe_filename
 
 from .evaluations import CurveSet
 

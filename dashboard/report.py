@@ -21,7 +21,7 @@ import streamlit as st
 
 from hsc_core.core.validation import clip
 from hsc_core.evaluation import ModelEvaluation
-from hsc_core.report.figures import safe_filename
+from hsc_core.report.export import safe_filename
 from hsc_core.report.html_report import build_report
 
 from . import catalog, session_memory

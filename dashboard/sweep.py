@@ -8,7 +8,7 @@ from typing import Literal
 
 import streamlit as st
 
-from hsc_core.report.figures import ExportContext, export_name
+from hsc_core.report.export import ExportContext, export_name
 
 from . import session_keys as keys
 from . import state

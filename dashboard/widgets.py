@@ -12,7 +12,8 @@ import pandas as pd
 import streamlit as st
 
 from hsc_core.evaluation import to_csv
-from hsc_core.report.figures import ExportContext, export_name, titled
+from hsc_core.report.export import ExportContext, export_name
+from hsc_core.report.figures import titled
 
 from . import session_keys as keys
 from . import state

@@ -29,7 +29,7 @@ from hsc_core.core.hierarchy import Hierarchy  # noqa: E402
 from hsc_core.core.probabilities import node_probabilities  # noqa: E402
 from hsc_core.core.rules import RULES, decision_paths  # noqa: E402
 from hsc_core.core.validation import QUOTE_CHARS, clip, quote  # noqa: E402
-from hsc_core.report import figures, style  # noqa: E402
+from hsc_core.report import export, figures, style  # noqa: E402
 from hsc_core.report.sweep import rc_sweep_figure  # noqa: E402
 from hsc_core.report.tree_figure import THETA_GRID, record_rows, tree_figure  # noqa: E402
 
@@ -139,8 +139,8 @@ def test_story_and_image_bar_charts_draw_names_as_text():
     assert len(set(fig.data[0].y)) == 2
 
 
-def context() -> figures.ExportContext:
-    return figures.ExportContext(model=LINK + LONG, dataset=BIG, subset=BOLD, ts=True, temperature=1.2, theta=0.5,
+def context() -> export.ExportContext:
+    return export.ExportContext(model=LINK + LONG, dataset=BIG, subset=BOLD, ts=True, temperature=1.2, theta=0.5,
                                  n_samples=10)
 
 

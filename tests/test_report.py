@@ -32,7 +32,7 @@ from hsc_core.core.uncertainty import Interval
 from hsc_core.datasets.imagenet import imagenet_hierarchy
 from hsc_core.datasets.logits_io import load_logits, save_logits
 from hsc_core.evaluation import ModelEvaluation
-from hsc_core.report import figures, style
+from hsc_core.report import export, figures, style
 from hsc_core.report.html_report import (
     CSV_NAME,
     build_report,
@@ -378,20 +378,20 @@ def test_shared_builders_style_every_rule_and_the_dashboard_names_downloads():
 
 
 def test_export_names_titles_and_columns_say_what_they_show():
-    ctx = figures.ExportContext("efficientnet_lite0", "imagenet1k", "typical", True, 1.2345, 0.7, 1705)
-    name = figures.export_name("rc", ctx)
+    ctx = export.ExportContext("efficientnet_lite0", "imagenet1k", "typical", True, 1.2345, 0.7, 1705)
+    name = export.export_name("rc", ctx)
     assert name == "rc_efficientnet_lite0_imagenet1k_typical_TS_theta0.70"
-    off = figures.ExportContext("m", "imagenet1k", "all", False)
-    assert figures.export_name("cc", off) == "cc_m_imagenet1k_all_noTS"
+    off = export.ExportContext("m", "imagenet1k", "all", False)
+    assert export.export_name("cc", off) == "cc_m_imagenet1k_all_noTS"
     fig = figures.titled(figures.top5_figure(["a"], [0.5]), "Top-5", ctx)
     title = fig.layout.title.text + " " + fig.layout.title.subtitle.text
     for part in ("efficientnet_lite0", "imagenet1k", "subset typical", "TS on (T = 1.234)", "θ = 0.70"):
         assert part in title
-    df = figures.with_context_columns(pd.DataFrame({"rule": ["Climbing"], "haurc": [0.04]}), ctx)
+    df = export.with_context_columns(pd.DataFrame({"rule": ["Climbing"], "haurc": [0.04]}), ctx)
     assert list(df.columns[:6]) == ["model", "dataset", "subset", "temperature_scaling", "temperature", "theta"]
     assert df.iloc[0]["temperature_scaling"] == "on" and df.iloc[0]["theta"] == 0.7
-    assert figures.safe_filename("../../etc/passwd") == "etc_passwd"
-    hostile = figures.ExportContext("<script>x</script>", "d", "all", None)
+    assert export.safe_filename("../../etc/passwd") == "etc_passwd"
+    hostile = export.ExportContext("<script>x</script>", "d", "all", None)
     assert "<script>" not in figures.titled(figures.top5_figure(["a"], [0.5]), "t", hostile).layout.title.subtitle.text
 
 

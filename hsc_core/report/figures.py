@@ -1,5 +1,6 @@
-"""The plotly figures shared by the dashboard's pages and ``hsc report``, and the context that
-makes an exported figure or table say what it shows.
+"""The plotly figures shared by the dashboard's pages and ``hsc report``: risk– and
+calibration–coverage curves, gains, one sample's path and the overview illustration (the
+guarantees' figures are in ``guarantee_figures``, an export's context in ``export``).
 
 Every builder takes plain data (curves as coverage/risk arrays, ``CCCurve``s, numbers) and returns
 a ``go.Figure``; nothing here knows Streamlit. Colours, dashes and marker shapes come from
@@ -14,9 +15,7 @@ markup); user names belong in the ``ExportContext``, which is escaped.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any, Protocol
 
@@ -28,6 +27,7 @@ from hsc_core.core.hierarchy import Hierarchy
 from hsc_core.core.rule_registry import is_rule, rule_label, rule_names
 
 from . import style
+from .export import ExportContext
 
 #: The rules shown by default: the paper's four (``rule_registry``).
 PAPER_RULES: tuple[str, ...] = rule_names(paper=True)
@@ -36,9 +36,6 @@ PAPER_RULES: tuple[str, ...] = rule_names(paper=True)
 RULE_COLORS: dict[str, str] = {rule: style.rule_colour(rule) for rule in rule_names()}
 RULE_SYMBOLS: dict[str, str] = {rule: style.rule_symbol(rule) for rule in rule_names()}
 RULE_DASHES: dict[str, str] = {rule: style.rule_dash(rule) for rule in rule_names()}
-METHOD_COLORS = {"hsc": style.OKABE_ITO["blue"], "darts": style.OKABE_ITO["vermillion"],
-                 "crc": style.OKABE_ITO["reddish_purple"]}
-METHOD_LABELS = {"hsc": "Ours (Algorithm 1)", "darts": "DARTS", "crc": "CRC"}
 OK_COLOR, BAD_COLOR, NEUTRAL_COLOR = style.CORRECT_COLOUR, style.WRONG_COLOUR, style.NEUTRAL_COLOUR
 LOSS_LABELS = {"01": "hierarchical risk (0/1)", "severity": "hierarchical risk (LCA severity)"}
 # Models overlaid in one figure: colour and dash both change from one model to the next.
@@ -47,82 +44,6 @@ _MODEL_COLOURS = [style.OKABE_ITO[c] for c in ("blue", "orange", "bluish_green",
 _MODEL_DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
 RISK_NOTE = ("Hierarchical risk = wrong predictions / all samples; a prediction is correct when it is the true "
              "class or one of its ancestors, so the root (= reject) is always correct and covers nothing.")
-
-
-# ---------------------------------------------------------------------------- export context
-@dataclass(frozen=True)
-class ExportContext:
-    """What a figure or table shows, for its title, its file name and its CSV columns.
-
-    ``ts`` None: the export covers both settings (e.g. a with/without-TS table); ``theta`` None:
-    no single operating point.
-    """
-
-    model: str
-    dataset: str = ""
-    subset: str = "all"
-    ts: bool | None = None
-    temperature: float | None = None
-    theta: float | None = None
-    n_samples: int | None = None
-
-    def describe(self, name_chars: int | None = None) -> str:
-        """One line: ``efficientnet_lite0 · imagenet1k · all samples (1,705) · TS on (T = 1.234) · θ = 0.70``.
-        ``name_chars`` cuts each name (model, data set, subset) to that many characters."""
-        def name(text: str) -> str:
-            return style.clip(text, name_chars)
-
-        subset = "all samples" if self.subset in ("", "all") else f"subset {name(self.subset)}"
-        if self.n_samples is not None:
-            subset += f" ({self.n_samples:,} evaluated)"
-        parts = [name(self.model)] + ([name(self.dataset)] if self.dataset else []) + [subset]
-        if self.ts is True:
-            parts.append("TS on" + (f" (T = {self.temperature:.3f})" if self.temperature is not None else ""))
-        elif self.ts is False:
-            parts.append("TS off")
-        if self.theta is not None:
-            parts.append(f"θ = {self.theta:.2f}")
-        return " · ".join(parts)
-
-    def slug(self) -> str:
-        """The same facts for a file name: ``efficientnet_lite0_imagenet1k_all_TS_theta0.70``."""
-        parts = [self.model] + ([self.dataset] if self.dataset else []) + [self.subset or "all"]
-        if self.ts is not None:
-            parts.append("TS" if self.ts else "noTS")
-        if self.theta is not None:
-            parts.append(f"theta{self.theta:.2f}")
-        return safe_filename("_".join(parts))
-
-    def columns(self) -> dict[str, Any]:
-        """CSV columns saying the same (they lead every exported table)."""
-        return {"model": self.model, "dataset": self.dataset, "subset": self.subset or "all",
-                "temperature_scaling": "both" if self.ts is None else ("on" if self.ts else "off"),
-                "temperature": self.temperature if self.ts else None,
-                "theta": self.theta}
-
-
-FILENAME_CHARS = 150  # file systems allow 255 bytes; a user's name may be far longer
-
-
-def safe_filename(text: str, default: str = "figure") -> str:
-    """Letters, digits, '.', '_' and '-' only (anything else becomes '_'), at most ``FILENAME_CHARS``."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(text)[: 4 * FILENAME_CHARS]).strip("._")[:FILENAME_CHARS] or default
-
-
-def export_name(name: str, context: ExportContext | None) -> str:
-    """``name`` plus the context's slug, for a downloaded file (no extension)."""
-    return safe_filename(name if context is None else f"{name}_{context.slug()}")
-
-
-def with_context_columns(df: pd.DataFrame, context: ExportContext | None) -> pd.DataFrame:
-    """``df`` with the context's columns in front (a column the table already has is kept as is)."""
-    if context is None:
-        return df
-    front = {k: v for k, v in context.columns().items() if k not in df.columns}
-    out = df.copy()
-    for k, (col, value) in enumerate(front.items()):
-        out.insert(k, col, value)
-    return out
 
 
 def titled(fig: go.Figure, title: str, context: ExportContext | None = None) -> go.Figure:
@@ -369,39 +290,6 @@ def path_figure(h: Hierarchy, view: PathView, title: str | None = None) -> go.Fi
     return layout(fig, title, height=max(320, 26 * len(nodes) + 120))
 
 
-# ---------------------------------------------------------------------------- guaranteed accuracy
-def accuracy_histogram(df: pd.DataFrame, target: float, epsilon: float, title: str | None = None) -> go.Figure:
-    """Figure 3 style: test accuracy over repetitions per method, target ± ε band shaded."""
-    fig = go.Figure()
-    lo, hi = target - epsilon, target + epsilon
-    fig.add_vrect(x0=lo, x1=hi, fillcolor="rgba(0,158,115,0.16)", line_width=0, layer="below",
-                  annotation_text=f"target ± ε = {target:.3f} ± {epsilon:.3f}", annotation_position="top left")
-    xmin = float(np.nanmin(np.r_[df["accuracy"].to_numpy(float), lo])) - 0.01
-    xmax = float(np.nanmax(np.r_[df["accuracy"].to_numpy(float), hi])) + 0.01
-    bins = dict(start=xmin, end=xmax, size=(xmax - xmin) / 60)  # the same bins for every method
-    patterns = {"hsc": "", "darts": "/", "crc": ""}
-    for method in [m for m in ("hsc", "darts", "crc") if m in set(df["method"])]:
-        acc = df.loc[df["method"] == method, "accuracy"].to_numpy(float)
-        color = METHOD_COLORS.get(method)
-        # CRC is drawn as an outline on top: for a 0/1 loss it often equals ours exactly, and
-        # filled bars would hide ours completely.
-        outline = method == "crc"
-        fig.add_trace(go.Histogram(
-            x=acc, name=f"{METHOD_LABELS.get(method, method)} (mean {np.nanmean(acc):.4f})", xbins=bins,
-            marker=dict(color="rgba(0,0,0,0)" if outline else color, line=dict(color=color, width=2 if outline else 0),
-                        pattern=dict(shape=patterns.get(method, ""))),
-            opacity=1.0 if outline else 0.6,
-        ))
-    fig.add_vline(x=target, line=dict(color="black", width=2), annotation_text="target",
-                  annotation_position="bottom right")
-    fig.add_vrect(x0=xmin, x1=lo, fillcolor="rgba(213,94,0,0.08)", line_width=0, layer="below")
-    fig.add_vrect(x0=hi, x1=xmax, fillcolor="rgba(213,94,0,0.08)", line_width=0, layer="below")
-    fig.update_layout(barmode="overlay")
-    fig.update_xaxes(title_text="test accuracy (hierarchical)", range=[xmin, xmax])
-    fig.update_yaxes(title_text="repetitions")
-    return layout(fig, title)
-
-
 # ---------------------------------------------------------------------------- overview illustration
 def illustration_figure(h: Hierarchy, leaf_name: str = "golden_retriever", theta: float = 0.8) -> go.Figure:
     """A hand-made example in the spirit of the paper's Figure 1: a low-confidence, wrong leaf, two
@@ -489,61 +377,4 @@ def leaf_bars_figure(names: Sequence[str], probs: Sequence[float], correct: Sequ
     fig.update_yaxes(tickfont=dict(size=font_size))
     fig.update_layout(height=90 + 55 * len(labels), margin=dict(l=10, r=40, t=10, b=10), template="plotly_white",
                       font=dict(size=font_size), showlegend=False)
-    return fig
-
-
-# ---------------------------------------------------------------------------- guarantees shoot-out
-# kind of guarantee → colour (Okabe–Ito); each method also has its own marker, and its label is
-# written on the figure, so nothing rests on colour alone.
-GUARANTEE_KIND_COLORS = {"pac": style.OKABE_ITO["blue"], "marginal": style.OKABE_ITO["orange"],
-                         "marginal per group": style.OKABE_ITO["reddish_purple"],
-                         "heuristic": style.OKABE_ITO["black"]}
-_METHOD_SYMBOLS = ["circle", "square", "diamond", "triangle-up", "triangle-down", "star", "hexagon", "cross",
-                   "x", "pentagon", "hourglass", "bowtie"]
-
-
-def violation_figure(summary: pd.DataFrame, delta: float, title: str | None = None) -> go.Figure:
-    """Violation rate of every method (bars, ± 1.96 binomial standard errors) against the δ line.
-
-    ``summary``: ``evaluation.guarantees.summarize`` rows. Only PAC methods promise a rate ≤ δ;
-    marginal ones are drawn hatched, since their promise is about the mean accuracy.
-    """
-    fig = go.Figure()
-    s = summary.iloc[::-1]
-    labels = [f"{style.plain(x)} · {k} · {v:.0%}" for x, k, v in zip(s["label"], s["kind"], s["violation_rate"],
-                                                                     strict=True)]
-    colors = [GUARANTEE_KIND_COLORS.get(k, NEUTRAL_COLOR) for k in s["kind"]]
-    fig.add_trace(go.Bar(
-        x=s["violation_rate"].astype(float).tolist(), y=labels, orientation="h", marker=dict(
-            color=colors, pattern=dict(shape=["" if k == "pac" else "/" for k in s["kind"]])),
-        error_x=dict(type="data", array=(1.96 * s["violation_se"].to_numpy(float)).tolist(), color="#333"),
-        showlegend=False,
-        hovertemplate="%{y}: %{x:.1%} of the calibration sets fell below the target<extra></extra>"))
-    fig.add_vline(x=delta, line=dict(color=BAD_COLOR, width=3, dash="dash"),
-                  annotation_text=f"δ = {delta:.3g}", annotation_position="top")
-    top = float(max(0.6, (s["violation_rate"] + 2 * s["violation_se"]).max() + 0.15))
-    fig.update_xaxes(title_text="sets below target",
-                     range=[0, min(1.05, top)], tickformat=".0%")
-    fig.update_yaxes(automargin=True)
-    return layout(fig, title, height=max(320, 44 * len(s) + 120))
-
-
-def accuracy_coverage_figure(summary: pd.DataFrame, target: float, title: str | None = None) -> go.Figure:
-    """Mean accuracy against mean coverage per method, bars ± one standard deviation over the
-    repetitions, the target as a horizontal line: up and to the right is better."""
-    fig = go.Figure()
-    for k, (_, r) in enumerate(summary.iterrows()):
-        fig.add_trace(go.Scatter(
-            x=[r["coverage_mean"]], y=[r["accuracy_mean"]], mode="markers", name=style.plain(r["label"]),
-            marker=dict(size=13, color=GUARANTEE_KIND_COLORS.get(r["kind"], NEUTRAL_COLOR),
-                        symbol=_METHOD_SYMBOLS[k % len(_METHOD_SYMBOLS)], line=dict(color="white", width=1)),
-            error_x=dict(type="data", array=[r["coverage_std"]], thickness=1),
-            error_y=dict(type="data", array=[r["accuracy_std"]], thickness=1),
-            hovertemplate=f"{style.plain(r['label'])}<br>accuracy %{{y:.4f}}, coverage %{{x:.4f}}<extra></extra>"))
-    fig.add_hline(y=target, line=dict(color="black", width=2, dash="dash"), annotation_text=f"target {target:.3g}",
-                  annotation_position="bottom right")
-    fig.update_xaxes(title_text="mean coverage of the predicted nodes (higher = more specific)")
-    fig.update_yaxes(title_text="mean accuracy")
-    fig = layout(fig, title, height=560)
-    fig.update_layout(legend=dict(orientation="v", yanchor="top", y=-0.18, xanchor="left", x=0.0))
     return fig

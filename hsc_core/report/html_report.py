@@ -33,7 +33,7 @@ from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, Interval
 from ..evaluation import RESULT_COLUMNS, ModelEvaluation, ResultRow, column_label, to_csv, wide_table
 from ..evaluation.card import card_markdown, decision_card
 from ..evaluation.results import display_value
-from . import figures
+from . import export, figures
 
 HEADLINE_RULE = "climbing"
 DISPLAY_POINTS = 1500  # points per curve in the file; every number uses the full curve
@@ -175,7 +175,7 @@ class _Figures:
     def __call__(self, fig, name: str) -> str:
         out = fig.to_html(full_html=False, include_plotlyjs=self.first, default_width="100%",
                           config={"displaylogo": False,
-                                  "toImageButtonOptions": {"format": "png", "filename": figures.safe_filename(name),
+                                  "toImageButtonOptions": {"format": "png", "filename": export.safe_filename(name),
                                                            "scale": 2}})
         self.first = False
         return f'<div class="figure">{out}</div>'
@@ -190,11 +190,11 @@ def _decimated(curve: RCCurve) -> tuple[np.ndarray, np.ndarray]:
     return curve.coverage[idx], curve.risk[idx]
 
 
-def _context(ev: ModelEvaluation, ts: bool | None) -> figures.ExportContext:
+def _context(ev: ModelEvaluation, ts: bool | None) -> export.ExportContext:
     # A figure of both settings is labelled with the TS setting's sample count (the same under the
     # project protocol; the held-out split under the paper's).
     n = ev.setting(True if ts is None else ts).n
-    return figures.ExportContext(ev.name, ev.dataset, ev.subset_name, ts, ev.temperature if ts else None, None, n)
+    return export.ExportContext(ev.name, ev.dataset, ev.subset_name, ts, ev.temperature if ts else None, None, n)
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -254,7 +254,7 @@ def _model_section(ev: ModelEvaluation, rows: dict, fig: _Figures) -> str:
     ctx = _context(ev, None)
     gain = figures.titled(figures.gain_figure(_gain_rows(rows, (False, True))), "Hierarchical gain vs Selective", ctx)
     return "\n".join([
-        f'<h2 id="{_e(figures.safe_filename(ev.name))}">{_e(ev.name)}</h2>',
+        f'<h2 id="{_e(export.safe_filename(ev.name))}">{_e(ev.name)}</h2>',
         f'<p class="headline">{_e(_headline(rows, True))}</p>',
         f'<p class="note">{_e(_headline(rows, False))}</p>',
         _rule_table(rows),
@@ -327,7 +327,7 @@ def card_section(card: dict) -> str:
                      f"{ev['violation_rate']:.1%} (95 % upper limit {ev['violation_high_95']:.1%}; δ = "
                      f"{card['delta']:.4g})"])
     md = base64.b64encode(card_markdown(card).encode("utf-8")).decode("ascii")
-    name = figures.safe_filename(f"decision_card_{card['model']}_{card['method']}") + ".md"
+    name = export.safe_filename(f"decision_card_{card['model']}_{card['method']}") + ".md"
     return "\n".join([
         f"<h3>Decision card: {_e(card['model'])}</h3>",
         _table(["", ""], rows),
