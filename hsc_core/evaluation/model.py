@@ -21,7 +21,14 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..core.curves import CCCurve, RCCurve, calibration_coverage_curve, hierarchical_gain, rc_curve_from_paths
+from ..core.curves import (
+    CCCurve,
+    RangeGain,
+    RCCurve,
+    calibration_coverage_curve,
+    gain_on_common_range,
+    rc_curve_from_paths,
+)
 from ..core.evaluation import (
     Precision,
     decision_paths_from_logits,
@@ -253,10 +260,17 @@ class EvaluationSet:
         return self.curve(rule, loss, dec).haurc
 
     def gain(self, rule: str, loss: Loss = "01", dec: int | None = None) -> float:
-        """hAURC reduction of ``rule`` vs Selective, in percent (Selective's own is 0)."""
+        """hAURC reduction of ``rule`` vs Selective, in percent (Selective's own is 0), over the
+        coverage range both curves cover when ``rule``'s stops short (``gain_range``)."""
         if rule == "selective":
             return 0.0
-        return hierarchical_gain(self.haurc("selective", loss, dec), self.haurc(rule, loss, dec))
+        return self.gain_range(rule, loss, dec).gain
+
+    def gain_range(self, rule: str, loss: Loss = "01", dec: int | None = None) -> RangeGain:
+        """``rule``'s gain vs Selective and the coverage range it is measured over
+        (``curves.gain_on_common_range``: the paper's gain when ``rule``'s curve reaches Selective's
+        coverage 1, else the mean-risk gain over the common range, ``restricted`` True)."""
+        return gain_on_common_range(self.curve("selective", loss, dec), self.curve(rule, loss, dec))
 
     def cc_curves(self, n_bins: int = 15, *, rules: Sequence[str] = RULES,
                   progress: Progress | None = None) -> dict[str, CCCurve]:
@@ -406,7 +420,11 @@ class EvaluationSet:
                 rules: Sequence[str] = RULES) -> list[ResultRow]:
         """Tidy rows of this setting: top-1 (and T with TS), then hAURC and gain of each of
         ``rules`` (default the paper's four; any of ``ALL_RULES`` or ``hf<β>``, gains vs Selective)
-        per loss, with bootstrap intervals when ``intervals`` (exact curves only: ``dec`` is None)."""
+        per loss, with bootstrap intervals when ``intervals`` (exact curves only: ``dec`` is None).
+
+        A rule whose curve stops short of Selective's coverage 1 (``gain_range``) gets its gain over
+        the common coverage range, followed by ``gain_coverage_low`` / ``gain_coverage_high`` rows
+        (that range) and no bootstrap interval of the gain (the bootstrap's is of the raw areas)."""
         if intervals and dec is not None:
             raise ValueError("bootstrap intervals are computed on the exact curves; use dec=None")
         rules = tuple(dict.fromkeys(check_rule(r) for r in rules))
@@ -425,8 +443,15 @@ class EvaluationSet:
                 rows.append(ev.row(self, rule, loss, "haurc", self.haurc(rule, loss, dec),
                                    None if h is None else (h.low, h.high), dec, n_boot))
                 g = boot.gain.get(rule) if boot else None
+                fair = self.gain_range(rule, loss, dec)
+                if fair.restricted:  # the bootstrap resamples the raw areas' gain: no interval for this one
+                    g = None
                 rows.append(ev.row(self, rule, loss, "gain_percent", self.gain(rule, loss, dec),
-                                   None if g is None else (g.low, g.high), dec, n_boot))
+                                   None if g is None else (g.low, g.high), dec,
+                                   None if fair.restricted else n_boot))
+                if fair.restricted:  # the range the gain is over, beside it
+                    rows += [ev.row(self, rule, loss, "gain_coverage_low", fair.low, None, dec),
+                             ev.row(self, rule, loss, "gain_coverage_high", fair.high, None, dec)]
         return rows
 
     def threshold(self, target_accuracy: float, method: str = "theorem1", *, delta: float | None = None,

@@ -21,6 +21,10 @@ metric             value
 ``augrc``          flat AUGRC of the arg-max leaf (``rule`` empty), raw
 =================  =============================================================================
 
+``gain_coverage_low`` / ``gain_coverage_high`` follow the ``gain_percent`` row of a rule whose curve
+stops short of Selective's coverage 1: the coverage range that gain is measured over
+(``core.curves.COMMON_RANGE_NOTE``). A rule without them is compared over Selective's whole range.
+
 ``ci_low``/``ci_high`` are 95 % paired bootstrap limits when computed (``n_resamples`` says how
 many resamples), else empty. ``dec`` is empty for exact curves, else the authors' θ-grid decimals.
 Every wide table is derived from these rows by ``wide_table`` with column names from
@@ -54,6 +58,8 @@ METRICS: dict[str, str] = {
     "temperature": "T",
     "haurc": "hAURC×1000",
     "gain_percent": "gain %",
+    "gain_coverage_low": "gain range: coverage from",
+    "gain_coverage_high": "gain range: coverage to",
     # beyond the paper (``EvaluationSet.extra_results``; not in ``hsc evaluate``'s rows)
     "excess_haurc": "excess hAURC×1000",
     "achievable_haurc": "achievable hAURC×1000",
@@ -134,7 +140,8 @@ def display_value(row: ResultRow, key: str = "value") -> float:
 
 
 def wide_table(rows: Iterable[ResultRow], *, ts: bool | None = None, loss: str | None = "01",
-               metrics: Sequence[str] = ("top1", "temperature", "haurc", "gain_percent"),
+               metrics: Sequence[str] = ("top1", "temperature", "haurc", "gain_percent", "gain_coverage_low",
+                                         "gain_coverage_high"),
                intervals: bool = False, label_ts: bool = True) -> list[dict[str, Any]]:
     """One dict per model (in first-seen order): ``model``, ``n_eval``, then one column per
     (metric, rule[, loss][, TS]) in display units, named by ``column_label``.
