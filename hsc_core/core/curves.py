@@ -144,8 +144,13 @@ class RangeGain:
     restricted: bool
 
     def range_text(self, digits: int = 3) -> str:
-        """``"coverage 0.050–0.947"`` (the range printed beside a restricted gain)."""
-        return f"coverage {self.low:.{digits}f}–{self.high:.{digits}f}"
+        """``"coverage 0.000–0.947"`` (the range printed beside a restricted gain)."""
+        return coverage_range_text(self.low, self.high, digits)
+
+
+def coverage_range_text(low: float, high: float, digits: int = 3) -> str:
+    """How every front end prints the coverage range of a gain: ``"coverage 0.000–0.947"``."""
+    return f"coverage {low:.{digits}f}–{high:.{digits}f}"
 
 
 def gain_on_common_range(selective: RCCurve, rule: RCCurve) -> RangeGain:

@@ -67,6 +67,9 @@ METRICS: dict[str, str] = {
     "aurc_zhou": "AURC×1000 (Zhou)",
     "augrc": "AUGRC×1000",
 }
+#: The column that says over which coverage range a rule's gain is measured, beside the gain, in
+#: every table that shows a rule whose curve stops short of coverage 1 (``COMMON_RANGE_NOTE``).
+GAIN_RANGE_COLUMN = "gain over"
 #: The metrics of ``EvaluationSet.extra_results``, in table order.
 EXTRA_METRICS: tuple[str, ...] = ("excess_haurc", "achievable_haurc", "hf1_micro", "aurc_zhou", "augrc")
 #: How each metric is shown in tables (the paper prints hAURC ×1000).

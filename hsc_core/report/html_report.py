@@ -26,14 +26,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.curves import RCCurve
+from ..core.curves import COMMON_RANGE_NOTE, RCCurve, coverage_range_text
 from ..core.metric_rules import ALL_RULES, EXTRA_RULES
 from ..core.protocol import protocol_text
 from ..core.rules import RULE_LABELS, RULES
 from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, Interval
 from ..evaluation import RESULT_COLUMNS, ModelEvaluation, ResultRow, column_label, to_csv, wide_table
 from ..evaluation.card import card_markdown, decision_card
-from ..evaluation.results import display_value
+from ..evaluation.results import GAIN_RANGE_COLUMN, display_value
 from . import figures
 
 HEADLINE_RULE = "climbing"
@@ -98,16 +98,35 @@ def worse_sentence(rows: Iterable[ResultRow]) -> str:
     (95 % CI −28.6 to −8.9 %), …". A row with an interval counts only when the whole interval is
     below 0 ("clearly worse"); one without is marked as a point estimate. "" when no rule does
     worse. Plain text (escape it for HTML; it holds user names)."""
+    rows = list(rows)
+    ranges = _gain_ranges(rows)
     worse: dict[bool, dict[str, list[str]]] = {False: {}, True: {}}
     for r in _worse_rows(rows):
         how = (f" (95 % CI {display_value(r, 'ci_low'):.1f} to {display_value(r, 'ci_high'):.1f} %)"
                if r["ci_high"] is not None else " (point estimate)")
+        span = ranges.get(_gain_key(r))
+        if span is not None:  # a gain over the common coverage range says which
+            how = how[:-1] + f", over {coverage_range_text(*span)})"
         item = f"{RULE_LABELS[r['rule']]} {display_value(r):.1f} %{how}"
         worse[bool(r["ts"])].setdefault(r["model"], []).append(item)
     parts = [f"{'With' if ts else 'Without'} temperature scaling, some rules do worse than plain selective "
              "classification (negative gain): " + "; ".join(f"{m}: {', '.join(items)}" for m, items in by.items()) + "."
              for ts, by in worse.items() if by]
     return " ".join(parts)
+
+
+def _gain_key(r: ResultRow) -> tuple:
+    return r.get("model"), r.get("subset"), r.get("rule"), r.get("loss"), bool(r.get("ts")), r.get("dec")
+
+
+def _gain_ranges(rows: Iterable[ResultRow]) -> dict[tuple, tuple[float, float]]:
+    """(model, subset, rule, loss, ts, dec) → the coverage range of a gain measured over a common
+    range (its ``gain_coverage_low``/``_high`` rows); gains over Selective's whole range are absent."""
+    got: dict[tuple, dict[str, float]] = {}
+    for r in rows:
+        if r["metric"] in ("gain_coverage_low", "gain_coverage_high"):
+            got.setdefault(_gain_key(r), {})[r["metric"]] = r["value"]
+    return {k: (v["gain_coverage_low"], v["gain_coverage_high"]) for k, v in got.items() if len(v) == 2}
 
 
 def _worse_rows(rows: Iterable[ResultRow]) -> list[ResultRow]:
@@ -280,9 +299,17 @@ def _beyond_section(ev: ModelEvaluation, fig: _Figures, n_resamples: int, seed: 
             return f"{iv.estimate:.2f}" if np.isfinite(iv.estimate) else "–"
         return interval_text(iv, digits=4 if metric == "hf1_micro" else 2)
 
+    def gain(rule: str) -> tuple[str, str]:
+        # gain vs Selective and, when the rule's curve stops short of coverage 1, the range it is over
+        if rule == "selective":
+            return "0.00", ""
+        g = es.gain_range(rule)
+        return (f"{g.gain:+.2f}" if np.isfinite(g.gain) else "–"), (g.range_text() if g.restricted else "")
+
     metrics = ("excess_haurc", "achievable_haurc", "hf1_micro")
-    header = ["rule", column_label("haurc", ts=True)] + [f"{column_label(m)} [95 % CI]" for m in metrics]
-    body = [[RULE_LABELS[rule], f"{1000 * es.haurc(rule):.2f}", *(cell(rule, m) for m in metrics)]
+    header = (["rule", column_label("haurc", ts=True), column_label("gain_percent", ts=True), GAIN_RANGE_COLUMN]
+              + [f"{column_label(m)} [95 % CI]" for m in metrics])
+    body = [[RULE_LABELS[rule], f"{1000 * es.haurc(rule):.2f}", *gain(rule), *(cell(rule, m) for m in metrics)]
             for rule in ALL_RULES]
     shown = ("climbing", *EXTRA_RULES)
     curves = {rule: es.curve(rule) for rule in shown}
@@ -293,6 +320,7 @@ def _beyond_section(ev: ModelEvaluation, fig: _Figures, n_resamples: int, seed: 
     return "\n".join([
         "<h3>Beyond the paper: metric-optimal and Pareto rules, more metrics (TS on)</h3>",
         _table(header, body),
+        f'<p class="meta">{_e(COMMON_RANGE_NOTE)}</p>',
         f'<p class="meta">Arg-max leaf: {_e(column_label("aurc_zhou"))} {cell("", "aurc_zhou")}, '
         f'{_e(column_label("augrc"))} {cell("", "augrc")}. Excess hAURC is measured against the oracle ordering '
         "of each rule's own operating points; achievable hAURC is the area under the convex hull of its "
