@@ -242,15 +242,11 @@ def model_rows(rows: list[ResultRow], limits: list[ResultRow] | None = None, **w
 def rule_rows(rows: list[ResultRow]) -> list[dict]:
     """One dict per (model, TS setting, rule): ``model, dataset, rule, TS`` ("on"/"off"), then
     hAURC×1000 and gain % with their ``… low``/``… high`` limits (None when not computed); when
-    some rule's gain is over a common coverage range (``gain_coverage_low``/``_high`` rows), a
+    some rule's gain is over a common coverage range (its row's ``coverage_low``/``_high``), a
     ``GAIN_RANGE_COLUMN`` after the gain says which ("" for the rules compared over the whole range)."""
     out: dict[tuple, dict] = {}
-    ranges: dict[tuple, dict[str, float]] = {}
+    ranges: dict[tuple, str] = {}
     for r in rows:
-        if r["metric"] in ("gain_coverage_low", "gain_coverage_high"):
-            key = (r["model"], r["dataset"], r["subset"], r["loss"], r["ts"], r["rule"])
-            ranges.setdefault(key, {})[r["metric"]] = r["value"]
-            continue
         if r["metric"] not in ("haurc", "gain_percent"):
             continue
         key = (r["model"], r["dataset"], r["subset"], r["loss"], r["ts"], r["rule"])
@@ -261,10 +257,11 @@ def rule_rows(rows: list[ResultRow]) -> list[dict]:
         entry[name] = display_value(r)
         entry[f"{name} low"] = display_value(r, "ci_low") if ci else None
         entry[f"{name} high"] = display_value(r, "ci_high") if ci else None
+        if r.get("coverage_low") is not None:
+            ranges[key] = coverage_range_text(r["coverage_low"], r["coverage_high"])
     if ranges:
         for key, entry in out.items():
-            got = ranges.get(key)
-            text = "" if got is None else coverage_range_text(got["gain_coverage_low"], got["gain_coverage_high"])
+            text = ranges.get(key, "")
             items = list(entry.items())
             at = next((i for i, (k, _) in enumerate(items) if k == f"{column_label('gain_percent')} high"), len(items))
             out[key] = dict([*items[: at + 1], (GAIN_RANGE_COLUMN, text), *items[at + 1:]])

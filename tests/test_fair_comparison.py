@@ -28,7 +28,8 @@ from hsc_core.core.metric_rules import any_decision_paths
 from hsc_core.core.probabilities import node_probabilities
 from hsc_core.core.rules import RULES
 from hsc_core.core.synthetic import synthetic_logits
-from hsc_core.evaluation import ModelEvaluation
+from hsc_core.evaluation import ModelEvaluation, wide_table
+from hsc_core.evaluation.results import GAIN_RANGE_COLUMN
 from tests.conftest import random_tree
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,7 +112,7 @@ def test_no_gain_changes_sign_on_the_common_range_unless_the_range_is_shown(n_le
             assert np.sign(shown.gain) == np.sign(truth), (rule, shown, truth)
         if shown.restricted:  # the range is shown, and the gain is the one over it
             assert (shown.low, shown.high) == (low, high)
-            assert shown.gain == pytest.approx(truth, abs=0.05)
+            assert shown.gain == pytest.approx(truth, abs=0.05, nan_ok=True)
         else:
             assert coverage_range(curve)[1] == coverage_range(sel)[1]
 
@@ -121,14 +122,53 @@ def test_result_rows_show_the_range_beside_a_restricted_gain_only():
     logits, labels = synthetic_logits(h, 500, top1=0.7, seed=2)
     es = ModelEvaluation(h, logits, labels, name="toy").setting(False)
     rows = es.results(rules=LISTED)
-    by = {(r["rule"], r["metric"]): r["value"] for r in rows}
+    by = {(r["rule"], r["metric"]): r for r in rows}
+    assert all(by[(r, "haurc")]["coverage_low"] is None for r in LISTED)
     for rule in LISTED[1:]:
-        g = es.gain_range(rule)
-        assert by[(rule, "gain_percent")] == g.gain
+        g, row = es.gain_range(rule), by[(rule, "gain_percent")]
+        assert row["value"] == g.gain
         if g.restricted:
-            assert (by[(rule, "gain_coverage_low")], by[(rule, "gain_coverage_high")]) == (g.low, g.high)
+            assert (row["coverage_low"], row["coverage_high"]) == (g.low, g.high)
             assert g.high < 1.0
         else:
-            assert (rule, "gain_coverage_low") not in by
+            assert row["coverage_low"] is None and row["coverage_high"] is None
+    wide = wide_table(rows)[0]
+    shown = [k for k in wide if k.endswith(GAIN_RANGE_COLUMN)]
+    assert shown and all(wide[k].startswith("coverage 0.") for k in shown)
     assert not any(es.gain_range(r).restricted for r in RULES[1:])  # the paper's four: never restricted
     assert any(es.gain_range(r).restricted for r in LISTED[4:])  # this toy has one that stops short
+
+
+# ---------------------------------------------------------------------------- the documented tie rule
+def literal_front_choice(scores: np.ndarray, values: np.ndarray, theta: float) -> int:
+    """Among nodes with P ≥ θ: best score (equal to 10 decimals), then more probable, then lower index."""
+    ok = np.flatnonzero(values >= theta)
+    key = [(-round(float(scores[i]), 10), -float(values[i]), int(i)) for i in ok]
+    return min(key)[2]
+
+
+def test_max_information_keeps_its_tie_rule_whatever_the_summation_order():
+    # the issue's case: leaves 1 and 6 at different depths, each with probability 0.5
+    h = Hierarchy.from_parents([12, 15, 14, 14, 15, 11, 13, 14, 12, 13, 15, -1, 11, 11, 11, 13], 11)
+    p = np.zeros((1, h.n_leaves))
+    p[0, 1] = p[0, 6] = 0.5
+    probs = node_probabilities(h, p)
+    for pruned in (True, False):
+        assert any_decision_paths(h, probs, "max_information", pruned=pruned).predict(0.0)[0].tolist() == [1]
+
+
+@pytest.mark.parametrize("metric_rule", ["max_information", "hf1", "min_severity"])
+def test_exact_ties_follow_the_rule_on_random_trees(metric_rule):
+    from hsc_core.core.metric_rules import record_values, rule_scores
+
+    rng = np.random.default_rng(3)
+    for seed in range(25):
+        h = random_tree(int(rng.integers(4, 12)), seed)
+        # probabilities in quarters: many exact ties between nodes
+        counts = rng.multinomial(4, np.full(h.n_leaves, 1.0 / h.n_leaves), size=8)
+        probs = node_probabilities(h, counts / 4.0)
+        paths = any_decision_paths(h, probs, metric_rule)
+        scores, values = rule_scores(h, probs, metric_rule), record_values(h, probs)
+        for theta in (0.0, 0.25, 0.5, 0.75):
+            want = [literal_front_choice(scores[i], values[i], theta) for i in range(probs.shape[0])]
+            assert paths.predict(theta)[0].tolist() == want, (seed, theta)

@@ -423,8 +423,8 @@ class EvaluationSet:
         per loss, with bootstrap intervals when ``intervals`` (exact curves only: ``dec`` is None).
 
         A rule whose curve stops short of Selective's coverage 1 (``gain_range``) gets its gain over
-        the common coverage range, followed by ``gain_coverage_low`` / ``gain_coverage_high`` rows
-        (that range) and no bootstrap interval of the gain (the bootstrap's is of the raw areas)."""
+        the common coverage range, that range in the row's ``coverage_low``/``coverage_high``, and
+        no bootstrap interval of the gain (the bootstrap's is of the raw areas)."""
         if intervals and dec is not None:
             raise ValueError("bootstrap intervals are computed on the exact curves; use dec=None")
         rules = tuple(dict.fromkeys(check_rule(r) for r in rules))
@@ -448,10 +448,8 @@ class EvaluationSet:
                     g = None
                 rows.append(ev.row(self, rule, loss, "gain_percent", self.gain(rule, loss, dec),
                                    None if g is None else (g.low, g.high), dec,
-                                   None if fair.restricted else n_boot))
-                if fair.restricted:  # the range the gain is over, beside it
-                    rows += [ev.row(self, rule, loss, "gain_coverage_low", fair.low, None, dec),
-                             ev.row(self, rule, loss, "gain_coverage_high", fair.high, None, dec)]
+                                   None if fair.restricted else n_boot,
+                                   (fair.low, fair.high) if fair.restricted else None))
         return rows
 
     def threshold(self, target_accuracy: float, method: str = "theorem1", *, delta: float | None = None,
@@ -607,12 +605,14 @@ class ModelEvaluation:
         return out
 
     def row(self, es: EvaluationSet, rule: str, loss: str, metric: str, value: float,
-            ci: tuple[float, float] | None = None, dec: int | None = None, n_resamples: int | None = None) -> ResultRow:
+            ci: tuple[float, float] | None = None, dec: int | None = None, n_resamples: int | None = None,
+            coverage: tuple[float, float] | None = None) -> ResultRow:
         """One tidy row of ``es`` (used by ``EvaluationSet.results``)."""
         return result_row(model=self.name, dataset=self.dataset, hierarchy_hash=self.hierarchy_hash,
                           subset=self.subset_name, protocol=self.protocol, rule=rule, loss=loss, ts=es.ts,
                           temperature=es.temperature, dec=dec, metric=metric, value=value, ci=ci,
-                          n_resamples=n_resamples, n_eval=es.n, n_cal=self.n_cal, seed=self.seed)
+                          n_resamples=n_resamples, n_eval=es.n, n_cal=self.n_cal, seed=self.seed,
+                          coverage=coverage)
 
 
 def _weighted_hf1(counts: tuple[np.ndarray, np.ndarray, np.ndarray], w: np.ndarray) -> np.ndarray:

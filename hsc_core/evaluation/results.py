@@ -4,7 +4,7 @@ dashboard and every export, and the few reshapings that front ends show.
 One row is one number::
 
     model, dataset, hierarchy_hash, subset, protocol, rule, loss, ts, temperature, dec,
-    metric, value, ci_low, ci_high, n_resamples, n_eval, n_cal, seed, version
+    metric, value, ci_low, ci_high, coverage_low, coverage_high, n_resamples, n_eval, n_cal, seed, version
 
 =================  =============================================================================
 metric             value
@@ -21,9 +21,10 @@ metric             value
 ``augrc``          flat AUGRC of the arg-max leaf (``rule`` empty), raw
 =================  =============================================================================
 
-``gain_coverage_low`` / ``gain_coverage_high`` follow the ``gain_percent`` row of a rule whose curve
-stops short of Selective's coverage 1: the coverage range that gain is measured over
-(``core.curves.COMMON_RANGE_NOTE``). A rule without them is compared over Selective's whole range.
+``coverage_low``/``coverage_high`` are set on the ``gain_percent`` row of a rule whose curve stops
+short of Selective's coverage 1: the coverage range that gain is measured over, the range both
+curves cover (``core.curves.COMMON_RANGE_NOTE``); empty: the paper's gain, over Selective's whole
+range. Older results files without these columns read as empty.
 
 ``ci_low``/``ci_high`` are 95 % paired bootstrap limits when computed (``n_resamples`` says how
 many resamples), else empty. ``dec`` is empty for exact curves, else the authors' θ-grid decimals.
@@ -43,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.curves import coverage_range_text
 from ..core.hierarchy import Hierarchy
 from ..core.rules import RULE_LABELS, RULES
 from ..core.validation import quote
@@ -51,15 +53,14 @@ ResultRow = dict[str, Any]
 
 RESULT_COLUMNS: tuple[str, ...] = (
     "model", "dataset", "hierarchy_hash", "subset", "protocol", "rule", "loss", "ts", "temperature", "dec",
-    "metric", "value", "ci_low", "ci_high", "n_resamples", "n_eval", "n_cal", "seed", "version",
+    "metric", "value", "ci_low", "ci_high", "coverage_low", "coverage_high", "n_resamples", "n_eval", "n_cal",
+    "seed", "version",
 )
 METRICS: dict[str, str] = {
     "top1": "top-1 accuracy",
     "temperature": "T",
     "haurc": "hAURC×1000",
     "gain_percent": "gain %",
-    "gain_coverage_low": "gain range: coverage from",
-    "gain_coverage_high": "gain range: coverage to",
     # beyond the paper (``EvaluationSet.extra_results``; not in ``hsc evaluate``'s rows)
     "excess_haurc": "excess hAURC×1000",
     "achievable_haurc": "achievable hAURC×1000",
@@ -102,8 +103,8 @@ def hierarchy_hash(hierarchy: Hierarchy | None) -> str:
 def result_row(*, model: str, dataset: str, hierarchy_hash: str, subset: str, protocol: str, rule: str, loss: str,
                ts: bool, temperature: float, dec: int | None, metric: str, value: float,
                ci: tuple[float, float] | None, n_resamples: int | None, n_eval: int, n_cal: int,
-               seed: int) -> ResultRow:
-    """One tidy row (keys: ``RESULT_COLUMNS``)."""
+               seed: int, coverage: tuple[float, float] | None = None) -> ResultRow:
+    """One tidy row (keys: ``RESULT_COLUMNS``); ``coverage``: the range a gain is restricted to."""
     if metric not in METRICS:
         raise ValueError(f"unknown metric {quote(metric)}; choose one of {', '.join(METRICS)}")
     return {
@@ -111,6 +112,8 @@ def result_row(*, model: str, dataset: str, hierarchy_hash: str, subset: str, pr
         "protocol": protocol, "rule": rule, "loss": loss, "ts": bool(ts), "temperature": float(temperature),
         "dec": dec, "metric": metric, "value": float(value),
         "ci_low": None if ci is None else float(ci[0]), "ci_high": None if ci is None else float(ci[1]),
+        "coverage_low": None if coverage is None else float(coverage[0]),
+        "coverage_high": None if coverage is None else float(coverage[1]),
         "n_resamples": n_resamples or None, "n_eval": int(n_eval), "n_cal": int(n_cal), "seed": int(seed),
         "version": toolkit_version(),
     }
@@ -143,8 +146,7 @@ def display_value(row: ResultRow, key: str = "value") -> float:
 
 
 def wide_table(rows: Iterable[ResultRow], *, ts: bool | None = None, loss: str | None = "01",
-               metrics: Sequence[str] = ("top1", "temperature", "haurc", "gain_percent", "gain_coverage_low",
-                                         "gain_coverage_high"),
+               metrics: Sequence[str] = ("top1", "temperature", "haurc", "gain_percent"),
                intervals: bool = False, label_ts: bool = True) -> list[dict[str, Any]]:
     """One dict per model (in first-seen order): ``model``, ``n_eval``, then one column per
     (metric, rule[, loss][, TS]) in display units, named by ``column_label``.
@@ -175,6 +177,8 @@ def wide_table(rows: Iterable[ResultRow], *, ts: bool | None = None, loss: str |
             tag = r["ts"] if (ts is None or label_ts) else None
             name = column_label(r["metric"], r["rule"], r["loss"] if loss is None else "01", tag)
         m[name] = display_value(r)
+        if r.get("coverage_low") is not None:  # a gain over the common coverage range says which, beside it
+            m[f"{name} {GAIN_RANGE_COLUMN}"] = coverage_range_text(r["coverage_low"], r["coverage_high"])
         if intervals and r.get("ci_low") is not None:
             m[f"{name} low"] = display_value(r, "ci_low")
             m[f"{name} high"] = display_value(r, "ci_high")

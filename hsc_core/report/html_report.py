@@ -98,35 +98,18 @@ def worse_sentence(rows: Iterable[ResultRow]) -> str:
     (95 % CI −28.6 to −8.9 %), …". A row with an interval counts only when the whole interval is
     below 0 ("clearly worse"); one without is marked as a point estimate. "" when no rule does
     worse. Plain text (escape it for HTML; it holds user names)."""
-    rows = list(rows)
-    ranges = _gain_ranges(rows)
     worse: dict[bool, dict[str, list[str]]] = {False: {}, True: {}}
     for r in _worse_rows(rows):
         how = (f" (95 % CI {display_value(r, 'ci_low'):.1f} to {display_value(r, 'ci_high'):.1f} %)"
                if r["ci_high"] is not None else " (point estimate)")
-        span = ranges.get(_gain_key(r))
-        if span is not None:  # a gain over the common coverage range says which
-            how = how[:-1] + f", over {coverage_range_text(*span)})"
+        if r.get("coverage_low") is not None:  # a gain over the common coverage range says which
+            how = how[:-1] + f", over {coverage_range_text(r['coverage_low'], r['coverage_high'])})"
         item = f"{RULE_LABELS[r['rule']]} {display_value(r):.1f} %{how}"
         worse[bool(r["ts"])].setdefault(r["model"], []).append(item)
     parts = [f"{'With' if ts else 'Without'} temperature scaling, some rules do worse than plain selective "
              "classification (negative gain): " + "; ".join(f"{m}: {', '.join(items)}" for m, items in by.items()) + "."
              for ts, by in worse.items() if by]
     return " ".join(parts)
-
-
-def _gain_key(r: ResultRow) -> tuple:
-    return r.get("model"), r.get("subset"), r.get("rule"), r.get("loss"), bool(r.get("ts")), r.get("dec")
-
-
-def _gain_ranges(rows: Iterable[ResultRow]) -> dict[tuple, tuple[float, float]]:
-    """(model, subset, rule, loss, ts, dec) → the coverage range of a gain measured over a common
-    range (its ``gain_coverage_low``/``_high`` rows); gains over Selective's whole range are absent."""
-    got: dict[tuple, dict[str, float]] = {}
-    for r in rows:
-        if r["metric"] in ("gain_coverage_low", "gain_coverage_high"):
-            got.setdefault(_gain_key(r), {})[r["metric"]] = r["value"]
-    return {k: (v["gain_coverage_low"], v["gain_coverage_high"]) for k, v in got.items() if len(v) == 2}
 
 
 def _worse_rows(rows: Iterable[ResultRow]) -> list[ResultRow]:
