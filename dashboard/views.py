@@ -24,7 +24,7 @@ from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.core.rules import RULE_LABELS, RULES, DecisionPaths, decision_paths, record_index
 from hsc_core.core.validation import check_theta
 from hsc_core.evaluation import ResultRow, column_label, wide_table
-from hsc_core.evaluation.results import EXTRA_METRICS, GAIN_RANGE_COLUMN, display_value
+from hsc_core.evaluation.results import EXTRA_METRICS, GAIN_RANGE_COLUMN, display_value, gain_coverage
 
 from .data import CurveSet
 
@@ -257,8 +257,9 @@ def rule_rows(rows: list[ResultRow]) -> list[dict]:
         entry[name] = display_value(r)
         entry[f"{name} low"] = display_value(r, "ci_low") if ci else None
         entry[f"{name} high"] = display_value(r, "ci_high") if ci else None
-        if r.get("coverage_low") is not None:
-            ranges[key] = coverage_range_text(r["coverage_low"], r["coverage_high"])
+        span = gain_coverage(r)
+        if span is not None:
+            ranges[key] = coverage_range_text(*span)
     if ranges:
         for key, entry in out.items():
             text = ranges.get(key, "")

@@ -139,6 +139,15 @@ def column_label(metric: str, rule: str = "", loss: str = "01", ts: bool | None 
     return " ".join(parts)
 
 
+def gain_coverage(row: ResultRow) -> tuple[float, float] | None:
+    """(low, high) coverage range of a gain row measured over a common range; None when over
+    Selective's whole range (empty, missing or "" as read from a CSV written before the columns)."""
+    low, high = row.get("coverage_low"), row.get("coverage_high")
+    if low in (None, "") or high in (None, ""):
+        return None
+    return float(low), float(high)
+
+
 def display_value(row: ResultRow, key: str = "value") -> float:
     """``row[key]`` in display units (hAURC ×1000); NaN when empty."""
     v = row.get(key)
@@ -177,8 +186,9 @@ def wide_table(rows: Iterable[ResultRow], *, ts: bool | None = None, loss: str |
             tag = r["ts"] if (ts is None or label_ts) else None
             name = column_label(r["metric"], r["rule"], r["loss"] if loss is None else "01", tag)
         m[name] = display_value(r)
-        if r.get("coverage_low") is not None:  # a gain over the common coverage range says which, beside it
-            m[f"{name} {GAIN_RANGE_COLUMN}"] = coverage_range_text(r["coverage_low"], r["coverage_high"])
+        span = gain_coverage(r)
+        if span is not None:  # a gain over the common coverage range says which, beside it
+            m[f"{name} {GAIN_RANGE_COLUMN}"] = coverage_range_text(*span)
         if intervals and r.get("ci_low") is not None:
             m[f"{name} low"] = display_value(r, "ci_low")
             m[f"{name} high"] = display_value(r, "ci_high")

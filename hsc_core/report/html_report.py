@@ -33,7 +33,7 @@ from ..core.rules import RULE_LABELS, RULES
 from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, Interval
 from ..evaluation import RESULT_COLUMNS, ModelEvaluation, ResultRow, column_label, to_csv, wide_table
 from ..evaluation.card import card_markdown, decision_card
-from ..evaluation.results import GAIN_RANGE_COLUMN, display_value
+from ..evaluation.results import GAIN_RANGE_COLUMN, display_value, gain_coverage
 from . import figures
 
 HEADLINE_RULE = "climbing"
@@ -102,8 +102,9 @@ def worse_sentence(rows: Iterable[ResultRow]) -> str:
     for r in _worse_rows(rows):
         how = (f" (95 % CI {display_value(r, 'ci_low'):.1f} to {display_value(r, 'ci_high'):.1f} %)"
                if r["ci_high"] is not None else " (point estimate)")
-        if r.get("coverage_low") is not None:  # a gain over the common coverage range says which
-            how = how[:-1] + f", over {coverage_range_text(r['coverage_low'], r['coverage_high'])})"
+        span = gain_coverage(r)
+        if span is not None:  # a gain over the common coverage range says which
+            how = how[:-1] + f", over {coverage_range_text(*span)})"
         item = f"{RULE_LABELS[r['rule']]} {display_value(r):.1f} %{how}"
         worse[bool(r["ts"])].setdefault(r["model"], []).append(item)
     parts = [f"{'With' if ts else 'Without'} temperature scaling, some rules do worse than plain selective "
