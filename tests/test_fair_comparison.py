@@ -172,3 +172,19 @@ def test_exact_ties_follow_the_rule_on_random_trees(metric_rule):
         for theta in (0.0, 0.25, 0.5, 0.75):
             want = [literal_front_choice(scores[i], values[i], theta) for i in range(probs.shape[0])]
             assert paths.predict(theta)[0].tolist() == want, (seed, theta)
+
+
+# ---------------------------------------------------------------------------- θ̂ = 1 is not "everything root"
+def test_theta_hat_1_note_matches_what_climbing_predicts_at_1():
+    from hsc_core.core.probabilities import softmax
+    from hsc_core.core.rules import decision_paths
+    from hsc_core.core.thresholds import solve_theorem1
+
+    h = random_tree(30, 5)
+    logits, _ = synthetic_logits(h, 20000, top1=0.8, seed=1)
+    probs = node_probabilities(h, softmax(logits, 1.0))  # float32, as the shipped logits
+    nodes, _ = decision_paths(h, probs, "climbing").predict(1.0)
+    assert (nodes != h.root).sum() > 1000  # θ̂ = 1 still predicts every node of probability 1
+    note = solve_theorem1(n=5, alpha=0.1, delta=0.1)["note"]
+    assert note.startswith("θ̂ = 1 for every calibration set")
+    assert "only nodes of probability exactly 1 are predicted" in note and "coverage 0" not in note
