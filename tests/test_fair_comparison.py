@@ -208,3 +208,22 @@ def test_shipped_lite0_gains_are_over_each_rules_own_range_and_climbing_beats_th
     for rule in RULES[1:]:  # the paper's four: the paper's gain of the raw areas, bit for bit
         g = es.gain_range(rule)
         assert not g.restricted and g.gain == hierarchical_gain(es.haurc("selective"), es.haurc(rule))
+
+
+def test_issue_34_numbers_on_the_authors_tree_and_protocol():
+    """The issue's Lite0 numbers (authors' is-a tree, their protocol, no TS, exact curves): curves end at
+    0.947 / 0.855 / 0.978 and the gains 27.8 / 59.4 / 14.9 % of the raw areas are 7.1 / 16.2 / 5.4 % on
+    each rule's own range, where Climbing's mean risk is lower than each rule's."""
+    from hsc_core.datasets.imagenet_trees import imagenet_tree
+    from hsc_core.datasets.logits_io import load_logits
+
+    ev = ModelEvaluation.from_bundle(load_logits(ROOT / "cached_logits" / "efficientnet_lite0.npz"),
+                                     imagenet_tree("authors_is_a"), protocol="paper")
+    es = ev.setting(False)
+    want = {"hf1": (0.947, 27.8, 7.1), "min_severity": (0.855, 59.4, 16.2), "max_information": (0.978, 14.9, 5.4)}
+    for rule, (end, raw, fair) in want.items():
+        g = es.gain_range(rule)
+        assert round(g.high, 3) == end
+        assert round(hierarchical_gain(es.haurc("selective"), es.haurc(rule)), 1) == raw
+        assert round(g.gain, 1) == fair
+        assert haurc_on_range(es.curve("climbing"), g.low, g.high) < haurc_on_range(es.curve(rule), g.low, g.high)
