@@ -188,7 +188,7 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         module = importlib.import_module(new)
         old = spec.name[len(__name__) + 1:]
         if old in _MOVED_NAMES and "__getattr__" not in module.__dict__:  # names that moved on from there
-            setattr(module, "__getattr__", _moved_name_hook(old, module))  # a PEP 562 module hook
+            module.__dict__["__getattr__"] = _moved_name_hook(old, module)  # a PEP 562 module hook
         self._real_spec = module.__spec__  # the import system overwrites __spec__ after this
         return module
 
