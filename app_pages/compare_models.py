@@ -6,7 +6,9 @@ import streamlit as st
 
 from dashboard import entry, evaluations, plots, presenter, sidebar, state, views, widgets
 from dashboard.catalog import LOAD_ERRORS
+from hsc_core.core.curves import COMMON_RANGE_NOTE
 from hsc_core.core.rule_registry import rule_label, rule_names
+from hsc_core.evaluation.results import GAIN_RANGE_COLUMN
 from hsc_core.report.export import ExportContext
 from hsc_core.report.figures import gain_figure
 
@@ -84,6 +86,8 @@ st.dataframe(models_df, hide_index=True, key="compare_models_table",
 # With intervals: the exact curves' values and limits (the bootstrap runs on them).
 df = views.with_interval_text(views.rule_rows(ci_rows if show_ci else rows))
 df = df.drop(columns=[c for c in ("TS",) if c in df.columns])
+if GAIN_RANGE_COLUMN in df.columns:
+    st.caption(COMMON_RANGE_NOTE)
 st.dataframe(df, hide_index=True, key="compare_table",
              column_config={"hAURC×1000": st.column_config.NumberColumn(format="%.2f"),
                             "gain %": st.column_config.NumberColumn(format="%.2f")})

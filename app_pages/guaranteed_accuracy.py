@@ -92,12 +92,13 @@ class Requirement:
 
     @property
     def root_only(self) -> bool:
-        """(n+1)·α < 1: no order statistic ⌈(n+1)(1−α)⌉ exists, θ̂ = 1 predicts the root for everyone."""
+        """(n+1)·α < 1: no order statistic ⌈(n+1)(1−α)⌉ exists, θ̂ = 1 (only nodes of probability 1)."""
         return (self.n + 1) * self.alpha < 1.0 - 1e-12
 
     def too_small(self) -> str:
         return (f"n = {self.n:,} is too small for a target of {self.target:.3f}: (n+1)·α < 1, so θ̂ = 1 and every "
-                f"sample is predicted as the root (accuracy 1, coverage 0). It needs n ≥ "
+                f"sample whose predicted node has probability below 1 is predicted as the root (nodes of "
+                f"probability exactly 1 are still predicted, so coverage need not be 0). It needs n ≥ "
                 f"{int(np.ceil(1 / self.alpha - 1)):,}.")
 
 

@@ -17,6 +17,7 @@ from dashboard import (
     views,
     widgets,
 )
+from hsc_core.core.curves import COMMON_RANGE_NOTE
 from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.rule_registry import rule_label
 from hsc_core.core.uncertainty import CONFIDENCE, N_RESAMPLES, ON_DEMAND_SAMPLES
@@ -205,8 +206,10 @@ if state.bind(st.toggle, "Metrics beyond the paper (the model picked in the side
                                "oracle ordering), achievable hAURC (convex hull), micro hF1 at θ = 0; and the arg-max "
                                "leaf's AURC (Zhou et al.'s estimator) and AUGRC. Intervals as for hAURC."):
     es_more = evaluations.model_context(name, location, subset, True)
-    more = views.metric_rule_rows(es_more.view.extra_results(intervals=intervals_ready(name, es_more)))
+    more = views.with_fair_gain(views.metric_rule_rows(es_more.view.extra_results(
+        intervals=intervals_ready(name, es_more))), es_more.view)
     shown = views.with_interval_text(more)
+    st.caption(COMMON_RANGE_NOTE)
     st.dataframe(shown, hide_index=True, key="overview_more", column_config={
         c: st.column_config.NumberColumn(format=f) for c, f in views.metric_formats(shown).items()})
     widgets.csv_download(more, "hsc_more_metrics", key="dl_overview_more",

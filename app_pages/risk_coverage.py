@@ -5,10 +5,12 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import catalog, entry, evaluations, presenter, sections, sidebar, state, sweep, views, widgets
+from hsc_core.core.curves import COMMON_RANGE_NOTE
 from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.core.uncertainty import ON_DEMAND_SAMPLES
 from hsc_core.evaluation.rc_table import RC_TABLE_COLUMNS, rc_table_rows
+from hsc_core.evaluation.results import GAIN_RANGE_COLUMN
 from hsc_core.report.export import export_name
 from hsc_core.report.sweep import operating_point_grid, rc_sweep_figure
 
@@ -89,8 +91,12 @@ if es.view.n <= ON_DEMAND_SAMPLES:  # larger sets: the Overview computes their i
     boot = evaluations.haurc_intervals(es, loss)  # the layer's paired bootstrap, on the exact curves
     table.insert(2, f"hAURC×1000 {views.CI}", [views.interval_text(1000 * boot.haurc[r].low, 1000 * boot.haurc[r].high)
                                                 if r in boot.haurc else "" for r in rules])
+    # A gain over a common coverage range has no interval: the bootstrap's is of the raw areas.
     table.insert(4, f"gain % {views.CI}", [views.interval_text(boot.gain[r].low, boot.gain[r].high, gain=True)
-                                           if r in boot.gain else "" for r in rules])
+                                           if r in boot.gain and not es.view.gain_range(r, loss).restricted
+                                           else "" for r in rules])
+if GAIN_RANGE_COLUMN in table.columns:
+    st.caption(COMMON_RANGE_NOTE)
 st.dataframe(table, hide_index=True, key="rc_table",
              column_config={"hAURC×1000": st.column_config.NumberColumn(format="%.3f"),
                             "gain %": st.column_config.NumberColumn(format="%.2f",

@@ -35,6 +35,7 @@ from hsc_core.core.rule_registry import is_rule, rule_label, rule_names
 from hsc_core.core.validation import clip
 from hsc_core.datasets.registry import Dataset
 from hsc_core.evaluation import EvaluationSet, ModelEvaluation, column_label
+from hsc_core.evaluation.results import GAIN_RANGE_COLUMN
 from hsc_core.evaluation.subsets import ALL
 
 from .catalog import (
@@ -222,12 +223,19 @@ class CurveSet:
 
     def haurc_table(self, rules: Sequence[str] = PAPER_RULES) -> pd.DataFrame:
         """One row per rule (default the paper's four; any registered rule): the layer's
-        hAURC×1000 and gain % (``column_label`` names), and the curve's number of points."""
+        hAURC×1000 and gain % (``column_label`` names), and the curve's number of points; when a
+        rule's curve stops short of coverage 1, a ``GAIN_RANGE_COLUMN`` says the coverage range its
+        gain is over (``EvaluationSet.gain_range``), "" for the rules compared over the whole range."""
         v, loss, dec = self.es.view, self.loss, self.dec
-        return pd.DataFrame([{"rule": rule_label(rule), column_label("haurc"): 1000 * v.haurc(rule, loss, dec),
-                              column_label("gain_percent"): v.gain(rule, loss, dec),
-                              "points": int(self.curves[rule].coverage.size)}
-                             for rule in rules])
+        table = pd.DataFrame([{"rule": rule_label(rule), column_label("haurc"): 1000 * v.haurc(rule, loss, dec),
+                               column_label("gain_percent"): v.gain(rule, loss, dec),
+                               "points": int(self.curves[rule].coverage.size)}
+                              for rule in rules])
+        ranges = [v.gain_range(rule, loss, dec) if rule != "selective" else None for rule in rules]
+        if any(g is not None and g.restricted for g in ranges):
+            table.insert(3, GAIN_RANGE_COLUMN, [g.range_text() if g is not None and g.restricted else ""
+                                                for g in ranges])
+        return table
 
 
 class RuleCurves(Mapping[str, V]):

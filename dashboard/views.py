@@ -17,12 +17,13 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
+from hsc_core.core.curves import coverage_range_text
 from hsc_core.core.hierarchy import Hierarchy
 from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.core.rules import RULES, DecisionPaths, decision_paths, record_index
 from hsc_core.core.validation import check_theta
 from hsc_core.evaluation import EvaluationSet, ResultRow, column_label, wide_table
-from hsc_core.evaluation.results import EXTRA_METRICS, display_value
+from hsc_core.evaluation.results import EXTRA_METRICS, GAIN_RANGE_COLUMN, display_value, gain_coverage
 
 from .evaluations import CurveSet
 
@@ -240,8 +241,11 @@ def model_rows(rows: list[ResultRow], limits: list[ResultRow] | None = None, **w
 
 def rule_rows(rows: list[ResultRow]) -> list[dict]:
     """One dict per (model, TS setting, rule): ``model, dataset, rule, TS`` ("on"/"off"), then
-    hAURC×1000 and gain % with their ``… low``/``… high`` limits (None when not computed)."""
+    hAURC×1000 and gain % with their ``… low``/``… high`` limits (None when not computed); when
+    some rule's gain is over a common coverage range (its row's ``coverage_low``/``_high``), a
+    ``GAIN_RANGE_COLUMN`` after the gain says which ("" for the rules compared over the whole range)."""
     out: dict[tuple, dict] = {}
+    ranges: dict[tuple, str] = {}
     for r in rows:
         if r["metric"] not in ("haurc", "gain_percent"):
             continue
@@ -253,6 +257,15 @@ def rule_rows(rows: list[ResultRow]) -> list[dict]:
         entry[name] = display_value(r)
         entry[f"{name} low"] = display_value(r, "ci_low") if ci else None
         entry[f"{name} high"] = display_value(r, "ci_high") if ci else None
+        span = gain_coverage(r)
+        if span is not None:
+            ranges[key] = coverage_range_text(*span)
+    if ranges:
+        for key, entry in out.items():
+            text = ranges.get(key, "")
+            items = list(entry.items())
+            at = next((i for i, (k, _) in enumerate(items) if k == f"{column_label('gain_percent')} high"), len(items))
+            out[key] = dict([*items[: at + 1], (GAIN_RANGE_COLUMN, text), *items[at + 1:]])
     return list(out.values())
 
 
@@ -285,6 +298,22 @@ def metric_rule_rows(rows: list[ResultRow]) -> list[dict]:
     cols = [c for n in names for c in ((n, f"{n} low", f"{n} high") if limits else (n,))]
     return [{"model": e["model"], "rule": e["rule"], "TS": e["TS"], **{c: e.get(c) for c in cols}}
             for e in out.values()]
+
+
+def with_fair_gain(table: list[dict], view: Any, loss: str = "01") -> list[dict]:
+    """``metric_rule_rows`` rows with each rule's gain % vs Selective after its name, and the
+    coverage range that gain is over (``GAIN_RANGE_COLUMN``; "" when over Selective's whole range)
+    beside it (``EvaluationSet.gain_range``); the arg-max leaf's row gets neither (None, "")."""
+    key_of = {rule_label(r): r for r in rule_names()}
+    out = []
+    for row in table:
+        rule = key_of.get(row["rule"])
+        g = None if rule is None else view.gain_range(rule, loss)
+        items = list(row.items())
+        gain = None if g is None else (0.0 if rule == "selective" else g.gain)
+        text = g.range_text() if g is not None and g.restricted else ""
+        out.append(dict([*items[:3], (column_label("gain_percent"), gain), (GAIN_RANGE_COLUMN, text), *items[3:]]))
+    return out
 
 
 def metric_formats(df: pd.DataFrame) -> dict[str, str]:

@@ -139,6 +139,33 @@ _MOVED: dict[str, str] = {
     "core.repeated_splits": "evaluation.repeated_splits",
     "core.evaluation": "core.logit_chunks",  # the chunk loop over logits, not the evaluation layer
 }
+#: Names an old module path still offers although they moved on (old path → name → new module,
+#: relative to hsc_core): ``from hsc_core.thresholds import repeated_split_evaluation`` keeps
+#: working, with a DeprecationWarning. Resolved here, on first access, because ``core`` may not
+#: import ``evaluation`` (tests/test_architecture.py).
+_MOVED_NAMES: dict[str, dict[str, str]] = {
+    "thresholds": {"repeated_split_evaluation": "evaluation.repeated_splits",
+                   "summarize_repetitions": "evaluation.repeated_splits"},
+}
+
+
+def _moved_name_hook(old: str, module: Any) -> Any:
+    """A module ``__getattr__`` for ``module`` (the new home of ``hsc_core.<old>``) that finds the
+    names listed in ``_MOVED_NAMES[old]`` at their new module, with a DeprecationWarning."""
+    names = _MOVED_NAMES[old]
+    previous = module.__dict__.get("__getattr__")
+
+    def __getattr__(name: str) -> Any:
+        if name in names:
+            new = f"{__name__}.{names[name]}"
+            warnings.warn(f"{__name__}.{old}.{name} moved to {new}.{name}: import it from there (the old path "
+                          "goes in 0.4)", DeprecationWarning, stacklevel=2)
+            return getattr(importlib.import_module(new), name)
+        if previous is not None:
+            return previous(name)
+        raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+
+    return __getattr__
 
 
 def __getattr__(name: str) -> Any:
@@ -169,6 +196,9 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         warnings.warn(f"{spec.name} moved to {new}: import it from there (the old path goes in 0.4)",
                       DeprecationWarning, stacklevel=2)
         module = importlib.import_module(new)
+        old = spec.name[len(__name__) + 1:]
+        if old in _MOVED_NAMES and "__getattr__" not in module.__dict__:  # names that moved on from there
+            module.__dict__["__getattr__"] = _moved_name_hook(old, module)  # a PEP 562 module hook
         self._real_spec = module.__spec__  # the import system overwrites __spec__ after this
         return module
 

@@ -13,7 +13,7 @@ from app_support import download_rows, open_page
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from hsc_core.core.curves import rc_curve_from_paths  # noqa: E402
+from hsc_core.core.curves import gain_on_common_range, rc_curve_from_paths  # noqa: E402
 from hsc_core.core.metric_rules import any_decision_paths  # noqa: E402
 from hsc_core.core.probabilities import node_probabilities, softmax  # noqa: E402
 from hsc_core.core.protocol import calibration_mask  # noqa: E402
@@ -21,6 +21,7 @@ from hsc_core.core.rules import RULE_LABELS  # noqa: E402
 from hsc_core.core.synthetic import synthetic_logits  # noqa: E402
 from hsc_core.datasets.imagenet import imagenet_hierarchy  # noqa: E402
 from hsc_core.datasets.logits_io import load_logits, save_logits  # noqa: E402
+from hsc_core.evaluation.results import GAIN_RANGE_COLUMN  # noqa: E402
 
 pytestmark = pytest.mark.slow  # AppTest runs of whole pages: seconds each
 
@@ -86,12 +87,15 @@ def test_compare_table_has_every_chosen_rule(use_dir, downloads):
     # Selective (the gains' reference) and the chart's rule join the chosen ones, in the rule list's order
     assert list(table["rule"]) == [RULE_LABELS[r] for r in ("selective", "climbing", "min_severity", "pareto")]
     h, probs, labels = _reference(use_dir / "gamma_net.npz")
-    sel = rc_curve_from_paths(h, any_decision_paths(h, probs, "selective"), labels).haurc
+    sel_curve = rc_curve_from_paths(h, any_decision_paths(h, probs, "selective"), labels)
     for rule in ("min_severity", "pareto"):
         curve = rc_curve_from_paths(h, any_decision_paths(h, probs, rule, pruned=False), labels)
         row = table[table["rule"] == RULE_LABELS[rule]].iloc[0]
         assert float(row["hAURC×1000"]) == pytest.approx(1000 * curve.haurc, rel=1e-9)
-        assert float(row["gain %"]) == pytest.approx(100 * (sel - curve.haurc) / sel, rel=1e-9)
+        fair = gain_on_common_range(sel_curve, curve)  # issue 34: over the range both curves cover
+        assert float(row["gain %"]) == pytest.approx(fair.gain, rel=1e-9)
+        assert row[GAIN_RANGE_COLUMN] == (fair.range_text() if fair.restricted else "")
+    assert table.loc[table["rule"] == "Severity-optimal", GAIN_RANGE_COLUMN].iloc[0].startswith("coverage 0.")
     # the CSV export has the new rules' columns too
     (csv_row,) = download_rows(downloads["dl_compare"])
     assert float(csv_row["hAURC×1000 Pareto (Valmadre) (no TS)"]) == pytest.approx(

@@ -71,6 +71,107 @@ def area_under_rc(coverage: np.ndarray, risk: np.ndarray, thresholds: np.ndarray
     return float(np.sum(np.diff(c) * (r[1:] + r[:-1]) / 2.0))
 
 
+#: How a rule is compared with Selective when its curve stops short of Selective's coverage at
+#: θ = 0 (the metric-optimal rules may never predict some samples' leaves): both hAURCs are taken
+#: over the coverage range both curves cover, each as the mean risk over that range (area / width),
+#: and the range is shown beside the gain. The paper's four rules reach coverage 1 as Selective
+#: does, so theirs is the paper's gain, unchanged.
+COMMON_RANGE_NOTE = ("A rule whose RC curve stops short of Selective's highest coverage is compared with Selective "
+                     "only over the coverage range both curves cover, each hAURC taken as the mean risk over that "
+                     "range, and that range is printed beside its gain. Rules whose curves reach coverage 1, as "
+                     "Selective's does (the paper's four), keep the paper's gain of the raw areas, unchanged.")
+
+
+def _sorted_points(curve: RCCurve) -> tuple[np.ndarray, np.ndarray]:
+    """(coverage, risk) sorted as ``area_under_rc`` integrates them: by coverage, ties by θ descending."""
+    c, r = np.asarray(curve.coverage, float), np.asarray(curve.risk, float)
+    order = np.lexsort((-np.asarray(curve.thresholds, float), c))
+    return c[order], r[order]
+
+
+def coverage_range(curve: RCCurve) -> tuple[float, float]:
+    """(lowest, highest) coverage the curve reaches (θ = 0 gives the highest for every listed rule)."""
+    return float(np.min(curve.coverage)), float(np.max(curve.coverage))
+
+
+def common_range(curve_a: RCCurve, curve_b: RCCurve) -> tuple[float, float]:
+    """The coverage range both curves cover: (max of the lows, min of the highs); low ≥ high when none."""
+    lo_a, hi_a = coverage_range(curve_a)
+    lo_b, hi_b = coverage_range(curve_b)
+    return max(lo_a, lo_b), min(hi_a, hi_b)
+
+
+def haurc_on_range(curve: RCCurve, low: float, high: float) -> float:
+    """Mean risk of ``curve`` over coverage [low, high]: its trapezoidal area there / (high − low).
+
+    The same piecewise-linear curve as ``area_under_rc`` (points by coverage, ties by θ
+    descending), cut at ``low`` and ``high`` by linear interpolation; so over the curve's own
+    full range it is ``curve.haurc / (high − low)``. NaN when high ≤ low (no common range).
+
+    Raises
+    ------
+    ValueError
+        When [low, high] is not inside the curve's coverage range.
+    """
+    c, r = _sorted_points(curve)
+    if not high > low:
+        return float("nan")
+    slack = 1e-9  # coverages summed in another order differ in the last bits
+    if low < c[0] - slack or high > c[-1] + slack:
+        raise ValueError(f"coverage range [{low}, {high}] is outside the curve's [{c[0]}, {c[-1]}]")
+    c0, c1, r0, r1 = c[:-1], c[1:], r[:-1], r[1:]
+    a, b = np.maximum(c0, low), np.minimum(c1, high)
+    keep = (b > a) & (c1 > c0)  # segments overlapping the range (vertical ones have no area)
+    c0, c1, r0, r1, a, b = c0[keep], c1[keep], r0[keep], r1[keep], a[keep], b[keep]
+    slope = (r1 - r0) / (c1 - c0)
+    ra, rb = r0 + slope * (a - c0), r0 + slope * (b - c0)
+    return float(np.sum((b - a) * (ra + rb) / 2.0) / (high - low))
+
+
+@dataclass(frozen=True)
+class RangeGain:
+    """A rule's gain over Selective and the coverage range it is measured over.
+
+    gain : percent reduction of the mean risk vs Selective (``hierarchical_gain``).
+    low, high : the coverage range of the comparison.
+    restricted : True when the rule's curve does not span Selective's range, so the comparison is
+        over the common range (front ends print the range beside the gain); False: the paper's gain.
+    """
+
+    gain: float
+    low: float
+    high: float
+    restricted: bool
+
+    def range_text(self, digits: int = 3) -> str:
+        """``"coverage 0.000–0.947"`` (the range printed beside a restricted gain)."""
+        return coverage_range_text(self.low, self.high, digits)
+
+
+def coverage_range_text(low: float, high: float, digits: int = 3) -> str:
+    """How every front end prints the coverage range of a gain: ``"coverage 0.000–0.947"``."""
+    return f"coverage {low:.{digits}f}–{high:.{digits}f}"
+
+
+def gain_on_common_range(selective: RCCurve, rule: RCCurve) -> RangeGain:
+    """``rule``'s gain over ``selective``, fair by construction (``COMMON_RANGE_NOTE``).
+
+    When ``rule``'s curve spans Selective's coverage range, the paper's gain of the raw areas
+    (bit for bit); otherwise the gain of ``haurc_on_range`` over ``common_range``.
+    """
+    sel_range = coverage_range(selective)
+    # Only the θ = 0 end decides: at the other end every rule gives the root except to samples
+    # whose probability is exactly 1 in float32, which differs between rules by a few samples;
+    # the paper integrates each curve from its own lowest coverage (hsc-definitions §4.1).
+    if coverage_range(rule)[1] == sel_range[1]:
+        return RangeGain(hierarchical_gain(selective.haurc, rule.haurc), *sel_range, restricted=False)
+    low, high = common_range(selective, rule)
+    if not high > low:
+        return RangeGain(float("nan"), low, high, restricted=True)
+    return RangeGain(hierarchical_gain(haurc_on_range(selective, low, high), haurc_on_range(rule, low, high)),
+                     low, high, restricted=True)
+
+
 def threshold_grid_keys(node_probs: np.ndarray, dec: int = 2, present: np.ndarray | None = None) -> np.ndarray:
     """Mark the authors' grid values present in ``node_probs`` (one chunk of rows at a time).
 

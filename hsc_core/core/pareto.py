@@ -9,7 +9,11 @@ to the most confident, the front is exactly a ``rules.DecisionPaths`` record lis
 strictly increase, and the first record with probability ≥ θ is the prediction at θ. So every
 front-based rule gets the exact RC curve, hAURC, bootstrap and tables of the paper's four rules.
 
-Ties: among nodes of equal score, the more probable wins; then the lower node index.
+Ties: among nodes of equal score, the more probable wins; then the lower node index. Scores are
+equal when they agree to ``SCORE_DECIMALS`` decimals: expected scores are sums over different
+paths, so two nodes whose scores are equal in exact arithmetic can differ in the last bits (a
+leaf at depth 2 and one at depth 3 with the same probability), and the tie rule must not depend
+on summation order.
 """
 
 from __future__ import annotations
@@ -17,6 +21,15 @@ from __future__ import annotations
 import numpy as np
 
 from .rules import DecisionPaths
+
+#: Scores equal to this many decimals are ties (floating-point sums differ by ~1e-15; distinct
+#: scores of float32 probabilities differ by far more than 1e-10).
+SCORE_DECIMALS = 10
+
+
+def tie_scores(scores: np.ndarray) -> np.ndarray:
+    """``scores`` (any shape) rounded to ``SCORE_DECIMALS`` decimals, as float64, so ties are exact."""
+    return np.round(np.asarray(scores, dtype=np.float64), SCORE_DECIMALS)
 
 
 def pareto_records(scores: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -47,13 +60,14 @@ def pareto_records(scores: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, 
     """
     n = scores.shape[0]
     rows = np.arange(n)
+    scores = tie_scores(scores)
     best = scores.max(axis=1)
     # The best-score node, ties to the more probable, then the lower index.
     tied = np.where(scores == best[:, None], values, -np.inf)
     first = tied.argmax(axis=1)
     floor = values[rows, first]
     r, c = np.nonzero(values >= floor[:, None])
-    return front_from_pairs(n, r, c, np.asarray(scores[r, c], dtype=np.float64), values[r, c])
+    return front_from_pairs(n, r, c, scores[r, c], values[r, c])
 
 
 def front_from_pairs(n: int, r: np.ndarray, c: np.ndarray, s: np.ndarray,
@@ -62,6 +76,7 @@ def front_from_pairs(n: int, r: np.ndarray, c: np.ndarray, s: np.ndarray,
     once (the root). Candidates that some other candidate dominates may be left in or out: the front
     is the same."""
     rows = np.arange(n)
+    s = tie_scores(s)
     # Per row: most probable first, then higher score, then lower index.
     order = np.lexsort((c, -s, -v, r))
     r, c, s, v = r[order], c[order], s[order], v[order]

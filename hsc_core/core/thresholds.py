@@ -174,8 +174,10 @@ def solve_theorem1(
     """Given three of (α, n, ε, δ), solve for the fourth.
 
     Returns all four, and ``root_only`` with a ``note``: when (n+1)·α < 1 the order statistic
-    ⌈(n+1)(1−α)⌉ does not exist, so θ̂ = 1 and every sample is predicted as the root — the
-    "guarantee" is then met trivially, with coverage 0 (e.g. n = 10 and a tiny ε).
+    ⌈(n+1)(1−α)⌉ does not exist, so θ̂ = 1 and only nodes whose probability is exactly 1 in the
+    probabilities' precision are predicted, every other sample gets the root (e.g. n = 10 and a
+    tiny ε). That is not "everything is the root": on confident float32 data many nodes, leaves
+    too, round to probability 1, so coverage and errors need not be 0.
 
     >>> r = solve_theorem1(n=10, epsilon=1e-6, delta=0.1)
     >>> r["root_only"], r["note"][:40]
@@ -199,8 +201,8 @@ def solve_theorem1(
         delta = theorem1_delta(int(n), alpha, epsilon)
     root_only = (int(n) + 1) * float(alpha) < 1.0 - 1e-12
     note = (f"θ̂ = 1 for every calibration set: with n = {int(n):,} the target 1 − α = {1 - float(alpha):.6g} needs "
-            f"(n+1)·α ≥ 1, i.e. n ≥ {int(np.ceil(1 / float(alpha) - 1)):,}; every sample is predicted as the root "
-            "(accuracy 1, coverage 0)") if root_only else ""
+            f"(n+1)·α ≥ 1, i.e. n ≥ {int(np.ceil(1 / float(alpha) - 1)):,}; only nodes of probability exactly 1 are "
+            "predicted, every other sample gets the root (no accuracy guarantee)") if root_only else ""
     return {"alpha": float(alpha), "n": int(n), "epsilon": float(epsilon), "delta": float(delta),
             "root_only": bool(root_only), "note": note}
 

@@ -198,14 +198,16 @@ def _missing(df: pd.DataFrame, needed: Sequence[str], name: str, kind: str) -> N
 
 
 def _from_authors(df: pd.DataFrame, name: str) -> pd.DataFrame:
+    """The authors' table in the atlas's shape. Gains are recomputed from the hAURC columns,
+    100·(Selective − rule)/Selective with the same loss and suffix, as the paper's tables are (the
+    definitions, §8.9): the CSV's ``Gain_*`` columns differ slightly and are NaN for the four CLIP
+    ViT zero-shot rows, which is why Table 8 seemed to need a left-out row. They are not read."""
     cols = {}
     for ts in (False, True):
         for loss, a_loss in _AUTHORS_LOSSES.items():
             suffix = "_TS" if ts else ""
             for rule, a_rule in _AUTHORS_RULES.items():
                 cols[metric_column("haurc", rule, loss, ts)] = (f"hAURC_{a_rule}_{a_loss}{suffix}", 1000.0)
-                if rule != "selective":
-                    cols[metric_column("gain_percent", rule, loss, ts)] = (f"Gain_{a_rule}_{a_loss}{suffix}", 1.0)
     _missing(df, ["Architecture", "Accuracy", "Temperature", *(c for c, _ in cols.values())], name,
              "the authors' table")
     out = pd.DataFrame({"model": df["Architecture"].str.strip(), "source": "authors", "dataset": "imagenet1k",
@@ -214,7 +216,19 @@ def _from_authors(df: pd.DataFrame, name: str) -> pd.DataFrame:
                         "T": _numbers(df, "Temperature", name)})
     for target, (column, scale) in cols.items():
         out[target] = _numbers(df, column, name) * scale
-    return out
+    for ts in (False, True):
+        for loss in _AUTHORS_LOSSES:
+            base = out[metric_column("haurc", "selective", loss, ts)].to_numpy(float)
+            for rule in _AUTHORS_RULES:
+                if rule != "selective":
+                    h = out[metric_column("haurc", rule, loss, ts)].to_numpy(float)
+                    with np.errstate(divide="ignore", invalid="ignore"):  # Selective's 0: NaN, as hierarchical_gain
+                        out[metric_column("gain_percent", rule, loss, ts)] = np.where(
+                            base > 0, (base - h) / base * 100.0, np.nan)
+    numbers = [metric_column(m, rule, loss, ts) for ts in (False, True) for loss in _AUTHORS_LOSSES
+               for rule in _AUTHORS_RULES for m in ("haurc", "gain_percent")
+               if not (m == "gain_percent" and rule == "selective")]
+    return out[[c for c in out.columns if c not in numbers] + numbers]  # each rule's hAURC, then its gain
 
 
 def _unneutralised(text: str) -> str:
@@ -319,8 +333,8 @@ def with_flags(table: pd.DataFrame) -> pd.DataFrame:
 
 # ---------------------------------------------------------------------------- suspect rows
 def suspect_reasons(row: dict[str, Any]) -> str:
-    """Why a model's numbers are doubtful ("" when they are not): a non-finite hAURC or gain (the
-    authors' four CLIP ViT zero-shot rows have NaN gains), or a temperature at the
+    """Why a model's numbers are doubtful ("" when they are not): a non-finite hAURC or gain, or a
+    temperature at the
     optimiser's starting point 1.5 (LBFGS never moved), below 0.1 or above 100 (definitions §5.1).
 
     >>> suspect_reasons({"T": 1.5, "gain % Climbing (TS)": float("nan")})

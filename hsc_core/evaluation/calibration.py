@@ -249,8 +249,9 @@ def cannot_note(method: str, n_cal: int, s: GuaranteeSettings, found: bool | flo
     who = ("here" if single else "in every calibration set") if share == 0 else \
         f"in {1 - share:.0%} of the calibration sets"
     if method in ("theorem1", "conformal_lca", "conformal_top_down", "crc") and (n_cal + 1) * s.alpha < 1:
-        return (f"cannot meet accuracy {s.target:.4g} with n = {n_cal:,}: (n+1)·α < 1, so θ̂ = 1 and every "
-                f"sample gets the root (needs n ≥ {int(np.ceil(1 / s.alpha - 1)):,})")
+        return (f"cannot meet accuracy {s.target:.4g} with n = {n_cal:,}: (n+1)·α < 1, so θ̂ = 1: only nodes of "
+                "probability exactly 1 are predicted, every other sample gets the root "
+                f"(needs n ≥ {int(np.ceil(1 / s.alpha - 1)):,})")
     if kind == "marginal per group":
         return (f"some superclasses have too few calibration samples for accuracy {s.target:.4g}: their samples get "
                 f"the root {who}")

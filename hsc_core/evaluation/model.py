@@ -21,7 +21,14 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..core.curves import CCCurve, RCCurve, calibration_coverage_curve, hierarchical_gain, rc_curve_from_paths
+from ..core.curves import (
+    CCCurve,
+    RangeGain,
+    RCCurve,
+    calibration_coverage_curve,
+    gain_on_common_range,
+    rc_curve_from_paths,
+)
 from ..core.events import RuleEvents, rule_events
 from ..core.hierarchical_prf import Average, hierarchical_prf, mistake_lca_depth_counts
 from ..core.hierarchy import Hierarchy
@@ -253,10 +260,17 @@ class EvaluationSet:
         return self.curve(rule, loss, dec).haurc
 
     def gain(self, rule: str, loss: Loss = "01", dec: int | None = None) -> float:
-        """hAURC reduction of ``rule`` vs Selective, in percent (Selective's own is 0)."""
+        """hAURC reduction of ``rule`` vs Selective, in percent (Selective's own is 0), over the
+        coverage range both curves cover when ``rule``'s stops short (``gain_range``)."""
         if rule == "selective":
             return 0.0
-        return hierarchical_gain(self.haurc("selective", loss, dec), self.haurc(rule, loss, dec))
+        return self.gain_range(rule, loss, dec).gain
+
+    def gain_range(self, rule: str, loss: Loss = "01", dec: int | None = None) -> RangeGain:
+        """``rule``'s gain vs Selective and the coverage range it is measured over
+        (``curves.gain_on_common_range``: the paper's gain when ``rule``'s curve reaches Selective's
+        coverage 1, else the mean-risk gain over the common range, ``restricted`` True)."""
+        return gain_on_common_range(self.curve("selective", loss, dec), self.curve(rule, loss, dec))
 
     def cc_curves(self, n_bins: int = 15, *, rules: Sequence[str] = RULES,
                   progress: Progress | None = None) -> dict[str, CCCurve]:
@@ -406,7 +420,11 @@ class EvaluationSet:
                 rules: Sequence[str] = RULES) -> list[ResultRow]:
         """Tidy rows of this setting: top-1 (and T with TS), then hAURC and gain of each of
         ``rules`` (default the paper's four; any of ``ALL_RULES`` or ``hf<β>``, gains vs Selective)
-        per loss, with bootstrap intervals when ``intervals`` (exact curves only: ``dec`` is None)."""
+        per loss, with bootstrap intervals when ``intervals`` (exact curves only: ``dec`` is None).
+
+        A rule whose curve stops short of Selective's coverage 1 (``gain_range``) gets its gain over
+        the common coverage range, that range in the row's ``coverage_low``/``coverage_high``, and
+        no bootstrap interval of the gain (the bootstrap's is of the raw areas)."""
         if intervals and dec is not None:
             raise ValueError("bootstrap intervals are computed on the exact curves; use dec=None")
         rules = tuple(dict.fromkeys(check_rule(r) for r in rules))
@@ -425,8 +443,13 @@ class EvaluationSet:
                 rows.append(ev.row(self, rule, loss, "haurc", self.haurc(rule, loss, dec),
                                    None if h is None else (h.low, h.high), dec, n_boot))
                 g = boot.gain.get(rule) if boot else None
+                fair = self.gain_range(rule, loss, dec)
+                if fair.restricted:  # the bootstrap resamples the raw areas' gain: no interval for this one
+                    g = None
                 rows.append(ev.row(self, rule, loss, "gain_percent", self.gain(rule, loss, dec),
-                                   None if g is None else (g.low, g.high), dec, n_boot))
+                                   None if g is None else (g.low, g.high), dec,
+                                   None if fair.restricted else n_boot,
+                                   (fair.low, fair.high) if fair.restricted else None))
         return rows
 
     def threshold(self, target_accuracy: float, method: str = "theorem1", *, delta: float | None = None,
@@ -582,12 +605,14 @@ class ModelEvaluation:
         return out
 
     def row(self, es: EvaluationSet, rule: str, loss: str, metric: str, value: float,
-            ci: tuple[float, float] | None = None, dec: int | None = None, n_resamples: int | None = None) -> ResultRow:
+            ci: tuple[float, float] | None = None, dec: int | None = None, n_resamples: int | None = None,
+            coverage: tuple[float, float] | None = None) -> ResultRow:
         """One tidy row of ``es`` (used by ``EvaluationSet.results``)."""
         return result_row(model=self.name, dataset=self.dataset, hierarchy_hash=self.hierarchy_hash,
                           subset=self.subset_name, protocol=self.protocol, rule=rule, loss=loss, ts=es.ts,
                           temperature=es.temperature, dec=dec, metric=metric, value=value, ci=ci,
-                          n_resamples=n_resamples, n_eval=es.n, n_cal=self.n_cal, seed=self.seed)
+                          n_resamples=n_resamples, n_eval=es.n, n_cal=self.n_cal, seed=self.seed,
+                          coverage=coverage)
 
 
 def _weighted_hf1(counts: tuple[np.ndarray, np.ndarray, np.ndarray], w: np.ndarray) -> np.ndarray:

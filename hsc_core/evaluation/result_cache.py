@@ -237,7 +237,7 @@ def _row_problem(row: dict, settings: dict) -> str:
     if not (_is_finite(row["value"]) or (row["metric"] == "gain_percent" and isinstance(row["value"], float)
                                           and math.isnan(row["value"]))):
         return f"its value is {row['value']} (not a finite number)"
-    for col in ("ci_low", "ci_high"):
+    for col in ("ci_low", "ci_high", "coverage_low", "coverage_high"):
         if row[col] is not None and not _is_number(row[col]):
             return f"its {col} is not a number"
     if row["n_resamples"] is not None and not (_is_int(row["n_resamples"]) and row["n_resamples"] > 0):

@@ -4,7 +4,7 @@ dashboard and every export, and the few reshapings that front ends show.
 One row is one number::
 
     model, dataset, hierarchy_hash, subset, protocol, rule, loss, ts, temperature, dec,
-    metric, value, ci_low, ci_high, n_resamples, n_eval, n_cal, seed, version
+    metric, value, ci_low, ci_high, coverage_low, coverage_high, n_resamples, n_eval, n_cal, seed, version
 
 =================  =============================================================================
 metric             value
@@ -20,6 +20,11 @@ metric             value
 ``aurc_zhou``      flat AURC of the arg-max leaf, Zhou et al.'s estimator (``rule`` empty), raw
 ``augrc``          flat AUGRC of the arg-max leaf (``rule`` empty), raw
 =================  =============================================================================
+
+``coverage_low``/``coverage_high`` are set on the ``gain_percent`` row of a rule whose curve stops
+short of Selective's coverage 1: the coverage range that gain is measured over, the range both
+curves cover (``core.curves.COMMON_RANGE_NOTE``); empty: the paper's gain, over Selective's whole
+range. Older results files without these columns read as empty.
 
 ``ci_low``/``ci_high`` are 95 % paired bootstrap limits when computed (``n_resamples`` says how
 many resamples), else empty. ``dec`` is empty for exact curves, else the authors' θ-grid decimals.
@@ -39,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.curves import coverage_range_text
 from ..core.hierarchy import Hierarchy
 from ..core.rules import RULE_LABELS, RULES
 from ..core.validation import quote
@@ -47,7 +53,8 @@ ResultRow = dict[str, Any]
 
 RESULT_COLUMNS: tuple[str, ...] = (
     "model", "dataset", "hierarchy_hash", "subset", "protocol", "rule", "loss", "ts", "temperature", "dec",
-    "metric", "value", "ci_low", "ci_high", "n_resamples", "n_eval", "n_cal", "seed", "version",
+    "metric", "value", "ci_low", "ci_high", "coverage_low", "coverage_high", "n_resamples", "n_eval", "n_cal",
+    "seed", "version",
 )
 METRICS: dict[str, str] = {
     "top1": "top-1 accuracy",
@@ -61,6 +68,9 @@ METRICS: dict[str, str] = {
     "aurc_zhou": "AURC×1000 (Zhou)",
     "augrc": "AUGRC×1000",
 }
+#: The column that says over which coverage range a rule's gain is measured, beside the gain, in
+#: every table that shows a rule whose curve stops short of coverage 1 (``COMMON_RANGE_NOTE``).
+GAIN_RANGE_COLUMN = "gain over"
 #: The metrics of ``EvaluationSet.extra_results``, in table order.
 EXTRA_METRICS: tuple[str, ...] = ("excess_haurc", "achievable_haurc", "hf1_micro", "aurc_zhou", "augrc")
 #: How each metric is shown in tables (the paper prints hAURC ×1000).
@@ -93,8 +103,8 @@ def hierarchy_hash(hierarchy: Hierarchy | None) -> str:
 def result_row(*, model: str, dataset: str, hierarchy_hash: str, subset: str, protocol: str, rule: str, loss: str,
                ts: bool, temperature: float, dec: int | None, metric: str, value: float,
                ci: tuple[float, float] | None, n_resamples: int | None, n_eval: int, n_cal: int,
-               seed: int) -> ResultRow:
-    """One tidy row (keys: ``RESULT_COLUMNS``)."""
+               seed: int, coverage: tuple[float, float] | None = None) -> ResultRow:
+    """One tidy row (keys: ``RESULT_COLUMNS``); ``coverage``: the range a gain is restricted to."""
     if metric not in METRICS:
         raise ValueError(f"unknown metric {quote(metric)}; choose one of {', '.join(METRICS)}")
     return {
@@ -102,6 +112,8 @@ def result_row(*, model: str, dataset: str, hierarchy_hash: str, subset: str, pr
         "protocol": protocol, "rule": rule, "loss": loss, "ts": bool(ts), "temperature": float(temperature),
         "dec": dec, "metric": metric, "value": float(value),
         "ci_low": None if ci is None else float(ci[0]), "ci_high": None if ci is None else float(ci[1]),
+        "coverage_low": None if coverage is None else float(coverage[0]),
+        "coverage_high": None if coverage is None else float(coverage[1]),
         "n_resamples": n_resamples or None, "n_eval": int(n_eval), "n_cal": int(n_cal), "seed": int(seed),
         "version": toolkit_version(),
     }
@@ -125,6 +137,15 @@ def column_label(metric: str, rule: str = "", loss: str = "01", ts: bool | None 
     if ts is not None:
         parts.append("(TS)" if ts else "(no TS)")
     return " ".join(parts)
+
+
+def gain_coverage(row: ResultRow) -> tuple[float, float] | None:
+    """(low, high) coverage range of a gain row measured over a common range; None when over
+    Selective's whole range (empty, missing or "" as read from a CSV written before the columns)."""
+    low, high = row.get("coverage_low"), row.get("coverage_high")
+    if low in (None, "") or high in (None, ""):
+        return None
+    return float(low), float(high)
 
 
 def display_value(row: ResultRow, key: str = "value") -> float:
@@ -165,6 +186,9 @@ def wide_table(rows: Iterable[ResultRow], *, ts: bool | None = None, loss: str |
             tag = r["ts"] if (ts is None or label_ts) else None
             name = column_label(r["metric"], r["rule"], r["loss"] if loss is None else "01", tag)
         m[name] = display_value(r)
+        span = gain_coverage(r)
+        if span is not None:  # a gain over the common coverage range says which, beside it
+            m[f"{name} {GAIN_RANGE_COLUMN}"] = coverage_range_text(*span)
         if intervals and r.get("ci_low") is not None:
             m[f"{name} low"] = display_value(r, "ci_low")
             m[f"{name} high"] = display_value(r, "ci_high")

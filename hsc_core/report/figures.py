@@ -104,11 +104,16 @@ def rc_figure(
 ) -> go.Figure:
     """RC curves of ``rules``: curves[rule] = (coverage, risk) in θ order (decimate first for the
     browser); ``haurc`` labels the legend; ``points`` (columns key, rule, θ, coverage, risk, as
-    ``dashboard.views.operating_points``) marks each rule's operating point."""
+    ``dashboard.views.operating_points``) marks each rule's operating point. A curve that stops
+    short of coverage 1 says where it ends beside its hAURC: that area is over a shorter range, so
+    it is not comparable with a full curve's (``core.curves.COMMON_RANGE_NOTE``)."""
     traces = []
     for rule in rules:
         cov, risk = curves[rule]
         name = rule_label(rule) if haurc is None else f"{rule_label(rule)} (hAURC×1000 = {1000 * haurc[rule]:.2f})"
+        end = float(np.max(cov)) if len(cov) else 1.0
+        if haurc is not None and end < 1.0:
+            name = f"{name[:-1]}, curve ends at coverage {end:.3f})"
         traces.append(go.Scatter(
             x=cov, y=risk, mode="lines", line=dict(color=RULE_COLORS[rule], width=2.5, dash=RULE_DASHES[rule]),
             name=name, legendgroup=rule,

@@ -26,13 +26,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.curves import RCCurve
+from ..core.curves import COMMON_RANGE_NOTE, RCCurve, coverage_range_text
 from ..core.protocol import protocol_text
 from ..core.rule_registry import is_rule, rule_label, rule_names
 from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, Interval
 from ..evaluation import RESULT_COLUMNS, ModelEvaluation, ResultRow, column_label, to_csv, wide_table
 from ..evaluation.card import card_markdown, decision_card
-from ..evaluation.results import display_value
+from ..evaluation.results import GAIN_RANGE_COLUMN, display_value, gain_coverage
 from . import export, figures
 
 HEADLINE_RULE = "climbing"
@@ -101,6 +101,9 @@ def worse_sentence(rows: Iterable[ResultRow]) -> str:
     for r in _worse_rows(rows):
         how = (f" (95 % CI {display_value(r, 'ci_low'):.1f} to {display_value(r, 'ci_high'):.1f} %)"
                if r["ci_high"] is not None else " (point estimate)")
+        span = gain_coverage(r)
+        if span is not None:  # a gain over the common coverage range says which
+            how = how[:-1] + f", over {coverage_range_text(*span)})"
         item = f"{rule_label(r['rule'])} {display_value(r):.1f} %{how}"
         worse[bool(r["ts"])].setdefault(r["model"], []).append(item)
     parts = [f"{'With' if ts else 'Without'} temperature scaling, some rules do worse than plain selective "
@@ -279,9 +282,17 @@ def _beyond_section(ev: ModelEvaluation, fig: _Figures, n_resamples: int, seed: 
             return f"{iv.estimate:.2f}" if np.isfinite(iv.estimate) else "–"
         return interval_text(iv, digits=4 if metric == "hf1_micro" else 2)
 
+    def gain(rule: str) -> tuple[str, str]:
+        # gain vs Selective and, when the rule's curve stops short of coverage 1, the range it is over
+        if rule == "selective":
+            return "0.00", ""
+        g = es.gain_range(rule)
+        return (f"{g.gain:+.2f}" if np.isfinite(g.gain) else "–"), (g.range_text() if g.restricted else "")
+
     metrics = ("excess_haurc", "achievable_haurc", "hf1_micro")
-    header = ["rule", column_label("haurc", ts=True)] + [f"{column_label(m)} [95 % CI]" for m in metrics]
-    body = [[rule_label(rule), f"{1000 * es.haurc(rule):.2f}", *(cell(rule, m) for m in metrics)]
+    header = (["rule", column_label("haurc", ts=True), column_label("gain_percent", ts=True), GAIN_RANGE_COLUMN]
+              + [f"{column_label(m)} [95 % CI]" for m in metrics])
+    body = [[rule_label(rule), f"{1000 * es.haurc(rule):.2f}", *gain(rule), *(cell(rule, m) for m in metrics)]
             for rule in rule_names()]
     shown = ("climbing", *rule_names(paper=False))
     curves = {rule: es.curve(rule) for rule in shown}
@@ -292,6 +303,7 @@ def _beyond_section(ev: ModelEvaluation, fig: _Figures, n_resamples: int, seed: 
     return "\n".join([
         "<h3>Beyond the paper: metric-optimal and Pareto rules, more metrics (TS on)</h3>",
         _table(header, body),
+        f'<p class="meta">{_e(COMMON_RANGE_NOTE)}</p>',
         f'<p class="meta">Arg-max leaf: {_e(column_label("aurc_zhou"))} {cell("", "aurc_zhou")}, '
         f'{_e(column_label("augrc"))} {cell("", "augrc")}. Excess hAURC is measured against the oracle ordering '
         "of each rule's own operating points; achievable hAURC is the area under the convex hull of its "
