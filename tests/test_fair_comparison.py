@@ -29,7 +29,7 @@ from hsc_core.core.probabilities import node_probabilities
 from hsc_core.core.rules import RULES
 from hsc_core.core.synthetic import synthetic_logits
 from hsc_core.evaluation import ModelEvaluation, wide_table
-from hsc_core.evaluation.results import GAIN_RANGE_COLUMN
+from hsc_core.evaluation.results import GAIN_RANGE_COLUMN, summary_rows
 from tests.conftest import random_tree
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -137,6 +137,12 @@ def test_result_rows_show_the_range_beside_a_restricted_gain_only():
     assert shown and all(wide[k].startswith("coverage 0.") for k in shown)
     assert not any(es.gain_range(r).restricted for r in RULES[1:])  # the paper's four: never restricted
     assert any(es.gain_range(r).restricted for r in LISTED[4:])  # this toy has one that stops short
+    # Table 1 (results_summary.csv) says how many models' gains are over a common range, not the whole
+    two = rows + [dict(r, model="toy2") for r in rows]
+    summary = {s["rule"]: s for s in summary_rows(two)}
+    for rule in LISTED:
+        want = 2 if rule != "selective" and es.gain_range(rule).restricted else 0
+        assert summary[rule]["n_gain_on_common_range"] == want, rule
 
 
 # ---------------------------------------------------------------------------- the documented tie rule

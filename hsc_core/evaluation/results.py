@@ -80,7 +80,7 @@ LOSS_LABELS = {"01": "", "severity": "severity"}
 
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "dataset", "loss", "ts", "rule", "n_models", "haurc_x1000_mean", "haurc_x1000_sem",
-    "gain_percent_mean", "gain_percent_sem",
+    "gain_percent_mean", "gain_percent_sem", "n_gain_on_common_range",
 )
 
 
@@ -212,13 +212,17 @@ def mean_sem(values: Sequence[float]) -> tuple[float, float]:
 
 def summary_rows(rows: Iterable[ResultRow]) -> list[dict[str, Any]]:
     """The paper's Table 1: mean ± SEM over models of hAURC×1000 and gain, per data set × loss ×
-    TS × rule (``SUMMARY_COLUMNS``)."""
+    TS × rule (``SUMMARY_COLUMNS``). ``n_gain_on_common_range`` counts the models whose gain is
+    over the coverage range the rule's curve shares with Selective's (``coverage_low``/``high``
+    set: a curve that stops short of coverage 1), not over the whole range; 0 for the paper's rules."""
     groups: dict[tuple, dict[str, list[float]]] = {}
     for r in rows:
         if r["metric"] not in ("haurc", "gain_percent"):
             continue
         g = groups.setdefault((r["dataset"], r["loss"], r["ts"], r["rule"]), {"haurc": [], "gain_percent": []})
         g[r["metric"]].append(display_value(r))
+        if r["metric"] == "gain_percent" and r.get("coverage_low") is not None:
+            g.setdefault("restricted", []).append(1.0)
     order = {rule: k for k, rule in enumerate(RULES)}
     out = []
     for (ds, loss, ts, rule), g in sorted(groups.items(), key=lambda kv: (
@@ -227,7 +231,8 @@ def summary_rows(rows: Iterable[ResultRow]) -> list[dict[str, Any]]:
         g_mean, g_sem = mean_sem(g["gain_percent"])
         out.append({"dataset": ds, "loss": loss, "ts": ts, "rule": rule, "n_models": len(g["haurc"]),
                     "haurc_x1000_mean": h_mean, "haurc_x1000_sem": h_sem,
-                    "gain_percent_mean": g_mean, "gain_percent_sem": g_sem})
+                    "gain_percent_mean": g_mean, "gain_percent_sem": g_sem,
+                    "n_gain_on_common_range": len(g.get("restricted", []))})
     return out
 
 
