@@ -59,3 +59,47 @@ def test_capped_list_cuts_a_links_list_and_says_so():
     assert state.SETTINGS["atlas"].parse("x" * 124 + ".csv") == "x" * 124 + ".csv"
     with pytest.raises(state.Invalid, match="a file name of 1 to 128"):
         state.SETTINGS["atlas"].parse("x" * 125 + ".csv")
+
+
+def test_risk_coverage_on_a_deep_caterpillar_leaves_the_bootstrap_for_a_request(monkeypatch, tmp_path):
+    # Issue 33 (3): 1,000 resamples over ~n × depth events took minutes; the page shows the exact
+    # areas (the library's) and no interval column, as for a large sample.
+    import numpy as np
+
+    from hsc_core.core.hierarchy import Hierarchy
+    from hsc_core.core.synthetic import synthetic_logits
+    from hsc_core.datasets.logits_io import save_logits
+    from hsc_core.evaluation.model import ModelEvaluation
+
+    depth, n_samples = 400, 2000  # 401 records × ~1,800 evaluation samples > 20,000 × 32
+    n_leaves = depth + 1
+    parent = np.r_[n_leaves + np.arange(depth), n_leaves + depth - 1, -1, n_leaves + np.arange(depth - 1)]
+    names = [f"c{k}" for k in range(n_leaves)] + [f"n{k}" for k in range(depth)]
+    h = Hierarchy.from_parents(parent, n_leaves, node_ids=names, names=names)
+    folder = tmp_path / "datasets" / "caterpillar"
+    folder.mkdir(parents=True)
+    (folder / "hierarchy.csv").write_text("parent,child\n" + "".join(
+        f"{names[p]},{names[c]}\n" for c, p in enumerate(parent) if p >= 0))
+    (folder / "classes.txt").write_text("\n".join(names[:n_leaves]) + "\n")
+    logits, labels = synthetic_logits(h, n_samples, top1=0.6, seed=0)
+    cached = tmp_path / "cached_logits"
+    cached.mkdir()
+    save_logits(cached / "deep_net.npz", logits, labels, [f"s{i:05d}" for i in range(n_samples)],
+                manifest={"model": "deep_net", "dataset_id": "caterpillar"}, dtype="float32")
+    for var in ("HSC_SYNTHETIC", "HSC_SYNTHETIC_TAXONOMY", "HSC_DATASETS_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HSC_CACHED_LOGITS_DIR", str(cached))
+
+    at = open_page("app_pages/risk_coverage.py", {"ts": "0", "rules": "selective,climbing"})
+    assert not at.error, [e.value for e in at.error]
+    table = next(d.value for d in at.dataframe if "hAURC×1000" in d.value.columns)
+    assert not [c for c in table.columns if "95 %" in c]
+    want = ModelEvaluation(h, logits, labels, name="deep_net", dataset="caterpillar").setting(False)
+    got = dict(zip(table["rule"], table["hAURC×1000"].astype(float), strict=True))
+    assert got[want_label("climbing")] == pytest.approx(1000 * want.haurc("climbing"), abs=5e-4)
+
+
+def want_label(rule: str) -> str:
+    from hsc_core.core.rule_registry import rule_label
+
+    return rule_label(rule)
