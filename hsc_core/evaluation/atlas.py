@@ -332,8 +332,10 @@ def load_atlas_table(path: str | Path | None = None, *, root: str | Path | None 
     -------
     DataFrame, one row per model (see the module docstring for the columns).
 
-    Raises ``ValueError`` (one line) for a path outside ``root``, a file that is not a CSV, or a
-    table of none of the known formats or lacking their columns.
+    Raises ``ValueError`` (one line) for a path outside ``root``, a file that is not a CSV, a
+    header with a repeated column name (naming it), a table of none of the known formats or
+    lacking their columns, or an ``n_eval`` / ``n_eval (TS)`` that is not a non-negative whole
+    number (``inf``, ``-1``, ``1e400``: naming the column and the first bad row).
     """
     if data is not None:
         shown = name or "upload"
