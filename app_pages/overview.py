@@ -36,7 +36,7 @@ CI_REQUESTED = session_keys.OVERVIEW_CI_REQUESTED  # session state: models whose
 def intervals_ready(model: str, es: evaluations.ModelContext) -> bool:
     """Bootstrap this evaluation set now? Small sets always; large ones (minutes of resampling)
     only once asked for, so the page first shows its point estimates quickly."""
-    return es.view.n <= ON_DEMAND_SAMPLES or model in st.session_state.get(CI_REQUESTED, set())
+    return not evaluations.intervals_on_request(es) or model in st.session_state.get(CI_REQUESTED, set())
 
 
 def point_sentence(es: evaluations.ModelContext, ts: bool) -> str:
@@ -70,8 +70,9 @@ def headline() -> None:
             st.caption(widgets.plain(point_sentence(sets[False], False)))
             if st.button(f"Compute 95 % intervals ({N_RESAMPLES:,} bootstrap resamples)", key="overview_compute_ci",
                          icon=":material/bar_chart:",
-                         help=f"{sets[True].view.n:,} evaluation samples: above {ON_DEMAND_SAMPLES:,} the intervals "
-                              "are computed on request (tens of seconds per TS setting), then kept."):
+                         help=f"{sets[True].view.n:,} evaluation samples: above {ON_DEMAND_SAMPLES:,} (or fewer on a "
+                              "very deep tree) the intervals are computed on request (tens of seconds per TS "
+                              "setting), then kept."):
                 st.session_state.setdefault(CI_REQUESTED, set()).add(name)
                 st.rerun()
             return
@@ -107,7 +108,8 @@ with st.expander("How these numbers are measured (one protocol for every page)")
         f"**Uncertainty.** Intervals are {CONFIDENCE:.0%} paired percentile bootstrap intervals over the evaluation "
         f"samples ({N_RESAMPLES:,} resamples, seed 0): every rule is scored on the same resample. An interval "
         "that contains 0 means no clear difference on this many images. Above "
-        f"{ON_DEMAND_SAMPLES:,} evaluation samples they are computed only on request (the button under the "
+        f"{ON_DEMAND_SAMPLES:,} evaluation samples (fewer on a very deep tree) they are computed only on request (the "
+        "button under the "
         "headline, or the switch below), so the page first shows the point estimates."
     )
 
@@ -198,7 +200,8 @@ st.caption(
     "Every number is on the evaluation split of the selected subset (see *How these numbers are measured* above); "
     "T is each model's temperature, fitted on its calibration split. Gain is the % hAURC reduction relative to "
     "Selective (0 for Selective itself); positive is better. CI columns are empty for models without intervals "
-    f"(switch them on above; above {ON_DEMAND_SAMPLES:,} evaluation samples they wait for a request)."
+    f"(switch them on above; above {ON_DEMAND_SAMPLES:,} evaluation samples, or on a very deep tree, they wait for "
+    "a request)."
 )
 
 if state.bind(st.toggle, "Metrics beyond the paper (the model picked in the sidebar, with TS)", "ov_more",

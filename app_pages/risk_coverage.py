@@ -8,7 +8,6 @@ from dashboard import catalog, entry, evaluations, presenter, sections, sidebar,
 from hsc_core.core.curves import COMMON_RANGE_NOTE
 from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.rule_registry import rule_label, rule_names
-from hsc_core.core.uncertainty import ON_DEMAND_SAMPLES
 from hsc_core.evaluation.rc_table import RC_TABLE_COLUMNS, rc_table_rows
 from hsc_core.evaluation.results import GAIN_RANGE_COLUMN
 from hsc_core.report.export import export_name
@@ -87,7 +86,7 @@ sections.shift_overlay_section(es, rules, loss, dec)
 
 st.subheader("Area under the curves")
 table = cs.haurc_table(rules)
-if es.view.n <= ON_DEMAND_SAMPLES:  # larger sets: the Overview computes their intervals on request
+if not evaluations.intervals_on_request(es):  # larger sets, deep trees: the Overview computes them on request
     boot = evaluations.haurc_intervals(es, loss)  # the layer's paired bootstrap, on the exact curves
     table.insert(2, f"hAURC×1000 {views.CI}", [views.interval_text(1000 * boot.haurc[r].low, 1000 * boot.haurc[r].high)
                                                 if r in boot.haurc else "" for r in rules])

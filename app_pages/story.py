@@ -8,7 +8,6 @@ import streamlit as st
 from dashboard import catalog, entry, evaluations, presenter, session_keys, sidebar, state, sweep, views, widgets
 from hsc_core.core.rule_registry import rule_label
 from hsc_core.core.thresholds import theorem1_epsilon
-from hsc_core.core.uncertainty import ON_DEMAND_SAMPLES
 from hsc_core.report.figures import leaf_bars_figure
 from hsc_core.report.sweep import operating_point_grid, rc_sweep_figure
 from hsc_core.report.tree_figure import record_rows, tree_figure
@@ -84,7 +83,7 @@ def _leaf_bars(i: int, k: int = 5) -> go.Figure:
 def _gain_words(es) -> str:
     """Climbing's gain vs Selective in the Overview's words: with its 95 % interval, "no clear
     difference" when the interval contains 0 (the layer's bootstrap; a point estimate on large sets)."""
-    if es.view.n > ON_DEMAND_SAMPLES:
+    if evaluations.intervals_on_request(es):
         g = es.view.gain("climbing")
         return f"Climbing's area is {abs(g):.1f} % {'smaller' if g >= 0 else 'larger'} (point estimate)."
     iv = evaluations.haurc_intervals(es).gain["climbing"]

@@ -299,6 +299,16 @@ def cc_curves(es: ModelContext, n_bins: int = 15) -> RuleCurves:
     return RuleCurves(given, lambda rule: es.view.cc_curve(rule, int(n_bins)))
 
 
+def intervals_on_request(es: ModelContext) -> bool:
+    """Whether this set's bootstrap waits for a request (many samples, or a deep tree whose
+    decision paths make it as much work: ``uncertainty.intervals_on_request``)."""
+    from hsc_core.core.rules import RULES
+    from hsc_core.core.uncertainty import intervals_on_request as on_request
+
+    view = es.view
+    return on_request(view.n, max(int(view.decision_paths(r).nodes.shape[1]) for r in RULES))
+
+
 def haurc_intervals(es: ModelContext, loss: Loss = "01"):
     """95 % paired bootstrap intervals of every rule's hAURC and gain (the layer's)."""
     with st.spinner("Bootstrapping 95 % intervals…"):

@@ -12,6 +12,7 @@ from __future__ import annotations
 # ---------------------------------------------------------------------------- URL and runs (state.py)
 QUERY_PARAMS_LOADED = "_query_params_loaded"  #: True once the link's query string was read (state.init_state)
 URL_IGNORED = "_url_ignored"  #: (key, value, what it accepts) of each link parameter not used (state)
+URL_CAPPED = "_url_capped"  #: one line per link list cut to its cap (state)
 URL_VALUES = "_url_values"  #: key → raw value of every parameter the link set (state)
 MISSING_MODEL = "_missing_model"  #: a requested model not in the catalog, shown once replaced (sidebar, state)
 FULL_RUN = "_full_run"  #: the number of this session's full runs (state.init_state)

@@ -53,6 +53,8 @@ def notices() -> None:
             "(files uploaded in another browser session are not shared)."
             + (f" Showing **{plain(shown)}** instead; available: {plain(', '.join(cat))}." if shown else "")
         )
+    for note in ss.get(state.URL_CAPPED) or ():
+        st.info(note)  # built from the setting's key and counts only
     ignored = ss.get(state.URL_IGNORED)
     if ignored:
         st.warning("Ignored invalid link parameters (defaults used): " + "; ".join(

@@ -28,6 +28,7 @@ from . import session_keys as keys
 # This module's private session keys (what each holds: session_keys).
 _LOADED = keys.QUERY_PARAMS_LOADED
 URL_IGNORED = keys.URL_IGNORED
+URL_CAPPED = keys.URL_CAPPED
 URL_VALUES = keys.URL_VALUES
 MISSING_MODEL = keys.MISSING_MODEL
 _RUN = keys.FULL_RUN
@@ -127,6 +128,13 @@ def _text(s: str) -> str:
     return s
 
 
+def _file_name(s: str) -> str:
+    # A results-table file name; where it points is checked by the page (inside the results folder).
+    if not s or len(s) > MAX_FILE_NAME or any(ord(ch) < 32 for ch in s):
+        raise Invalid(f"a file name of 1 to {MAX_FILE_NAME} printable characters")
+    return s
+
+
 _DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # as data.DATASET_NAME / registry names
 
 
@@ -142,6 +150,10 @@ def _fmt_float(v: float) -> str:
 
 
 MAX_TEXT = 300
+MAX_FILE_NAME = 128  # a link's results-table name (``atlas``): longer ones are refused before any file is read
+#: A link's list of rules is cut to this many names (each further rule is more work for every page
+#: that draws them); the cut is said in one line (``sidebar.notices``).
+MAX_LINK_RULES = 12
 MAX_SEED = 2**53 - 1  # the largest integer a browser number input holds exactly
 
 
@@ -156,6 +168,7 @@ class Setting:
     encode: Callable[[Any], str] = str
     min_value: float | int | None = None
     max_value: float | int | None = None
+    max_items: int | None = None  # a comma-separated list: a link's items beyond this many are dropped
 
     def widget_range(self) -> dict[str, float | int]:
         return {k: v for k, v in (("min_value", self.min_value), ("max_value", self.max_value)) if v is not None}
@@ -186,7 +199,7 @@ SETTINGS: dict[str, Setting] = {
     # θ is shared by Explorer, Risk–Coverage and Try an image
     "theta": _float_setting(0.5, 0.0, 1.0),
     # Risk–Coverage / Calibration–Coverage / Compare
-    "rules": Setting(list(rule_names(paper=True)), _rules, lambda v: ",".join(v)),
+    "rules": Setting(list(rule_names(paper=True)), _rules, lambda v: ",".join(v), max_items=MAX_LINK_RULES),
     "loss": Setting("01", _choice("01", "severity")),
     "dec": Setting("exact", _choice("exact", "2")),
     "bins": _int_setting(15, 5, 30),
@@ -229,7 +242,7 @@ SETTINGS: dict[str, Setting] = {
     "degrade": Setting("none", _choice("none", "blur", "noise")),
     "severity": _int_setting(3, 0, 5),
     # Model atlas: the results table (a file name in the results folder), the y axis, a regime filter
-    "atlas": Setting(None, _text),
+    "atlas": Setting(None, _file_name),
     "atlas_y": Setting("haurc", _choice("haurc", "gain_percent")),
     "regime": Setting("all", _choice("all", "clip_zero_shot", "clip_finetuned", "masked_image", "semi_self",
                                      "distillation", "in21k_pretraining", "adversarial", "plain_in1k")),
@@ -251,17 +264,36 @@ def init_state() -> None:
     if not ss.get(_LOADED):
         ss[_LOADED] = True
         qp = st.query_params
-        ignored, values = [], {}
+        ignored, capped, values = [], [], {}
         for key, setting in SETTINGS.items():
             if key not in qp:
                 continue
-            values[key] = qp[key]
+            values[key] = raw = qp[key]
+            raw, note = capped_list(key, raw, setting.max_items)
+            if note:
+                capped.append(note)
             try:
-                ss[key] = setting.parse(qp[key])
+                ss[key] = setting.parse(raw)
             except Invalid as exc:
                 ignored.append((key, qp[key], str(exc)))  # a value no widget could hold keeps the default
         ss[URL_IGNORED] = ignored
+        ss[URL_CAPPED] = capped
         ss[URL_VALUES] = values
+
+
+def capped_list(key: str, raw: str, max_items: int | None) -> tuple[str, str]:
+    """A link's comma-separated ``raw`` value cut to its first ``max_items`` items, and the one-line
+    note that says so ("" when nothing was cut).
+
+    >>> capped_list("rules", "a,b,c", 2)
+    ('a,b', "The link's rules= named 3 entries; only the first 2 are used (a link carries at most 2).")
+    """
+    items = raw.split(",") if raw else []
+    if max_items is None or len(items) <= max_items:
+        return raw, ""
+    return (",".join(items[:max_items]),
+            f"The link's {key}= named {len(items):,} entries; only the first {max_items} are used "
+            f"(a link carries at most {max_items}).")
 
 
 def write_query_params() -> None:
@@ -301,6 +333,7 @@ def fragment(func: Callable | None = None, **kwargs) -> Callable:
 def _copy_back(widget_key: str, key: str, then: Callable[[], None] | None = None) -> None:
     st.session_state[key] = st.session_state[widget_key]
     st.session_state.pop(URL_IGNORED, None)  # the user has moved on: drop the link's notices
+    st.session_state.pop(URL_CAPPED, None)
     if key == "model":
         st.session_state.pop(MISSING_MODEL, None)
     if then is not None:

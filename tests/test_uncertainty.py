@@ -155,3 +155,24 @@ def test_non_monotone_rule_on_the_imagenet_tree():
     got = weighted_haurc(events, counts_from_indices(idx, 400))
     want = [hierarchical_rc_curve(h, probs[i], labels[i], "jumping").haurc for i in idx]
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+
+
+def test_intervals_wait_for_a_request_on_many_samples_or_a_deep_tree():
+    from hsc_core.core.hierarchy import Hierarchy
+    from hsc_core.core.synthetic import synthetic_logits
+    from hsc_core.core.uncertainty import ON_DEMAND_RECORDS, ON_DEMAND_SAMPLES, intervals_on_request
+
+    assert (ON_DEMAND_SAMPLES, ON_DEMAND_RECORDS) == (20_000, 32)
+    assert not intervals_on_request(20_000, 32)  # the sample bound alone, up to 32 records
+    assert intervals_on_request(20_001, 2)
+    assert intervals_on_request(20_000, 33)
+    assert not intervals_on_request(640, 1_000) and intervals_on_request(641, 1_000)  # the same work
+    # a 60-deep caterpillar: Climbing's paths hold every one of the 61 nodes above a deep leaf
+    depth, n_leaves = 60, 61
+    parent = np.r_[n_leaves + np.arange(depth), n_leaves + depth - 1, -1, n_leaves + np.arange(depth - 1)]
+    h = Hierarchy.from_parents(parent, n_leaves)
+    logits, labels = synthetic_logits(h, 200, seed=0)
+    records = decision_paths(h, node_probabilities(h, softmax(logits)), "climbing").nodes.shape[1]
+    assert records == depth + 1
+    assert not intervals_on_request(200, records)
+    assert intervals_on_request(20_000 * 32 // records + 1, records)

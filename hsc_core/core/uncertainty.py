@@ -34,6 +34,11 @@ N_RESAMPLES = 1000
 # Above this many evaluation samples 1,000 resamples take tens of seconds (~40 s at 50,000 on one
 # core), so interactive front ends compute them on request rather than on first render.
 ON_DEMAND_SAMPLES = 20_000
+# The bootstrap's work is its events (operating-point changes), up to samples × path records per
+# rule: Climbing on a 1,000-deep caterpillar has ~1,000 per sample, so 5,000 samples cost what
+# 250,000 do on ImageNet (minutes). Paths of up to this many records (ImageNet's WordNet tree has
+# ~20) keep the sample bound alone; deeper trees wait for a request at the same work.
+ON_DEMAND_RECORDS = 32
 CONFIDENCE = 0.95
 BOOTSTRAP_SEED = 0
 # Elements of one (events × batch) work matrix (~8 MB of float64), and the batch's bounds:
@@ -41,6 +46,18 @@ BOOTSTRAP_SEED = 0
 # batches run slower again, out of cache.
 _BATCH_ELEMENTS = 1_000_000
 _BATCH_MIN, _BATCH_MAX = 8, 64
+
+
+def intervals_on_request(n_samples: int, n_records: int) -> bool:
+    """Whether an interactive front end should compute the bootstrap only on request: more than
+    ``ON_DEMAND_SAMPLES`` samples, or paths so long (``n_records``, the longest decision path of
+    the rules bootstrapped, ``DecisionPaths.nodes.shape[1]``) that the work exceeds what
+    ``ON_DEMAND_SAMPLES`` samples with ``ON_DEMAND_RECORDS`` records cost.
+
+    >>> intervals_on_request(1_705, 19), intervals_on_request(5_000, 1_001), intervals_on_request(50_000, 5)
+    (False, True, True)
+    """
+    return n_samples > ON_DEMAND_SAMPLES or n_samples * max(n_records, 1) > ON_DEMAND_SAMPLES * ON_DEMAND_RECORDS
 
 
 def weighted_haurc(events: RuleEvents, weights: np.ndarray) -> np.ndarray | float:

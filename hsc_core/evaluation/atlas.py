@@ -46,6 +46,7 @@ from .results import FORMULA_START, RESULT_COLUMNS, column_label, mean_sem, wide
 
 __all__ = [
     "ATLAS_SOURCES", "AUTHORS_SAMPLES", "MAX_TABLE_BYTES", "PLAIN", "REGIMES", "Regime", "atlas_from_rows",
+    "duplicated_columns",
     "load_atlas_table", "metric_column", "paper_table1", "read_atlas_csv", "regime_labels", "regime_summary",
     "rule_summary", "suspect_reasons", "training_regimes",
 ]
@@ -177,7 +178,28 @@ def read_atlas_bytes(data: bytes, *, name: str = "table") -> pd.DataFrame:
         raise ValueError(f"{shown}: row {bad} has a different number of cells than the header")
     if not body:
         raise ValueError(f"{shown} has a header but no model rows")
+    repeated = duplicated_columns(header)
+    if repeated:
+        # pandas would return a DataFrame for df[name], and every later column read would fail
+        raise ValueError(f"{shown}: the column(s) {', '.join(quote(c or '(unnamed)') for c in repeated[:3])}"
+                         f"{f' and {len(repeated) - 3} more' if len(repeated) > 3 else ''} appear more than once "
+                         "in the header; keep one of each")
     return pd.DataFrame(body, columns=header)
+
+
+def duplicated_columns(header: Sequence[str]) -> list[str]:
+    """The names that occur more than once in ``header``, in first-seen order.
+
+    >>> duplicated_columns(["model", "Architecture", "n_eval", "Architecture"])
+    ['Architecture']
+    """
+    seen: set[str] = set()
+    repeated: list[str] = []
+    for name in header:
+        if name in seen and name not in repeated:
+            repeated.append(name)
+        seen.add(name)
+    return repeated
 
 
 def _numbers(df: pd.DataFrame, column: str, name: str) -> np.ndarray:
@@ -186,6 +208,21 @@ def _numbers(df: pd.DataFrame, column: str, name: str) -> np.ndarray:
     if len(bad):
         raise ValueError(f"{quote(clip_path(name))}: column {quote(column)} has a value that is not a number: "
                          f"{quote(bad.iloc[0])}")
+    return values
+
+
+def _counts(df: pd.DataFrame, column: str, name: str) -> np.ndarray:
+    """The sample counts of ``column`` as floats (NaN for a blank cell). Raises ``ValueError``
+    naming the column and the first row (the file's line number) whose value is not a finite
+    non-negative integer: ``inf``, ``-1``, ``2.5`` or ``1e400`` (which parses to inf)."""
+    values = _numbers(df, column, name)
+    blank = df[column].str.strip().isin(["", "nan", "NaN"]).to_numpy(bool)
+    with np.errstate(invalid="ignore"):
+        bad = ~blank & ~(np.isfinite(values) & (values >= 0) & (values == np.floor(values)))
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise ValueError(f"{quote(clip_path(name))}: column {quote(column)} must hold a non-negative whole number "
+                         f"of samples; row {k + 2} has {quote(df[column].iloc[k].strip()[:40])}")
     return values
 
 
@@ -239,7 +276,7 @@ def _unneutralised(text: str) -> str:
 def _typed_rows(df: pd.DataFrame, name: str) -> list[dict[str, Any]]:
     rows = []
     values = _numbers(df, "value", name)
-    n_eval = _numbers(df, "n_eval", name)
+    n_eval = _counts(df, "n_eval", name)
     for k, r in enumerate(df.to_dict("records")):
         if r["metric"] not in ("top1", "temperature", "haurc", "gain_percent"):
             raise ValueError(f"{quote(clip_path(name))}: row {k + 2} has an unknown metric {quote(r['metric'])}")
@@ -274,8 +311,8 @@ def _from_models_csv(df: pd.DataFrame, name: str) -> pd.DataFrame:
              "hsc evaluate's results_models.csv")
     out = pd.DataFrame({"model": df["model"].str.strip(), "source": "project",
                         "dataset": df["dataset"] if "dataset" in df else ""})
-    out["n_eval"] = _numbers(df, "n_eval", name)
-    out["n_eval (TS)"] = _numbers(df, "n_eval (TS)", name) if "n_eval (TS)" in df else out["n_eval"]
+    out["n_eval"] = _counts(df, "n_eval", name)
+    out["n_eval (TS)"] = _counts(df, "n_eval (TS)", name) if "n_eval (TS)" in df else out["n_eval"]
     for c in ("top-1 accuracy", "T", *_metric_columns()):
         out[c] = _numbers(df, c, name) if c in df else np.nan
     return out
@@ -295,8 +332,10 @@ def load_atlas_table(path: str | Path | None = None, *, root: str | Path | None 
     -------
     DataFrame, one row per model (see the module docstring for the columns).
 
-    Raises ``ValueError`` (one line) for a path outside ``root``, a file that is not a CSV, or a
-    table of none of the known formats or lacking their columns.
+    Raises ``ValueError`` (one line) for a path outside ``root``, a file that is not a CSV, a
+    header with a repeated column name (naming it), a table of none of the known formats or
+    lacking their columns, or an ``n_eval`` / ``n_eval (TS)`` that is not a non-negative whole
+    number (``inf``, ``-1``, ``1e400``: naming the column and the first bad row).
     """
     if data is not None:
         shown = name or "upload"
