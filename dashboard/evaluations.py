@@ -31,7 +31,8 @@ import streamlit as st
 
 from hsc_core.core.curves import RCCurve
 from hsc_core.core.risk import Loss
-from hsc_core.core.rule_registry import is_rule, rule_label, rule_names
+from hsc_core.core.rule_registry import is_rule, rule_label
+from hsc_core.core.rules import RULES
 from hsc_core.core.validation import clip
 from hsc_core.datasets.registry import Dataset
 from hsc_core.evaluation import EvaluationSet, ModelEvaluation, column_label
@@ -53,7 +54,6 @@ from .catalog import (
 )
 from .progress import ProgressBar
 
-PAPER_RULES = rule_names(paper=True)  # the paper's four, in the registry's order
 DISPLAY_POINTS = 1500  # points per curve sent to the browser; metrics always use the full curve
 DENSE_LIMIT_BYTES = 1_000_000_000  # most memory `ModelContext.node_probs` may take (50,000 × 1,372 float32: 0.27 GB)
 
@@ -221,7 +221,7 @@ class CurveSet:
         """(coverage, risk) of ``rule`` at θ: ``exact[rule].at(theta)``."""
         return self.exact[rule].at(theta)
 
-    def haurc_table(self, rules: Sequence[str] = PAPER_RULES) -> pd.DataFrame:
+    def haurc_table(self, rules: Sequence[str] = RULES) -> pd.DataFrame:
         """One row per rule (default the paper's four; any registered rule): the layer's
         hAURC×1000 and gain % (``column_label`` names), and the curve's number of points; when a
         rule's curve stops short of coverage 1, a ``GAIN_RANGE_COLUMN`` says the coverage range its

@@ -11,13 +11,12 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from hsc_core.core.rule_registry import rule_names
+from hsc_core.core.rules import RULES
 from hsc_core.report import figures
 from hsc_core.report.export import safe_filename
 
 from .evaluations import CurveSet
 
-PAPER_RULES = rule_names(paper=True)  # the paper's four, in the registry's order
 
 def plot_config(filename: str, fmt: str = "png") -> dict:
     """st.plotly_chart config: the camera button saves ``filename.png`` / ``.svg``."""
@@ -28,7 +27,7 @@ def plot_config(filename: str, fmt: str = "png") -> dict:
     }
 
 
-def rc_figure(cs: CurveSet, points: pd.DataFrame | None = None, rules=PAPER_RULES, loss: str = "01",
+def rc_figure(cs: CurveSet, points: pd.DataFrame | None = None, rules=RULES, loss: str = "01",
               title: str | None = None) -> go.Figure:
     """RC curves of ``rules`` from a cached ``CurveSet``, each rule's operating point (``points``
     from ``views.operating_points``) as a marker."""

@@ -27,14 +27,13 @@ from hsc_core.evaluation.results import EXTRA_METRICS, GAIN_RANGE_COLUMN, displa
 
 from .evaluations import CurveSet
 
-PAPER_RULES = rule_names(paper=True)  # the paper's four, in the registry's order
 
 def node_name(h: Hierarchy, v: int) -> str:
     return h.names[int(v)].replace("_", " ")
 
 
 # ---------------------------------------------------------------------------- RC operating points
-def operating_points(cs: CurveSet, theta: float, rules=PAPER_RULES) -> pd.DataFrame:
+def operating_points(cs: CurveSet, theta: float, rules=RULES) -> pd.DataFrame:
     """(coverage, risk) of each rule at θ, exactly the exact curve's ``curve.at(theta)``."""
     rows = []
     for rule in rules:
@@ -170,7 +169,7 @@ def curated_rows(h: Hierarchy, paths: dict[str, DecisionPaths], labels: np.ndarr
     rescue = rescue[np.lexsort((leaf_conf[rescue], -h.depth[climb[rescue]]))]
     hier = np.stack([picks[r] for r in ("climbing", "jumping", "max_coverage")], axis=1)
     differ = (hier != hier[:, :1]).any(axis=1)
-    every = np.sort(np.stack([picks[r] for r in PAPER_RULES], axis=1), axis=1)
+    every = np.sort(np.stack([picks[r] for r in RULES], axis=1), axis=1)
     n_distinct = 1 + (np.diff(every, axis=1) != 0).sum(axis=1)
     oks = np.stack([ok[r] for r in ("climbing", "jumping", "max_coverage")], axis=1)
     # (n,) bool; numpy's stubs allow a scalar for any(axis=1)
