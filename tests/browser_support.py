@@ -122,6 +122,34 @@ def wait_idle(pg, settle: float = 0.4) -> None:
     raise AssertionError("the app kept running for 90 s")
 
 
+def app_is_running(pg) -> bool:
+    """Whether a script run is in progress (Streamlit's status widget or a spinner is showing)."""
+    running = pg.locator('[data-testid="stStatusWidget"]').filter(has_text=re.compile("Running|Stop")).count()
+    return bool(running or pg.locator('[data-testid="stSpinner"]').count())
+
+
+def click_until(pg, button, done_js: str, timeout: float = 180, retry_after: float = 15) -> None:
+    """Click ``button`` until ``done_js`` (a JavaScript predicate) holds.
+
+    Under load a click can land while a rerun replaces the button, and Streamlit then drops it; so
+    when, ``retry_after`` seconds after a click, nothing is running and ``done_js`` still fails, the
+    button is clicked again (it is never clicked again while the app is working on the last click).
+    """
+    deadline = time.time() + timeout
+    while True:
+        wait_idle(pg)
+        button.click()
+        clicked = time.time()
+        while time.time() < deadline:
+            if pg.evaluate(f"({done_js})()"):
+                return
+            if time.time() - clicked > retry_after and not app_is_running(pg):
+                break
+            time.sleep(0.25)
+        else:
+            raise AssertionError(f"clicking {button} did not lead to the expected state within {timeout:.0f} s")
+
+
 def assert_no_exception(pg) -> None:
     exc = pg.locator('[data-testid="stException"]')
     assert exc.count() == 0, exc.first.inner_text()

@@ -5,7 +5,15 @@ screen. Skipped when Chromium or Playwright is missing."""
 from __future__ import annotations
 
 import pytest
-from browser_support import ROOT, assert_no_exception, chromium, require_browser, streamlit_server, wait_idle
+from browser_support import (
+    ROOT,
+    assert_no_exception,
+    chromium,
+    click_until,
+    require_browser,
+    streamlit_server,
+    wait_idle,
+)
 
 sync_api = require_browser()
 if not (ROOT / "cached_logits" / "efficientnet_lite0.npz").is_file():
@@ -33,8 +41,7 @@ def test_shootout_in_presenter_mode_at_1280x720(tmp_path):
             pg.goto(f"{url}/{LINK}")
             wait_idle(pg)
             assert_no_exception(pg)
-            pg.get_by_role("button", name="Run the shoot-out").click()
-            pg.wait_for_function(f"() => ({BARS_JS})() !== null", timeout=120_000)
+            click_until(pg, pg.get_by_role("button", name="Run the shoot-out"), f"() => ({BARS_JS})() !== null")
             wait_idle(pg)
             assert_no_exception(pg)
             bars = pg.evaluate(BARS_JS)

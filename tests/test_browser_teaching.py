@@ -19,7 +19,15 @@ import re
 import time
 
 import pytest
-from browser_support import ROOT, assert_no_exception, new_page, require_browser, streamlit_server, wait_idle
+from browser_support import (
+    ROOT,
+    assert_no_exception,
+    click_until,
+    new_page,
+    require_browser,
+    streamlit_server,
+    wait_idle,
+)
 
 sync_api = require_browser()
 if not any((ROOT / "cached_logits").glob("*.npz")):
@@ -136,8 +144,8 @@ def test_overview_image_and_guarantee_fit_one_presenter_screen(server, browser, 
             wait_idle(pg, settle=1.0)
             if chart == "ga_hist":  # the histogram is drawn by a run (20 repetitions here)
                 # the viewport's rerun may briefly hold the old button beside the new one: the newest
-                wait_idle(pg, settle=1.5)
-                pg.get_by_role("button", name="Run repetitions").last.click()
+                drawn = f"() => !!document.querySelector('.st-key-{chart} .js-plotly-plot .main-svg')"
+                click_until(pg, pg.get_by_role("button", name="Run repetitions").last, drawn)
             pg.wait_for_selector(f".st-key-{chart} .js-plotly-plot .main-svg", timeout=120_000)
             wait_idle(pg, settle=1.0)
             time.sleep(0.5)
