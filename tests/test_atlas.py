@@ -290,3 +290,26 @@ def test_hostile_model_names_are_drawn_as_text(own_rows):
     fig = atlas_figure(table, rule="climbing", ts=True, yours=table.head(1))
     text = fig.to_json()
     assert "<a href" not in text and "&lt;a href" in text
+
+
+def test_a_huge_table_draws_a_fixed_sample_and_counts_every_model(own_rows):
+    """Beyond ``max_points`` models the figure draws a fixed random sample (the same one each time),
+    says so on the chart, and its legend still counts every model of each regime."""
+    from hsc_core.report.atlas_figure import atlas_figure, primary_regime
+
+    one = load_atlas_table(data=to_csv(own_rows, RESULT_COLUMNS).encode(), name="results.csv")
+    regimes = ["", "distillation", "in21k_pretraining;distillation", "adversarial"]
+    table = pd.concat([one] * 60, ignore_index=True)  # 120 models
+    table["model"] = [f"m{k}" for k in range(len(table))]
+    table["regimes"] = [regimes[k % 4] for k in range(len(table))]
+    fig = atlas_figure(table, rule="climbing", ts=True, max_points=50)
+    assert sum(len(t.x) for t in fig.data) == 50
+    drawn = {m for t in fig.data for m in t.text}
+    assert fig.to_json() == atlas_figure(table, rule="climbing", ts=True, max_points=50).to_json()  # same sample
+    assert len(drawn) == 50
+    counts = {t.name.rsplit(" (", 1)[0]: int(t.name.rsplit("(", 1)[1].rstrip(")")) for t in fig.data}
+    assert sum(counts.values()) == 120 and sorted(counts.values()) == [30, 30, 30, 30]  # primary regime of each
+    assert [a.text for a in fig.layout.annotations] == ["a random 50 of 120 models drawn"]
+    small = atlas_figure(table, rule="climbing", ts=True)  # under the cap: every model, no note
+    assert sum(len(t.x) for t in small.data) == 120 and not small.layout.annotations
+    assert primary_regime("in21k_pretraining;distillation") == "in21k_pretraining"

@@ -32,6 +32,10 @@ REGIME_STYLE: dict[str, tuple[str, str]] = {
     PLAIN.key: ("#B0B0B0", "circle"),
 }
 YOURS_COLOUR = style.OKABE_ITO["black"]
+# A browser draws ~20,000 markers in well under a second; 200,000 (a 35 MB table) made a 25 MB figure that
+# took most of a minute to build and send. Beyond this the figure draws a fixed random sample of the models,
+# says so on the chart, and the legend's counts, the means and the tables still use every model.
+MAX_POINTS = 20_000
 Y_METRICS = {"haurc": "hAURC×1000 (lower: better)", "gain_percent": "gain % (higher: better)"}
 
 
@@ -42,10 +46,13 @@ def primary_regime(keys: str) -> str:
 
 def atlas_figure(table: pd.DataFrame, *, rule: str = "climbing", loss: str = "01", ts: bool = True,
                  y: str = "haurc", yours: pd.DataFrame | None = None, title: str | None = None,
-                 font_size: int = style.BASE_FONT_SIZE, height: int = 520) -> go.Figure:
+                 font_size: int = style.BASE_FONT_SIZE, height: int = 520,
+                 max_points: int = MAX_POINTS) -> go.Figure:
     """Top-1 accuracy (%) against ``rule``'s hAURC×1000 or gain % (``y``), one trace per regime.
 
     table : the atlas table (``atlas.load_atlas_table``), with ``regimes`` and ``suspect``.
+    max_points : beyond this many models a fixed random sample of ``max_points`` is drawn (noted on
+        the chart); the legend counts every model of each regime.
     yours : the user's own models in the same shape, drawn as stars on the same axes.
     """
     if y not in Y_METRICS:
@@ -53,8 +60,11 @@ def atlas_figure(table: pd.DataFrame, *, rule: str = "climbing", loss: str = "01
     column = metric_column(y, rule, loss, ts)
     fig = go.Figure()
     prim = table["regimes"].map(primary_regime)
+    n_per_regime = prim.value_counts()
+    drawn = table if len(table) <= max_points else table.sample(n=max_points, random_state=0).sort_index()
+    drawn_prim = prim.loc[drawn.index]
     for regime in (PLAIN, *REGIMES):
-        part = table[prim == regime.key]
+        part = drawn[drawn_prim == regime.key]
         if part.empty or column not in part:
             continue
         colour, symbol = REGIME_STYLE[regime.key]
@@ -65,7 +75,7 @@ def atlas_figure(table: pd.DataFrame, *, rule: str = "climbing", loss: str = "01
                  for m, r, s in zip(part["model"], part["regimes"], part["suspect"], strict=True)]
         fig.add_trace(go.Scatter(
             x=part["top-1 accuracy"].to_numpy(float) * 100, y=part[column].to_numpy(float), mode="markers",
-            name=f"{regime.label} ({len(part)})", text=hover, hovertemplate="%{text}<br>top-1 %{x:.2f} %"
+            name=f"{regime.label} ({int(n_per_regime.get(regime.key, 0))})", text=hover, hovertemplate="%{text}<br>top-1 %{x:.2f} %"
             "<br>%{y:.2f}<extra></extra>",
             marker=dict(color=colour, symbol=symbols, size=7 if regime is PLAIN else 9,
                         opacity=0.55 if regime is PLAIN else 0.9, line=dict(width=0.5, color="#404040"))))
@@ -81,6 +91,9 @@ def atlas_figure(table: pd.DataFrame, *, rule: str = "climbing", loss: str = "01
             marker=dict(color=YOURS_COLOUR, symbol="star", size=18, line=dict(width=2, color="white"))))
     layout(fig, title, height=height)
     fig.update_layout(font=dict(size=font_size - 2))
+    if len(drawn) < len(table):
+        fig.add_annotation(text=f"a random {len(drawn):,} of {len(table):,} models drawn", xref="paper",
+                           yref="paper", x=1, y=1, xanchor="right", yanchor="bottom", showarrow=False)
     fig.update_xaxes(title_text="top-1 accuracy (%)")
     tag = "TS" if ts else "no TS"
     fig.update_yaxes(title_text=f"{(rule_label(rule) if is_rule(rule) else rule)} {Y_METRICS[y]} · {tag}"
