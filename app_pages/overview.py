@@ -209,11 +209,21 @@ if state.bind(st.toggle, "Metrics beyond the paper (the model picked in the side
                                "oracle ordering), achievable hAURC (convex hull), micro hF1 at θ = 0; and the arg-max "
                                "leaf's AURC (Zhou et al.'s estimator) and AUGRC. Intervals as for hAURC."):
     es_more = evaluations.model_context(name, location, subset, True)
-    more = views.with_fair_gain(views.metric_rule_rows(es_more.view.extra_results(
-        intervals=intervals_ready(name, es_more))), es_more.view)
-    shown = views.with_interval_text(more)
     st.caption(COMMON_RANGE_NOTE)
-    st.dataframe(shown, hide_index=True, key="overview_more", column_config={
-        c: st.column_config.NumberColumn(format=f) for c, f in views.metric_formats(shown).items()})
-    widgets.csv_download(more, "hsc_more_metrics", key="dl_overview_more",
-                         context=ExportContext(name, dataset_of.get(name, ""), subset, True))
+    more_box = st.empty()  # the values first (about a second), then the same table with intervals
+
+    def show_more(with_intervals: bool) -> None:
+        more = views.with_fair_gain(views.metric_rule_rows(es_more.view.extra_results(intervals=with_intervals)),
+                                    es_more.view)
+        shown = views.with_interval_text(more)
+        with more_box.container():
+            st.dataframe(shown, hide_index=True, key=f"overview_more{'_ci' if with_intervals else ''}",
+                         column_config={c: st.column_config.NumberColumn(format=f)
+                                        for c, f in views.metric_formats(shown).items()})
+            widgets.csv_download(more, "hsc_more_metrics", key=f"dl_overview_more{'_ci' if with_intervals else ''}",
+                                 context=ExportContext(name, dataset_of.get(name, ""), subset, True))
+
+    show_more(False)
+    if intervals_ready(name, es_more):
+        with st.spinner("Bootstrap intervals of the metrics beyond the paper (1,000 resamples per rule)…"):
+            show_more(True)

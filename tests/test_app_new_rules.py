@@ -158,6 +158,11 @@ def test_overview_shows_metrics_beyond_the_paper_per_rule(use_dir):
     curve = rc_curve_from_paths(h, any_decision_paths(h, probs, "max_information", pruned=False), b.labels[~cal])
     got = float(table.loc[table["rule"] == "Information-optimal", "achievable hAURC×1000"].iloc[0])
     assert got == pytest.approx(1000 * achievable_haurc(curve), rel=1e-6)
+    # a small set: the values are shown first, then replaced by the same table with its intervals
+    ci = [c for c in table.columns if c.endswith("95 % CI")]
+    assert "achievable hAURC×1000 95 % CI" in ci
+    assert table["achievable hAURC×1000 95 % CI"].iloc[1:].str.match(r"^\[-?\d").all()  # every rule
+    assert sum("achievable hAURC×1000" in d.value.columns for d in at.dataframe) == 1
 
 
 def test_explorer_marks_the_rules_of_the_link(use_dir):

@@ -75,8 +75,8 @@ def atlas_figure(table: pd.DataFrame, *, rule: str = "climbing", loss: str = "01
                  for m, r, s in zip(part["model"], part["regimes"], part["suspect"], strict=True)]
         fig.add_trace(go.Scatter(
             x=part["top-1 accuracy"].to_numpy(float) * 100, y=part[column].to_numpy(float), mode="markers",
-            name=f"{regime.label} ({int(n_per_regime.get(regime.key, 0))})", text=hover, hovertemplate="%{text}<br>top-1 %{x:.2f} %"
-            "<br>%{y:.2f}<extra></extra>",
+            name=f"{regime.label} ({int(n_per_regime.get(regime.key, 0))})", text=hover,
+            hovertemplate="%{text}<br>top-1 %{x:.2f} %<br>%{y:.2f}<extra></extra>",
             marker=dict(color=colour, symbol=symbols, size=7 if regime is PLAIN else 9,
                         opacity=0.55 if regime is PLAIN else 0.9, line=dict(width=0.5, color="#404040"))))
     if yours is not None and not yours.empty and column in yours:
