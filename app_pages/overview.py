@@ -17,6 +17,7 @@ from dashboard import (
     views,
     widgets,
 )
+from dashboard.progress import ProgressBar
 from hsc_core.core.curves import COMMON_RANGE_NOTE
 from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.rule_registry import rule_label
@@ -148,8 +149,10 @@ all_ci = st.toggle("95 % intervals for every model", key="overview_all_ci",
                    help="Bootstrap intervals for each model (a few seconds per model the first time, then cached). "
                         "The model picked in the sidebar always has them.")
 rows, errors = [], []  # the layer's tidy result rows of every model
-with st.spinner("Summarising models…"):
-    for model, loc in sidebar.catalog().items():
+models_listed = sidebar.catalog()
+with st.spinner("Summarising models…"), ProgressBar("Summarising models:") as summarising:
+    for k, (model, loc) in enumerate(models_listed.items()):
+        summarising(k, len(models_listed))  # a bar from 4 models up: each first visit evaluates every file
         try:
             sets = {ts: evaluations.model_context(model, loc, subset, ts) for ts in (False, True)}
             want_ci = all_ci or (model == name and intervals_ready(model, sets[True]))
