@@ -103,3 +103,20 @@ def want_label(rule: str) -> str:
     from hsc_core.core.rule_registry import rule_label
 
     return rule_label(rule)
+
+
+def test_the_overview_of_the_shipped_variants_lists_each_of_them(monkeypatch):
+    """A folder of real variants (bf16, int8, MC dropout, sizes, ensemble): every file is evaluated
+    and gets its row, with no error; a second visit is served from the cache."""
+    from pathlib import Path
+
+    variants = Path(__file__).resolve().parents[1] / "cached_logits" / "variants"
+    if not variants.is_dir():
+        pytest.skip("no shipped variants")
+    monkeypatch.setenv("HSC_CACHED_LOGITS_DIR", str(variants))
+    at = open_page("app_pages/overview.py")
+    assert not at.error and not at.exception
+    models = next(d.value for d in at.dataframe if "top-1 accuracy" in d.value.columns)
+    names = sorted(p.stem for p in variants.glob("*.npz"))
+    assert sorted(models["model"]) == names
+    assert models["top-1 accuracy"].between(0.5, 1.0).all()  # ImageNet variants of the Lite models, none broken
