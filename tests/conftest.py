@@ -97,7 +97,7 @@ def page(browser):
 # ---------------------------------------------------------------------------------------------- test tiers
 # Markers (registered in pytest.ini, which has --strict-markers) are set here, from the file name, the test's
 # name or the fixtures it uses, so the test files carry none of them.
-#   core tier, about two minutes:  python -m pytest -m "not browser and not slow"
+#   core tier, about a minute:  python -m pytest -m "not browser and not slow"
 #   the dashboard's AppTests:   python -m pytest -m app
 #   everything (CI, README):    python -m pytest
 # "slow" is slow by nature, or measured at over ~1.5 s (pytest --durations=0 on the 2-core development machine).
@@ -218,6 +218,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if (browser or file in SLOW_FILES or name in SLOW_TESTS.get(file, ())
                 or SLOW_FIXTURES.get(file, set()) & fixtures):
             item.add_marker(pytest.mark.slow)
+        # pytest-xdist (pytest.ini: -n auto --dist loadgroup) hands each group to one worker: a file's
+        # tests stay together (its module fixtures are built once), every real-browser test runs on one
+        # worker, one after another (a Streamlit server and Chromium each), and so does every Ray test.
+        item.add_marker(pytest.mark.xdist_group("browser" if browser else "ray" if "ray" in name else file))
     # A browser test file missing from BROWSER_FILES would run in the core tier (it happened once).
     unlisted = sorted(f for f in modules if "browser" in f and f not in BROWSER_FILES)
     if unlisted:
