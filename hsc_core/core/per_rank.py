@@ -158,7 +158,7 @@ def theta_paths(n_ranks: int, n_lambdas: int = 100, tilts: Sequence[float] = TIL
     lam = ltt_theta_grid(n_lambdas)[::-1]  # strict → permissive
     power = np.arange(n_ranks)[::-1]  # finest rank: 0
     slack = (1.0 - lam)[None, :, None] * tilts[:, None, None] ** power[None, None, :]
-    return np.clip(1.0 - slack, 0.0, 1.0)
+    return np.round(np.clip(1.0 - slack, 0.0, 1.0), 12)  # 0.828, not 0.8280000000000001, in the card
 
 
 def vector_outcomes(conf: np.ndarray, correct: np.ndarray, coverage: np.ndarray,
