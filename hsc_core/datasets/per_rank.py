@@ -44,6 +44,8 @@ from ..core.validation import clip_path, quote
 from .formats import load_hierarchy
 from .logits_io import LogitsFileError
 
+#: The shipped example (ImageNet-1k, efficientnet_lite0; made by ``hsc_core.pipeline.per_rank_example``).
+EXAMPLE = Path(__file__).resolve().parent / "data" / "imagenet_lite0_per_rank.csv"
 #: Bytes a scores file may have (the dashboard passes its own upload bound).
 MAX_SCORES_BYTES = 64 * 2**20
 #: The id of the root added above the first rank's labels (no label can be empty).
@@ -318,5 +320,5 @@ def _check_nested(tree: Hierarchy, nodes: np.ndarray, where: str, kind: str, ran
                               f"{quote(labels[row, col])}")
 
 
-__all__ = ["MAX_SCORES_BYTES", "PerRankScores", "ScoresFileError", "per_rank_from_frame", "rank_columns",
+__all__ = ["EXAMPLE", "MAX_SCORES_BYTES", "PerRankScores", "ScoresFileError", "per_rank_from_frame", "rank_columns",
            "read_per_rank"]

@@ -19,12 +19,12 @@ import numpy as np
 import pandas as pd
 
 from ..core.probabilities import node_probabilities, softmax
-from ..datasets.imagenet import DATA_DIR, imagenet_hierarchy
+from ..datasets.imagenet import imagenet_hierarchy
 from ..datasets.logits_io import load_logits
+from ..datasets.per_rank import EXAMPLE
 
 REPO = Path(__file__).resolve().parents[2]
 LOGITS = REPO / "cached_logits" / "efficientnet_lite0.npz"
-EXAMPLE = DATA_DIR / "imagenet_lite0_per_rank.csv"
 DEPTHS = (3, 5, 7)
 DECIMALS = 4
 
