@@ -152,12 +152,12 @@ def theta_paths(n_ranks: int, n_lambdas: int = 100, tilts: Sequence[float] = TIL
     """
     if int(n_ranks) != n_ranks or n_ranks < 1:
         raise ValueError(f"n_ranks must be a positive integer, got {n_ranks}")
-    tilts = np.asarray(tilts, dtype=float)
-    if tilts.ndim != 1 or tilts.size == 0 or (tilts < 1).any():
-        raise ValueError(f"tilts must be a non-empty list of numbers ≥ 1, got {tilts.tolist()}")
+    rho = np.asarray(tilts, dtype=float)
+    if rho.ndim != 1 or rho.size == 0 or (rho < 1).any():
+        raise ValueError(f"tilts must be a non-empty list of numbers ≥ 1, got {rho.tolist()}")
     lam = ltt_theta_grid(n_lambdas)[::-1]  # strict → permissive
     power = np.arange(n_ranks)[::-1]  # finest rank: 0
-    slack = (1.0 - lam)[None, :, None] * tilts[:, None, None] ** power[None, None, :]
+    slack = (1.0 - lam)[None, :, None] * rho[:, None, None] ** power[None, None, :]
     return np.round(np.clip(1.0 - slack, 0.0, 1.0), 12)  # 0.828, not 0.8280000000000001, in the card
 
 
@@ -203,7 +203,7 @@ def ltt_select(cal_errors: np.ndarray, cal_coverage: np.ndarray, n_cal: int | np
     rejected = fwer_reject(p, delta / n_paths, "fixed_sequence")
     flat = rejected.reshape(rejected.shape[:-2] + (-1,))
     score = np.where(flat, np.asarray(cal_coverage, dtype=float).reshape(flat.shape), -np.inf)
-    return np.argmax(score, axis=-1), flat.any(axis=-1)
+    return np.asarray(np.argmax(score, axis=-1)), np.asarray(flat.any(axis=-1))
 
 
 __all__ = ["RULE", "ROOT", "TILTS", "answer_ranks", "evaluate_thetas", "ltt_select", "outcomes", "rank_rc_curve",

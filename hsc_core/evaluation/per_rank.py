@@ -174,9 +174,9 @@ def compare_rank_thresholds(scores: PerRankScores, target_accuracy: float, delta
     tot_e, tot_c = errors.sum(axis=1), cov.sum(axis=1, dtype=float)
     n_ltt = shape[0] * shape[1]
     rng = np.random.default_rng(seed)
-    acc = {name: [] for name in (LTT_NAME, *HAND_PICKED)}
-    covs = {name: [] for name in acc}
-    certified = []
+    acc: dict[str, list[np.ndarray]] = {name: [] for name in (LTT_NAME, *HAND_PICKED)}
+    covs: dict[str, list[np.ndarray]] = {name: [] for name in acc}
+    certified: list[np.ndarray] = []
     for start in range(0, int(reps), chunk):
         mask = _split_masks(rng, min(chunk, int(reps) - start), n, n_cal)
         cal_e = np.rint(mask @ e_t).astype(np.int64)  # (r, V) exact counts
