@@ -32,6 +32,8 @@ PAGES = [
             url_path="compare_models"),
     st.Page("app_pages/where_in_tree.py", title="Where it stops", icon=":material/donut_large:",
             url_path="where_in_tree"),
+    st.Page("app_pages/per_rank.py", title="Per-rank thresholds", icon=":material/stacked_bar_chart:",
+            url_path="per_rank"),
     st.Page("app_pages/model_atlas.py", title="Model atlas", icon=":material/scatter_plot:", url_path="model_atlas"),
     st.Page("app_pages/hierarchy_sensitivity.py", title="Hierarchy sensitivity", icon=":material/park:",
             url_path="hierarchy_sensitivity"),

@@ -57,6 +57,7 @@ GA_RUNS = "_ga_runs"  #: repetitions: key → table, the last few kept (app_page
 GA_SHOOTOUTS = "_ga_shootouts"  #: shoot-outs: key → ShootoutResult, the last few kept (guaranteed_accuracy)
 GA_CARDS = "_ga_cards"  #: decision cards: key → card, the last few kept (app_pages/guaranteed_accuracy)
 ATLAS_UPLOAD = "_atlas_upload"  #: the Model atlas's results-table uploader (app_pages/model_atlas)
+PER_RANK_UPLOAD = "_per_rank_upload"  #: the per-rank page's scores-table uploader (app_pages/per_rank)
 OVERVIEW_CI_REQUESTED = "_overview_ci_requested"  #: models whose large-set intervals were asked for (overview)
 STORY_SHOWN_STEP = "_story_shown_step"  #: the step the story's last run showed (app_pages/story)
 STORY_THETA = "_story_theta"  #: (step, θ) of the story's example (app_pages/story)

@@ -251,6 +251,9 @@ SETTINGS: dict[str, Setting] = {
     "wcolour": Setting("stopped_here", _choice("stopped_here", "accuracy_here")),
     "wkind": Setting("sunburst", _choice("sunburst", "icicle")),
     "level": Setting(2, _int_in(1, 64)),
+    # Per-rank thresholds: the accuracy to guarantee and δ (app_pages/per_rank)
+    "r_acc": _float_setting(0.9, 0.5, 0.999),
+    "r_delta": _float_setting(0.1, 0.01, 0.5),
 }
 
 

@@ -104,6 +104,12 @@ _EXPORTS: dict[str, str] = {
     "mistake_severity_histogram": "evaluation.diagnostics",
     "hierarchy_sensitivity": "evaluation.sensitivity",
     "guarantee_under_shift": "evaluation.shift",
+    # per-rank scores (any hierarchical classifier's per-rank labels and confidences)
+    "read_per_rank": "datasets.per_rank",
+    "PerRankScores": "datasets.per_rank",
+    "rank_rc_curve": "core.per_rank",
+    "PerRankThresholds": "evaluation.per_rank",
+    "fit_rank_thresholds": "evaluation.per_rank",
 }
 
 # spelled out (not derived from _EXPORTS) so linters and type checkers see the public names;
@@ -125,6 +131,7 @@ __all__ = [
     "calibration_draw",
     "load_atlas_table", "training_regimes", "paper_table1", "landing_counts", "mistake_severity_histogram",
     "hierarchy_sensitivity", "guarantee_under_shift",
+    "read_per_rank", "PerRankScores", "rank_rc_curve", "PerRankThresholds", "fit_rank_thresholds",
 ]
 
 # Modules that moved when the package was split into core/, datasets/ and pipeline/ (0.2).

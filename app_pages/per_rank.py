@@ -1,0 +1,61 @@
+"""Per-rank thresholds: any hierarchical classifier's per-rank labels and confidences (an upload, or the
+shipped ImageNet example) → the shared-θ RC curve, one θ per rank with a guarantee, and its card."""
+
+import streamlit as st
+
+from dashboard import entry, per_rank, presenter, session_keys, state, widgets
+
+entry.ensure_entrypoint(globals())
+
+st.title("Per-rank thresholds")
+st.caption("Bring your own scores: a table with `sample_id` and, per rank from the coarsest to the finest, "
+           "`true_<rank>`, `pred_<rank>`, `conf_<rank>`. Climbing by rank answers at the finest rank whose "
+           "confidence reaches its θ, else abstains; Learn then Test picks one θ per rank so that accuracy "
+           "≥ the target with probability ≥ 1 − δ.")
+with presenter.controls("Table and requirement"):
+    top = st.columns([2.0, 1.2, 1.2])
+with top[0]:
+    upload = st.file_uploader("Per-rank scores (CSV or Parquet)", type=["csv", "parquet"],
+                              key=session_keys.PER_RANK_UPLOAD, max_upload_size=per_rank.MAX_UPLOAD_MB)
+    percent = st.toggle("Confidences are percentages (0–100)", value=False, key="rank_percent",
+                        help="e.g. RDP/DADA2 bootstrap support")
+with top[1]:
+    state.bind(st.slider, "Target accuracy 1 − α", "r_acc", scope="pr", step=0.005, format="%.3f")
+with top[2]:
+    state.bind(st.slider, "δ (the guarantee may fail with this probability)", "r_delta", scope="pr", step=0.01,
+               format="%.2f")
+
+try:
+    scores, source, digest = per_rank.load_scores(upload.name if upload else None,
+                                                  upload.getvalue() if upload else None, percent)
+except ValueError as exc:
+    st.error(widgets.plain(widgets.public_message(exc)))
+    st.stop()
+st.markdown(f"**{scores.n:,} samples** from *{widgets.plain(source)}* · ranks "
+            + " → ".join(widgets.plain(r) for r in scores.ranks)
+            + f" · {scores.hierarchy.n_leaves:,} classes")
+
+target, delta = float(state.get("r_acc")), float(state.get("r_delta"))
+with st.spinner(f"Calibrating and repeating over {per_rank.REPS:,} random splits…"):
+    card = per_rank.card_for(scores, digest, source, target, delta)
+left, right = st.columns(2)
+with left:
+    widgets.figure(per_rank.rc_figure(scores, presenter.font_size()), "per_rank_rc", key="rank_rc")
+with right:
+    widgets.figure(per_rank.stops_figure(card, presenter.font_size()), "per_rank_stops", key="rank_stops")
+
+if card["certified"]:
+    st.success(f"Certified: accuracy ≥ {target:.1%} with probability ≥ {1 - delta:.0%}. On this table: accuracy "
+               f"{card['realised_accuracy']:.2%}, coverage {card['realised_coverage']:.3f}.")
+else:
+    st.warning(f"No θ vector can be certified for {target:.1%} at δ = {delta:g} on {scores.n:,} samples: "
+               "every sample abstains. Lower the target or add samples.")
+st.dataframe(per_rank.thetas_rows(card), hide_index=True, key="rank_thetas")
+st.subheader(f"Against hand-picked thresholds ({per_rank.REPS:,} random calibration/test splits)")
+st.dataframe(per_rank.comparison_rows(card), hide_index=True, key="rank_comparison")
+markdown, as_json = per_rank.card_downloads(card)
+cols = st.columns(2)
+with cols[0]:
+    st.download_button("Download the card (Markdown)", markdown, "rank_card.md", "text/markdown", key="dl_rank_md")
+with cols[1]:
+    st.download_button("Download the card (JSON)", as_json, "rank_card.json", "application/json", key="dl_rank_json")

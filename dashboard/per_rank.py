@@ -1,0 +1,89 @@
+"""The per-rank thresholds page's logic: reading the table (the shipped example or an upload, bounded),
+the card (cached by content), and its two figures (the shared-θ RC curve, where answers stop)."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+from hsc_core.core.per_rank import rank_rc_curve
+from hsc_core.datasets.per_rank import EXAMPLE, PerRankScores, read_per_rank
+from hsc_core.evaluation.per_rank import rank_card, rank_card_json, rank_card_markdown
+
+#: The largest table the page reads (the uploader refuses larger files before they reach it).
+MAX_UPLOAD_MB = 20
+MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 2**20
+#: Random calibration/test splits of the comparison (as ``hsc ranks``).
+REPS = 1000
+EXAMPLE_NAME = EXAMPLE.name
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def _scores(digest: str, name: str, percent: bool, _payload: bytes) -> PerRankScores:
+    return read_per_rank(_payload, name=name, percent=percent, max_bytes=MAX_UPLOAD_BYTES)
+
+
+def load_scores(name: str | None, payload: bytes | None, percent: bool) -> tuple[PerRankScores, str, str]:
+    """(scores, file name, content key) of the uploaded table (``name``, ``payload``), or of the
+    shipped example when there is none; cached by content. Raises ``ScoresFileError`` (one line)."""
+    if payload is None:
+        name, payload = EXAMPLE_NAME, EXAMPLE.read_bytes()
+    name = str(name)
+    digest = hashlib.sha256(payload).hexdigest() + ("%" if percent else "")
+    return _scores(digest, name, percent, payload), name, digest
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _card(digest: str, _scores_obj: PerRankScores, source: str, target: float, delta: float) -> dict[str, Any]:
+    return rank_card(_scores_obj, target, delta, source=source, reps=REPS)
+
+
+def card_for(scores: PerRankScores, digest: str, source: str, target: float, delta: float) -> dict[str, Any]:
+    """``rank_card`` of the table at (target, δ), cached by the table's content key and the settings."""
+    return _card(digest, scores, source, float(target), float(delta))
+
+
+def card_downloads(card: dict[str, Any]) -> tuple[str, str]:
+    """(Markdown, JSON) of the card."""
+    return rank_card_markdown(card), rank_card_json(card)
+
+
+def rc_figure(scores: PerRankScores, font_size: int | None = None) -> go.Figure:
+    """The exact RC curve of Climbing by rank with one shared θ (hover: θ)."""
+    curve = rank_rc_curve(scores.conf, scores.correct, scores.coverage)
+    fig = go.Figure(go.Scatter(x=curve.coverage, y=curve.risk, mode="lines+markers", marker={"size": 3},
+                               customdata=curve.thresholds, name="Climbing by rank",
+                               hovertemplate="θ ≤ %{customdata:.4f}<br>coverage %{x:.3f}<br>risk %{y:.4f}"
+                                             "<extra></extra>"))
+    fig.update_layout(title=f"One shared θ: hAURC {curve.haurc:.5f}", xaxis_title="coverage",
+                      yaxis_title="hierarchical risk (0/1)", height=380, margin={"t": 50, "b": 40},
+                      font={"size": font_size} if font_size else None)
+    return fig
+
+
+def stops_figure(card: dict[str, Any], font_size: int | None = None) -> go.Figure:
+    """Bar: the share of samples whose answer stops at each rank (and at the root) at the card's θ."""
+    labels = list(card["answer_share"])
+    shares = np.array(list(card["answer_share"].values()))
+    fig = go.Figure(go.Bar(x=labels, y=shares, text=[f"{s:.1%}" for s in shares], textposition="outside",
+                           hovertemplate="%{x}: %{y:.1%}<extra></extra>"))
+    fig.update_layout(title="Where answers stop", yaxis_tickformat=".0%", yaxis_range=[0, 1.1], height=380,
+                      margin={"t": 50, "b": 40}, font={"size": font_size} if font_size else None)
+    return fig
+
+
+def thetas_rows(card: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per rank: θ (``never`` where the rank does not answer) and the share stopping there."""
+    return [{"rank": r, "θ": "never" if t is None else f"{t:.4f}", "answers stopping here":
+             f"{card['answer_share'][r]:.1%}"} for r, t in card["thetas"].items()]
+
+
+def comparison_rows(card: dict[str, Any]) -> list[dict[str, Any]]:
+    """The split study as display rows (violation rate, mean accuracy, mean coverage per method)."""
+    return [{"method": r["method"], "thresholds": r["thetas"], "violation rate": f"{r['violation_rate']:.1%}",
+             "mean accuracy": f"{r['mean_accuracy']:.2%}", "mean coverage": f"{r['mean_coverage']:.3f}"}
+            for r in card["comparison"]]

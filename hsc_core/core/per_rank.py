@@ -1,0 +1,210 @@
+"""Climbing by rank: rules, the exact RC curve and LTT's θ-vector paths for per-rank scores.
+
+A per-rank classifier gives, for each sample and each rank r (coarsest r = 0 … finest R − 1), a
+predicted node and a confidence ``conf[i, r]``. *Climbing by rank* answers, from the finest rank
+upward, at the first rank whose confidence reaches its threshold (``conf ≥ θ_r``), and otherwise at
+the root (abstains). Every function here reads three (n, R) arrays only:
+
+conf : confidence of each rank's prediction, in [0, 1];
+correct : whether that rank's predicted node is an ancestor-or-self of the true class;
+coverage : that node's coverage φ(v) = 1 − log|L(v)|/log|L| (definitions §2.2).
+
+The root counts as correct with coverage 0, and risk and coverage are averaged over all samples,
+abstentions included (definitions §2.3, §4.2), so the numbers compare with the paper's rules.
+
+With one shared θ the answer is at rank r iff M_r ≥ θ > M_{r+1}, where M_r = max_{s ≥ r} conf[s]
+(the finer-or-equal ranks' best confidence; M_R = −∞). So a sample's coverage is the telescoping
+sum Σ_r (cov_r − cov_{r−1})·1[M_r ≥ θ] (cov_{−1} = 0 at the root), and likewise its loss: the
+curve is one sort of n·R records by M plus cumulative sums, exact at every breakpoint, as
+``curves.rc_curve_from_paths``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .curves import RCCurve
+from .ltt import binomial_p_values, fwer_reject, ltt_theta_grid
+
+RULE = "climbing_by_rank"
+#: How much more slack 1 − θ each coarser rank gets on LTT's paths: 1 − θ_r = (1 − λ)·ρ^(finest − r).
+TILTS: tuple[float, ...] = (1.0, 1.5, 2.0, 3.0)
+#: Where a sample answers when no rank's confidence reaches its θ.
+ROOT = -1
+
+
+def _check(conf: np.ndarray, correct: np.ndarray, coverage: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    conf = np.asarray(conf, dtype=float)
+    correct = np.asarray(correct, dtype=bool)
+    coverage = np.asarray(coverage, dtype=float)
+    if conf.ndim != 2 or conf.shape != correct.shape or conf.shape != coverage.shape:
+        raise ValueError(f"conf, correct and coverage must share one (n, R) shape, got {conf.shape}, "
+                         f"{correct.shape}, {coverage.shape}")
+    if conf.shape[0] == 0 or conf.shape[1] == 0:
+        raise ValueError("per-rank scores need at least one sample and one rank")
+    return conf, correct, coverage
+
+
+def answer_ranks(conf: np.ndarray, thetas: np.ndarray | Sequence[float]) -> np.ndarray:
+    """The rank each sample answers at: the finest r with conf[:, r] ≥ θ_r, else ``ROOT`` (−1).
+
+    Parameters
+    ----------
+    conf : (n, R) confidences, coarsest rank first.
+    thetas : (R,) one θ per rank, or (V, R) for V vectors at once.
+
+    Returns
+    -------
+    (n,) int64 rank indices, or (V, n) for (V, R) thetas.
+
+    Examples
+    --------
+    >>> answer_ranks(np.array([[0.9, 0.5], [0.9, 0.8], [0.3, 0.2]]), [0.6, 0.7]).tolist()
+    [0, 1, -1]
+    """
+    conf = np.asarray(conf, dtype=float)
+    th = np.asarray(thetas, dtype=float)
+    ok = conf >= (th[..., None, :])  # (…, n, R)
+    n_ranks = conf.shape[1]
+    finest = n_ranks - 1 - np.argmax(ok[..., ::-1], axis=-1)
+    return np.where(ok.any(axis=-1), finest, ROOT).astype(np.int64)
+
+
+def outcomes(correct: np.ndarray, coverage: np.ndarray, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-sample (correct, coverage) of answering at ``ranks`` ((n,) or (V, n)); the root: (True, 0)."""
+    correct, coverage = np.asarray(correct, dtype=bool), np.asarray(coverage, dtype=float)
+    at = np.maximum(ranks, 0)
+    rows = np.arange(correct.shape[0])
+    root = ranks == ROOT
+    ok = np.where(root, True, correct[rows, at])
+    cov = np.where(root, 0.0, coverage[rows, at])
+    return ok, cov
+
+
+def evaluate_thetas(conf: np.ndarray, correct: np.ndarray, coverage: np.ndarray,
+                    thetas: np.ndarray | Sequence[float]) -> dict[str, object]:
+    """Accuracy, coverage and where answers stop, for one θ vector.
+
+    Returns
+    -------
+    dict with ``accuracy`` (hierarchical, abstentions correct), ``coverage`` (mean φ),
+    ``answer_share`` ((R + 1,) share of samples answering at each rank, coarsest first, then the
+    root) and ``ranks`` ((n,) the answered rank, −1 = root).
+    """
+    conf, correct, coverage = _check(conf, correct, coverage)
+    th = np.asarray(thetas, dtype=float)
+    if th.shape != (conf.shape[1],):
+        raise ValueError(f"give one θ per rank: {conf.shape[1]} values, got shape {th.shape}")
+    ranks = answer_ranks(conf, th)
+    ok, cov = outcomes(correct, coverage, ranks)
+    share = np.bincount(ranks + 1, minlength=conf.shape[1] + 1) / conf.shape[0]
+    return {"accuracy": float(ok.mean()), "coverage": float(cov.mean()),
+            "answer_share": np.r_[share[1:], share[0]], "ranks": ranks}
+
+
+def rank_rc_curve(conf: np.ndarray, correct: np.ndarray, coverage: np.ndarray) -> RCCurve:
+    """The exact hierarchical RC curve of Climbing by rank with one shared θ.
+
+    Point k is the operating point for θ ∈ (events[k−1], events[k]] (the first from θ = 0), as
+    ``curves.RCCurve``; the last point (every sample at the root) is included when θ ≤ 1 reaches it,
+    i.e. when no finer-or-equal confidence equals 1. Risk is the hierarchical 0/1 risk.
+
+    Parameters
+    ----------
+    conf, correct, coverage : (n, R) arrays (module docstring).
+    """
+    conf, correct, coverage = _check(conf, correct, coverage)
+    n = conf.shape[0]
+    best_below = np.maximum.accumulate(conf[:, ::-1], axis=1)[:, ::-1]  # M_r = max_{s ≥ r} conf_s
+    loss = (~correct).astype(float)
+    d_cov = np.diff(coverage, axis=1, prepend=0.0).ravel()  # cov_r − cov_{r−1}, the root's 0 first
+    d_loss = np.diff(loss, axis=1, prepend=0.0).ravel()
+    m = best_below.ravel()
+    order = np.argsort(-m, kind="stable")  # records with M ≥ θ are on: descending M
+    m, d_cov, d_loss = m[order], d_cov[order], d_loss[order]
+    last_of_group = np.r_[np.flatnonzero(np.diff(m) != 0), m.size - 1]
+    events = m[last_of_group][::-1]  # ascending distinct M
+    cov_on = np.cumsum(d_cov)[last_of_group][::-1] / n  # θ ∈ (events[k−1], events[k]]: records M ≥ events[k]
+    risk_on = np.cumsum(d_loss)[last_of_group][::-1] / n
+    if events[-1] < 1.0:  # θ in (max M, 1] puts every sample at the root
+        cov_on, risk_on = np.r_[cov_on, 0.0], np.r_[risk_on, 0.0]
+        thresholds = np.r_[events, 1.0]
+    else:
+        thresholds, events = events, events[:-1]
+    # Running sums of ± differences leave ~1e-16 residues: clamp.
+    return RCCurve(RULE, "01", np.clip(cov_on, 0.0, 1.0), np.clip(risk_on, 0.0, 1.0), thresholds, events)
+
+
+# ------------------------------------------------------------------------- LTT over θ vectors
+def theta_paths(n_ranks: int, n_lambdas: int = 100, tilts: Sequence[float] = TILTS) -> np.ndarray:
+    """LTT's data-independent θ vectors: one path per tilt, each from the strictest to the most permissive.
+
+    On the path of tilt ρ, 1 − θ_r = (1 − λ)·ρ^(R−1−r) (clipped to θ ≥ 0), with λ going down
+    ``ltt_theta_grid(n_lambdas)`` from 1 to 0: every θ_r falls along the path, so answers only get
+    finer. ρ = 1 is one flat θ; ρ = 2 gives coarser ranks twice the slack of the rank below
+    (e.g. 0.8/0.6/0.2 … near 0.8 at the finest rank).
+
+    Returns
+    -------
+    (len(tilts), n_lambdas, n_ranks) θ vectors, coarsest rank first.
+    """
+    if int(n_ranks) != n_ranks or n_ranks < 1:
+        raise ValueError(f"n_ranks must be a positive integer, got {n_ranks}")
+    rho = np.asarray(tilts, dtype=float)
+    if rho.ndim != 1 or rho.size == 0 or (rho < 1).any():
+        raise ValueError(f"tilts must be a non-empty list of numbers ≥ 1, got {rho.tolist()}")
+    lam = ltt_theta_grid(n_lambdas)[::-1]  # strict → permissive
+    power = np.arange(n_ranks)[::-1]  # finest rank: 0
+    slack = (1.0 - lam)[None, :, None] * rho[:, None, None] ** power[None, None, :]
+    return np.round(np.clip(1.0 - slack, 0.0, 1.0), 12)  # 0.828, not 0.8280000000000001, in the card
+
+
+def vector_outcomes(conf: np.ndarray, correct: np.ndarray, coverage: np.ndarray,
+                    vectors: np.ndarray, chunk: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """Per-sample loss and coverage of every θ vector: ((V, n) bool errors, (V, n) float32 coverage)."""
+    conf, correct, coverage = _check(conf, correct, coverage)
+    vectors = np.asarray(vectors, dtype=float).reshape(-1, conf.shape[1])
+    errors = np.empty((vectors.shape[0], conf.shape[0]), dtype=bool)
+    cov = np.empty((vectors.shape[0], conf.shape[0]), dtype=np.float32)
+    for start in range(0, vectors.shape[0], chunk):  # (chunk, n, R) booleans at a time
+        ranks = answer_ranks(conf, vectors[start:start + chunk])
+        ok, c = outcomes(correct, coverage, ranks)
+        errors[start:start + chunk], cov[start:start + chunk] = ~ok, c
+    return errors, cov
+
+
+def ltt_select(cal_errors: np.ndarray, cal_coverage: np.ndarray, n_cal: int | np.ndarray, alpha: float,
+               delta: float) -> tuple[np.ndarray, np.ndarray]:
+    """Learn then Test over the paths: which vector to ship, for each calibration set.
+
+    Each path (tilt) is tested by fixed-sequence testing from its strictest vector at level δ/S
+    (Bonferroni over the S paths), with the exact binomial p-value of H: error rate > α; so with
+    probability ≥ 1 − δ every vector rejected on any path has accuracy ≥ 1 − α. Among the rejected
+    vectors, the one with the highest calibration coverage (the most specific answers) is chosen.
+
+    Parameters
+    ----------
+    cal_errors : (..., S, m) calibration error counts of each vector.
+    cal_coverage : (..., S, m) calibration coverage sums (or means) of each vector.
+    n_cal : calibration size(s), broadcast against the leading axes.
+    alpha, delta : the requirement (error ≤ α with probability ≥ 1 − δ).
+
+    Returns
+    -------
+    (choice, found): (...,) flat index into S·m of the chosen vector (0 where none) and whether any
+    vector was certified (where not, the caller abstains everywhere).
+    """
+    errors = np.asarray(cal_errors)
+    n_paths = errors.shape[-2]
+    n_arr = np.asarray(n_cal)
+    p = binomial_p_values(errors, n_arr.reshape(n_arr.shape + (1, 1)) if n_arr.ndim else n_arr, alpha)
+    rejected = fwer_reject(p, delta / n_paths, "fixed_sequence")
+    flat = rejected.reshape(rejected.shape[:-2] + (-1,))
+    score = np.where(flat, np.asarray(cal_coverage, dtype=float).reshape(flat.shape), -np.inf)
+    return np.asarray(np.argmax(score, axis=-1)), np.asarray(flat.any(axis=-1))
+
+
+__all__ = ["RULE", "ROOT", "TILTS", "answer_ranks", "evaluate_thetas", "ltt_select", "outcomes", "rank_rc_curve",
+           "theta_paths", "vector_outcomes"]
