@@ -70,7 +70,7 @@ DOCTESTED = [
     "hsc_core.core.node_scores", "hsc_core.core.pareto", "hsc_core.core.metric_rules",
     "hsc_core.core.selective_metrics", "hsc_core.core.hierarchical_prf",
     "hsc_core.datasets.corruptions", "hsc_core.datasets.imagenet_trees", "hsc_core.evaluation.sensitivity",
-    "hsc_core.pipeline.caching.ensemble",
+    "hsc_core.pipeline.caching.ensemble", "hsc_core.evaluation.one_call", "hsc_core.evaluation.card",
 ]
 
 
