@@ -44,8 +44,8 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "examples/README.rst", "**.ipynb_checkpoints", "auto_examples/*.py", "auto_examples/*.ipynb",
-                    "auto_examples/*.zip", "auto_examples/*.md5", "auto_examples/*.json"]
+exclude_patterns = ["_build", "examples/README.rst", "**.ipynb_checkpoints", "auto_examples/*.py",
+                    "auto_examples/*.ipynb", "auto_examples/*.zip", "auto_examples/*.md5", "auto_examples/*.json"]
 templates_path = ["_templates"]
 myst_enable_extensions = ["colon_fence", "dollarmath"]
 myst_heading_anchors = 3

@@ -3,8 +3,8 @@ Metric-optimal rules against the paper's
 ========================================
 
 Beyond the paper: rules that pick the node with the best expected hF1, mistake severity or information
-(``hf1``, ``min_severity``, ``max_information``) and Valmadre's Pareto rule. A rule whose curve stops short of coverage 1
-is compared with Selective only over the coverage range both curves cover (the "gain over" range).
+(``hf1``, ``min_severity``, ``max_information``) and Valmadre's Pareto rule. A rule whose curve stops short of
+coverage 1 is compared with Selective only over the coverage range both curves cover (the "gain over" range).
 """
 
 import hsc_core as hsc
