@@ -11,6 +11,7 @@ shows its interactive Plotly figure through plotly's sphinx-gallery scraper.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -41,6 +42,7 @@ extensions = [
     "myst_parser",
     "sphinx_gallery.gen_gallery",
     "hsc_cli",
+    "docstring_fields",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
@@ -76,7 +78,14 @@ sphinx_gallery_conf = {
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"HSC toolkit {release}"
-html_static_path = ["_static"]
+# plotly.js from the installed plotly, served with the pages: the gallery's figures also draw offline
+# (the scraper's own <script> tag loads the same version from its CDN when online)
+_PLOTLY_JS = DOCS / "_build" / "plotly_js"
+_PLOTLY_JS.mkdir(parents=True, exist_ok=True)
+shutil.copyfile(Path(pio.__file__).parents[1] / "package_data" / "plotly.min.js", _PLOTLY_JS / "plotly.min.js")
+html_static_path = ["_static", str(_PLOTLY_JS)]
+html_js_files = ["plotly.min.js"]
+smartquotes = False  # flags stay "--flag", not "–flag"
 html_theme_options = {
     "navbar_align": "left",
     "show_toc_level": 2,

@@ -33,13 +33,17 @@ def test_api_reference_lists_every_public_name_once():
     assert len(listed) >= 68
 
 
-def _cli_extension():
+def _extension(name: str):
     pytest.importorskip("docutils")
     pytest.importorskip("sphinx")
-    spec = importlib.util.spec_from_file_location("hsc_cli", DOCS / "_ext" / "hsc_cli.py")
+    spec = importlib.util.spec_from_file_location(name, DOCS / "_ext" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _cli_extension():
+    return _extension("hsc_cli")
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))
@@ -74,3 +78,14 @@ def test_readme_and_ci_name_the_one_build_command():
     assert BUILD_COMMAND in (repo / "README.md").read_text(encoding="utf-8")
     assert BUILD_COMMAND.replace("--keep-going", "--keep-going -q") in (repo / ".ci" / "run").read_text(
         encoding="utf-8")
+
+
+def test_numpydoc_fields_of_this_project_render_as_descriptions():
+    split = _extension("docstring_fields").split_fields
+    doc = ["One line.", "", "Parameters", "----------", "labels : (n,) true leaves; each class keeps its share.",
+           "    Continued.", "n_cal, seed : calibration size and seed.", "", "Returns", "-------",
+           "ThresholdResult", "", "Examples", "--------", ">>> d = {'a : b': 1}"]
+    assert split(doc) == ["One line.", "", "Parameters", "----------", "labels",
+                          "    (n,) true leaves; each class keeps its share.", "    Continued.", "n_cal, seed",
+                          "    calibration size and seed.", "", "Returns", "-------", "ThresholdResult", "",
+                          "Examples", "--------", ">>> d = {'a : b': 1}"]

@@ -102,6 +102,14 @@ def test_cli_card_without_delta_for_a_method_that_does_not_read_it(tmp_path, cap
     assert main(["card", str(LITE0), "--target-accuracy", "0.9", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "--delta is needed for theorem1_pac" in err
+    # hsc guarantees: methods without δ run without --delta; the default list has PAC ones, so it asks.
+    assert main(["guarantees", str(LITE0), "--target-accuracy", "0.9", "--methods", "theorem1", "crc",
+                 "--reps", "5", "--n-cal", "500"]) == 0
+    out = capsys.readouterr().out
+    assert "accuracy ≥ 0.9, n_cal = 500" in out and "δ" not in out.splitlines()[0]
+    assert main(["guarantees", str(LITE0), "--target-accuracy", "0.9"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--delta is needed for theorem1_pac, ltt_bonferroni" in err
 
 
 def _arrays() -> tuple[np.ndarray, np.ndarray]:

@@ -107,7 +107,8 @@ def threshold_for_accuracy(
         ``"theorem1"``, the paper's Algorithm 2 (a marginal guarantee, no δ).
     delta : δ, needed only by the PAC methods (``theorem1_pac`` and the LTT ones); ``theorem1``
         then also reports Theorem 1's ε. Leave it out for every other method.
-    n : calibration size (default half the evaluation split, at most 1,000); seed : the draw.
+    n : calibration size (default half the evaluation split, at most 1,000).
+    seed : the seed of the calibration draw (``calibration_draw``).
     ts : with temperature scaling (T fitted on the protocol's calibration split).
     options : further ``GuaranteeSettings`` fields (``min_coverage``, ``mondrian_depth`` …).
 
