@@ -25,3 +25,4 @@ print(f"at θ = 0.7: coverage {coverage:.3f}, risk {risk:.3f}")
 fig = rc_figure({"climbing": (curve.coverage, curve.risk)}, {"climbing": haurc}, rules=["climbing"],
                 title="EfficientNet-Lite0, Climbing, with temperature scaling")
 fig.show()
+# sphinx_gallery_thumbnail_path = 'risk_coverage.png'

@@ -29,3 +29,4 @@ paths = {rule: es.decision_paths(rule) for rule in hsc.RULES}
 fig = tree_figure(h, es.node_row(i), record_rows(paths, i), true_leaf=int(es.labels[i]), theta=0.5,
                   title="Figure 1, live: one ImageNet sample")
 fig.show()
+# sphinx_gallery_thumbnail_path = 'explorer.png'

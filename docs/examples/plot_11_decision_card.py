@@ -29,3 +29,4 @@ fig.add_hline(y=card["target_accuracy"], line_dash="dash", annotation_text="targ
 fig.update_layout(title=f"θ = {card['theta']:.4f} ({card['method_label']}), coverage "
                         f"{card['realised']['coverage']:.3f}", yaxis_range=[0.8, 1.0])
 fig.show()
+# sphinx_gallery_thumbnail_path = 'overview.png'
