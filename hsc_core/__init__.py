@@ -1,6 +1,7 @@
 """HSC toolkit: Hierarchical Selective Classification (Goren, Galil & El-Yaniv, NeurIPS 2024).
 
-The few names a researcher needs, importable from the package itself::
+The few names a researcher needs, importable from the package itself (one call per question:
+``rc_curve_and_haurc``, ``threshold_for_accuracy``, ``decision_card``)::
 
     from hsc_core import ModelEvaluation, imagenet_hierarchy, load_logits
 
@@ -24,7 +25,7 @@ import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.3.0"
+__version__ = "1.0.0"
 
 # name → module that defines it (relative to this package)
 _EXPORTS: dict[str, str] = {
@@ -95,6 +96,9 @@ _EXPORTS: dict[str, str] = {
     "decision_card": "evaluation.card",
     "ThresholdResult": "evaluation.threshold",
     "calibration_draw": "evaluation.threshold",
+    # one call per question, straight from logits
+    "rc_curve_and_haurc": "evaluation.one_call",
+    "threshold_for_accuracy": "evaluation.one_call",
     # the model atlas (per-model results tables, e.g. the authors' 1,116 models)
     "load_atlas_table": "evaluation.atlas",
     "training_regimes": "evaluation.atlas",
@@ -128,7 +132,7 @@ __all__ = [
     "optimal_threshold", "theorem1_epsilon", "solve_theorem1", "fwer_reject", "lca_set_paths",
     "ModelEvaluation", "EvaluationSet", "RESULT_COLUMNS", "wide_table", "to_csv",
     "GuaranteeData", "GuaranteeSettings", "calibrate", "shootout", "decision_card", "ThresholdResult",
-    "calibration_draw",
+    "calibration_draw", "rc_curve_and_haurc", "threshold_for_accuracy",
     "load_atlas_table", "training_regimes", "paper_table1", "landing_counts", "mistake_severity_histogram",
     "hierarchy_sensitivity", "guarantee_under_shift",
     "read_per_rank", "PerRankScores", "rank_rc_curve", "PerRankThresholds", "fit_rank_thresholds",
@@ -166,7 +170,7 @@ def _moved_name_hook(old: str, module: Any) -> Any:
         if name in names:
             new = f"{__name__}.{names[name]}"
             warnings.warn(f"{__name__}.{old}.{name} moved to {new}.{name}: import it from there (the old path "
-                          "goes in 0.4)", DeprecationWarning, stacklevel=2)
+                          "goes in 1.1)", DeprecationWarning, stacklevel=2)
             return getattr(importlib.import_module(new), name)
         if previous is not None:
             return previous(name)
@@ -200,7 +204,7 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def create_module(self, spec: Any) -> Any:
         new = f"{__name__}.{_MOVED[spec.name[len(__name__) + 1:]]}"
-        warnings.warn(f"{spec.name} moved to {new}: import it from there (the old path goes in 0.4)",
+        warnings.warn(f"{spec.name} moved to {new}: import it from there (the old path goes in 1.1)",
                       DeprecationWarning, stacklevel=2)
         module = importlib.import_module(new)
         old = spec.name[len(__name__) + 1:]
@@ -240,6 +244,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the lazy names, statically
     from .evaluation.card import decision_card
     from .evaluation.guarantee_methods import GuaranteeData, GuaranteeSettings
     from .evaluation.model import EvaluationSet, ModelEvaluation
+    from .evaluation.one_call import rc_curve_and_haurc, threshold_for_accuracy
     from .evaluation.results import RESULT_COLUMNS, to_csv, wide_table
     from .evaluation.shootout import shootout
     from .evaluation.threshold import ThresholdResult, calibration_draw

@@ -139,6 +139,7 @@ SLOW_FILES = {"test_package.py", "test_app_overview_scale.py", "test_app_dataset
               "test_app_rule_links.py", "test_app_robust.py", "test_app_per_rank.py"}
 SLOW_FIXTURES = {"test_cache_logits.py": {"synthetic"}}
 SLOW_TESTS = {  # file -> test functions (every parameter of each)
+    "test_one_call.py": {"test_cli_card_without_delta_for_a_method_that_does_not_read_it"},  # the card, 4 s
     "test_cache_logits.py": {"test_models_on_local_ray_one_task_each_resumable",  # Ray
                              "test_torchrun_two_ranks_matches_single_process",  # two torchrun processes
                              "test_pretrained_on_shared_images_matches_shipped",  # pretrained net, ../shared

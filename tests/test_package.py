@@ -95,10 +95,17 @@ def test_wheel_holds_the_library_data_and_dashboard_and_nothing_else(wheel):
     assert dict(entry["console_scripts"]) == {"hsc": "hsc_core.cli:entry_point"}
     assert "Requires-Python: >=3.10" in meta
     extras = {line.split(":", 1)[1].strip() for line in meta.splitlines() if line.startswith("Provides-Extra:")}
-    assert extras == {"dashboard", "pipeline", "distributed", "test", "all"}
+    assert extras == {"dashboard", "pipeline", "distributed", "test", "docs", "all"}
     import hsc_core
 
-    assert f"Version: {hsc_core.__version__}" in meta
+    assert f"Version: {hsc_core.__version__}" in meta and hsc_core.__version__ == "1.0.0"
+    # 1.0: stable, typed, the Python versions it is tested on; the README as the long description
+    for classifier in ("Development Status :: 5 - Production/Stable", "Programming Language :: Python :: 3.10",
+                       "Operating System :: OS Independent", "Typing :: Typed"):
+        assert f"Classifier: {classifier}" in meta, classifier
+    assert "License-Expression: MIT" in meta and "Description-Content-Type: text/markdown" in meta
+    assert "# HSC toolkit" in meta and "Project-URL: " in meta
+    assert "docs" in {line.split(":", 1)[1].strip() for line in meta.splitlines() if line.startswith("Provides-Extra:")}
 
 
 def test_installed_commands_run_outside_the_repository(installed):
@@ -117,6 +124,17 @@ def test_installed_commands_run_outside_the_repository(installed):
     code = "import hsc_core, dashboard; print(hsc_core.__file__); print(dashboard.__file__)"
     res = _run([sys.executable, "-c", code], elsewhere, env)
     assert res.returncode == 0 and all(line.startswith(str(target)) for line in res.stdout.split())
+    # The version, and hsc evaluate on the installed example logits (two rules keep it quick).
+    res = _run([hsc, "--version"], elsewhere, env)
+    assert res.returncode == 0 and res.stdout.strip() == "hsc 1.0.0", res.stderr[-2000:]
+    example = target / "hsc_dashboard_app" / "cached_logits" / "efficientnet_lite0.npz"
+    res = _run([hsc, "evaluate", str(example), "--rules", "selective,climbing", "--out", "results.csv"], elsewhere,
+               env, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    rows = (elsewhere / "results.csv").read_text(encoding="utf-8").splitlines()
+    gain = [r for r in rows if ",climbing,01,true," in r and ",gain_percent," in r]
+    value = float(gain[0].split(",gain_percent,")[1].split(",")[0])
+    assert len(gain) == 1 and value == pytest.approx(12.6159, abs=1e-4)  # Lite0's Climbing gain with TS
     # Bad input: one line, exit 2.
     res = _run([hsc, "cache-logits", "--model", "x", "--data", str(elsewhere / "nope"), "--out", "o.npz"],
                elsewhere, env)

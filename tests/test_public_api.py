@@ -67,10 +67,11 @@ DOCTESTED = [
     "hsc_core.core.ltt", "hsc_core.core.conformal",
     "hsc_core.evaluation.model", "hsc_core.evaluation.results", "hsc_core.evaluation.atlas",
     "hsc_core.evaluation.diagnostics", "hsc_core.evaluation.threshold",
-    "hsc_core.core.node_scores", "hsc_core.core.pareto", "hsc_core.core.metric_rules",
+    "hsc_core.evaluation.guarantee_methods", "hsc_core.core.node_scores", "hsc_core.core.pareto",
+    "hsc_core.core.metric_rules",
     "hsc_core.core.selective_metrics", "hsc_core.core.hierarchical_prf",
     "hsc_core.datasets.corruptions", "hsc_core.datasets.imagenet_trees", "hsc_core.evaluation.sensitivity",
-    "hsc_core.pipeline.caching.ensemble",
+    "hsc_core.pipeline.caching.ensemble", "hsc_core.evaluation.one_call", "hsc_core.evaluation.card",
 ]
 
 

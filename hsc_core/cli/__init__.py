@@ -36,9 +36,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def _overview(prog: str) -> str:
     width = max(map(len, COMMANDS))
-    lines = [f"usage: {prog} COMMAND [options]   ({prog} COMMAND --help for its options)", "", "commands:"]
+    lines = [f"usage: {prog} COMMAND [options]   ({prog} COMMAND --help for its options; {prog} --version)", "",
+             "commands:"]
     lines += [f"  {name:<{width}}  {help_}" for name, (_, help_) in COMMANDS.items()]
     return "\n".join(lines)
+
+
+def build_parser(name: str, prog: str = "hsc") -> argparse.ArgumentParser:
+    """The argument parser of command ``name`` (a key of ``COMMANDS``), as ``main`` runs it; the
+    docs' CLI reference is generated from these parsers."""
+    parser = argparse.ArgumentParser(prog=f"{prog} {name}", description=COMMANDS[name][1])
+    importlib.import_module(COMMANDS[name][0]).configure_parser(parser)
+    return parser
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "hsc") -> int:
@@ -46,13 +55,17 @@ def main(argv: Sequence[str] | None = None, prog: str = "hsc") -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(_overview(prog))
         return 0 if argv else 2
+    if argv[0] in ("-V", "--version"):
+        from .. import __version__
+
+        print(f"{prog} {__version__}")
+        return 0
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
         print(f"{prog}: error: unknown command {name!r}; choose one of {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
     module = importlib.import_module(COMMANDS[name][0])
-    parser = argparse.ArgumentParser(prog=f"{prog} {name}", description=COMMANDS[name][1])
-    module.configure_parser(parser)
+    parser = build_parser(name, prog)
     args = parser.parse_args(rest)  # argparse itself exits 2 with one usage line
     try:
         with warnings.catch_warnings():

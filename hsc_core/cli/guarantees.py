@@ -2,9 +2,9 @@
 
 ::
 
-    hsc guarantees LOGITS --target-accuracy A --delta D [--n-cal N] [--reps R] [--methods M …]
+    hsc guarantees LOGITS --target-accuracy A [--delta D] [--n-cal N] [--reps R] [--methods M …]
                    [--sampling iid|split] [--min-coverage C] [--max-severity S] [--out summary.csv]
-    hsc card LOGITS --target-accuracy A --delta D [--method M] [--n-cal N] [--out card.md]
+    hsc card LOGITS --target-accuracy A [--delta D] [--method M] [--n-cal N] [--out card.md]
 
 Thin front ends of ``hsc_core.evaluation.guarantees`` and ``.card``: one model's logits, its
 built-in (or ``--hierarchy``) tree, the evaluation split of the project protocol, with temperature
@@ -31,6 +31,7 @@ from ..evaluation.guarantee_methods import (
     SAMPLINGS,
     GuaranteeSettings,
     check_methods,
+    needs_delta,
 )
 from ..evaluation.model import ModelEvaluation
 from ..evaluation.resolve import load_user_hierarchy, resolve_hierarchy
@@ -65,8 +66,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("logits", metavar="LOGITS", help="one cached-logits .npz file")
     parser.add_argument("--target-accuracy", required=True, type=_level("--target-accuracy"), metavar="A",
                         help="the accuracy 1 − α to guarantee, e.g. 0.95")
-    parser.add_argument("--delta", required=True, type=_level("--delta"), metavar="D",
-                        help="failure probability δ of PAC guarantees, e.g. 0.1")
+    parser.add_argument("--delta", type=_level("--delta"), metavar="D",
+                        help="failure probability δ of the PAC guarantees (theorem1_pac, LTT), e.g. 0.1; "
+                             "needed only when such a method runs")
     parser.add_argument("--n-cal", type=_positive, metavar="N", help="calibration size (default: see below)")
     add_seed(parser, 0, "the calibration draws")
     add_hierarchy(parser, dag_and_header=False)
@@ -103,6 +105,14 @@ def _check_out(path: str | None) -> None:
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
     return {"min_coverage": args.min_coverage, "max_severity": args.max_severity, "p_value": args.p_value,
             "n_lambdas": args.n_lambdas, "mondrian_depth": args.mondrian_depth}
+
+
+def _require_delta(methods: list[str], delta: float | None) -> None:
+    """One line, before any work, when a method that reads δ runs without --delta."""
+    pac = [m for m in methods if needs_delta(m)]
+    if pac and delta is None:
+        raise ValueError(f"--delta is needed for {', '.join(pac)} (a PAC guarantee holds with probability "
+                         "≥ 1 − δ); give --delta D, or pick methods without δ with --methods / --method")
 
 
 def _bar(desc: str):
@@ -159,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
     if args.methods is None and (args.min_coverage is not None or args.max_severity is not None):
         methods.append("ltt_multi")
     methods = list(check_methods(methods))
+    _require_delta(methods, args.delta)
     _check_out(args.out)
     settings = GuaranteeSettings(alpha=1.0 - args.target_accuracy, delta=args.delta, **_settings(args))
     ev = load_evaluation(args)
@@ -169,7 +180,8 @@ def run(args: argparse.Namespace) -> int:
     data = es.guarantee_data()
     res = shootout(data, settings, n_cal, methods=methods, reps=args.reps, sampling=args.sampling, seed=args.seed,
                    progress=_bar("guarantees"))
-    print(f"{ev.name}: accuracy ≥ {settings.target:.4g}, δ = {settings.delta:.4g}, n_cal = {n_cal:,} of {es.n:,}, "
+    delta = "" if settings.delta is None else f", δ = {settings.delta:.4g}"
+    print(f"{ev.name}: accuracy ≥ {settings.target:.4g}{delta}, n_cal = {n_cal:,} of {es.n:,}, "
           f"{args.reps:,} {args.sampling} repetitions (seed {args.seed})")
     print(_format(res.summary))
     if args.out:
@@ -197,6 +209,7 @@ def configure_card_parser(parser: argparse.ArgumentParser) -> None:
 def run_card(args: argparse.Namespace) -> int:
     if args.reps < 0:
         raise ValueError(f"--reps must be 0 or more, got {args.reps}")
+    _require_delta([args.method], args.delta)
     _check_out(args.out)
     ev = load_evaluation(args)
     progress = _bar("card")

@@ -263,6 +263,13 @@ def hierarchical_rc_curve(
     For data too large to hold as a samples × nodes matrix, use ``logit_chunks.rc_curves_from_logits``
     or ``hsc_core.evaluation.ModelEvaluation`` (chunked, identical results).
 
+    This dense path measures exactly the rows and probabilities it is given. The evaluation layer
+    (``EvaluationSet.curve``, ``hsc_core.rc_curve_and_haurc``, ``hsc evaluate`` and every dashboard
+    page, which use it) measures the protocol's evaluation split instead: 90 % of the samples, with
+    T fitted on the other 10 % when temperature scaling is on. On the same logits the two therefore
+    differ (Lite0, Selective, no TS: 0.04691 here on all 1,894 samples, 0.04722 there on 1,705);
+    given the layer's rows (``ModelEvaluation.rows_for``) and T they agree exactly.
+
     Examples
     --------
     >>> import numpy as np

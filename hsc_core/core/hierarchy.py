@@ -404,7 +404,7 @@ class Hierarchy:
 
     @cached_property
     def leaf_count(self) -> np.ndarray:
-        """|L(v)|: number of leaves under each node, shape (n_nodes,)."""
+        """``|L(v)|``: number of leaves under each node, shape (n_nodes,)."""
         count = np.zeros(self.n_nodes, dtype=np.int64)
         count[: self.n_leaves] = 1
         for v in self.topological_order[::-1]:
@@ -414,7 +414,7 @@ class Hierarchy:
 
     @cached_property
     def coverage(self) -> np.ndarray:
-        """φ(v) = 1 − log|L(v)| / log|L|: 1 at leaves, 0 at the root. Shape (n_nodes,)."""
+        """``φ(v) = 1 − log|L(v)| / log|L|``: 1 at leaves, 0 at the root. Shape (n_nodes,)."""
         if self.n_leaves == 1:
             return np.ones(self.n_nodes)
         return 1.0 - np.log(self.leaf_count) / np.log(self.n_leaves)

@@ -112,7 +112,7 @@ def _check(alpha: float | None, n: int | None, epsilon: float | None, delta: flo
 
 
 def theorem1_epsilon(n: int, alpha: float, delta: float) -> float:
-    """Smallest ε with P(|C − (1−α)| ≤ ε) ≥ 1−δ (paper Theorem 1 / appendix D).
+    """Smallest ε with ``P(|C − (1−α)| ≤ ε) ≥ 1−δ`` (paper Theorem 1 / appendix D).
 
     >>> round(theorem1_epsilon(n=1000, alpha=0.1, delta=0.1), 5)
     0.01555

@@ -89,6 +89,21 @@ def decision_card(
     Returns
     -------
     dict, JSON-serialisable: the card (``card_markdown``/``card_json`` render it).
+
+    Examples
+    --------
+    One call from logits (δ only for the PAC methods, such as the default ``theorem1_pac``):
+
+    >>> from hsc_core.core.synthetic import synthetic_logits
+    >>> from hsc_core.core.hierarchy import Hierarchy
+    >>> h = Hierarchy.from_parents([4, 4, 5, 5, 6, 6, -1], 4)   # leaves 0–3 under 4 and 5, root 6
+    >>> logits, labels = synthetic_logits(h, 600, seed=0)
+    >>> card = decision_card(ModelEvaluation(h, logits, labels, name="toy"), target_accuracy=0.9,
+    ...                      method="theorem1", n_cal=200, reps=0, n_resamples=50)
+    >>> card["model"], card["kind"], card["delta"], card["n_cal"], card["n_test"], round(card["theta"], 4)
+    ('toy', 'marginal', None, 200, 340, 0.6805)
+    >>> card_markdown(card).startswith("---")
+    True
     """
     method = check_methods([method])[0]
     if not 0.0 < float(target_accuracy) < 1.0:

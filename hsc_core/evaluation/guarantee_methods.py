@@ -90,9 +90,12 @@ def check_methods(methods: Sequence[str]) -> tuple[str, ...]:
 class GuaranteeSettings:
     """The requirement and the methods' options.
 
+    Parameters
+    ----------
     alpha : 1 − target accuracy.
     delta : PAC methods' failure probability; only the methods that read it (``needs_delta``) ask
-        for it, so it may be None for the others (Algorithm 2, CRC, conformal, Mondrian, DARTS).
+        for it, so it may be None (the default) for the others (Algorithm 2, CRC, conformal,
+        Mondrian, DARTS). ``GuaranteeSettings(alpha, delta)`` keeps working as before.
     min_coverage, max_severity : optional second risks of ``ltt_multi`` (mean coverage ≥ c,
         mean severity ≤ s).
     p_value : LTT's p-values: ``"binomial"`` (exact binomial tail, 0/1 losses) or
@@ -101,6 +104,17 @@ class GuaranteeSettings:
     mondrian_depth : depth of the superclasses of the Mondrian methods.
     quantile : Algorithm 2's θ̂ (``theorem1``): ``"order_statistic"`` (the paper's
         θ_(⌈(n+1)(1−α)⌉)) or ``"quantile"`` (the authors' code, ``numpy.quantile``).
+
+    Examples
+    --------
+    >>> GuaranteeSettings(alpha=0.05).delta is None      # Algorithm 2, CRC, conformal: no δ
+    True
+    >>> GuaranteeSettings(alpha=0.05).delta_for("theorem1_pac")   # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: δ (delta) is needed for method 'theorem1_pac': ...
+    >>> GuaranteeSettings(0.05, 0.1).delta_for("theorem1_pac")
+    0.1
     """
 
     alpha: float

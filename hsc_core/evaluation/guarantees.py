@@ -54,7 +54,7 @@ from .shootout import SUMMARY_COLUMNS, ShootoutResult, draw_weights, shootout, s
 def __getattr__(name: str) -> Any:
     if name == "Settings":  # the class's old second name (0.3); one class, one name
         warnings.warn("hsc_core.evaluation.guarantees.Settings is now GuaranteeSettings: use that name "
-                      "(the old one goes in 0.4)", DeprecationWarning, stacklevel=2)
+                      "(the old one goes in 1.1)", DeprecationWarning, stacklevel=2)
         return GuaranteeSettings
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -98,7 +98,7 @@ def repeated_split_evaluation(
     — the shoot-out's ``shootout(sampling="split")`` under the Figure-3 table's names (``hsc``,
     ``threshold``); call ``shootout`` (or ``split_repetitions``) instead."""
     warnings.warn("repeated_split_evaluation is shootout(sampling='split') under other names: call "
-                  "hsc_core.evaluation.guarantees.shootout or repeated_splits.split_repetitions (it goes in 0.4)",
+                  "hsc_core.evaluation.guarantees.shootout or repeated_splits.split_repetitions (it goes in 1.1)",
                   DeprecationWarning, stacklevel=2)
     unknown = set(baselines) - {"crc", "darts"}
     if unknown:
