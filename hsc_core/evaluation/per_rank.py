@@ -55,9 +55,9 @@ class PerRankThresholds:
     n_lambdas : points per path (``core.ltt.ltt_theta_grid``).
     tilts : the paths' tilts (``core.per_rank.theta_paths``).
 
-    Attributes (after ``fit``)
-    --------------------------
-    thetas_ : (R,) the θ per rank, coarsest first; +inf everywhere when no vector was certified.
+    Attributes
+    ----------
+    thetas_ : (R,) the θ per rank, coarsest first (set by ``fit``); +inf everywhere when no vector was certified.
     found_ : whether a vector was certified (else every sample abstains).
     ranks_ : the rank names.
     n_cal_ : the calibration size.
