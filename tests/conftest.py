@@ -130,7 +130,7 @@ def page(browser):
 #                                                             (a parametrized sweep: over ~2 s in all)
 BROWSER_FILES = {"test_browser.py", "test_browser_datasets.py", "test_security_browser.py",
                  "test_browser_guarantees.py", "test_browser_atlas.py", "test_browser_teaching.py",
-                 "test_hostile_names_browser.py", "test_browser_more_metrics.py"}
+                 "test_hostile_names_browser.py", "test_browser_more_metrics.py", "test_browser_snapshot.py"}
 BROWSER_TESTS = {"test_report.py": {"test_report_makes_no_network_request_in_a_browser"}}
 APP_FIXTURES = {"app_env", "open_page"}
 SLOW_FILES = {"test_package.py", "test_app_overview_scale.py", "test_app_datasets.py", "test_app_guarantees.py",
