@@ -110,7 +110,8 @@ def test_every_name_is_escaped_and_the_figure_comes_back_whole():
     fig = json.loads(data)
     assert fig["data"][0]["name"] == HOSTILE  # the JSON escapes decode to the very name
     assert [f["name"] for f in fig["frames"]] == ["0.00", "0.50", "1.00"]
-    assert fig["layout"]["sliders"][0]["active"] == 1 and fig["layout"]["updatemenus"][0]["buttons"][0]["label"] == "▶ Play"
+    assert fig["layout"]["sliders"][0]["active"] == 1
+    assert fig["layout"]["updatemenus"][0]["buttons"][0]["label"] == "▶ Play"
     assert 'class="open" href="../explorer?model=&quot;&gt;&lt;script&gt;"' in page
     assert 'src="data:image/jpeg;base64,/9hqcGVn"' in page
 
