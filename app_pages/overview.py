@@ -8,6 +8,7 @@ import streamlit as st
 from dashboard import (
     catalog,
     entry,
+    evaluation_cache,
     evaluations,
     presenter,
     report,
@@ -158,9 +159,10 @@ rows, errors = [], []  # the layer's tidy result rows of every model
 with st.spinner("Summarising models…"):
     for model, loc in sidebar.catalog().items():
         try:
-            sets = {ts: evaluations.model_context(model, loc, subset, ts) for ts in (False, True)}
-            want_ci = all_ci or (model == name and intervals_ready(model, sets[True]))
-            rows += [r for es in sets.values() for r in es.view.results(intervals=want_ci)]
+            # Each model's rows come from the on-disk cache when its file was evaluated before.
+            want_ci = all_ci or (model == name and intervals_ready(model, evaluations.model_context(model, loc,
+                                                                                                    subset, True)))
+            rows += [r for ts in (False, True) for r in evaluation_cache.result_rows(model, loc, subset, ts, want_ci)]
         except catalog.LOAD_ERRORS as exc:
             errors.append((model, exc))
 for model, exc in errors:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -12,6 +14,9 @@ from hsc_core.core.hierarchy import Hierarchy
 from hsc_core.core.probabilities import node_probabilities
 
 REPO = Path(__file__).resolve().parents[1]
+# The dashboard's on-disk caches (results by content, snapshot links) of this test run only, also for
+# the servers the browser tests start: a run never reads or fills the user's ~/.cache/hsc.
+os.environ.setdefault("HSC_CACHE_DIR", tempfile.mkdtemp(prefix="hsc-test-cache-"))
 SHARED = REPO.parent / "shared"
 
 # Leaves 0–4; A(5) = {0, 1}; C(6) = {3, 4}; B(7) = {2, C}; root R(8) = {A, B}.
