@@ -14,11 +14,24 @@ if __name__ != "__main__":
     # same server; nothing heavy is imported here (the builders load on the first snapshot asked for).
     import importlib
 
-    from dashboard import snapshot
+    from dashboard import snapshot, warmup
 
-    app = st.App(__file__, routes=snapshot.routes(snapshot.default_store,
-                                                  lambda: importlib.import_module("dashboard.snapshot_views")))
+    # What the first page needs, imported while the browser loads Streamlit's frontend (dashboard.warmup).
+    warmup.start(("numpy", "pandas", "plotly.graph_objects", "streamlit.elements.plotly_chart", "hsc_core.evaluation",
+                  "dashboard.entry", "dashboard.state", "dashboard.sidebar", "dashboard.widgets", "dashboard.presenter",
+                  "dashboard.report", "dashboard.session_memory", "dashboard.evaluations", "dashboard.evaluation_cache",
+                  "dashboard.views", "dashboard.snapshot_views", "hsc_core.report.figures",
+                  "hsc_core.report.html_report", "hsc_core.report.tree_figure", "hsc_core.report.sweep"))
+
+    def _load_builders() -> None:
+        warmup.wait()  # never two threads importing the same module
+        importlib.import_module("dashboard.snapshot_views")
+
+    app = st.App(__file__, routes=snapshot.routes(snapshot.default_store, _load_builders))
 else:
+    from dashboard import warmup
+
+    warmup.wait()  # a fresh server's background imports (a no-op afterwards, and without a server)
     from dashboard import entry, presenter, report, session_memory, sidebar, snapshot_views, state, widgets
 
     st.set_page_config(page_title="Hierarchical Selective Classification", page_icon="🌳", layout="wide")
