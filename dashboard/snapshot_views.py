@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from hsc_core.core.rule_registry import rule_names
+from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.evaluation import column_label
 from hsc_core.report import style
 
@@ -148,6 +148,28 @@ def risk_coverage(params: Mapping[str, str]) -> Snapshot:
     headline = (f"**Operating points** (θ = {theta:.2f}; ▶ Play on the chart sweeps θ)  \n"
                 + views.operating_point_text(points) + "  \n  \n**Area under the curves**  \n" + areas)
     return Snapshot("Risk–coverage", headline, (fig,), caption=_caption(es), presenter=bool(values["presenter"]))
+
+
+@register("calibration_coverage", stamp=model_stamp)
+def calibration_coverage(params: Mapping[str, str]) -> Snapshot:
+    """Calibration–Coverage's view: the ECE curves of the link's rules and bins, and the page's
+    summary table as text (4 decimals, as the page's table shows them)."""
+    from hsc_core.report.figures import cc_figure
+
+    values = settings(params)
+    es = _context(values)
+    rules = [r for r in rule_names() if r in values["rules"]]
+    if not rules:
+        raise Unavailable("This snapshot's link selects no rule.")
+    bins = int(values["bins"])
+    fig = cc_figure(evaluations.cc_curves(es, bins), rules)
+    lines = []
+    for row in es.view.cc_summary(rules, bins):  # the layer's numbers, as the page's table
+        cells = [f"{k} {v:.4f}" for k, v in row.items() if k != "rule" and isinstance(v, (int, float))]
+        lines.append(f"**{rule_label(row['rule'])}**: " + ", ".join(cells))
+    headline = f"**Calibration–coverage summary** ({bins} bins)  \n" + "  \n".join(lines)
+    return Snapshot("Calibration–coverage", headline, (fig,), caption=_caption(es),
+                    presenter=bool(values["presenter"]))
 
 
 def _caption(es: evaluations.ModelContext) -> str:

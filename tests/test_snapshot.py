@@ -285,3 +285,17 @@ def test_explorer_snapshot_shows_the_sample_and_a_missing_sample_is_one_sentence
     reply = snapshot.snapshot_reply(snapshot_views.store(), link[2:])
     assert reply.status == 404 and "not among" in _one_sentence(reply)
     assert snapshot_views.share_link("explorer", {"model": "no_such_model"}) is None
+
+
+@needs_logits
+def test_calibration_coverage_snapshot_holds_the_pages_table(tmp_path, monkeypatch):
+    monkeypatch.setenv("HSC_SNAPSHOT_DIR", str(tmp_path))
+    from dashboard import snapshot_views
+
+    link = snapshot_views.share_link("calibration_coverage", {"model": "efficientnet_lite0", "rules": "climbing"})
+    reply = snapshot.snapshot_reply(snapshot_views.store(), link[2:])
+    text = _text(reply)
+    # efficientnet_lite0, TS on, 15 bins: the layer's cc_summary, as the page's table shows it (4 decimals).
+    assert reply.status == 200 and "<strong>Climbing</strong>: ECE at the lowest θ (leaves) 0.0319, max ECE 0.0333, " \
+        "coverage at max ECE 0.9586, area under CC curve (lower is better) 0.0072" in text
+    assert "<strong>Selective</strong>" not in text  # only the link's rules
