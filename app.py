@@ -27,7 +27,8 @@ if __name__ != "__main__":
         warmup.wait()  # never two threads importing the same module
         importlib.import_module("dashboard.snapshot_views")
 
-    app = st.App(__file__, routes=snapshot.routes(snapshot.default_store, _load_builders))
+    app = st.App(__file__, routes=snapshot.routes(snapshot.default_store, _load_builders,
+                                                  str(st.get_option("server.baseUrlPath") or "")))
 else:
     from dashboard import warmup
 

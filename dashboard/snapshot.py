@@ -460,12 +460,14 @@ def _respond(request: Any, reply: Reply, cache_control: str):
     return Response(body, status_code=reply.status, media_type=reply.content_type, headers=headers)
 
 
-def routes(store: Callable[[], SnapshotStore], load_builders: Callable[[], object] | None = None) -> list:
+def routes(store: Callable[[], SnapshotStore], load_builders: Callable[[], object] | None = None,
+           base_path: str = "") -> list:
     """The Starlette routes ``/s/assets/<name>`` and ``/s/<key>`` for ``st.App(routes=…)``.
 
     ``store`` gives the snapshot folder (read when a request comes, so its variable may be set
     late); ``load_builders`` imports the pages' builders on the first snapshot request (not when
-    the server starts)."""
+    the server starts); ``base_path``: Streamlit's ``server.baseUrlPath`` (the routes go under it,
+    beside the pages, so the pages' relative links reach them)."""
     from starlette.concurrency import run_in_threadpool
     from starlette.routing import Route
 
@@ -485,5 +487,6 @@ def routes(store: Callable[[], SnapshotStore], load_builders: Callable[[], objec
         reply = await run_in_threadpool(asset_reply, str(request.path_params.get("name", "")))
         return _respond(request, reply, IMMUTABLE if reply.status == 200 else "no-cache")
 
-    return [Route(ASSET_PREFIX + "{name}", asset, methods=["GET"]),
-            Route("/s/{key}", snapshot, methods=["GET"])]
+    prefix = "/" + base_path.strip("/") if base_path.strip("/") else ""
+    return [Route(prefix + ASSET_PREFIX + "{name}", asset, methods=["GET"]),
+            Route(prefix + "/s/{key}", snapshot, methods=["GET"])]

@@ -233,6 +233,8 @@ def test_the_routes_send_compressed_immutable_plotly_and_fresh_pages(tmp_path, t
     assert headers["cache-control"] == "no-cache" and loads == [1]  # builders loaded on the first request
     status, _, body = _get(page_route.app, "/s/zz", {"key": "zz"})
     assert status == 404 and b"not a snapshot link" in body
+    # Under Streamlit's server.baseUrlPath, beside the pages (whose relative links lead there).
+    assert [r.path for r in snapshot.routes(lambda: store, None, "/hsc/")] == ["/hsc/s/assets/{name}", "/hsc/s/{key}"]
 
 
 def test_streamlit_run_finds_the_app_with_the_snapshot_routes():
