@@ -23,6 +23,8 @@ from hsc_core.report import style
 from . import catalog, evaluations, plots, state, views, widgets
 from .snapshot import BUILDERS, Snapshot, Unavailable, View, default_store, register
 
+#: Pages whose snapshot shows one θ (their sidebar link says which).
+THETA_PAGES = frozenset({"explorer", "risk_coverage"})
 #: The width (px) a snapshot's chart is drawn for: the page's figure column at 1280 px.
 SNAPSHOT_WIDTH = 900
 
@@ -172,6 +174,59 @@ def calibration_coverage(params: Mapping[str, str]) -> Snapshot:
                     presenter=bool(values["presenter"]))
 
 
+def _overview_model(values: Mapping[str, Any]) -> tuple[str, str]:
+    # The Overview shows the picked model itself (never its copy on shifted images).
+    cat = catalog.model_catalog()
+    name = values["model"] if values["model"] is not None else catalog.default_model(cat)
+    if name not in cat:
+        raise Unavailable("The model this snapshot showed is not in the cached-logits folder any more.")
+    return name, cat[name]
+
+
+def overview_stamp(params: Mapping[str, str]) -> str:
+    """The Overview's data stamp: its model file's, and the subset."""
+    values = settings(params)
+    name, location = _overview_model(values)
+    return json.dumps([name, catalog.stamp(location), values["subset"]])
+
+
+def overview(params: Mapping[str, str]) -> Snapshot:
+    """The Overview's view of the link's model: the headline (with its 95 % interval, when the live
+    page computes it without being asked), the illustration and the gain-interval chart."""
+    from hsc_core.report.figures import gain_figure, illustration_figure
+    from hsc_core.report.html_report import HEADLINE_RULE, headline_sentence
+
+    from .evaluation_cache import result_rows
+
+    values = settings(params)
+    name, location = _overview_model(values)
+    subset, shown_presenter = values["subset"], bool(values["presenter"])
+    try:
+        sets = {ts: evaluations.model_context(name, location, subset, ts) for ts in (True, False)}
+    except catalog.LOAD_ERRORS as exc:
+        raise Unavailable("The model this snapshot showed cannot be loaded any more.") from exc
+    on = sets[True]
+    figures = [illustration_figure(on.view.hierarchy)]
+    title = "Hierarchical Selective Classification"
+    if evaluations.intervals_on_request(on):  # the live page waits for a click: no interval here either
+        return Snapshot(title, "Open the live page for the 95 % intervals.", tuple(figures), caption=_caption(on),
+                        presenter=shown_presenter)
+    boots = {ts: evaluations.haurc_intervals(es) for ts, es in sets.items()}
+    sentences = [headline_sentence(name, on.dataset.name, on.view.n, ts, boots[ts].gain[HEADLINE_RULE])
+                 for ts in (True, False)]
+    lines = [f"**{widgets.plain(sentence)}**" for sentence in sentences]
+    # The live page's gain chart without "intervals for every model": the picked model's rows only.
+    gains = views.gain_intervals([r for ts in (False, True) for r in result_rows(name, location, subset, ts, True)])
+    lines += [widgets.plain(f"{g['label']}: gain {g['estimate']:.2f} % (95 % interval {g['low']:.2f} to "
+                            f"{g['high']:.2f})") for g in gains]
+    figures.append(gain_figure(gains))
+    return Snapshot(title, "  \n".join(lines), tuple(figures), caption=_caption(on), presenter=shown_presenter)
+
+
+for _page in ("", "overview"):  # the default page at "/" and its twin "/overview"
+    register(_page, stamp=overview_stamp)(overview)
+
+
 def _caption(es: evaluations.ModelContext) -> str:
     from .sidebar import eval_caption
 
@@ -208,6 +263,7 @@ def share_box(page: str) -> None:
             st.caption("No snapshot link for an uploaded model (it lives in this session only).")
             return
         # A θ move inside a page's fragment does not redraw the sidebar: the label says the link's θ.
-        st.markdown(f"[Snapshot link]({link}) (θ = {float(state.get('theta')):.2f})",
+        at = f" (θ = {float(state.get('theta')):.2f})" if page in THETA_PAGES else ""
+        st.markdown(f"[Snapshot link]({link}){at}",
                     help="A static copy of this view (its θ frames included) that opens in about a second; its "
                          "“Open interactive” button leads back to the live page.")

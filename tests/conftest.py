@@ -153,7 +153,8 @@ SLOW_TESTS = {  # file -> test functions (every parameter of each)
     # the shipped model's evaluation, curves and figures, built for a snapshot
     "test_snapshot.py": {"test_risk_coverage_snapshot_holds_the_live_pages_numbers",
                          "test_explorer_snapshot_shows_the_sample_and_a_missing_sample_is_one_sentence",
-                         "test_calibration_coverage_snapshot_holds_the_pages_table"},
+                         "test_calibration_coverage_snapshot_holds_the_pages_table",
+                         "test_overview_snapshot_holds_the_headline_and_its_intervals"},
     # 1,000 repetitions of every method; the shipped model's evaluation and card
     "test_guarantees.py": {"test_every_guarantee_holds_on_synthetic_data",
                            "test_every_guarantee_holds_on_the_shipped_logits",

@@ -301,3 +301,20 @@ def test_calibration_coverage_snapshot_holds_the_pages_table(tmp_path, monkeypat
     assert reply.status == 200 and "<strong>Climbing</strong>: ECE at the lowest θ (leaves) 0.0319, max ECE 0.0333, " \
         "coverage at max ECE 0.9586, area under CC curve (lower is better) 0.0072" in text
     assert "<strong>Selective</strong>" not in text  # only the link's rules
+
+
+@needs_logits
+def test_overview_snapshot_holds_the_headline_and_its_intervals(tmp_path, monkeypatch):
+    monkeypatch.setenv("HSC_SNAPSHOT_DIR", str(tmp_path))
+    from dashboard import snapshot_views
+
+    link = snapshot_views.share_link("", {"model": "efficientnet_lite0"})
+    reply = snapshot.snapshot_reply(snapshot_views.store(), link[2:])
+    text = _text(reply)
+    # efficientnet_lite0's headline as the live Overview writes it (seeded bootstrap, 1,000 resamples).
+    assert reply.status == 200 and "with temperature scaling, Climbing lowers the risk–coverage area by 12.6 % " \
+        "(95 % CI 8.1–17.4 %) vs plain selective classification." in text
+    assert "efficientnet\\_lite0" not in text and "efficientnet_lite0 · Climbing · TS: gain 12.62 % (95 % interval " \
+        "8.06 to 17.43)" in text
+    assert text.count('data-figure="1"') == 2  # the illustration and the gain chart
+    assert 'href="../?model=efficientnet_lite0">Open interactive' in text
