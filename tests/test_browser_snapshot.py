@@ -80,3 +80,14 @@ def test_explorer_snapshot_shows_the_live_sample(server, browser, presenter):
             assert sorted(PICK.findall(shown)) == sorted(PICK.findall(live)) and len(PICK.findall(live)) == 4
             assert all(re.search(r"p = [0-9.]+, coverage [0-9.]+", line) for line in PICK.findall(live))
         assert pg.locator(".info img").count() in (0, 1)
+
+
+HEADLINE = re.compile(r"On [^\n]+?, with(?:out)? temperature scaling, [^\n]+")
+
+
+def test_overview_snapshot_shows_the_live_headline(server, browser):
+    with new_page(browser, 1280, 720) as pg:
+        live, href = _live(pg, server, "?model=efficientnet_lite0", "overview_illustration")
+        expected = HEADLINE.findall(live)
+        assert len(expected) == 2, live  # with and without temperature scaling
+        assert sorted(HEADLINE.findall(_snapshot(pg, server, href))) == sorted(expected)
