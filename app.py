@@ -1,65 +1,93 @@
 """Hierarchical Selective Classification dashboard.
 
-Run with ``streamlit run app.py``. The model picker, data subset and temperature-scaling toggle
+Run with ``streamlit run app.py`` (or ``hsc dashboard``). The model picker, data subset and temperature-scaling toggle
 live in the sidebar and apply to every page; all settings are mirrored in the URL (written here, before
 and after the page in each full run, and by ``state.fragment`` after each fragment rerun).
 """
 
 import streamlit as st
 
-from dashboard import entry, presenter, report, session_memory, sidebar, state, widgets
+if __name__ != "__main__":
+    # `streamlit run app.py` reads this file for an `st.App` and, finding one, imports it as a
+    # module (so __name__ is "app") to serve it; each browser session then runs the file as
+    # "__main__", the dashboard below. The App adds the snapshot links' routes (/s/<key>) to the
+    # same server; nothing heavy is imported here (the builders load on the first snapshot asked for).
+    import importlib
 
-st.set_page_config(page_title="Hierarchical Selective Classification", page_icon="🌳", layout="wide")
-state.init_state()
-widgets.warm_plotly()  # first thing in a new session: the browser loads plotly.js while this run computes
-if state.get("presenter"):
-    st.set_page_config(initial_sidebar_state="collapsed")
+    from dashboard import snapshot, warmup
 
-# The page files live in app_pages/, not pages/: Streamlit treats a folder named pages/ beside the
-# entry point as its legacy multipage app and, on a fresh server, would run a deep link such as
-# /explorer as that file alone, without this script. The url_path values are the deep links.
-PAGES = [
-    st.Page("app_pages/overview.py", title="Overview", icon=":material/home:", url_path="home", default=True),
-    st.Page("app_pages/story.py", title="Guided story", icon=":material/school:", url_path="story"),
-    st.Page("app_pages/explorer.py", title="Explorer", icon=":material/account_tree:", url_path="explorer"),
-    st.Page("app_pages/risk_coverage.py", title="Risk–Coverage", icon=":material/show_chart:",
-            url_path="risk_coverage"),
-    st.Page("app_pages/calibration_coverage.py", title="Calibration–Coverage", icon=":material/tune:",
-            url_path="calibration_coverage"),
-    st.Page("app_pages/guaranteed_accuracy.py", title="Guaranteed accuracy", icon=":material/verified:",
-            url_path="guaranteed_accuracy"),
-    st.Page("app_pages/compare_models.py", title="Compare models", icon=":material/compare_arrows:",
-            url_path="compare_models"),
-    st.Page("app_pages/where_in_tree.py", title="Where it stops", icon=":material/donut_large:",
-            url_path="where_in_tree"),
-    st.Page("app_pages/per_rank.py", title="Per-rank thresholds", icon=":material/stacked_bar_chart:",
-            url_path="per_rank"),
-    st.Page("app_pages/model_atlas.py", title="Model atlas", icon=":material/scatter_plot:", url_path="model_atlas"),
-    st.Page("app_pages/hierarchy_sensitivity.py", title="Hierarchy sensitivity", icon=":material/park:",
-            url_path="hierarchy_sensitivity"),
-    st.Page("app_pages/try_an_image.py", title="Try an image", icon=":material/image:", url_path="try_an_image"),
-    # The default page lives at "/"; this hidden twin makes a shared "/overview" link open it too.
-    st.Page("app_pages/overview.py", title="Overview", icon=":material/home:", url_path="overview",
-            visibility="hidden"),
-]
+    # What the first page needs, imported while the browser loads Streamlit's frontend (dashboard.warmup).
+    warmup.start(("numpy", "pandas", "plotly.graph_objects", "streamlit.elements.plotly_chart", "hsc_core.evaluation",
+                  "dashboard.entry", "dashboard.state", "dashboard.sidebar", "dashboard.widgets", "dashboard.presenter",
+                  "dashboard.report", "dashboard.session_memory", "dashboard.evaluations", "dashboard.evaluation_cache",
+                  "dashboard.views", "dashboard.snapshot_views", "hsc_core.report.figures",
+                  "hsc_core.report.html_report", "hsc_core.report.tree_figure", "hsc_core.report.sweep"))
 
-page = st.navigation(PAGES)
-state.set_page(page.url_path)
-sidebar.sidebar()
-with st.sidebar:
-    state.bind(st.toggle, "Presenter mode", "presenter", scope="sb",
-               help="Bigger type for a projector, page controls folded away; the link keeps it (presenter=1).")
-presenter.presenter_style()
-report.sidebar_button()
-sidebar.notices()
-entry.mark_entry()
-# The link is right as soon as the sidebar has settled (a slow page, e.g. the Overview's intervals,
-# does not hold it back), and again after the page, so what the page itself settles (Explorer's
-# sample, the story's step) is in it too, also when the page stops early (st.stop); only changed
-# keys are sent. Fragment-only reruns write through state.fragment.
-state.write_query_params()
-try:
-    page.run()
-finally:
+    def _load_builders() -> None:
+        warmup.wait()  # never two threads importing the same module
+        importlib.import_module("dashboard.snapshot_views")
+
+    app = st.App(__file__, routes=snapshot.routes(snapshot.default_store, _load_builders,
+                                                  str(st.get_option("server.baseUrlPath") or "")))
+else:
+    from dashboard import warmup
+
+    warmup.wait()  # a fresh server's background imports (a no-op afterwards, and without a server)
+    from dashboard import entry, presenter, report, session_memory, sidebar, snapshot_views, state, widgets
+
+    st.set_page_config(page_title="Hierarchical Selective Classification", page_icon="🌳", layout="wide")
+    state.init_state()
+    widgets.warm_plotly()  # first thing in a new session: the browser loads plotly.js while this run computes
+    if state.get("presenter"):
+        st.set_page_config(initial_sidebar_state="collapsed")
+
+    # The page files live in app_pages/, not pages/: Streamlit treats a folder named pages/ beside the
+    # entry point as its legacy multipage app and, on a fresh server, would run a deep link such as
+    # /explorer as that file alone, without this script. The url_path values are the deep links.
+    PAGES = [
+        st.Page("app_pages/overview.py", title="Overview", icon=":material/home:", url_path="home", default=True),
+        st.Page("app_pages/story.py", title="Guided story", icon=":material/school:", url_path="story"),
+        st.Page("app_pages/explorer.py", title="Explorer", icon=":material/account_tree:", url_path="explorer"),
+        st.Page("app_pages/risk_coverage.py", title="Risk–Coverage", icon=":material/show_chart:",
+                url_path="risk_coverage"),
+        st.Page("app_pages/calibration_coverage.py", title="Calibration–Coverage", icon=":material/tune:",
+                url_path="calibration_coverage"),
+        st.Page("app_pages/guaranteed_accuracy.py", title="Guaranteed accuracy", icon=":material/verified:",
+                url_path="guaranteed_accuracy"),
+        st.Page("app_pages/compare_models.py", title="Compare models", icon=":material/compare_arrows:",
+                url_path="compare_models"),
+        st.Page("app_pages/where_in_tree.py", title="Where it stops", icon=":material/donut_large:",
+                url_path="where_in_tree"),
+        st.Page("app_pages/per_rank.py", title="Per-rank thresholds", icon=":material/stacked_bar_chart:",
+                url_path="per_rank"),
+        st.Page("app_pages/model_atlas.py", title="Model atlas", icon=":material/scatter_plot:",
+                url_path="model_atlas"),
+        st.Page("app_pages/hierarchy_sensitivity.py", title="Hierarchy sensitivity", icon=":material/park:",
+                url_path="hierarchy_sensitivity"),
+        st.Page("app_pages/try_an_image.py", title="Try an image", icon=":material/image:", url_path="try_an_image"),
+        # The default page lives at "/"; this hidden twin makes a shared "/overview" link open it too.
+        st.Page("app_pages/overview.py", title="Overview", icon=":material/home:", url_path="overview",
+                visibility="hidden"),
+    ]
+
+    page = st.navigation(PAGES)
+    state.set_page(page.url_path)
+    sidebar.sidebar()
+    with st.sidebar:
+        state.bind(st.toggle, "Presenter mode", "presenter", scope="sb",
+                   help="Bigger type for a projector, page controls folded away; the link keeps it (presenter=1).")
+    presenter.presenter_style()
+    report.sidebar_button()
+    sidebar.notices()
+    entry.mark_entry()
+    # The link is right as soon as the sidebar has settled (a slow page, e.g. the Overview's intervals,
+    # does not hold it back), and again after the page, so what the page itself settles (Explorer's
+    # sample, the story's step) is in it too, also when the page stops early (st.stop); only changed
+    # keys are sent. Fragment-only reruns write through state.fragment.
     state.write_query_params()
-    session_memory.track_uploaded_files()  # this run's file objects: closed when the session ends
+    try:
+        page.run()
+    finally:
+        state.write_query_params()
+        session_memory.track_uploaded_files()  # this run's file objects: closed when the session ends
+    snapshot_views.share_box(page.url_path)  # after the page: the link holds what the page settled (its sample)

@@ -11,15 +11,16 @@ from dashboard import (
     entry,
     evaluations,
     perturb,
+    plots,
     presenter,
     session_keys,
     sidebar,
+    snapshot_views,
     state,
     sweep,
     views,
     widgets,
 )
-from hsc_core.report.tree_figure import record_rows, tree_figure
 
 entry.ensure_entrypoint(globals())
 
@@ -54,12 +55,9 @@ def _figure1(_es: evaluations.ModelContext, key: tuple) -> int | None:
 @catalog.cache_resource(max_entries=64, show_spinner=False)
 def _tree(_es: evaluations.ModelContext, key: tuple, i: int, font_size: int, max_height: int | None, max_width: int,
           _theta: float, rules: tuple = ()):
-    """The tree figure with its 101 θ frames, built once per sample (≈ 0.1–0.3 s); it opens at the θ
-    it was first asked for, and the page shows any other θ by animating to its frame in the browser.
-    ``rules``: the marked rules (the shared ``rules`` link setting; the paper's four by default)."""
-    paths = views.selected_paths(_es.view, rules)
-    return tree_figure(_es.view.hierarchy, _es.view.node_row(i), record_rows(paths, i), int(_es.view.labels[i]), _theta,
-                       font_size=font_size, rules=list(paths), max_height=max_height, max_width=max_width)
+    """The tree figure with its 101 θ frames, built once per sample; it opens at the θ it was first
+    asked for, and the page shows any other θ by animating to its frame in the browser."""
+    return plots.explorer_tree(_es, i, font_size, max_height, max_width, _theta, rules)
 
 
 def _mark_dirty() -> None:
@@ -122,11 +120,12 @@ elif mode in views.CURATED:
             st.button("Figure-1-like example", on_click=_show_figure1, icon=":material/account_tree:",
                       help="An unsure, wrong top-1 leaf that Climbing lifts to a correct ancestor at θ = 0.5, "
                            "as in the paper's Figure 1.")
-            # The link keeps what the page shows (model, data set, subset, TS) and changes only the sample.
+            # The link keeps what the page shows (model, data set, subset, TS) and changes only the sample:
+            # a snapshot of that view (opens in about a second), else (an uploaded model) the live view.
             keep = {k: state.SETTINGS[k].encode(state.get(k)) for k in ("model", "dataset", "subset", "ts", "presenter")
                     if state.get(k) is not None}
-            link = urlencode({**keep, "pick": "rescue", "sample": str(es.view.sample_ids[FIGURE1]), "theta": "0.5"})
-            st.markdown(f"[Link to it](explorer?{link})")
+            view = {**keep, "pick": "rescue", "sample": str(es.view.sample_ids[FIGURE1]), "theta": "0.5"}
+            st.markdown(f"[Link to it]({snapshot_views.share_link('explorer', view) or 'explorer?' + urlencode(view)})")
 else:  # by class
     classes = sorted(es.view.rows_by_class, key=lambda c: h.names[c].lower())
     if state.get("cls") not in es.view.rows_by_class:
@@ -152,11 +151,7 @@ pred_leaf = int(es.view.leaf_pred[i])
 info, main = st.columns([1, 5] if presenter.presenter() else [1, 4], gap="small")
 with info:
     widgets.sample_image(es, sample)
-    st.markdown(
-        f"**True class:** {widgets.plain(views.node_name(h, true_leaf))}  \n"
-        f"**Top-1 leaf:** {widgets.plain(views.node_name(h, pred_leaf))} (p = {es.view.leaf_conf[i]:.3f}) "
-        + views.verdict_md(pred_leaf == true_leaf)
-    )
+    st.markdown(widgets.sample_headline(h, true_leaf, pred_leaf, es.view.leaf_conf[i]))
     if es.view.sources is not None and not presenter.presenter():
         st.caption(f"Source: {widgets.plain(es.view.sources[i])}")
 

@@ -8,6 +8,7 @@ import streamlit as st
 from dashboard import (
     catalog,
     entry,
+    evaluation_cache,
     evaluations,
     presenter,
     report,
@@ -60,33 +61,37 @@ def _illustration() -> None:
 
 
 # ---------------------------------------------------------------------------- the headline
-def headline() -> None:
-    """One sentence computed from the current model's data (TS on), honest about its interval."""
+def headline(slot) -> None:
+    """One sentence computed from the current model's data (TS on), honest about its interval, in
+    ``slot``: the point estimate first, then (seconds of bootstrap) the sentence with its interval."""
     if name is None:
         return
     try:
         sets = {ts: evaluations.model_context(name, location, subset, ts) for ts in (True, False)}
-        if not intervals_ready(name, sets[True]):
+        with slot.container():
             st.info(widgets.plain(point_sentence(sets[True], True)), icon=":material/campaign:")
             st.caption(widgets.plain(point_sentence(sets[False], False)))
-            if st.button(f"Compute 95 % intervals ({N_RESAMPLES:,} bootstrap resamples)", key="overview_compute_ci",
-                         icon=":material/bar_chart:",
-                         help=f"{sets[True].view.n:,} evaluation samples: above {ON_DEMAND_SAMPLES:,} (or fewer on a "
-                              "very deep tree) the intervals are computed on request (tens of seconds per TS "
-                              "setting), then kept."):
-                st.session_state.setdefault(CI_REQUESTED, set()).add(name)
-                st.rerun()
-            return
+            if not intervals_ready(name, sets[True]):
+                if st.button(f"Compute 95 % intervals ({N_RESAMPLES:,} bootstrap resamples)",
+                             key="overview_compute_ci", icon=":material/bar_chart:",
+                             help=f"{sets[True].view.n:,} evaluation samples: above {ON_DEMAND_SAMPLES:,} (or fewer on "
+                                  "a very deep tree) the intervals are computed on request (tens of seconds per TS "
+                                  "setting), then kept."):
+                    st.session_state.setdefault(CI_REQUESTED, set()).add(name)
+                    st.rerun()
+                return
         boots = {ts: evaluations.haurc_intervals(es) for ts, es in sets.items()}
     except catalog.LOAD_ERRORS:
+        slot.empty()
         return  # said once, in the models' list below
     on = sets[True]
     gain = boots[True].gain[HEADLINE_RULE]
     text = headline_sentence(name, on.dataset.name, on.view.n, True, gain)
     box = st.success if gain.low > 0 else (st.warning if gain.high < 0 else st.info)
-    box(widgets.plain(text), icon=":material/campaign:")
-    off_gain = boots[False].gain[HEADLINE_RULE]
-    st.caption(widgets.plain(headline_sentence(name, on.dataset.name, on.view.n, False, off_gain)))
+    with slot.container():
+        box(widgets.plain(text), icon=":material/campaign:")
+        off_gain = boots[False].gain[HEADLINE_RULE]
+        st.caption(widgets.plain(headline_sentence(name, on.dataset.name, on.view.n, False, off_gain)))
 
 
 # Presenter mode: the message (headline, its no-TS twin, the negative result) beside the
@@ -97,7 +102,9 @@ if picture is not None:  # first: the headline's intervals may take a few second
     with picture:
         _illustration()
 with message:
-    headline()
+    # The headline is computed once the page's first chart is on screen (below): the model's
+    # evaluation and its bootstrap intervals take seconds on a fresh server.
+    headline_slot = st.empty()
     negative = st.container()  # the negative result, once every model's rows are in (below)
 with st.expander("How these numbers are measured (one protocol for every page)"):
     st.markdown(
@@ -143,6 +150,7 @@ probability (the paper's Algorithm 1 and Theorem 1).
 if right is not None:
     with right:
         _illustration()
+headline(headline_slot)
 
 st.subheader("Cached models")
 all_ci = st.toggle("95 % intervals for every model", key="overview_all_ci",
@@ -154,9 +162,10 @@ with st.spinner("Summarising models…"), ProgressBar("Summarising models:") as 
     for k, (model, loc) in enumerate(models_listed.items()):
         summarising(k, len(models_listed))  # a bar from 4 models up: each first visit evaluates every file
         try:
-            sets = {ts: evaluations.model_context(model, loc, subset, ts) for ts in (False, True)}
-            want_ci = all_ci or (model == name and intervals_ready(model, sets[True]))
-            rows += [r for es in sets.values() for r in es.view.results(intervals=want_ci)]
+            # Each model's rows come from the on-disk cache when its file was evaluated before.
+            want_ci = all_ci or (model == name and intervals_ready(model, evaluations.model_context(model, loc,
+                                                                                                    subset, True)))
+            rows += [r for ts in (False, True) for r in evaluation_cache.result_rows(model, loc, subset, ts, want_ci)]
         except catalog.LOAD_ERRORS as exc:
             errors.append((model, exc))
 for model, exc in errors:

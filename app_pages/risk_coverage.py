@@ -4,14 +4,13 @@ ones) and their operating points at θ."""
 import pandas as pd
 import streamlit as st
 
-from dashboard import catalog, entry, evaluations, presenter, sections, sidebar, state, sweep, views, widgets
+from dashboard import catalog, entry, evaluations, plots, presenter, sections, sidebar, state, sweep, views, widgets
 from hsc_core.core.curves import COMMON_RANGE_NOTE
 from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.evaluation.rc_table import RC_TABLE_COLUMNS, rc_table_rows
 from hsc_core.evaluation.results import GAIN_RANGE_COLUMN
 from hsc_core.report.export import export_name
-from hsc_core.report.sweep import operating_point_grid, rc_sweep_figure
 
 entry.ensure_entrypoint(globals())
 
@@ -44,11 +43,9 @@ cs = sidebar.curve_set_or_stop(es, loss, dec)
 
 @catalog.cache_resource(max_entries=32, show_spinner=False)
 def _sweep_figure(_cs, key: tuple, rules: tuple, loss: str, font_size: int, height: int | None, _theta: float):
-    """The RC figure with one frame per θ of the 0.01 grid (operating points from the exact curves),
-    built once per curve set; the page shows any θ by animating to its frame in the browser."""
-    points = {r: operating_point_grid(_cs.exact[r]) for r in rules}
-    return rc_sweep_figure({r: _cs.display[r] for r in rules}, points, {r: _cs.curves[r].haurc for r in rules},
-                           _theta, loss=loss, font_size=font_size, height=height)
+    """The RC figure with one frame per θ of the 0.01 grid, built once per curve set; the page
+    shows any θ by animating to its frame in the browser."""
+    return plots.rc_sweep(_cs, rules, loss, font_size, height, _theta)
 
 
 def _follow(theta: float) -> None:

@@ -11,13 +11,17 @@ Starts ``streamlit run app.py`` on the shipped logits and drives Debian's Chromi
 5. Ten quick ArrowRight presses on the Streamlit slider: how far θ moved once the app is idle.
 6. Shared links: a fresh browser context (empty cache, new session) opens an Explorer and a
    Risk–Coverage deep link at θ = 0.37; time from navigation to the chart drawn at that θ
-   (its own slider on the linked frame), and the server process's CPU time meanwhile; then the
-   floor: the same figure alone in a one-chart Streamlit app (``bench/one_chart_app.py``).
+   (its own slider on the linked frame), and the server process's CPU time meanwhile; the same
+   view's snapshot link (``/s/<key>``, the sidebar's "Snapshot link"); then the floor: the same
+   figure alone in a one-chart Streamlit app (``bench/one_chart_app.py``).
+7. Cold start: from ``streamlit run app.py`` (a new process, the on-disk caches as they are) to the
+   first chart drawn on ``/`` in a fresh browser; and the same for the one-chart app.
 
 Times run from the browser receiving the keydown (a capture listener on ``document``) to the
 DOM mutation that shows the new value (a MutationObserver), both ``performance.now()``.
 
     .venv/bin/python bench/browser_latency.py [--presses 30] [--links 7] [--port 8639] [--only-links]
+                                              [--cold 3]
 """
 
 from __future__ import annotations
@@ -135,9 +139,30 @@ def open_link(browser, url: str, chart: str, theta: str) -> float:
     return ms
 
 
-def shared_links(browser, url: str, server_pid: int, repeats: int, port: int) -> None:
-    """6. A fresh context per visit; then the floor: the same figure in a one-chart Streamlit app."""
+# True once the snapshot page's figure is drawn with its frames, its slider on the frame ``theta``.
+SNAPSHOT_AT_THETA_JS = """(theta) => { const g = document.getElementById('fig0');
+  if (document.body.getAttribute('data-drawn') !== '1' || !g || !g._fullLayout) return false;
+  const sl = g._fullLayout.sliders && g._fullLayout.sliders[0];
+  return !!sl && sl.steps[sl.active] && sl.steps[sl.active].value === theta; }"""
+
+
+def open_snapshot(browser, url: str, theta: str) -> float:
+    """Milliseconds from navigating a fresh context to a snapshot link until its figure is drawn at ``theta``."""
+    ctx = browser.new_context(viewport={"width": 1440, "height": 900})
+    pg = ctx.new_page()
+    t0 = time.perf_counter()
+    pg.goto(url)
+    pg.wait_for_function(SNAPSHOT_AT_THETA_JS, arg=theta, timeout=120_000, polling=20)
+    ms = 1000 * (time.perf_counter() - t0)
+    ctx.close()
+    return ms
+
+
+def shared_links(browser, url: str, server_pid: int, repeats: int, port: int) -> dict[str, dict[str, float]]:
+    """6. A fresh context per visit: the live link, its snapshot link, then the floor: the same
+    figure in a one-chart Streamlit app. Returns each page's medians (ms)."""
     theta = "0.37"
+    medians: dict[str, dict[str, float]] = {}
     for name, path, chart in (("Explorer", f"explorer?theta={theta}&pick=rescue", "explorer_tree"),
                               ("Risk–Coverage", f"risk_coverage?theta={theta}", "rc_chart")):
         ms, cpu = [], []
@@ -147,10 +172,17 @@ def shared_links(browser, url: str, server_pid: int, repeats: int, port: int) ->
             cpu.append(_cpu_seconds(server_pid) - c0)
         stats(f"Shared link, fresh session: {name} chart at θ = {theta}", ms[1:])
         print(f"{'':<58} server CPU per visit: median {np.median(cpu[1:]):.2f} s")
+        medians[name] = {"live": float(np.median(ms[1:]))}
 
         pg = browser.new_page()
         pg.goto(f"{url}/{path}")
         pg.wait_for_function(AT_THETA_JS, arg=[chart, theta], timeout=120_000, polling=20)
+        wait_idle(pg)
+        snapshot = pg.locator("a", has_text="Snapshot link").get_attribute("href")
+        # The first visit builds the snapshot (kept in the snapshot folder) and is dropped.
+        ms = [open_snapshot(browser, f"{url}/{snapshot}", theta) for _ in range(repeats + 1)]
+        stats(f"Snapshot link, fresh context: {name} at θ = {theta}", ms[1:])
+        medians[name]["snapshot"] = float(np.median(ms[1:]))
         with tempfile.TemporaryDirectory() as tmp:
             figure = Path(tmp, "figure.json")
             figure.write_text(pg.evaluate(FIGURE_JS, chart), encoding="utf-8")
@@ -163,6 +195,61 @@ def shared_links(browser, url: str, server_pid: int, repeats: int, port: int) ->
                 os.killpg(floor.pid, signal.SIGTERM)
                 floor.wait(timeout=20)
         stats("  floor: the same figure alone in a one-chart Streamlit app", ms[1:])
+        medians[name]["floor"] = float(np.median(ms[1:]))
+    return medians
+
+
+# The first chart on "/" as the browser holds it, for the one-chart app's cold start.
+FIRST_FIGURE_JS = """() => { const g = [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].find(
+  g => !g.closest('.st-key-hsc_plotly_warm'));
+  return JSON.stringify({data: g.data, layout: g.layout, frames: (g._transitionData || {})._frames || []}); }"""
+
+
+# The first chart of the page drawn (Plotly's main SVG in place), the invisible plotly.js warm-up chart aside.
+FIRST_CHART_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].some(
+  g => !g.closest('.st-key-hsc_plotly_warm') && g.querySelector('.main-svg'))"""
+
+
+def cold_start(browser, port: int, script: Path = ROOT / "app.py", **env_vars: str) -> float:
+    """Seconds from starting ``streamlit run <script>`` to its first chart drawn on ``/`` in a fresh
+    browser context (opened as soon as the server answers its health check)."""
+    t0 = time.perf_counter()
+    proc = start_server(port, script, **env_vars)
+    try:
+        ctx = browser.new_context(viewport={"width": 1440, "height": 900})
+        pg = ctx.new_page()
+        pg.goto(f"http://127.0.0.1:{port}/")
+        pg.wait_for_function(FIRST_CHART_JS, timeout=300_000, polling=20)
+        seconds = time.perf_counter() - t0
+        ctx.close()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+    return seconds
+
+
+def cold_starts(browser, port: int, repeats: int, figure: Path) -> tuple[float, float]:
+    """7. Cold start of the dashboard and of the one-chart app (median seconds of ``repeats``)."""
+    app = [cold_start(browser, port) for _ in range(repeats)]
+    print(f"{'Cold start: streamlit run app.py → first chart on /':<58} n={len(app):3d}  median "
+          f"{np.median(app):7.2f} s  runs {', '.join(f'{v:.2f}' for v in app)}")
+    one = [cold_start(browser, port, ROOT / "bench" / "one_chart_app.py", HSC_BENCH_FIGURE=str(figure))
+           for _ in range(repeats)]
+    print(f"{'  one-chart app: streamlit run → its chart':<58} n={len(one):3d}  median "
+          f"{np.median(one):7.2f} s  runs {', '.join(f'{v:.2f}' for v in one)}")
+    return float(np.median(app)), float(np.median(one))
+
+
+def summary(links: dict[str, dict[str, float]], cold: tuple[float, float] | None) -> None:
+    """The issue's targets side by side: snapshot ≤ 1.0 s and ≤ 0.5 × floor, live ≤ 1.3 × floor, cold ≤ 5 s."""
+    print("\nSummary (medians)")
+    for name, m in links.items():
+        print(f"  {name:<14} snapshot {m['snapshot'] / 1000:5.2f} s ({m['snapshot'] / m['floor']:.2f} × floor)   "
+              f"live {m['live'] / 1000:5.2f} s ({m['live'] / m['floor']:.2f} × floor)   "
+              f"floor {m['floor'] / 1000:5.2f} s")
+    if cold is not None:
+        print(f"  cold start     {cold[0]:5.2f} s ({cold[0] / cold[1]:.2f} × the one-chart app's {cold[1]:.2f} s)")
+    print(f"  load average   {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (the targets are for an idle machine)")
 
 
 def main() -> int:
@@ -170,7 +257,9 @@ def main() -> int:
     ap.add_argument("--presses", type=int, default=30)
     ap.add_argument("--port", type=int, default=8639)
     ap.add_argument("--links", type=int, default=7, help="fresh sessions per deep link")
-    ap.add_argument("--only-links", action="store_true", help="measure only the shared links (6.)")
+    ap.add_argument("--only-links", action="store_true",
+                    help="measure only the shared links, snapshot links and cold start (6., 7.)")
+    ap.add_argument("--cold", type=int, default=3, help="cold starts of each app (0: none)")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -179,7 +268,18 @@ def main() -> int:
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True)
-            shared_links(browser, url, proc.pid, args.links, args.port + 1)
+            links = shared_links(browser, url, proc.pid, args.links, args.port + 1)
+            cold = None
+            if args.cold:
+                with tempfile.TemporaryDirectory() as tmp:
+                    figure = Path(tmp, "figure.json")
+                    pg = browser.new_page()
+                    pg.goto(f"{url}/")
+                    pg.wait_for_function(FIRST_CHART_JS, timeout=300_000, polling=20)
+                    figure.write_text(pg.evaluate(FIRST_FIGURE_JS), encoding="utf-8")
+                    pg.close()
+                    cold = cold_starts(browser, args.port + 1, args.cold, figure)
+            summary(links, cold)
             if args.only_links:
                 browser.close()
                 return 0

@@ -15,7 +15,8 @@ from hsc_core.core.rules import RULES
 from hsc_core.report import figures
 from hsc_core.report.export import safe_filename
 
-from .evaluations import CurveSet
+from . import views
+from .evaluations import CurveSet, ModelContext
 
 
 def plot_config(filename: str, fmt: str = "png") -> dict:
@@ -38,3 +39,26 @@ def compare_figure(sets: dict[str, CurveSet], rule: str, loss: str = "01", title
     """``rule``'s RC curve of every model."""
     return figures.compare_figure({m: cs.display[rule] for m, cs in sets.items()},
                                   {m: cs.curves[rule].haurc for m, cs in sets.items()}, loss, title)
+
+
+def explorer_tree(es: ModelContext, i: int, font_size: int, max_height: int | None, max_width: int, theta: float,
+                  rules: tuple = ()) -> go.Figure:
+    """The Explorer's tree of sample row ``i`` with its 101 θ frames (≈ 0.1–0.3 s), opening at
+    ``theta``; ``rules``: the marked rules (the paper's four when empty). The live page and its
+    snapshot (``snapshot_views``) both draw this."""
+    from hsc_core.report.tree_figure import record_rows, tree_figure
+
+    paths = views.selected_paths(es.view, rules)
+    return tree_figure(es.view.hierarchy, es.view.node_row(i), record_rows(paths, i), int(es.view.labels[i]), theta,
+                       font_size=font_size, rules=list(paths), max_height=max_height, max_width=max_width)
+
+
+def rc_sweep(cs: CurveSet, rules: tuple, loss: str, font_size: int, height: int | None, theta: float) -> go.Figure:
+    """Risk–Coverage's figure: the curves of ``rules`` with one frame per θ of the 0.01 grid
+    (operating points from the exact curves), opening at ``theta``. The live page and its snapshot
+    (``snapshot_views``) both draw this."""
+    from hsc_core.report.sweep import operating_point_grid, rc_sweep_figure
+
+    points = {r: operating_point_grid(cs.exact[r]) for r in rules}
+    return rc_sweep_figure({r: cs.display[r] for r in rules}, points, {r: cs.curves[r].haurc for r in rules},
+                           theta, loss=loss, font_size=font_size, height=height)

@@ -84,6 +84,16 @@ def sample_image(es: ModelContext, sample: str, width: int | Literal["stretch"] 
         st.caption(f"Sample {plain(sample)} (its image file cannot be read)")
 
 
+def sample_headline(h, true_leaf: int, pred_leaf: int, confidence: float) -> str:
+    """The Explorer's lines beside the image (markdown): the true class, the top-1 leaf with its
+    probability and whether it is right; names shown literally. The page and its snapshot show this."""
+    from .views import node_name, verdict_md
+
+    return (f"**True class:** {plain(node_name(h, true_leaf))}  \n"
+            f"**Top-1 leaf:** {plain(node_name(h, pred_leaf))} (p = {confidence:.3f}) "
+            + verdict_md(pred_leaf == true_leaf))
+
+
 CHOICE_COLUMNS = {
     "confidence": st.column_config.NumberColumn(format="%.4f"),
     "coverage": st.column_config.NumberColumn(format="%.3f"),

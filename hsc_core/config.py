@@ -18,6 +18,10 @@ variable                          meaning                                       
 ``HSC_MEMORY_BUDGET_MB``          working memory of one chunk of any chunked loop          256
 ``HSC_MAX_UPLOAD_MB``             the cap on an uploaded logits file's inflated arrays     200
 ``HSC_MAX_IMAGE_MEGAPIXELS``      the cap on an image's pixels, checked before decoding    40
+``HSC_CACHE_DIR``                 the dashboard's on-disk caches (shipped models' results,  ``~/.cache/hsc``
+                                  keyed by content; snapshot links)
+``HSC_SNAPSHOT_DIR``              the dashboard's snapshot links (``/s/<key>``): the       ``<cache dir>/
+                                  views they name and their cached pages                   snapshots``
 ``HSC_SYNTHETIC``                 dashboard demo/benchmark: one synthetic model of n       unset
                                   samples instead of the catalog
 ``HSC_SYNTHETIC_TAXONOMY``        with ``HSC_SYNTHETIC``: the 10,000-leaf synthetic tree   unset
@@ -40,6 +44,8 @@ RESULTS_DIR = "HSC_RESULTS_DIR"
 MEMORY_BUDGET_MB = "HSC_MEMORY_BUDGET_MB"
 MAX_UPLOAD_MB = "HSC_MAX_UPLOAD_MB"
 MAX_IMAGE_MEGAPIXELS = "HSC_MAX_IMAGE_MEGAPIXELS"
+CACHE_DIR = "HSC_CACHE_DIR"
+SNAPSHOT_DIR = "HSC_SNAPSHOT_DIR"
 SYNTHETIC = "HSC_SYNTHETIC"
 SYNTHETIC_TAXONOMY = "HSC_SYNTHETIC_TAXONOMY"
 DEBUG = "HSC_DEBUG"
@@ -95,6 +101,19 @@ def results_dir() -> Path | None:
         return Path(raw).expanduser()
     default = REPO_ROOT.parent / "shared" / "reference"
     return default if default.is_dir() else None
+
+
+def cache_dir() -> Path:
+    """``$HSC_CACHE_DIR``, else ``~/.cache/hsc``: the dashboard's on-disk caches (created when first written)."""
+    raw = _text(CACHE_DIR)
+    return Path(raw).expanduser() if raw else Path.home() / ".cache" / "hsc"
+
+
+def snapshot_dir() -> Path:
+    """``$HSC_SNAPSHOT_DIR``, else ``<cache dir>/snapshots``: where the dashboard keeps the views its
+    snapshot links name and their cached pages (created when the first link is made)."""
+    raw = _text(SNAPSHOT_DIR)
+    return Path(raw).expanduser() if raw else cache_dir() / "snapshots"
 
 
 def memory_budget_bytes() -> int:

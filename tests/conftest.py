@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -12,6 +14,9 @@ from hsc_core.core.hierarchy import Hierarchy
 from hsc_core.core.probabilities import node_probabilities
 
 REPO = Path(__file__).resolve().parents[1]
+# The dashboard's on-disk caches (results by content, snapshot links) of this test run only, also for
+# the servers the browser tests start: a run never reads or fills the user's ~/.cache/hsc.
+os.environ.setdefault("HSC_CACHE_DIR", tempfile.mkdtemp(prefix="hsc-test-cache-"))
 SHARED = REPO.parent / "shared"
 
 # Leaves 0–4; A(5) = {0, 1}; C(6) = {3, 4}; B(7) = {2, C}; root R(8) = {A, B}.
@@ -131,7 +136,7 @@ def page(browser):
 #                                                             (a parametrized sweep: over ~2 s in all)
 BROWSER_FILES = {"test_browser.py", "test_browser_datasets.py", "test_security_browser.py",
                  "test_browser_guarantees.py", "test_browser_atlas.py", "test_browser_teaching.py",
-                 "test_hostile_names_browser.py", "test_browser_more_metrics.py"}
+                 "test_hostile_names_browser.py", "test_browser_more_metrics.py", "test_browser_snapshot.py"}
 BROWSER_TESTS = {"test_report.py": {"test_report_makes_no_network_request_in_a_browser"}}
 APP_FIXTURES = {"app_env", "open_page"}
 SLOW_FILES = {"test_package.py", "test_app_overview_scale.py", "test_app_datasets.py", "test_app_guarantees.py",
@@ -147,6 +152,11 @@ SLOW_TESTS = {  # file -> test functions (every parameter of each)
     "test_evaluate.py": {"test_ray_local_gives_identical_numbers",  # Ray
                          "test_shipped_logits_without_hierarchy"},  # every rule of the shipped logits
     "test_rc_table.py": {"test_rc_table_on_local_ray_equals_processes"},  # Ray
+    # the shipped model's evaluation, curves and figures, built for a snapshot
+    "test_snapshot.py": {"test_risk_coverage_snapshot_holds_the_live_pages_numbers",
+                         "test_explorer_snapshot_shows_the_sample_and_a_missing_sample_is_one_sentence",
+                         "test_calibration_coverage_snapshot_holds_the_pages_table",
+                         "test_overview_snapshot_holds_the_headline_and_its_intervals"},
     # 1,000 repetitions of every method; the shipped model's evaluation and card
     "test_guarantees.py": {"test_every_guarantee_holds_on_synthetic_data",
                            "test_every_guarantee_holds_on_the_shipped_logits",

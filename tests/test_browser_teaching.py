@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import time
+import urllib.request
 
 import pytest
 from browser_support import (
@@ -312,8 +313,12 @@ def test_overview_link_and_explorer_link_keep_the_view(server, browser):
         assert "Page not found" not in pg.locator('[data-testid="stApp"]').inner_text()
         assert pg.locator("h1").first.inner_text() == "Hierarchical Selective Classification"
         _open(pg, server, "explorer?model=efficientnet_lite1&ts=1&pick=rescue&theta=0.5", "explorer_tree")
+        # "Link to it" is the Figure-1 view's snapshot link; its "Open interactive" keeps the model and TS.
         href = pg.locator("a", has_text="Link to it").get_attribute("href")
-        assert "model=efficientnet_lite1" in href and "ts=1" in href and "pick=rescue" in href
+        assert re.fullmatch(r"s/[0-9a-f]{20}", href), href
+        with urllib.request.urlopen(f"{server}/{href}", timeout=120) as r:
+            live = re.search(r'class="open" href="([^"]+)"', r.read().decode("utf-8")).group(1)
+        assert "model=efficientnet_lite1" in live and "ts=1" in live and "pick=rescue" in live
         # A sweep to θ = 1 that comes to rest redraws the curated list for that θ (no stale "of N").
         before = pg.locator('[data-testid="stMain"]').inner_text()
         assert re.search(r"Example \(of [0-9,]+\)", before)

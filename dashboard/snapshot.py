@@ -1,0 +1,492 @@
+"""Snapshot links: one dashboard view as a static page at ``/s/<key>``, served by the same
+``streamlit run app.py`` process (``app.py`` hands ``routes()`` to ``st.App``).
+
+A page offers its view's link through ``snapshot_views.share_link``: the view (the page, its link's
+query parameters and a stamp of the data it shows) is written, under the key of its canonical JSON
+(``view_key``), as ``<key>.json`` in the snapshot folder (``SnapshotStore``). The first visit of
+``/s/<key>`` builds the page with the builder that page registered (``register``: figures from the
+same functions as the live page), keeps it as ``<key>.html.gz`` and serves that from then on. The
+folder is bounded (``MAX_VIEWS``: the least recently used views go first).
+
+What a visitor can send is only the key: it must be ``KEY_LENGTH`` lowercase hex digits, so a link
+can never name a file outside the folder (``SnapshotStore.path`` checks containment anyway). A
+key without a view, a view whose data changed since the link was made (its stamp differs) or a
+build that fails gets a one-sentence HTML page (404 / 410 / 500), never a traceback. Every name in
+a page is escaped (``html.escape``; figure JSON with ``<``, ``>``, ``&`` as ``\\uXXXX``).
+
+Plotly's JavaScript (the plotly package's ``plotly.min.js``) is served gzip-compressed under a
+name holding its content hash, with ``Cache-Control: immutable``: a browser fetches it once.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import hashlib
+import html
+import importlib.util
+import json
+import logging
+import os
+import re
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+_LOG = logging.getLogger(__name__)
+
+KEY_LENGTH = 20  # hex digits of a view key: 80 bits of SHA-256
+_KEY = re.compile(rf"[0-9a-f]{{{KEY_LENGTH}}}")
+#: Views kept in the snapshot folder; beyond this many the least recently used go (view and page).
+MAX_VIEWS = 500
+#: The largest view file read back (a view is a page name and a few link parameters).
+MAX_VIEW_BYTES = 64_000
+ASSET_PREFIX = "/s/assets/"
+
+
+# ---------------------------------------------------------------------------- keys
+def is_key(key: object) -> bool:
+    """Whether ``key`` has the form of a view key (``KEY_LENGTH`` lowercase hex digits)."""
+    return isinstance(key, str) and _KEY.fullmatch(key) is not None
+
+
+def view_key(page: str, params: Mapping[str, str], stamp: str = "") -> str:
+    """The key of one view: SHA-256 of its canonical JSON (page, sorted parameters, data stamp),
+    first ``KEY_LENGTH`` hex digits. The same view always gets the same key; changed data
+    (another ``stamp``) a new one.
+
+    >>> view_key("explorer", {"theta": "0.5"}) == view_key("explorer", {"theta": "0.5"})
+    True
+    >>> len(view_key("explorer", {}))
+    20
+    """
+    canonical = json.dumps({"page": page, "params": dict(sorted(params.items())), "stamp": stamp},
+                           sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()[:KEY_LENGTH]
+
+
+def live_url(page: str, params: Mapping[str, str]) -> str:
+    """The live page of a view, relative to ``/s/<key>`` (so a server under a base path works too)."""
+    query = urlencode(dict(params))
+    return f"../{page}" + (f"?{query}" if query else "")
+
+
+# ---------------------------------------------------------------------------- the folder
+@dataclass(frozen=True)
+class View:
+    """What a snapshot link names: a page, its link's query parameters, and the data stamp the
+    view was made with."""
+
+    page: str
+    params: dict[str, str]
+    stamp: str = ""
+
+    @property
+    def key(self) -> str:
+        return view_key(self.page, self.params, self.stamp)
+
+
+class SnapshotStore:
+    """The snapshot folder: ``<key>.json`` (the ``View``) and ``<key>.html.gz`` (its built page).
+
+    Parameters
+    ----------
+    folder : Path
+        Created on the first write.
+    max_views : int
+        At most this many views are kept; a write beyond it removes the least recently used
+        (by modification time, which every read refreshes) with their pages.
+    """
+
+    def __init__(self, folder: Path, max_views: int = MAX_VIEWS):
+        self.folder = Path(folder)
+        self.max_views = max_views
+
+    def path(self, key: str, suffix: str) -> Path:
+        """The file of ``key`` (``.json`` or ``.html.gz``); ValueError for anything not a view key
+        or a path that would leave the folder."""
+        if not is_key(key) or suffix not in (".json", ".html.gz"):
+            raise ValueError("not a snapshot key")
+        path = self.folder / f"{key}{suffix}"
+        if path.resolve().parent != self.folder.resolve():  # belt and braces: a key is hex only
+            raise ValueError("not a snapshot key")
+        return path
+
+    def _write(self, path: Path, data: bytes) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)  # readers see the old file or the whole new one
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def save_view(self, view: View) -> str:
+        """Keep ``view`` (once: an existing one is only marked used); returns its key."""
+        key = view.key
+        path = self.path(key, ".json")
+        if path.exists():
+            self._touch(path)
+            return key
+        self._write(path, json.dumps({"page": view.page, "params": view.params, "stamp": view.stamp},
+                                     sort_keys=True).encode("utf-8"))
+        self.evict()
+        return key
+
+    def load_view(self, key: str) -> View | None:
+        """The view of ``key``; None for a malformed key, a missing or unreadable view file."""
+        try:
+            path = self.path(key, ".json")
+            if path.stat().st_size > MAX_VIEW_BYTES:
+                return None
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            params = raw["params"]
+            if not (isinstance(raw["page"], str) and isinstance(params, dict) and isinstance(raw["stamp"], str)
+                    and all(isinstance(k, str) and isinstance(v, str) for k, v in params.items())):
+                return None
+            view = View(raw["page"], dict(params), raw["stamp"])
+        except (ValueError, OSError, KeyError, TypeError):
+            return None
+        if view.key != key:  # a hand-edited file: it no longer is the view its name says
+            return None
+        self._touch(path)
+        return view
+
+    def read_page(self, key: str) -> bytes | None:
+        """The built page of ``key`` (gzip bytes), or None."""
+        try:
+            return self.path(key, ".html.gz").read_bytes()
+        except (ValueError, OSError):
+            return None
+
+    def write_page(self, key: str, page_html: str) -> bytes:
+        """Keep ``key``'s built page; returns its gzip bytes."""
+        data = gzip.compress(page_html.encode("utf-8"), compresslevel=6, mtime=0)
+        self._write(self.path(key, ".html.gz"), data)
+        return data
+
+    def drop_page(self, key: str) -> None:
+        with _quiet():
+            self.path(key, ".html.gz").unlink(missing_ok=True)
+
+    def evict(self) -> None:
+        """Remove the least recently used views (and their pages) beyond ``max_views``."""
+        try:
+            views = sorted(self.folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
+        except OSError:
+            return
+        for path in views[: max(0, len(views) - self.max_views)]:
+            key = path.name[: -len(".json")]
+            with _quiet():
+                path.unlink(missing_ok=True)
+                if is_key(key):
+                    self.path(key, ".html.gz").unlink(missing_ok=True)
+
+    @staticmethod
+    def _touch(path: Path) -> None:
+        with _quiet():
+            os.utime(path)
+
+
+def default_store() -> SnapshotStore:
+    """The snapshot folder the environment names (``HSC_SNAPSHOT_DIR``, ``hsc_core.config.snapshot_dir``)."""
+    from hsc_core.config import snapshot_dir
+
+    return SnapshotStore(snapshot_dir())
+
+
+class _quiet:
+    """Ignore a file system error (a file another process removed meanwhile)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        return kind is not None and issubclass(kind, OSError)
+
+
+# ---------------------------------------------------------------------------- builders
+@dataclass(frozen=True)
+class Snapshot:
+    """What a snapshot page shows.
+
+    ``headline``: the view's numbers as the live page writes them (markdown: ``**bold**``,
+    ``:blue[…]``, line breaks); ``figures``: Plotly figures (their animation frames, slider and
+    ▶ Play kept); ``image``: the sample's image (bytes of ``image_type``), when there is one."""
+
+    title: str
+    headline: str
+    figures: Sequence[Any] = ()
+    caption: str = ""
+    image: bytes | None = None
+    image_type: str = "image/jpeg"
+    image_caption: str = ""
+    presenter: bool = False
+
+
+@dataclass(frozen=True)
+class Builder:
+    """How one page makes its snapshot. ``stamp(params)``: a cheap stamp of the data the view shows
+    (a changed file changes it: the link is then stale); ``build(params)``: the ``Snapshot``."""
+
+    stamp: Callable[[Mapping[str, str]], str]
+    build: Callable[[Mapping[str, str]], Snapshot]
+
+
+BUILDERS: dict[str, Builder] = {}
+
+
+def register(page: str, stamp: Callable[[Mapping[str, str]], str]) -> Callable:
+    """Decorator: ``build(params) -> Snapshot`` makes the snapshot of ``page`` (its URL path)."""
+    def decorate(build: Callable[[Mapping[str, str]], Snapshot]) -> Callable[[Mapping[str, str]], Snapshot]:
+        BUILDERS[page] = Builder(stamp, build)
+        return build
+    return decorate
+
+
+class Unavailable(Exception):
+    """A view that cannot be shown (its model or sample is gone); the message is one sentence for the visitor."""
+
+
+# ---------------------------------------------------------------------------- the page
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+_COLOUR = re.compile(r":(blue|orange|green|red|gray)\[(.+?)\]")
+_MD_ESCAPE = re.compile(r"\\([\\`*{}\[\]<>|~$&_#+\-=.!()])")
+
+
+def markdown_html(text: str) -> str:
+    """The markdown subset the pages' headline text uses, as HTML: everything escaped first.
+
+    >>> markdown_html("**Climbing** → a<b> :blue[**✓ correct**]  \\nnext")
+    '<strong>Climbing</strong> → a&lt;b&gt; <span class="blue"><strong>✓ correct</strong></span><br>\\nnext'
+    """
+    out = html.escape(text, quote=True)
+    out = _BOLD.sub(r"<strong>\1</strong>", out)
+    out = _COLOUR.sub(r'<span class="\1">\2</span>', out)
+    out = _MD_ESCAPE.sub(r"\1", out)
+    return out.replace("  \n", "<br>\n")
+
+
+def script_json(value: str) -> str:
+    """JSON text made safe inside ``<script>``: ``<``, ``>`` and ``&`` as JSON escapes (same value).
+
+    >>> script_json('{"a": "</script>&"}')
+    '{"a": "\\\\u003c/script\\\\u003e\\\\u0026"}'
+    """
+    return value.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+_STYLE = """
+body{font-family:"Source Sans Pro",system-ui,sans-serif;margin:1rem 2rem;color:#262730;background:#fff}
+body.presenter{font-size:19.2px;margin:.5rem 1.5rem}
+header{display:flex;gap:1.5rem;align-items:center;flex-wrap:wrap}
+h1{font-size:1.8em;margin:.3em 0}
+a.open{background:#ff4b4b;color:#fff;padding:.45em 1em;border-radius:.5em;text-decoration:none;font-weight:600}
+.caption{color:#808495;font-size:.9em;margin:.2em 0 .8em}
+.view{display:flex;gap:1.5rem;align-items:flex-start}
+.info{flex:0 0 22%;min-width:12rem}
+.info img{max-width:100%;border-radius:.3em}
+.figures{flex:1;min-width:0}
+.figure{min-height:300px;outline:none}
+.blue{color:#1c83e1}.orange{color:#d97706}.green{color:#21c354}.red{color:#ff4b4b}.gray{color:#808495}
+"""
+
+# Plotly draws each figure, then gets its θ frames; ←/→ (±1 step), Page Up/Down (±10), Home/End
+# move the figure's slider (and its frame) like the live page's keys; ▶ Play is the figure's own.
+_SCRIPT = """
+document.addEventListener("DOMContentLoaded", function () {
+  var figs = document.querySelectorAll("div[data-figure]"), left = figs.length;
+  function settle() { if (--left <= 0) document.body.setAttribute("data-drawn", "1"); }
+  if (!left) settle();
+  figs.forEach(function (div) {
+    var fig = JSON.parse(document.getElementById(div.id + "-data").textContent);
+    Plotly.newPlot(div, fig.data, fig.layout, {displaylogo: false, responsive: true}).then(function () {
+      return fig.frames ? Plotly.addFrames(div, fig.frames) : null;
+    }).then(settle, settle);
+    div.addEventListener("keydown", function (e) {
+      var s = div.layout.sliders && div.layout.sliders[0];
+      if (!s || !s.steps || !s.steps.length) return;
+      var n = s.steps.length, i = s.active || 0;
+      var to = {ArrowLeft: i - 1, ArrowRight: i + 1, PageDown: i - 10, PageUp: i + 10, Home: 0, End: n - 1}[e.key];
+      if (to === undefined) return;
+      e.preventDefault();
+      to = Math.max(0, Math.min(n - 1, to));
+      var step = s.steps[to];
+      Plotly.animate(div, step.args[0], {mode: "immediate", frame: {duration: 0, redraw: true},
+                                         transition: {duration: 0}});
+      Plotly.relayout(div, {"sliders[0].active": to});
+    });
+  });
+});
+"""
+
+
+def render_page(snap: Snapshot, live: str, plotly_src: str) -> str:
+    """The snapshot page's HTML: title, "Open interactive" (``live``), caption, the image and the
+    headline numbers beside the figures. Every text is escaped."""
+    esc = functools.partial(html.escape, quote=True)
+    figures, data = [], []
+    for n, fig in enumerate(snap.figures):
+        figures.append(f'<div class="figure" id="fig{n}" data-figure="1" tabindex="0" '
+                       f'aria-label="{esc(snap.title)} figure {n + 1}"></div>')
+        data.append(f'<script type="application/json" id="fig{n}-data">{script_json(fig.to_json())}</script>')
+    image = ""
+    if snap.image is not None:
+        import base64
+
+        src = f"data:{esc(snap.image_type)};base64,{base64.b64encode(snap.image).decode('ascii')}"
+        image = (f'<figure><img src="{src}" alt="{esc(snap.image_caption)}">'
+                 f"<figcaption class=\"caption\">{esc(snap.image_caption)}</figcaption></figure>")
+    caption = f'<p class="caption">{markdown_html(snap.caption)}</p>' if snap.caption else ""
+    return (
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        f"<title>{esc(snap.title)} · snapshot</title><style>{_STYLE}</style>"
+        f"<script src=\"{esc(plotly_src)}\" defer></script></head>\n"
+        f"<body class=\"{'presenter' if snap.presenter else 'normal'}\">\n"
+        f"<header><h1>{esc(snap.title)}</h1><a class=\"open\" href=\"{esc(live)}\">Open interactive</a></header>\n"
+        f"{caption}\n<div class=\"view\"><div class=\"info\">{image}"
+        f"<div class=\"headline\" data-testid=\"headline\">{markdown_html(snap.headline)}</div></div>\n"
+        f"<div class=\"figures\">{''.join(figures)}</div></div>\n{''.join(data)}\n<script>{_SCRIPT}</script>\n"
+        "</body></html>\n"
+    )
+
+
+def message_page(sentence: str, live: str | None = None) -> str:
+    """A one-sentence page (a bad, stale or failed snapshot link), with the live page's link if any."""
+    link = f' <a href="{html.escape(live, quote=True)}">Open the live page</a>.' if live else ""
+    return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Snapshot</title>"
+            f"<style>{_STYLE}</style></head><body><p>{html.escape(sentence)}{link}</p></body></html>\n")
+
+
+# ---------------------------------------------------------------------------- Plotly's JavaScript
+@dataclass(frozen=True)
+class Asset:
+    name: str
+    gzip_bytes: bytes = field(repr=False)
+
+
+@functools.cache
+def plotly_asset() -> Asset:
+    """The plotly package's ``plotly.min.js``, gzip-compressed, named by its content hash (read once)."""
+    spec = importlib.util.find_spec("plotly")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("the plotly package is not installed")
+    raw = (Path(next(iter(spec.submodule_search_locations))) / "package_data" / "plotly.min.js").read_bytes()
+    digest = hashlib.sha256(raw).hexdigest()[:16]
+    return Asset(f"plotly-{digest}.min.js", gzip.compress(raw, compresslevel=9, mtime=0))
+
+
+def plotly_src() -> str:
+    """The URL of Plotly's JavaScript relative to ``/s/<key>``."""
+    return f"assets/{plotly_asset().name}"
+
+
+# ---------------------------------------------------------------------------- serving
+@dataclass(frozen=True)
+class Reply:
+    """An HTTP answer: status, body (gzip when ``gzipped``), content type."""
+
+    status: int
+    body: bytes
+    gzipped: bool = False
+    content_type: str = "text/html; charset=utf-8"
+
+
+def _message(status: int, sentence: str, live: str | None = None) -> Reply:
+    return Reply(status, message_page(sentence, live).encode("utf-8"))
+
+
+def snapshot_reply(store: SnapshotStore, key: str) -> Reply:
+    """The answer to ``GET /s/<key>``: the (cached) snapshot page, or a one-sentence page."""
+    if not is_key(key):
+        return _message(404, "This is not a snapshot link: a snapshot link ends in a 20-character key.")
+    view = store.load_view(key)
+    builder = BUILDERS.get(view.page) if view is not None else None
+    if view is None or builder is None:
+        return _message(404, "This snapshot link is unknown or has expired; ask for a new one.")
+    live = live_url(view.page, view.params)
+    try:
+        current = builder.stamp(view.params)
+    except Exception:  # noqa: BLE001 - the model's file is gone or unreadable: said in one sentence
+        _LOG.info("snapshot %s: no stamp", key, exc_info=True)
+        current = None
+    if current != view.stamp:
+        store.drop_page(key)
+        return _message(410, "The data this snapshot showed have changed or are gone since the link was made.", live)
+    cached = store.read_page(key)
+    if cached is not None:
+        return Reply(200, cached, gzipped=True)
+    try:
+        snap = builder.build(view.params)
+    except Unavailable as exc:
+        return _message(404, str(exc), live)
+    except Exception:  # noqa: BLE001 - logged for the operator; the visitor gets one sentence
+        _LOG.exception("snapshot %s could not be built", key)
+        return _message(500, "This snapshot could not be built; the live page may still work.", live)
+    return Reply(200, store.write_page(key, render_page(snap, live, plotly_src())), gzipped=True)
+
+
+def asset_reply(name: str) -> Reply:
+    """The answer to ``GET /s/assets/<name>``: Plotly's JavaScript under its current name, else 404."""
+    try:
+        asset = plotly_asset()
+    except OSError:
+        return _message(404, "This file is not here.")
+    if name != asset.name:
+        return _message(404, "This file is not here.")
+    return Reply(200, asset.gzip_bytes, gzipped=True, content_type="text/javascript; charset=utf-8")
+
+
+IMMUTABLE = "public, max-age=31536000, immutable"
+
+
+def _respond(request: Any, reply: Reply, cache_control: str):
+    from starlette.responses import Response
+
+    headers = {"Cache-Control": cache_control, "X-Content-Type-Options": "nosniff"}
+    body = reply.body
+    if reply.gzipped:
+        if "gzip" in request.headers.get("accept-encoding", ""):
+            headers["Content-Encoding"] = "gzip"
+        else:
+            body = gzip.decompress(body)
+        headers["Vary"] = "Accept-Encoding"
+    return Response(body, status_code=reply.status, media_type=reply.content_type, headers=headers)
+
+
+def routes(store: Callable[[], SnapshotStore], load_builders: Callable[[], object] | None = None,
+           base_path: str = "") -> list:
+    """The Starlette routes ``/s/assets/<name>`` and ``/s/<key>`` for ``st.App(routes=…)``.
+
+    ``store`` gives the snapshot folder (read when a request comes, so its variable may be set
+    late); ``load_builders`` imports the pages' builders on the first snapshot request (not when
+    the server starts); ``base_path``: Streamlit's ``server.baseUrlPath`` (the routes go under it,
+    beside the pages, so the pages' relative links reach them)."""
+    from starlette.concurrency import run_in_threadpool
+    from starlette.routing import Route
+
+    loaded: list[bool] = []
+
+    def build_reply(key: str) -> Reply:
+        if not loaded and load_builders is not None:
+            load_builders()
+            loaded.append(True)
+        return snapshot_reply(store(), key)
+
+    async def snapshot(request):
+        reply = await run_in_threadpool(build_reply, str(request.path_params.get("key", "")))
+        return _respond(request, reply, "no-cache")
+
+    async def asset(request):
+        reply = await run_in_threadpool(asset_reply, str(request.path_params.get("name", "")))
+        return _respond(request, reply, IMMUTABLE if reply.status == 200 else "no-cache")
+
+    prefix = "/" + base_path.strip("/") if base_path.strip("/") else ""
+    return [Route(prefix + ASSET_PREFIX + "{name}", asset, methods=["GET"]),
+            Route(prefix + "/s/{key}", snapshot, methods=["GET"])]
