@@ -72,7 +72,7 @@ def theta_view() -> None:
         widgets.figure(fig, name, key="rc_chart", context=widgets.export_context(es))
         sweep.sweep_sync("rc_chart", theta, _follow, image=f"rc_{loss}_{state.get('dec')}",
                          context=widgets.export_context(es),
-                         title="Risk–coverage curves and each rule's operating point")
+                         title="Risk–coverage curves and each rule's operating point", link="theta")
     with text, sweep.theta_box("rc_chart", "follow"):
         st.markdown(f"**Operating points** (θ = {theta:.2f}; ▶ Play on the chart sweeps θ)")
         st.markdown(views.operating_point_text(points))

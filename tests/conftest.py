@@ -122,6 +122,8 @@ def page(browser):
 # test_browser_more_metrics.py                browser, slow   metrics/rules beyond the paper: toggles, hF1 curves,
 #                                                             1280×720 normal and presenter
 # test_browser_atlas.py                       browser, slow   Model atlas, Where it stops: Chromium at 1280×720
+# test_browser_sweep_hammer.py                browser, slow   the Explorer's θ hammered: 50 random runs of keys,
+#                                                             ▶ Play and clicks, one server, one page (~3 min)
 # test_app_datasets.py                        slow            AppTest on other data sets: each test builds and
 #                                                             evaluates CIFAR-100 or a user data set (~10 s in all)
 # test_cache_logits.py (fixture synthetic)    slow            pipeline runs: `cache-logits` end to end on a model
@@ -130,7 +132,8 @@ def page(browser):
 #                                                             (a parametrized sweep: over ~2 s in all)
 BROWSER_FILES = {"test_browser.py", "test_browser_datasets.py", "test_security_browser.py",
                  "test_browser_guarantees.py", "test_browser_atlas.py", "test_browser_teaching.py",
-                 "test_hostile_names_browser.py", "test_browser_more_metrics.py"}
+                 "test_hostile_names_browser.py", "test_browser_more_metrics.py",
+                 "test_browser_sweep_hammer.py"}
 BROWSER_TESTS = {"test_report.py": {"test_report_makes_no_network_request_in_a_browser"}}
 APP_FIXTURES = {"app_env", "open_page"}
 SLOW_FILES = {"test_package.py", "test_app_overview_scale.py", "test_app_datasets.py", "test_app_guarantees.py",
