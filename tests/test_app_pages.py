@@ -318,7 +318,7 @@ def test_guaranteed_accuracy_values(use_dir, model_dir):
     nodes, _ = decision_paths(h, probs, "climbing").predict(theta_hat)
     acc = h.is_ancestor(nodes[test], labels[test]).mean()
     assert metric(at, "Test accuracy") == f"{acc:.4f}"
-    assert metric(at, "Test coverage") == f"{h.coverage[nodes[test]].mean():.4f}"
+    assert metric(at, "Hierarchical coverage") == f"{h.coverage[nodes[test]].mean():.4f}"
 
     # Repetitions: a few, CRC only, so the test stays fast.
     at.slider(key="_w.ga.reps").set_value(20)

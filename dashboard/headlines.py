@@ -1,0 +1,103 @@
+"""One plain-language sentence per page: what it shows and what to conclude, computed from the data.
+
+Each function takes the numbers its page already has and returns a sentence (Markdown) for the page
+to open with; none of them computes a number of its own beyond shares and differences of those given.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+# What each guarantee kind (``guarantee_methods.METHODS[m].kind``) promises, in words: whether
+# "holds" is about the average over calibration sets, one calibration with probability 1 − δ, or none.
+KIND_WORDS = {
+    "marginal": "marginal: on average over calibration sets (one calibration may fall below)",
+    "marginal per group": "marginal per group: on average over calibration sets, in each superclass",
+    "pac": "PAC: with probability ≥ 1 − δ for the one calibration you deploy",
+    "heuristic": "no guarantee (a heuristic)",
+}
+
+
+def kind_words(kind: str) -> str:
+    """The guarantee ``kind`` in words (the kind itself when it is not a known one).
+
+    >>> kind_words("pac")
+    'PAC: with probability ≥ 1 − δ for the one calibration you deploy'
+    """
+    return KIND_WORDS.get(kind, kind)
+
+
+def answer_shares(nodes: np.ndarray, leaf_count: np.ndarray) -> tuple[float, float]:
+    """The share of samples that get an answer (a node below the root) and the share answered at a leaf.
+
+    Parameters
+    ----------
+    nodes : (n,) int, the node predicted for each sample.
+    leaf_count : (n_nodes,) int, the number of leaves under each node (1 at a leaf; the root has all).
+
+    Returns
+    -------
+    answered, at_leaf : float, shares of the n samples (0 for an empty ``nodes``).
+    """
+    nodes = np.asarray(nodes, dtype=int)
+    if nodes.size == 0:
+        return 0.0, 0.0
+    leaf_count = np.asarray(leaf_count)
+    counts = leaf_count[nodes]
+    return float(np.mean(counts < leaf_count.max())), float(np.mean(counts == 1))  # the root holds every leaf
+
+
+def guarantee_headline(split: Any, leaf_count: np.ndarray, confidence: float) -> str:
+    """The manager's answer for one calibrated split (``ThresholdResult``): the θ to deploy, how many
+    samples get an answer and at which level, and what is guaranteed with what confidence.
+
+    Parameters
+    ----------
+    split : ThresholdResult (``theta``, ``label``, ``kind``, ``target_accuracy``, ``test_nodes``,
+        ``test_accuracy``, ``certified``).
+    leaf_count : (n_nodes,) leaves under each node (``Hierarchy.leaf_count``).
+    confidence : 1 − δ of the page.
+    """
+    answered, at_leaf = answer_shares(split.test_nodes, leaf_count)
+    target = split.target_accuracy
+    name = "λ" if split.method == "darts" else "θ"
+    if not split.certified:
+        return (f"**{split.label} cannot promise {target:.1%} here**: it predicts only the root (no answer); "
+                f"lower the target or raise n.")
+    if split.kind == "pac":
+        promise = (f"with {confidence:.0%} confidence, at least {target:.1%} of the answers on new data are "
+                   f"correct")
+    elif split.kind.startswith("marginal"):
+        promise = (f"on average over calibration sets at least {target:.1%} of the answers are correct, but not "
+                   f"with {confidence:.0%} confidence for this one calibration (a marginal statement)")
+    else:
+        promise = "nothing is guaranteed (a heuristic)"
+    levels = f"{at_leaf:.0%} at a leaf, {answered - at_leaf:.0%} at a coarser node"
+    if answered < 1:
+        levels += f", {1 - answered:.0%} none (the root: rejected)"
+    return (f"**Deploy {name} = {split.theta:.4f}** ({split.label}): **{answered:.0%} of the samples get an "
+            f"answer** ({levels}); {promise}. Measured on the {split.n_test:,} test samples: "
+            f"{split.test_accuracy:.1%} correct.")
+
+
+def holds_text(kind: str, holds: Any, violation_rate: float, delta: float | None) -> str:
+    """The shoot-out's "holds" for one method, in words that say which promise was kept.
+
+    A marginal method "holds" when its mean accuracy over the calibration sets reaches the target,
+    even if many single sets fall below; a PAC one when at most δ of the sets fall below.
+
+    >>> holds_text("marginal", True, 0.46, 0.1)
+    'yes, on average (marginal): 46% of the sets fell below the target'
+    >>> holds_text("pac", False, 0.2, 0.1)
+    'no: 20% of the sets fell below the target, more than δ = 10% (PAC)'
+    """
+    below = f"{violation_rate:.0%} of the sets fell below the target"
+    if kind == "pac":
+        limit = "" if delta is None else f" δ = {delta:.0%}"
+        return (f"yes: {below}, within{limit} (PAC)" if holds is True
+                else f"no: {below}, more than{limit} (PAC)")
+    if kind.startswith("marginal"):
+        return f"yes, on average (marginal): {below}" if holds is True else f"no, not even on average: {below}"
+    return f"no guarantee (heuristic): {below}"
