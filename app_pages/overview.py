@@ -9,6 +9,7 @@ from dashboard import (
     catalog,
     entry,
     evaluations,
+    headlines,
     presenter,
     report,
     session_keys,
@@ -23,7 +24,7 @@ from hsc_core.core.rule_registry import rule_label
 from hsc_core.core.uncertainty import CONFIDENCE, N_RESAMPLES, ON_DEMAND_SAMPLES
 from hsc_core.report.export import ExportContext
 from hsc_core.report.figures import RISK_NOTE, gain_figure, illustration_figure
-from hsc_core.report.html_report import HEADLINE_RULE, headline_sentence, worse_sentence, worse_summary
+from hsc_core.report.html_report import HEADLINE_RULE, headline_sentence, worse_rules, worse_sentence, worse_summary
 
 entry.ensure_entrypoint(globals())
 
@@ -66,6 +67,8 @@ def headline() -> None:
     try:
         sets = {ts: evaluations.model_context(name, location, subset, ts) for ts in (True, False)}
         if not intervals_ready(name, sets[True]):
+            st.markdown("#### " + headlines.overview_lead(rule_label(HEADLINE_RULE),
+                                                          sets[True].view.gain(HEADLINE_RULE)))
             st.info(widgets.plain(point_sentence(sets[True], True)), icon=":material/campaign:")
             st.caption(widgets.plain(point_sentence(sets[False], False)))
             if st.button(f"Compute 95 % intervals ({N_RESAMPLES:,} bootstrap resamples)", key="overview_compute_ci",
@@ -81,6 +84,7 @@ def headline() -> None:
         return  # said once, in the models' list below
     on = sets[True]
     gain = boots[True].gain[HEADLINE_RULE]
+    st.markdown("#### " + headlines.overview_lead(rule_label(HEADLINE_RULE), gain.estimate, gain.low, gain.high))
     text = headline_sentence(name, on.dataset.name, on.view.n, True, gain)
     box = st.success if gain.low > 0 else (st.warning if gain.high < 0 else st.info)
     box(widgets.plain(text), icon=":material/campaign:")
@@ -165,7 +169,9 @@ if not rows:
 
 worse = worse_sentence(rows)
 if worse:  # one sentence up top (the first screen), every model's rule further down
-    negative.warning(widgets.plain(worse_summary(rows)), icon=":material/trending_down:")
+    negative.warning(widgets.plain(worse_summary(rows) + " "
+                                   + headlines.worse_conclusion(worse_rules(rows), HEADLINE_RULE, rule_label)),
+                     icon=":material/trending_down:")
     with st.expander("Every rule that does worse than Selective"):
         st.markdown(widgets.plain(worse))
 models = views.model_rows(rows, metrics=("top1", "temperature"))

@@ -4,7 +4,19 @@ ones) and their operating points at θ."""
 import pandas as pd
 import streamlit as st
 
-from dashboard import catalog, entry, evaluations, presenter, sections, sidebar, state, sweep, views, widgets
+from dashboard import (
+    catalog,
+    entry,
+    evaluations,
+    headlines,
+    presenter,
+    sections,
+    sidebar,
+    state,
+    sweep,
+    views,
+    widgets,
+)
 from hsc_core.core.curves import COMMON_RANGE_NOTE
 from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.rule_registry import rule_label, rule_names
@@ -40,6 +52,8 @@ if not rules:
 loss = state.get("loss")
 dec = None if state.get("dec") == "exact" else 2
 cs = sidebar.curve_set_or_stop(es, loss, dec)
+if not presenter.presenter():  # presenter mode: the chart and its θ fill the screen
+    st.markdown(headlines.risk_coverage_headline({r: cs.curves[r].haurc for r in rules}, loss, rule_label))
 
 
 @catalog.cache_resource(max_entries=32, show_spinner=False)

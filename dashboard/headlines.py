@@ -101,3 +101,80 @@ def holds_text(kind: str, holds: Any, violation_rate: float, delta: float | None
     if kind.startswith("marginal"):
         return f"yes, on average (marginal): {below}" if holds is True else f"no, not even on average: {below}"
     return f"no guarantee (heuristic): {below}"
+
+
+def overview_lead(rule: str, gain: float, low: float | None = None, high: float | None = None) -> str:
+    """The Overview's first sentence, without jargon: does backing off to a coarser class when unsure
+    (``rule``, e.g. "Climbing") beat answering with a leaf or nothing? ``gain``: % of Selective's
+    risk–coverage area the rule saves; ``low``/``high``: its 95 % interval (None: not computed yet).
+
+    >>> overview_lead("Climbing", 12.6, 8.0, 17.1)[-47:]
+    'leaf or not at all — a clear win on this model.'
+    """
+    if not np.isfinite(gain):
+        return "This model makes no mistakes on these images, so backing off to a coarser class cannot help."
+    verb = f"makes {abs(gain):.0f} % {'fewer' if gain >= 0 else 'more'} mistakes overall"
+    if low is None or high is None:
+        verdict = "(a first estimate: its uncertainty is not computed yet)"
+    elif low > 0:
+        verdict = "— a clear win on this model"
+    elif high < 0:
+        verdict = "— worse on this model: keep plain answers"
+    else:
+        verdict = "— but that is within chance on this many images"
+    return (f"Answering with a coarser class when unsure ({rule}) {verb} than answering with a leaf or not at all "
+            f"{verdict}.")
+
+
+def worse_conclusion(worse: set[str], headline_rule: str, label) -> str:
+    """What to conclude from the rules that do worse than Selective somewhere (``worse``, rule names):
+    whether the headline rule is among them. ``label``: rule name → its label.
+
+    >>> worse_conclusion({"jumping"}, "climbing", str.title)[:48]
+    'So: Climbing never does clearly worse than plain'
+    """
+    if not worse:
+        return ""
+    names = ", ".join(label(r) for r in sorted(worse))
+    if headline_rule in worse:
+        return f"So: no rule is safe everywhere — check {names} on your own model before using it."
+    return (f"So: {label(headline_rule)} never does clearly worse than plain selective classification here; "
+            f"check {names} on your own model before using it.")
+
+
+def risk_coverage_headline(areas: dict[str, float], loss: str, label) -> str:
+    """Risk–Coverage's sentence: what risk is, that lower is better, and which rule's curve is lowest.
+    ``areas``: rule → area under its risk–coverage curve; ``label``: rule name → its label.
+
+    >>> risk_coverage_headline({"selective": 0.046, "climbing": 0.040}, "01", str.title)[-79:]
+    'Here **Climbing** has the lowest curve (area 40.0 ×10⁻³), 13 % below Selective.'
+    """
+    what = ("the share of wrong answers (a predicted class that does not contain the true one)" if loss == "01"
+            else "how far off the wrong answers are (their distance in the class tree)")
+    head = f"**Risk** is {what} at each level of detail (coverage): **lower is better**."
+    finite = {r: a for r, a in areas.items() if np.isfinite(a)}
+    if not finite:
+        return head
+    best = min(finite, key=finite.get)
+    tail = f" Here **{label(best)}** has the lowest curve (area {1000 * finite[best]:.1f} ×10⁻³)"
+    base = finite.get("selective")
+    if base and best != "selective":
+        tail += f", {100 * (1 - finite[best] / base):.0f} % below {label('selective')}"
+    return head + tail + "."
+
+
+def calibration_headline(areas: dict[str, float], label) -> str:
+    """Calibration–Coverage's sentence: which rule's confidences are the most honest as θ rises.
+    ``areas``: rule → area under its calibration–coverage (ECE) curve.
+
+    >>> calibration_headline({"selective": 0.0103, "jumping": 0.0072}, str.title)[-101:]
+    "Here **Jumping**'s confidences are the most honest (area 0.0072), **Selective**'s the least (0.0103)."
+    """
+    head = ("The curves show how far each rule's confidence is from its real accuracy (ECE) as it answers more "
+            "coarsely: **lower is better**.")
+    finite = {r: a for r, a in areas.items() if np.isfinite(a)}
+    if len(finite) < 2:
+        return head
+    best, worst = min(finite, key=finite.get), max(finite, key=finite.get)
+    return (head + f" Here **{label(best)}**'s confidences are the most honest (area {finite[best]:.4f}), "
+            f"**{label(worst)}**'s the least ({finite[worst]:.4f}).")

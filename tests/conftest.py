@@ -118,6 +118,7 @@ def page(browser):
 # test_app_rule_links.py                      slow            AppTest every page × every rule in the link (shipped
 #                                                             logits, ~9 min on the busy 2-core machine)
 # test_app_robust.py                          slow            AppTest hostile tables and capped links (issue 33)
+# test_app_headlines.py                       slow            AppTest each page's opening sentence (shipped logits)
 # test_app_try_image.py                       slow            AppTest Try an image: a pretrained network, degraded
 # test_browser_more_metrics.py                browser, slow   metrics/rules beyond the paper: toggles, hF1 curves,
 #                                                             1280×720 normal and presenter
@@ -138,7 +139,7 @@ BROWSER_TESTS = {"test_report.py": {"test_report_makes_no_network_request_in_a_b
 APP_FIXTURES = {"app_env", "open_page"}
 SLOW_FILES = {"test_package.py", "test_app_overview_scale.py", "test_app_datasets.py", "test_app_guarantees.py",
               "test_app_atlas.py", "test_app_where.py", "test_app_try_image.py",
-              "test_app_rule_links.py", "test_app_robust.py"}
+              "test_app_rule_links.py", "test_app_robust.py", "test_app_headlines.py"}
 SLOW_FIXTURES = {"test_cache_logits.py": {"synthetic"}}
 SLOW_TESTS = {  # file -> test functions (every parameter of each)
     "test_cache_logits.py": {"test_models_on_local_ray_one_task_each_resumable",  # Ray

@@ -1,0 +1,63 @@
+"""Issue 35: each page opens with one plain-language sentence computed from the data — AppTest on the
+shipped Lite0 logits, each sentence recomputed from the library's numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from app_support import open_page
+
+from dashboard import headlines
+from hsc_core.core.rule_registry import rule_label
+from hsc_core.datasets.imagenet import imagenet_hierarchy
+from hsc_core.datasets.logits_io import load_logits
+from hsc_core.evaluation.model import ModelEvaluation
+
+SHIPPED = Path(__file__).resolve().parents[1] / "cached_logits"
+PAPER = ["selective", "climbing", "jumping", "max_coverage"]
+
+
+@pytest.fixture(scope="module")
+def lite0():
+    if not (SHIPPED / "efficientnet_lite0.npz").is_file():
+        pytest.skip("shipped logits absent")
+    return ModelEvaluation.from_bundle(load_logits(SHIPPED / "efficientnet_lite0.npz"), imagenet_hierarchy())
+
+
+@pytest.fixture
+def shipped_page(monkeypatch, tmp_path):
+    for suffix in (".npz", ".json"):
+        (tmp_path / f"efficientnet_lite0{suffix}").symlink_to(SHIPPED / f"efficientnet_lite0{suffix}")
+    monkeypatch.delenv("HSC_SYNTHETIC", raising=False)
+    monkeypatch.setenv("HSC_CACHED_LOGITS_DIR", str(tmp_path))
+    return lambda page, query=None: open_page(page, query)
+
+
+def _texts(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def test_risk_coverage_says_what_risk_is_and_which_curve_is_lowest(shipped_page, lite0):
+    at = shipped_page("app_pages/risk_coverage.py", {"rules": ",".join(PAPER)})
+    es = lite0.setting(True)
+    areas = {r: es.curve(r).haurc for r in PAPER}
+    sentence = headlines.risk_coverage_headline(areas, "01", rule_label)
+    assert sentence in _texts(at)
+    assert "**lower is better**" in sentence and f"**{rule_label(min(areas, key=areas.get))}**" in sentence
+
+
+def test_calibration_coverage_names_the_most_honest_rule(shipped_page, lite0):
+    at = shipped_page("app_pages/calibration_coverage.py", {"rules": ",".join(PAPER), "bins": "15"})
+    table = lite0.setting(True).cc_summary(PAPER, 15)
+    areas = {row["rule"]: row["area under CC curve (lower is better)"] for row in table}
+    assert headlines.calibration_headline(areas, rule_label) in _texts(at)
+
+
+def test_overview_opens_without_jargon(shipped_page, lite0):
+    at = shipped_page("app_pages/overview.py")
+    lead = next(m.value for m in at.markdown if m.value.startswith("#### "))
+    assert "Answering with a coarser class when unsure (Climbing) makes" in lead
+    assert "risk–coverage" not in lead and "hAURC" not in lead
+    gain = lite0.setting(True).gain("climbing")
+    assert f"{abs(gain):.0f} % fewer mistakes" in lead
