@@ -53,8 +53,8 @@ N_MAX = max(20, int(N * 0.9))
 with intro:
     st.caption(
     f"{N:,} samples here: n goes up to {N_MAX:,} and the rest are the test set. The paper calibrates on 5,000 of the "
-    "50,000 validation images and repeats 1,000 times; for the shipped 1,894-image sample n defaults to 1,000 and "
-    "the repetitions to 200."
+    "50,000 validation images and repeats 1,000 times; on the shipped sample's 1,705 evaluation images (of "
+    "its 1,894: the other 10 % only fit T) n defaults to 1,000 and the repetitions to 200."
     )
 QUANTILES = {"order_statistic": "order statistic ⌈(n+1)(1−α)⌉ (paper)", "quantile": "numpy quantile (authors' code)"}
 RUNS = session_keys.GA_RUNS          # repetitions: key → table, the last few kept (moving α back finds its run)

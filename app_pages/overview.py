@@ -10,6 +10,7 @@ from dashboard import (
     entry,
     evaluations,
     headlines,
+    navigation,
     presenter,
     report,
     session_keys,
@@ -135,14 +136,12 @@ A prediction is **correct** when it is the true leaf or one of its ancestors, an
 0 for the root). Sweeping θ traces a **risk–coverage curve**; the area under it (**hAURC**, lower
 is better) and the **hierarchical gain** (% hAURC saved relative to Selective) summarise a rule.
 Finally, a threshold θ̂ computed on a calibration set *guarantees* a target accuracy with high
-probability (the paper's Algorithm 1 and Theorem 1).
+probability (the paper's Algorithm 2 and Theorem 1; Algorithm 1 is Climbing).
 """
     )
-    st.caption(
-        "Pages: **Explorer** (one sample, live Figure 1) · **Risk–Coverage** · **Calibration–Coverage** · "
-        "**Guaranteed accuracy** · **Compare models** · **Try an image**. The model, data subset and "
-        "temperature scaling in the sidebar apply everywhere, and the URL keeps every setting."
-    )
+    st.markdown("**The pages** (grouped the same way in the sidebar):\n\n" + navigation.landing_markdown())
+    st.caption("The model, data subset and temperature scaling in the sidebar apply everywhere, and the URL keeps "
+               "every setting.")
 if right is not None:
     with right:
         _illustration()
