@@ -108,6 +108,6 @@ if state.bind(st.toggle, "Metrics beyond the paper", "cmp_more", scope="cmp",
     # One row per model and rule (as the Overview's), not one very wide row per model.
     more = views.metric_rule_rows(extra)
     shown = views.with_interval_text(more)
-    st.dataframe(shown, hide_index=True, key="compare_more_table", column_config={
-        c: st.column_config.NumberColumn(format=f) for c, f in views.metric_formats(shown).items()})
+    st.dataframe(views.dash_for_missing(shown), hide_index=True, key="compare_more_table")
+    st.caption(views.MISSING_NOTE)
     widgets.csv_download(more, f"compare_more_{loss}", key="dl_compare_more", context=context)

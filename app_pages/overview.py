@@ -218,7 +218,7 @@ if state.bind(st.toggle, "Metrics beyond the paper (the model picked in the side
         intervals=intervals_ready(name, es_more))), es_more.view)
     shown = views.with_interval_text(more)
     st.caption(COMMON_RANGE_NOTE)
-    st.dataframe(shown, hide_index=True, key="overview_more", column_config={
-        c: st.column_config.NumberColumn(format=f) for c, f in views.metric_formats(shown).items()})
+    st.dataframe(views.dash_for_missing(shown), hide_index=True, key="overview_more")
+    st.caption(views.MISSING_NOTE)
     widgets.csv_download(more, "hsc_more_metrics", key="dl_overview_more",
                          context=ExportContext(name, dataset_of.get(name, ""), subset, True))

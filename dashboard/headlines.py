@@ -113,7 +113,7 @@ def overview_lead(rule: str, gain: float, low: float | None = None, high: float 
     """
     if not np.isfinite(gain):
         return "This model makes no mistakes on these images, so backing off to a coarser class cannot help."
-    verb = f"makes {abs(gain):.0f} % {'fewer' if gain >= 0 else 'more'} mistakes overall"
+    verb = f"makes {abs(gain):.0f} % {'fewer' if gain >= 0 else 'more'} mistakes (averaged over every level of detail)"
     if low is None or high is None:
         verdict = "(a first estimate: its uncertainty is not computed yet)"
     elif low > 0:
