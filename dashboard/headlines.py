@@ -178,3 +178,21 @@ def calibration_headline(areas: dict[str, float], label) -> str:
     best, worst = min(finite, key=finite.get), max(finite, key=finite.get)
     return (head + f" Here **{label(best)}**'s confidences are the most honest (area {finite[best]:.4f}), "
             f"**{label(worst)}**'s the least ({finite[worst]:.4f}).")
+
+
+def compare_headline(areas: dict[str, float], rule: str, close: float = 0.05) -> str:
+    """Compare models' sentence: which model's ``rule`` curve is lowest, which highest, and how many lie
+    within ``close`` (relative) of the best — near-identical curves are a finding too.
+    ``areas``: model → area under its risk–coverage curve for ``rule`` (its label).
+
+    >>> compare_headline({"a": 0.040, "b": 0.041, "c": 0.060}, "Climbing")[-95:]
+    '**a** has the lowest (40.0 ×10⁻³), **c** the highest (60.0); 2 of 3 lie within 5 % of the best.'
+    """
+    head = f"Each curve is one model's risk with {rule} at each level of detail: **lower is better**."
+    finite = {m: a for m, a in areas.items() if np.isfinite(a)}
+    if len(finite) < 2:
+        return head
+    best, worst = min(finite, key=finite.get), max(finite, key=finite.get)
+    near = sum(a <= finite[best] * (1 + close) for a in finite.values())
+    return (head + f" **{best}** has the lowest ({1000 * finite[best]:.1f} ×10⁻³), **{worst}** the highest "
+            f"({1000 * finite[worst]:.1f}); {near} of {len(finite)} lie within {100 * close:.0f} % of the best.")

@@ -61,3 +61,18 @@ def test_overview_opens_without_jargon(shipped_page, lite0):
     assert "risk–coverage" not in lead and "hAURC" not in lead
     gain = lite0.setting(True).gain("climbing")
     assert f"{abs(gain):.0f} % fewer mistakes (averaged" in lead
+
+
+def test_compare_models_names_the_lowest_and_the_near_identical(shipped_page, lite0, tmp_path):
+    """Two shipped models (the fixture's folder gets Lite1 too): the sentence names the lower curve."""
+    lite1_file = SHIPPED / "efficientnet_lite1.npz"
+    if not lite1_file.is_file():
+        pytest.skip("shipped Lite1 logits absent")
+    for suffix in (".npz", ".json"):
+        (tmp_path / f"efficientnet_lite1{suffix}").symlink_to(SHIPPED / f"efficientnet_lite1{suffix}")
+    at = shipped_page("app_pages/compare_models.py", {"cmp_rule": "climbing"})
+    lite1 = ModelEvaluation.from_bundle(load_logits(lite1_file), imagenet_hierarchy())
+    areas = {"efficientnet_lite0": lite0.setting(True).curve("climbing").haurc,
+             "efficientnet_lite1": lite1.setting(True).curve("climbing").haurc}
+    sentence = headlines.compare_headline(areas, "Climbing")
+    assert sentence in _texts(at) and f"**{min(areas, key=areas.get)}** has the lowest" in sentence
