@@ -196,3 +196,35 @@ def compare_headline(areas: dict[str, float], rule: str, close: float = 0.05) ->
     near = sum(a <= finite[best] * (1 + close) for a in finite.values())
     return (head + f" **{best}** has the lowest ({1000 * finite[best]:.1f} ×10⁻³), **{worst}** the highest "
             f"({1000 * finite[worst]:.1f}); {near} of {len(finite)} lie within {100 * close:.0f} % of the best.")
+
+
+def where_headline(stops: np.ndarray, stops_correct: np.ndarray, leaf_count: np.ndarray, rule: str,
+                   theta: float) -> str:
+    """Where it stops, in one sentence: the shares of predictions landing at a leaf, at a coarser class
+    and at the root (a rejection), with how many of each are right.
+
+    Parameters
+    ----------
+    stops, stops_correct : (n_nodes,) predictions landing exactly at each node, and of those the correct.
+    leaf_count : (n_nodes,) leaves under each node (1 at a leaf; the root has all).
+    rule : the rule's label. theta : the threshold.
+
+    >>> stops, right = np.array([6, 2, 0, 1, 1]), np.array([3, 2, 0, 1, 1])
+    >>> where_headline(stops, right, np.array([1, 1, 1, 2, 3]), "Climbing", 0.5)[57:]
+    'leaf (62 % of them right), 10 % with a coarser class (100 % right) and rejects 10 % (the root).'
+    """
+    stops, right, counts = (np.asarray(a, dtype=float) for a in (stops, stops_correct, leaf_count))
+    total = stops.sum()
+    if total == 0:
+        return f"At θ = {theta:.2f}, {rule} makes no predictions here."
+    leaf, root = counts == 1, counts == counts.max()
+    inner = ~leaf & ~root
+
+    def part(mask: np.ndarray) -> tuple[float, str]:
+        n = stops[mask].sum()
+        return n / total, ("—" if n == 0 else f"{right[mask].sum() / n:.0%}".replace("%", " %"))
+
+    (s_leaf, a_leaf), (s_inner, a_inner), (s_root, _) = part(leaf), part(inner), part(root)
+    pct = lambda x: f"{100 * x:.0f} %"  # noqa: E731 - one format, three uses
+    return (f"At θ = {theta:.2f}, {rule} answers {pct(s_leaf)} of the samples with a leaf ({a_leaf} of them right), "
+            f"{pct(s_inner)} with a coarser class ({a_inner} right) and rejects {pct(s_root)} (the root).")

@@ -76,3 +76,16 @@ def test_compare_models_names_the_lowest_and_the_near_identical(shipped_page, li
              "efficientnet_lite1": lite1.setting(True).curve("climbing").haurc}
     sentence = headlines.compare_headline(areas, "Climbing")
     assert sentence in _texts(at) and f"**{min(areas, key=areas.get)}** has the lowest" in sentence
+
+
+def test_where_it_stops_says_where_the_answers_land(shipped_page, lite0):
+    from hsc_core.evaluation.diagnostics import landing_counts
+
+    at = shipped_page("app_pages/where_in_tree.py", {"cmp_rule": "climbing", "theta": "0.5"})
+    es = lite0.setting(True)
+    h = es.hierarchy
+    table = landing_counts(h, es.decision_paths("climbing"), es.labels, 0.5).reindex(range(h.n_nodes), fill_value=0)
+    sentence = headlines.where_headline(table["stops"].to_numpy(), table["stops_correct"].to_numpy(), h.leaf_count,
+                                        "Climbing", 0.5)
+    assert sentence in [i.value for i in at.info]
+    assert sentence.startswith("At θ = 0.50, Climbing answers ")
