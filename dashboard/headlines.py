@@ -155,7 +155,7 @@ def risk_coverage_headline(areas: dict[str, float], loss: str, label) -> str:
     finite = {r: a for r, a in areas.items() if np.isfinite(a)}
     if not finite:
         return head
-    best = min(finite, key=finite.get)
+    best = min(finite, key=finite.__getitem__)
     tail = f" Here **{label(best)}** has the lowest curve (area {1000 * finite[best]:.1f} ×10⁻³)"
     base = finite.get("selective")
     if base and best != "selective":
@@ -175,7 +175,7 @@ def calibration_headline(areas: dict[str, float], label) -> str:
     finite = {r: a for r, a in areas.items() if np.isfinite(a)}
     if len(finite) < 2:
         return head
-    best, worst = min(finite, key=finite.get), max(finite, key=finite.get)
+    best, worst = min(finite, key=finite.__getitem__), max(finite, key=finite.__getitem__)
     return (head + f" Here **{label(best)}**'s confidences are the most honest (area {finite[best]:.4f}), "
             f"**{label(worst)}**'s the least ({finite[worst]:.4f}).")
 
@@ -192,7 +192,7 @@ def compare_headline(areas: dict[str, float], rule: str, close: float = 0.05) ->
     finite = {m: a for m, a in areas.items() if np.isfinite(a)}
     if len(finite) < 2:
         return head
-    best, worst = min(finite, key=finite.get), max(finite, key=finite.get)
+    best, worst = min(finite, key=finite.__getitem__), max(finite, key=finite.__getitem__)
     near = sum(a <= finite[best] * (1 + close) for a in finite.values())
     return (head + f" **{best}** has the lowest ({1000 * finite[best]:.1f} ×10⁻³), **{worst}** the highest "
             f"({1000 * finite[worst]:.1f}); {near} of {len(finite)} lie within {100 * close:.0f} % of the best.")
