@@ -68,8 +68,9 @@ def headline() -> None:
     try:
         sets = {ts: evaluations.model_context(name, location, subset, ts) for ts in (True, False)}
         if not intervals_ready(name, sets[True]):
-            st.markdown("#### " + headlines.overview_lead(rule_label(HEADLINE_RULE),
-                                                          sets[True].view.gain(HEADLINE_RULE)))
+            if not PRESENTER:  # presenter mode: the message box and the illustration share one screen
+                st.markdown("#### " + headlines.overview_lead(rule_label(HEADLINE_RULE),
+                                                              sets[True].view.gain(HEADLINE_RULE)))
             st.info(widgets.plain(point_sentence(sets[True], True)), icon=":material/campaign:")
             st.caption(widgets.plain(point_sentence(sets[False], False)))
             if st.button(f"Compute 95 % intervals ({N_RESAMPLES:,} bootstrap resamples)", key="overview_compute_ci",
@@ -85,7 +86,8 @@ def headline() -> None:
         return  # said once, in the models' list below
     on = sets[True]
     gain = boots[True].gain[HEADLINE_RULE]
-    st.markdown("#### " + headlines.overview_lead(rule_label(HEADLINE_RULE), gain.estimate, gain.low, gain.high))
+    if not PRESENTER:  # presenter mode: the message box and the illustration share one screen
+        st.markdown("#### " + headlines.overview_lead(rule_label(HEADLINE_RULE), gain.estimate, gain.low, gain.high))
     text = headline_sentence(name, on.dataset.name, on.view.n, True, gain)
     box = st.success if gain.low > 0 else (st.warning if gain.high < 0 else st.info)
     box(widgets.plain(text), icon=":material/campaign:")

@@ -20,7 +20,7 @@ BEFORE = {
     (True, True, True): ("98210b20138266c3", 671),
 }
 VIEWPORT_JS = ("283eb4d829f3d2cb", 480)
-SWEEP_JS = ("3a3ce8c81a8d3fca", 10012)  # issue 35: one owner of θ at a time (chart or page)
+SWEEP_JS = ("d537de395b78849c", 10497)  # issue 35: one owner of θ at a time (chart or page)
 
 
 def _digest(text: str) -> tuple[str, int]:

@@ -174,6 +174,14 @@ export default function (component) {
     st.send = (v) => setTriggerValue("theta", v);
     st.link = data.link || null;
     st.server = data.theta;
+    // The page slider's thumb label changes while it is dragged: the chart follows at once (not at the next poll).
+    const thumb = document.querySelector(`${pageSlider} [data-testid="stSliderThumbValue"]`);
+    if (thumb && thumb !== st.thumbEl) {
+      if (st.thumbObs) st.thumbObs.disconnect();
+      st.thumbEl = thumb;
+      st.thumbObs = new MutationObserver(() => st.refresh());
+      st.thumbObs.observe(thumb, { childList: true, characterData: true, subtree: true });
+    }
     st.refresh();
     return true;
   };
