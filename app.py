@@ -33,7 +33,7 @@ else:
     from dashboard import warmup
 
     warmup.wait()  # a fresh server's background imports (a no-op afterwards, and without a server)
-    from dashboard import entry, presenter, report, session_memory, sidebar, snapshot_views, state, widgets
+    from dashboard import entry, navigation, presenter, report, session_memory, sidebar, snapshot_views, state, widgets
 
     st.set_page_config(page_title="Hierarchical Selective Classification", page_icon="🌳", layout="wide")
     state.init_state()
@@ -44,33 +44,17 @@ else:
     # The page files live in app_pages/, not pages/: Streamlit treats a folder named pages/ beside the
     # entry point as its legacy multipage app and, on a fresh server, would run a deep link such as
     # /explorer as that file alone, without this script. The url_path values are the deep links.
-    PAGES = [
-        st.Page("app_pages/overview.py", title="Overview", icon=":material/home:", url_path="home", default=True),
-        st.Page("app_pages/story.py", title="Guided story", icon=":material/school:", url_path="story"),
-        st.Page("app_pages/explorer.py", title="Explorer", icon=":material/account_tree:", url_path="explorer"),
-        st.Page("app_pages/risk_coverage.py", title="Risk–Coverage", icon=":material/show_chart:",
-                url_path="risk_coverage"),
-        st.Page("app_pages/calibration_coverage.py", title="Calibration–Coverage", icon=":material/tune:",
-                url_path="calibration_coverage"),
-        st.Page("app_pages/guaranteed_accuracy.py", title="Guaranteed accuracy", icon=":material/verified:",
-                url_path="guaranteed_accuracy"),
-        st.Page("app_pages/compare_models.py", title="Compare models", icon=":material/compare_arrows:",
-                url_path="compare_models"),
-        st.Page("app_pages/where_in_tree.py", title="Where it stops", icon=":material/donut_large:",
-                url_path="where_in_tree"),
-        st.Page("app_pages/per_rank.py", title="Per-rank thresholds", icon=":material/stacked_bar_chart:",
-                url_path="per_rank"),
-        st.Page("app_pages/model_atlas.py", title="Model atlas", icon=":material/scatter_plot:",
-                url_path="model_atlas"),
-        st.Page("app_pages/hierarchy_sensitivity.py", title="Hierarchy sensitivity", icon=":material/park:",
-                url_path="hierarchy_sensitivity"),
-        st.Page("app_pages/try_an_image.py", title="Try an image", icon=":material/image:", url_path="try_an_image"),
-        # The default page lives at "/"; this hidden twin makes a shared "/overview" link open it too.
-        st.Page("app_pages/overview.py", title="Overview", icon=":material/home:", url_path="overview",
-                visibility="hidden"),
-    ]
+    # Grouped in the sidebar (dashboard.navigation.SECTIONS: Learn / Explore / Decide / Research); the
+    # Overview names them all.
+    SECTIONS = {section: [st.Page(f"app_pages/{p.file}", title=p.title, icon=p.icon, url_path=p.url_path,
+                                  default=p.url_path == "home") for p in pages]
+                for section, pages in navigation.SECTIONS.items()}
+    # The default page lives at "/"; this hidden twin makes a shared "/overview" link open it too.
+    SECTIONS["Learn"].append(st.Page("app_pages/overview.py", title="Overview", icon=":material/home:",
+                                     url_path="overview", visibility="hidden"))
+    PAGES = [p for pages in SECTIONS.values() for p in pages]
 
-    page = st.navigation(PAGES)
+    page = st.navigation(SECTIONS)
     state.set_page(page.url_path)
     sidebar.sidebar()
     with st.sidebar:
@@ -86,7 +70,10 @@ else:
     # keys are sent. Fragment-only reruns write through state.fragment.
     state.write_query_params()
     try:
-        page.run()
+        # Any full run that takes a while (a model's first evaluation, the atlas, intervals) says so at
+        # the top of the page, with the seconds counting (Streamlit shows it only after half a second).
+        with st.spinner(f"Working on {page.title}…", show_time=True):
+            page.run()
     finally:
         state.write_query_params()
         session_memory.track_uploaded_files()  # this run's file objects: closed when the session ends

@@ -4,11 +4,12 @@ and the metric-optimal / Pareto ones)."""
 import pandas as pd
 import streamlit as st
 
-from dashboard import entry, evaluations, presenter, sidebar, state, widgets
+from dashboard import entry, evaluations, headlines, presenter, sidebar, state, widgets
 from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.report.figures import cc_figure
 
 entry.ensure_entrypoint(globals())
+CC_AREA = "area under CC curve (lower is better)"  # the summary's column the headline ranks by
 
 st.title("Calibration–coverage")
 with presenter.controls("Rules, bins and scaling"):
@@ -29,11 +30,13 @@ if not rules:
     st.stop()
 bins = int(state.get("bins"))
 curves = evaluations.cc_curves(es, bins)
+table = pd.DataFrame(es.view.cc_summary(rules, bins))  # the layer's numbers; the page only names the rules
+if not presenter.presenter():  # presenter mode: the chart fills the screen
+    st.markdown(headlines.calibration_headline(dict(zip(table["rule"], table[CC_AREA], strict=True)), rule_label))
 context = widgets.export_context(es)
 widgets.figure(cc_figure(curves, rules), f"cc_bins{bins}", key="cc_chart", context=context,
                title=f"Calibration–coverage (ECE, {bins} bins)", height=presenter.fit_height(9.1))
 
-table = pd.DataFrame(es.view.cc_summary(rules, bins))  # the layer's numbers; the page only names the rules
 table["rule"] = table["rule"].map(rule_label)
 st.dataframe(table, hide_index=True, key="cc_table",
              column_config={c: st.column_config.NumberColumn(format="%.4f") for c in table.columns[1:]})

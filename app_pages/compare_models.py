@@ -4,7 +4,7 @@ rules (the paper's four and the metric-optimal / Pareto ones)."""
 import pandas as pd
 import streamlit as st
 
-from dashboard import entry, evaluations, plots, presenter, sidebar, state, views, widgets
+from dashboard import entry, evaluations, headlines, plots, presenter, sidebar, state, views, widgets
 from dashboard.catalog import LOAD_ERRORS
 from hsc_core.core.curves import COMMON_RANGE_NOTE
 from hsc_core.core.rule_registry import rule_label, rule_names
@@ -71,6 +71,9 @@ context = ExportContext("all_models", "_".join(dict.fromkeys(datasets)), subset,
 st.caption(f"{len(sets)} model(s) · subset *{widgets.plain(subset)}* · "
            + ("temperature scaling on (each model's own T)" if ts else "no temperature scaling")
            + " · every model on its protocol evaluation split")
+if not presenter.presenter():  # presenter mode: the chart fills the screen
+    st.markdown(headlines.compare_headline({widgets.plain(m): cs.curves[rule].haurc for m, cs in sets.items()},
+                                           rule_label(rule)))
 widgets.figure(plots.compare_figure(sets, rule, loss), f"compare_{rule}_{loss}_{state.get('dec')}", key="compare_chart",
           context=context, title=f"{rule_label(rule)} risk–coverage curves", height=presenter.fit_height(12.9))
 # One row per model, the layer's column names (loss=None: a severity column says so): the CSV. On screen
@@ -108,6 +111,6 @@ if state.bind(st.toggle, "Metrics beyond the paper", "cmp_more", scope="cmp",
     # One row per model and rule (as the Overview's), not one very wide row per model.
     more = views.metric_rule_rows(extra)
     shown = views.with_interval_text(more)
-    st.dataframe(shown, hide_index=True, key="compare_more_table", column_config={
-        c: st.column_config.NumberColumn(format=f) for c, f in views.metric_formats(shown).items()})
+    st.dataframe(views.dash_for_missing(shown), hide_index=True, key="compare_more_table")
+    st.caption(views.MISSING_NOTE)
     widgets.csv_download(more, f"compare_more_{loss}", key="dl_compare_more", context=context)

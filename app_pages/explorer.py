@@ -34,6 +34,7 @@ PICKS = {**views.CURATED, "random": "Random (seeded)", "class": "By true class"}
 DIRTY = session_keys.EXPLORER_RESAMPLE
 CHART = "explorer_tree"
 LIST_THETA = session_keys.EXPLORER_LIST_THETA  # the θ the curated list (and its "of N") was drawn at
+PAGE_THETA = session_keys.EXPLORER_PAGE_THETA  # the θ the degraded-image part below the fragment was drawn at
 
 
 def _es_key() -> tuple:
@@ -162,8 +163,10 @@ def _follow(theta: float) -> None:
 
 @state.fragment
 def theta_view() -> None:
-    if mode in views.CURATED and st.session_state.get(LIST_THETA) != round(float(state.get("theta")), 4):
-        st.rerun()  # a sweep moved θ: the curated list and its count above are redrawn for the new θ
+    now = round(float(state.get("theta")), 4)
+    if (mode in views.CURATED and st.session_state.get(LIST_THETA) != now) or (
+            state.get("degrade") != "none" and st.session_state.get(PAGE_THETA) != now):
+        st.rerun()  # a sweep moved θ: the curated list (its count) and the degraded image's θ are redrawn
     # In presenter mode the chart's own θ slider and ▶ Play are the θ control (the page's slider
     # would push the tree below a 720-pixel screen); θ still reaches the URL where a sweep rests.
     theta = float(state.get("theta"))
@@ -185,7 +188,7 @@ def _chart(theta: float) -> None:
                 tuple(state.get("rules")))
     widgets.figure(fig, f"explorer_{sample}", key=CHART, context=widgets.export_context(es), width="content")
     sweep.sweep_sync(CHART, theta, _follow, image=f"explorer_{sample}", context=widgets.export_context(es, theta),
-                     title=f"Sample {sample}: every rule's pick")
+                     title=f"Sample {sample}: every rule's pick", link="theta")
 
 
 def _details(theta: float) -> None:
@@ -208,4 +211,5 @@ def _details(theta: float) -> None:
 
 with main:
     theta_view()
+    st.session_state[PAGE_THETA] = round(float(state.get("theta")), 4)
     perturb.explorer_section(es, sample, i, float(state.get("theta")))

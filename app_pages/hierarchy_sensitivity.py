@@ -38,14 +38,16 @@ context = widgets.export_context(es)
 gains = [{"label": f"{TREES[d['tree']].label} · {rule_label(d['rule'])}", "rule": d["rule"],
           "estimate": d["gain_percent"], "low": d["gain_percent_low"], "high": d["gain_percent_high"]}
          for d in table if d["rule"] != "selective"]
+# presenter mode: the whole figure, its x-axis title included, above the fold (issue 35 at 1280×720)
 widgets.figure(gain_figure(gains), "hierarchy_sensitivity_gain", key="hs_gain", context=context,
-          title="Hierarchical gain vs Selective under each tree, 95 % bootstrap intervals")
+               title="Hierarchical gain vs Selective under each tree, 95 % bootstrap intervals",
+               height=presenter.fit_height(11.5))
 shown = pd.DataFrame([{"tree": TREES[d["tree"]].label, "rule": rule_label(d["rule"]),
                        "hAURC×1000": d["haurc_x1000"], "hAURC low": d["haurc_x1000_low"],
                        "hAURC high": d["haurc_x1000_high"], "gain %": d["gain_percent"],
                        "gain low": d["gain_percent_low"], "gain high": d["gain_percent_high"]} for d in table])
-st.dataframe(shown, hide_index=True, key="hs_table",
-             column_config={c: st.column_config.NumberColumn(format="%.2f") for c in shown.columns[2:]})
+# "—" where there is no interval (Selective's gain is 0 by definition), not "None"
+st.dataframe(shown.style.format("{:.2f}", subset=list(shown.columns[2:]), na_rep="—"), hide_index=True, key="hs_table")
 widgets.csv_download(rows, f"hierarchy_sensitivity_{'ts' if es.view.ts else 'nots'}", key="dl_hs", context=context)
 st.caption("Selective ignores the tree, so its hAURC is the same under every tree. The random tree has WordNet's exact "
            "shape with the classes shuffled: a gain that survives it is not due to the tree's meaning. The induced "

@@ -10,6 +10,8 @@ from dashboard import (
     entry,
     evaluation_cache,
     evaluations,
+    headlines,
+    navigation,
     presenter,
     report,
     session_keys,
@@ -25,7 +27,7 @@ from hsc_core.core.rule_registry import rule_label
 from hsc_core.core.uncertainty import CONFIDENCE, N_RESAMPLES, ON_DEMAND_SAMPLES
 from hsc_core.report.export import ExportContext
 from hsc_core.report.figures import RISK_NOTE, gain_figure, illustration_figure
-from hsc_core.report.html_report import HEADLINE_RULE, headline_sentence, worse_sentence, worse_summary
+from hsc_core.report.html_report import HEADLINE_RULE, headline_sentence, worse_rules, worse_sentence, worse_summary
 
 entry.ensure_entrypoint(globals())
 
@@ -69,6 +71,9 @@ def headline(slot) -> None:
     try:
         sets = {ts: evaluations.model_context(name, location, subset, ts) for ts in (True, False)}
         with slot.container():
+            if not PRESENTER:  # presenter mode: the message box and the illustration share one screen
+                st.markdown("#### " + headlines.overview_lead(rule_label(HEADLINE_RULE),
+                                                              sets[True].view.gain(HEADLINE_RULE)))
             st.info(widgets.plain(point_sentence(sets[True], True)), icon=":material/campaign:")
             st.caption(widgets.plain(point_sentence(sets[False], False)))
             if not intervals_ready(name, sets[True]):
@@ -89,6 +94,9 @@ def headline(slot) -> None:
     text = headline_sentence(name, on.dataset.name, on.view.n, True, gain)
     box = st.success if gain.low > 0 else (st.warning if gain.high < 0 else st.info)
     with slot.container():
+        if not PRESENTER:  # presenter mode: the message box and the illustration share one screen
+            st.markdown("#### " + headlines.overview_lead(rule_label(HEADLINE_RULE), gain.estimate, gain.low,
+                                                          gain.high))
         box(widgets.plain(text), icon=":material/campaign:")
         off_gain = boots[False].gain[HEADLINE_RULE]
         st.caption(widgets.plain(headline_sentence(name, on.dataset.name, on.view.n, False, off_gain)))
@@ -139,14 +147,12 @@ A prediction is **correct** when it is the true leaf or one of its ancestors, an
 0 for the root). Sweeping θ traces a **risk–coverage curve**; the area under it (**hAURC**, lower
 is better) and the **hierarchical gain** (% hAURC saved relative to Selective) summarise a rule.
 Finally, a threshold θ̂ computed on a calibration set *guarantees* a target accuracy with high
-probability (the paper's Algorithm 1 and Theorem 1).
+probability (the paper's Algorithm 2 and Theorem 1; Algorithm 1 is Climbing).
 """
     )
-    st.caption(
-        "Pages: **Explorer** (one sample, live Figure 1) · **Risk–Coverage** · **Calibration–Coverage** · "
-        "**Guaranteed accuracy** · **Compare models** · **Try an image**. The model, data subset and "
-        "temperature scaling in the sidebar apply everywhere, and the URL keeps every setting."
-    )
+    st.markdown("**The pages** (grouped the same way in the sidebar):\n\n" + navigation.landing_markdown())
+    st.caption("The model, data subset and temperature scaling in the sidebar apply everywhere, and the URL keeps "
+               "every setting.")
 if right is not None:
     with right:
         _illustration()
@@ -177,7 +183,9 @@ if not rows:
 
 worse = worse_sentence(rows)
 if worse:  # one sentence up top (the first screen), every model's rule further down
-    negative.warning(widgets.plain(worse_summary(rows)), icon=":material/trending_down:")
+    negative.warning(widgets.plain(worse_summary(rows) + " "
+                                   + headlines.worse_conclusion(worse_rules(rows), HEADLINE_RULE, rule_label)),
+                     icon=":material/trending_down:")
     with st.expander("Every rule that does worse than Selective"):
         st.markdown(widgets.plain(worse))
 models = views.model_rows(rows, metrics=("top1", "temperature"))
@@ -229,9 +237,9 @@ if state.bind(st.toggle, "Metrics beyond the paper (the model picked in the side
                                     es_more.view)
         shown = views.with_interval_text(more)
         with more_box.container():
-            st.dataframe(shown, hide_index=True, key=f"overview_more{'_ci' if with_intervals else ''}",
-                         column_config={c: st.column_config.NumberColumn(format=f)
-                                        for c, f in views.metric_formats(shown).items()})
+            st.dataframe(views.dash_for_missing(shown), hide_index=True,
+                         key=f"overview_more{'_ci' if with_intervals else ''}")
+            st.caption(views.MISSING_NOTE)
             widgets.csv_download(more, "hsc_more_metrics", key=f"dl_overview_more{'_ci' if with_intervals else ''}",
                                  context=ExportContext(name, dataset_of.get(name, ""), subset, True))
 

@@ -4,7 +4,20 @@ ones) and their operating points at θ."""
 import pandas as pd
 import streamlit as st
 
-from dashboard import catalog, entry, evaluations, plots, presenter, sections, sidebar, state, sweep, views, widgets
+from dashboard import (
+    catalog,
+    entry,
+    evaluations,
+    headlines,
+    plots,
+    presenter,
+    sections,
+    sidebar,
+    state,
+    sweep,
+    views,
+    widgets,
+)
 from hsc_core.core.curves import COMMON_RANGE_NOTE
 from hsc_core.core.protocol import PROTOCOL_TEXT
 from hsc_core.core.rule_registry import rule_label, rule_names
@@ -39,6 +52,8 @@ if not rules:
 loss = state.get("loss")
 dec = None if state.get("dec") == "exact" else 2
 cs = sidebar.curve_set_or_stop(es, loss, dec)
+if not presenter.presenter():  # presenter mode: the chart and its θ fill the screen
+    st.markdown(headlines.risk_coverage_headline({r: cs.curves[r].haurc for r in rules}, loss, rule_label))
 
 
 @catalog.cache_resource(max_entries=32, show_spinner=False)
@@ -69,7 +84,7 @@ def theta_view() -> None:
         widgets.figure(fig, name, key="rc_chart", context=widgets.export_context(es))
         sweep.sweep_sync("rc_chart", theta, _follow, image=f"rc_{loss}_{state.get('dec')}",
                          context=widgets.export_context(es),
-                         title="Risk–coverage curves and each rule's operating point")
+                         title="Risk–coverage curves and each rule's operating point", link="theta")
     with text, sweep.theta_box("rc_chart", "follow"):
         st.markdown(f"**Operating points** (θ = {theta:.2f}; ▶ Play on the chart sweeps θ)")
         st.markdown(views.operating_point_text(points))

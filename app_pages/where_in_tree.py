@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import catalog, entry, evaluations, presenter, sidebar, state, views, widgets
+from dashboard import catalog, entry, evaluations, headlines, presenter, sidebar, state, views, widgets
 from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.evaluation.diagnostics import (
     MAX_WEDGES,
@@ -76,6 +76,10 @@ def tree_view() -> None:
     theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="wt", min_value=0.0, max_value=1.0,
                        step=0.01, format="%.2f")
     table = landing_counts(h, paths, es.view.labels, theta)
+    per_node = table.reindex(range(h.n_nodes), fill_value=0)  # every node, in index order
+    sentence = headlines.where_headline(per_node["stops"].to_numpy(), per_node["stops_correct"].to_numpy(),
+                                        h.leaf_count, rule_label(rule), theta)
+    (st.caption if presenter.presenter() else st.info)(sentence)
     nodes = wedge_nodes(h, table["samples"].to_numpy(), focus)
     left, right = st.columns([3, 2], gap="small")
     with left:

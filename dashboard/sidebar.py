@@ -100,7 +100,8 @@ def show_load_error(name: str, exc: Exception) -> None:
 
 
 def eval_caption(es: evaluations.ModelContext) -> str:
-    parts = [f"**{plain(es.model)}**", f"{es.view.n:,} samples"]
+    n_all = es.view.n + es.view.evaluation.n_cal  # the sidebar's "Samples" count: both splits
+    parts = [f"**{plain(es.model)}**", f"{es.view.n:,} samples (of the {n_all:,} in the sidebar's count)"]
     if es.subset != subsets.ALL:
         parts.append(f"subset *{plain(es.subset)}*")
     if es.view.ts:
@@ -109,7 +110,7 @@ def eval_caption(es: evaluations.ModelContext) -> str:
                      "split)")
     else:
         parts.append("no temperature scaling")
-    parts.append("evaluation split (90 %)")
+    parts.append("evaluation split (90 %; the other 10 % only fit T)")
     return " · ".join(parts)
 
 
@@ -208,15 +209,20 @@ def _upload_widget() -> None:
     """Validate an uploaded .npz in memory and keep it in this session only (never on disk)."""
     ss = st.session_state
     limit_mb = max(1, -(-cat_.max_upload_bytes() // 1_000_000))  # whole MB, rounded up
-    up = st.file_uploader("Logits file", type=["npz"], key=keys.NPZ_UPLOAD, max_upload_size=limit_mb,
-                          help=f"Validated like the cached files (arrays up to {limit_mb} MB inflated); it stays in "
-                               "the model list for this browser session only.")
+    # Any file type is taken, so a wrong one gets a sentence below (Streamlit's own type filter only
+    # shows a red icon without words).
+    up = st.file_uploader("Logits file (.npz)", key=keys.NPZ_UPLOAD, max_upload_size=limit_mb,
+                          help=f"A .npz written by `hsc cache-logits`, validated like the cached files (arrays up to "
+                               f"{limit_mb} MB inflated); it stays in the model list for this browser session only.")
     if up is None:
         ss.pop(keys.UPLOAD_MSG, None)
         return
     if ss.get(keys.UPLOAD_ID) != up.file_id:
         ss[keys.UPLOAD_ID] = up.file_id
         try:
+            if Path(up.name).suffix.lower() != ".npz":
+                raise cat_.DataError(f"a logits file is a .npz archive (written by hsc cache-logits), not a "
+                                     f"{Path(up.name).suffix or 'suffix-less'} file")
             bundle = uploads.validate_upload(up.getvalue(), up.name)
         except cat_.LOAD_ERRORS as exc:
             ss[keys.UPLOAD_MSG] = ("error", f"Cannot add **{plain(clip(up.name))}**: "

@@ -279,6 +279,11 @@ def init_state() -> None:
                 ss[key] = setting.parse(raw)
             except Invalid as exc:
                 ignored.append((key, qp[key], str(exc)))  # a value no widget could hold keeps the default
+        if "g_card" in values and "split_method" not in values and "g_card" in ss:
+            # Guaranteed accuracy has one method for its numbers and its decision card (issue 35).
+            ss["split_method"] = ss["g_card"]
+            capped.append("The link's g_card= now sets Guaranteed accuracy's one method (split_method=), "
+                          "used by its numbers and its decision card alike.")
         ss[URL_IGNORED] = ignored
         ss[URL_CAPPED] = capped
         ss[URL_VALUES] = values

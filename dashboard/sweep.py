@@ -27,12 +27,15 @@ _sweep_component = None
 
 
 def sweep_sync(chart_key: str, theta: float, on_theta: Callable[[float], None], delay_ms: int = 600,
-               *, image: str = "figure", title: str | None = None, context: ExportContext | None = None) -> None:
+               *, image: str = "figure", title: str | None = None, context: ExportContext | None = None,
+               link: str | None = None) -> None:
     """Mount the θ-sweep listener for the Plotly chart rendered with ``key=chart_key``: the chart
     shows the server's ``theta`` (its frame), and ``on_theta(θ)`` runs (as a callback) when an
     in-browser sweep comes to rest at θ. Put the page's θ slider in ``st.container(key=f"{chart_key}_slider")``
     and its θ-dependent text in ``…_follow`` (``theta_box``): they hide while the chart is ahead.
-    ``image``/``title``/``context``: the camera button's file name and the exported image's title."""
+    ``image``/``title``/``context``: the camera button's file name and the exported image's title.
+    ``link``: the URL parameter that mirrors θ (``"theta"``), so a link left behind by a lost rerun is
+    written again."""
     global _sweep_component
     if _sweep_component is None:
         _sweep_component = st.components.v2.component("hsc_theta_sweep", js=static_text("theta_sweep.js"))
@@ -51,7 +54,7 @@ def sweep_sync(chart_key: str, theta: float, on_theta: Callable[[float], None], 
     fmt = state.get("fmt")
     controls = int(round(30 + 2.2 * font_size()))  # the sweep controls' height (tree_figure.add_theta_sweep)
     _sweep_component(key=key, data={"chart": chart_key, "delay": int(delay_ms), "theta": f"{theta:.2f}",
-                                    "controls": controls,
+                                    "controls": controls, "link": link,
                                     "image": {"format": fmt if fmt in ("png", "svg") else "png",
                                               "filename": export_name(image, context), "title": head}},
                      on_theta_change=follow,

@@ -322,6 +322,17 @@ def metric_formats(df: pd.DataFrame) -> dict[str, str]:
             if c not in ("model", "rule", "TS") and not c.endswith(CI) and pd.api.types.is_numeric_dtype(df[c])}
 
 
+MISSING_NOTE = ("— : the metric does not apply to that row (the arg-max leaf has only the flat AURC and AUGRC; "
+                "the rules have no flat ones).")
+
+
+def dash_for_missing(df: pd.DataFrame):
+    """``df`` styled for the screen: ``metric_formats``' formats and "—" in every empty cell (a bare
+    table shows "None" there); the values themselves are unchanged (the CSV keeps them)."""
+    formats = {c: "{:" + f[1:] + "}" for c, f in metric_formats(df).items()}
+    return df.style.format(formats, na_rep="—").format(na_rep="—", subset=[c for c in df.columns if c not in formats])
+
+
 def with_interval_text(table: list[dict]) -> pd.DataFrame:
     """``table`` for the screen: each ``X low``/``X high`` pair becomes one text column ``X 95 % CI``
     right after ``X`` ("" where no interval was computed)."""

@@ -124,10 +124,13 @@ def page(browser):
 #                                                             logits, ~9 min on the busy 2-core machine)
 # test_app_robust.py                          slow            AppTest hostile tables and capped links (issue 33)
 # test_app_per_rank.py                        slow            AppTest Per-rank thresholds (1,000 splits per card, ~20 s)
+# test_app_headlines.py                       slow            AppTest each page's opening sentence (shipped logits)
 # test_app_try_image.py                       slow            AppTest Try an image: a pretrained network, degraded
 # test_browser_more_metrics.py                browser, slow   metrics/rules beyond the paper: toggles, hF1 curves,
 #                                                             1280×720 normal and presenter
 # test_browser_atlas.py                       browser, slow   Model atlas, Where it stops: Chromium at 1280×720
+# test_browser_sweep_hammer.py                browser, slow   the Explorer's θ hammered: 50 random runs of keys,
+#                                                             ▶ Play and clicks, one server, one page (~3 min)
 # test_app_datasets.py                        slow            AppTest on other data sets: each test builds and
 #                                                             evaluates CIFAR-100 or a user data set (~10 s in all)
 # test_cache_logits.py (fixture synthetic)    slow            pipeline runs: `cache-logits` end to end on a model
@@ -136,12 +139,13 @@ def page(browser):
 #                                                             (a parametrized sweep: over ~2 s in all)
 BROWSER_FILES = {"test_browser.py", "test_browser_datasets.py", "test_security_browser.py",
                  "test_browser_guarantees.py", "test_browser_atlas.py", "test_browser_teaching.py",
-                 "test_hostile_names_browser.py", "test_browser_more_metrics.py", "test_browser_snapshot.py"}
+                 "test_hostile_names_browser.py", "test_browser_more_metrics.py", "test_browser_snapshot.py",
+                 "test_browser_sweep_hammer.py"}
 BROWSER_TESTS = {"test_report.py": {"test_report_makes_no_network_request_in_a_browser"}}
 APP_FIXTURES = {"app_env", "open_page"}
 SLOW_FILES = {"test_package.py", "test_app_overview_scale.py", "test_app_datasets.py", "test_app_guarantees.py",
               "test_app_atlas.py", "test_app_where.py", "test_app_try_image.py",
-              "test_app_rule_links.py", "test_app_robust.py", "test_app_per_rank.py"}
+              "test_app_rule_links.py", "test_app_robust.py", "test_app_per_rank.py", "test_app_headlines.py"}
 SLOW_FIXTURES = {"test_cache_logits.py": {"synthetic"}}
 SLOW_TESTS = {  # file -> test functions (every parameter of each)
     "test_one_call.py": {"test_cli_card_without_delta_for_a_method_that_does_not_read_it"},  # the card, 4 s

@@ -123,7 +123,7 @@ def test_one_splits_theta_is_the_decision_cards_theta(page, model_dir, method):
     assert res.theta == card["theta"] and res.test_accuracy == card["realised"]["accuracy"]
     assert _metric(at, "θ̂ (threshold)") == f"{card['theta']:.4f}"
     assert _metric(at, "Test accuracy") == f"{card['realised']['accuracy']:.4f}"
-    assert _metric(at, "Test coverage") == f"{card['realised']['coverage']:.4f}"
+    assert _metric(at, "Hierarchical coverage") == f"{card['realised']['coverage']:.4f}"
     assert _metric(at, "ε (Theorem 1)") == f"{theorem1_epsilon(250, 0.1, 0.15):.4f}"
     captions = " ".join(c.value for c in at.caption)
     assert f"{res.share_answered_below_root:.1%} of the test samples get an answer below the root" in captions
@@ -141,4 +141,26 @@ def test_shipped_lite0_page_shows_the_cards_theta(monkeypatch, tmp_path):
     monkeypatch.setenv("HSC_CACHED_LOGITS_DIR", str(tmp_path))
     at = open_page(PAGE, {"acc": "0.95", "conf": "0.9", "n": "1000", "split_seed": "0", "split_method": "theorem1"})
     assert _metric(at, "θ̂ (threshold)") == "0.8570"  # 0.856953, the card's θ
-    assert _metric(at, "Test accuracy") == "0.9447" and _metric(at, "Test coverage") == "0.7566"
+    assert _metric(at, "Test accuracy") == "0.9447" and _metric(at, "Hierarchical coverage") == "0.7566"
+
+
+def test_the_page_and_its_card_state_one_theta_and_the_managers_answer(page, model_dir):
+    """Issue 35: the card deploys the page's method (an old link's g_card= sets it), and one sentence says
+    the θ, the share of samples answered (at a leaf / coarser) and what is promised with what confidence."""
+    from hsc_core.evaluation.card import decision_card
+
+    ev = ModelEvaluation.from_bundle(load_logits(model_dir / "alpha_net.npz"), imagenet_hierarchy())
+    for query, method in (({"split_method": "theorem1"}, "theorem1"), ({"g_card": "theorem1_pac"}, "theorem1_pac")):
+        at = page({"acc": "0.9", "conf": "0.85", "n": "250", "split_seed": "3", "ts": "0", **query})
+        card = decision_card(ev, target_accuracy=0.9, delta=0.15, method=method, n_cal=250, ts=False, seed=3, reps=0)
+        res = ev.setting(False).threshold(0.9, method, delta=0.15, n=250, seed=3)
+        nodes = res.test_nodes
+        count = ev.hierarchy.leaf_count[nodes]
+        answered, leaf = np.mean(count < ev.hierarchy.n_leaves), np.mean(count == 1)
+        headline = next(i.value for i in at.info if "Deploy" in i.value)
+        assert f"θ = {card['theta']:.4f}" in headline and _metric(at, "θ̂ (threshold)") == f"{card['theta']:.4f}"
+        assert f"{answered:.0%} of the samples get an answer** ({leaf:.0%} at a leaf" in headline
+        assert ("with 85% confidence, at least 90.0%" in headline) == (method == "theorem1_pac")
+        assert ("a marginal statement" in headline) == (method == "theorem1")
+        assert at.query_params["g_card"] in ([method], method)
+    assert any("g_card= now sets" in str(e.value) for e in at.info)

@@ -318,7 +318,7 @@ def test_guaranteed_accuracy_values(use_dir, model_dir):
     nodes, _ = decision_paths(h, probs, "climbing").predict(theta_hat)
     acc = h.is_ancestor(nodes[test], labels[test]).mean()
     assert metric(at, "Test accuracy") == f"{acc:.4f}"
-    assert metric(at, "Test coverage") == f"{h.coverage[nodes[test]].mean():.4f}"
+    assert metric(at, "Hierarchical coverage") == f"{h.coverage[nodes[test]].mean():.4f}"
 
     # Repetitions: a few, CRC only, so the test stays fast.
     at.slider(key="_w.ga.reps").set_value(20)
@@ -477,6 +477,12 @@ def test_upload_npz_adds_a_model(use_dir, model_dir, tmp_path):
     assert "hsc_upload_" not in msg  # named as the user named it, not by its temp path
     assert "junk" not in at2.selectbox(key="_w.sb.model").options
     assert "Climbing" in operating_points(at2)
+    # A text file (issue 35: Streamlit's type filter showed a red icon and no words): one sentence.
+    at3 = open_page("app_pages/risk_coverage.py")
+    at3.file_uploader(key="_npz_upload").upload("notes.txt", b"0.1 0.2 0.7").run()
+    assert not at3.exception
+    assert " ".join(e.value for e in at3.sidebar.error) == (
+        "Cannot add **notes.txt**: a logits file is a .npz archive (written by hsc cache-logits), not a .txt file")
 
 
 def test_try_an_image_without_torch_says_how_to_install_it(use_dir, model_dir, monkeypatch):

@@ -20,7 +20,7 @@ BEFORE = {
     (True, True, True): ("98210b20138266c3", 671),
 }
 VIEWPORT_JS = ("283eb4d829f3d2cb", 480)
-SWEEP_JS = ("1bfc94d1eadb439a", 6363)
+SWEEP_JS = ("d537de395b78849c", 10497)  # issue 35: one owner of θ at a time (chart or page)
 
 
 def _digest(text: str) -> tuple[str, int]:

@@ -124,6 +124,11 @@ def _worse_rows(rows: Iterable[ResultRow]) -> list[ResultRow]:
     return out
 
 
+def worse_rules(rows: Iterable[ResultRow]) -> set[str]:
+    """The rules (any model, either TS setting) that ``worse_sentence`` names: clearly worse than Selective."""
+    return {str(r["rule"]) for r in _worse_rows(rows)}
+
+
 def worse_summary(rows: Iterable[ResultRow]) -> str:
     """``worse_sentence`` in one short sentence per TS setting (a projector's screen): how many
     models have a rule that does worse than Selective, and the worst one, e.g. "Without

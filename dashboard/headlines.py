@@ -1,0 +1,230 @@
+"""One plain-language sentence per page: what it shows and what to conclude, computed from the data.
+
+Each function takes the numbers its page already has and returns a sentence (Markdown) for the page
+to open with; none of them computes a number of its own beyond shares and differences of those given.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+# What each guarantee kind (``guarantee_methods.METHODS[m].kind``) promises, in words: whether
+# "holds" is about the average over calibration sets, one calibration with probability 1 − δ, or none.
+KIND_WORDS = {
+    "marginal": "marginal: on average over calibration sets (one calibration may fall below)",
+    "marginal per group": "marginal per group: on average over calibration sets, in each superclass",
+    "pac": "PAC: with probability ≥ 1 − δ for the one calibration you deploy",
+    "heuristic": "no guarantee (a heuristic)",
+}
+
+
+def kind_words(kind: str) -> str:
+    """The guarantee ``kind`` in words (the kind itself when it is not a known one).
+
+    >>> kind_words("pac")
+    'PAC: with probability ≥ 1 − δ for the one calibration you deploy'
+    """
+    return KIND_WORDS.get(kind, kind)
+
+
+def answer_shares(nodes: np.ndarray, leaf_count: np.ndarray) -> tuple[float, float]:
+    """The share of samples that get an answer (a node below the root) and the share answered at a leaf.
+
+    Parameters
+    ----------
+    nodes : (n,) int, the node predicted for each sample.
+    leaf_count : (n_nodes,) int, the number of leaves under each node (1 at a leaf; the root has all).
+
+    Returns
+    -------
+    answered, at_leaf : float, shares of the n samples (0 for an empty ``nodes``).
+    """
+    nodes = np.asarray(nodes, dtype=int)
+    if nodes.size == 0:
+        return 0.0, 0.0
+    leaf_count = np.asarray(leaf_count)
+    counts = leaf_count[nodes]
+    return float(np.mean(counts < leaf_count.max())), float(np.mean(counts == 1))  # the root holds every leaf
+
+
+def guarantee_headline(split: Any, leaf_count: np.ndarray, confidence: float) -> str:
+    """The manager's answer for one calibrated split (``ThresholdResult``): the θ to deploy, how many
+    samples get an answer and at which level, and what is guaranteed with what confidence.
+
+    Parameters
+    ----------
+    split : ThresholdResult (``theta``, ``label``, ``kind``, ``target_accuracy``, ``test_nodes``,
+        ``test_accuracy``, ``certified``).
+    leaf_count : (n_nodes,) leaves under each node (``Hierarchy.leaf_count``).
+    confidence : 1 − δ of the page.
+    """
+    answered, at_leaf = answer_shares(split.test_nodes, leaf_count)
+    target = split.target_accuracy
+    name = "λ" if split.method == "darts" else "θ"
+    if not split.certified:
+        return (f"**{split.label} cannot promise {target:.1%} here**: it predicts only the root (no answer); "
+                f"lower the target or raise n.")
+    if split.kind == "pac":
+        promise = (f"with {confidence:.0%} confidence, at least {target:.1%} of the answers on new data are "
+                   f"correct")
+    elif split.kind.startswith("marginal"):
+        promise = (f"on average over calibration sets at least {target:.1%} of the answers are correct, but not "
+                   f"with {confidence:.0%} confidence for this one calibration (a marginal statement)")
+    else:
+        promise = "nothing is guaranteed (a heuristic)"
+    levels = f"{at_leaf:.0%} at a leaf, {answered - at_leaf:.0%} at a coarser node"
+    if answered < 1:
+        levels += f", {1 - answered:.0%} none (the root: rejected)"
+    return (f"**Deploy {name} = {split.theta:.4f}** ({split.label}): **{answered:.0%} of the samples get an "
+            f"answer** ({levels}); {promise}. Measured on the {split.n_test:,} test samples: "
+            f"{split.test_accuracy:.1%} correct.")
+
+
+def holds_text(kind: str, holds: Any, violation_rate: float, delta: float | None) -> str:
+    """The shoot-out's "holds" for one method, in words that say which promise was kept.
+
+    A marginal method "holds" when its mean accuracy over the calibration sets reaches the target,
+    even if many single sets fall below; a PAC one when at most δ of the sets fall below.
+
+    >>> holds_text("marginal", True, 0.46, 0.1)
+    'yes, on average (marginal): 46% of the sets fell below the target'
+    >>> holds_text("pac", False, 0.2, 0.1)
+    'no: 20% of the sets fell below the target, more than δ = 10% (PAC)'
+    """
+    below = f"{violation_rate:.0%} of the sets fell below the target"
+    if kind == "pac":
+        limit = "" if delta is None else f" δ = {delta:.0%}"
+        return (f"yes: {below}, within{limit} (PAC)" if holds is True
+                else f"no: {below}, more than{limit} (PAC)")
+    if kind.startswith("marginal"):
+        return f"yes, on average (marginal): {below}" if holds is True else f"no, not even on average: {below}"
+    return f"no guarantee (heuristic): {below}"
+
+
+def overview_lead(rule: str, gain: float, low: float | None = None, high: float | None = None) -> str:
+    """The Overview's first sentence, without jargon: does backing off to a coarser class when unsure
+    (``rule``, e.g. "Climbing") beat answering with a leaf or nothing? ``gain``: % of Selective's
+    risk–coverage area the rule saves; ``low``/``high``: its 95 % interval (None: not computed yet).
+
+    >>> overview_lead("Climbing", 12.6, 8.0, 17.1)[-47:]
+    'leaf or not at all — a clear win on this model.'
+    """
+    if not np.isfinite(gain):
+        return "This model makes no mistakes on these images, so backing off to a coarser class cannot help."
+    verb = f"makes {abs(gain):.0f} % {'fewer' if gain >= 0 else 'more'} mistakes (averaged over every level of detail)"
+    if low is None or high is None:
+        verdict = "(a first estimate: its uncertainty is not computed yet)"
+    elif low > 0:
+        verdict = "— a clear win on this model"
+    elif high < 0:
+        verdict = "— worse on this model: keep plain answers"
+    else:
+        verdict = "— but that is within chance on this many images"
+    return (f"Answering with a coarser class when unsure ({rule}) {verb} than answering with a leaf or not at all "
+            f"{verdict}.")
+
+
+def worse_conclusion(worse: set[str], headline_rule: str, label) -> str:
+    """What to conclude from the rules that do worse than Selective somewhere (``worse``, rule names):
+    whether the headline rule is among them. ``label``: rule name → its label.
+
+    >>> worse_conclusion({"jumping"}, "climbing", str.title)[:48]
+    'So: Climbing never does clearly worse than plain'
+    """
+    if not worse:
+        return ""
+    names = ", ".join(label(r) for r in sorted(worse))
+    if headline_rule in worse:
+        return f"So: no rule is safe everywhere — check {names} on your own model before using it."
+    return (f"So: {label(headline_rule)} never does clearly worse than plain selective classification here; "
+            f"check {names} on your own model before using it.")
+
+
+def risk_coverage_headline(areas: dict[str, float], loss: str, label) -> str:
+    """Risk–Coverage's sentence: what risk is, that lower is better, and which rule's curve is lowest.
+    ``areas``: rule → area under its risk–coverage curve; ``label``: rule name → its label.
+
+    >>> risk_coverage_headline({"selective": 0.046, "climbing": 0.040}, "01", str.title)[-79:]
+    'Here **Climbing** has the lowest curve (area 40.0 ×10⁻³), 13 % below Selective.'
+    """
+    what = ("the share of wrong answers (a predicted class that does not contain the true one)" if loss == "01"
+            else "how far off the wrong answers are (their distance in the class tree)")
+    head = f"**Risk** is {what} at each level of detail (coverage): **lower is better**."
+    finite = {r: a for r, a in areas.items() if np.isfinite(a)}
+    if not finite:
+        return head
+    best = min(finite, key=finite.__getitem__)
+    tail = f" Here **{label(best)}** has the lowest curve (area {1000 * finite[best]:.1f} ×10⁻³)"
+    base = finite.get("selective")
+    if base and best != "selective":
+        tail += f", {100 * (1 - finite[best] / base):.0f} % below {label('selective')}"
+    return head + tail + "."
+
+
+def calibration_headline(areas: dict[str, float], label) -> str:
+    """Calibration–Coverage's sentence: which rule's confidences are the most honest as θ rises.
+    ``areas``: rule → area under its calibration–coverage (ECE) curve.
+
+    >>> calibration_headline({"selective": 0.0103, "jumping": 0.0072}, str.title)[-101:]
+    "Here **Jumping**'s confidences are the most honest (area 0.0072), **Selective**'s the least (0.0103)."
+    """
+    head = ("The curves show how far each rule's confidence is from its real accuracy (ECE) as it answers more "
+            "coarsely: **lower is better**.")
+    finite = {r: a for r, a in areas.items() if np.isfinite(a)}
+    if len(finite) < 2:
+        return head
+    best, worst = min(finite, key=finite.__getitem__), max(finite, key=finite.__getitem__)
+    return (head + f" Here **{label(best)}**'s confidences are the most honest (area {finite[best]:.4f}), "
+            f"**{label(worst)}**'s the least ({finite[worst]:.4f}).")
+
+
+def compare_headline(areas: dict[str, float], rule: str, close: float = 0.05) -> str:
+    """Compare models' sentence: which model's ``rule`` curve is lowest, which highest, and how many lie
+    within ``close`` (relative) of the best — near-identical curves are a finding too.
+    ``areas``: model → area under its risk–coverage curve for ``rule`` (its label).
+
+    >>> compare_headline({"a": 0.040, "b": 0.041, "c": 0.060}, "Climbing")[-95:]
+    '**a** has the lowest (40.0 ×10⁻³), **c** the highest (60.0); 2 of 3 lie within 5 % of the best.'
+    """
+    head = f"Each curve is one model's risk with {rule} at each level of detail: **lower is better**."
+    finite = {m: a for m, a in areas.items() if np.isfinite(a)}
+    if len(finite) < 2:
+        return head
+    best, worst = min(finite, key=finite.__getitem__), max(finite, key=finite.__getitem__)
+    near = sum(a <= finite[best] * (1 + close) for a in finite.values())
+    return (head + f" **{best}** has the lowest ({1000 * finite[best]:.1f} ×10⁻³), **{worst}** the highest "
+            f"({1000 * finite[worst]:.1f}); {near} of {len(finite)} lie within {100 * close:.0f} % of the best.")
+
+
+def where_headline(stops: np.ndarray, stops_correct: np.ndarray, leaf_count: np.ndarray, rule: str,
+                   theta: float) -> str:
+    """Where it stops, in one sentence: the shares of predictions landing at a leaf, at a coarser class
+    and at the root (a rejection), with how many of each are right.
+
+    Parameters
+    ----------
+    stops, stops_correct : (n_nodes,) predictions landing exactly at each node, and of those the correct.
+    leaf_count : (n_nodes,) leaves under each node (1 at a leaf; the root has all).
+    rule : the rule's label. theta : the threshold.
+
+    >>> stops, right = np.array([6, 2, 0, 1, 1]), np.array([3, 2, 0, 1, 1])
+    >>> where_headline(stops, right, np.array([1, 1, 1, 2, 3]), "Climbing", 0.5)[57:]
+    'leaf (62 % of them right), 10 % with a coarser class (100 % right) and rejects 10 % (the root).'
+    """
+    stops, right, counts = (np.asarray(a, dtype=float) for a in (stops, stops_correct, leaf_count))
+    total = stops.sum()
+    if total == 0:
+        return f"At θ = {theta:.2f}, {rule} makes no predictions here."
+    leaf, root = counts == 1, counts == counts.max()
+    inner = ~leaf & ~root
+
+    def part(mask: np.ndarray) -> tuple[float, str]:
+        n = stops[mask].sum()
+        return n / total, ("—" if n == 0 else f"{right[mask].sum() / n:.0%}".replace("%", " %"))
+
+    (s_leaf, a_leaf), (s_inner, a_inner), (s_root, _) = part(leaf), part(inner), part(root)
+    pct = lambda x: f"{100 * x:.0f} %"  # noqa: E731 - one format, three uses
+    return (f"At θ = {theta:.2f}, {rule} answers {pct(s_leaf)} of the samples with a leaf ({a_leaf} of them right), "
+            f"{pct(s_inner)} with a coarser class ({a_inner} right) and rejects {pct(s_root)} (the root).")

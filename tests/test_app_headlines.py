@@ -1,0 +1,91 @@
+"""Issue 35: each page opens with one plain-language sentence computed from the data — AppTest on the
+shipped Lite0 logits, each sentence recomputed from the library's numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from app_support import open_page
+
+from dashboard import headlines
+from hsc_core.core.rule_registry import rule_label
+from hsc_core.datasets.imagenet import imagenet_hierarchy
+from hsc_core.datasets.logits_io import load_logits
+from hsc_core.evaluation.model import ModelEvaluation
+
+SHIPPED = Path(__file__).resolve().parents[1] / "cached_logits"
+PAPER = ["selective", "climbing", "jumping", "max_coverage"]
+
+
+@pytest.fixture(scope="module")
+def lite0():
+    if not (SHIPPED / "efficientnet_lite0.npz").is_file():
+        pytest.skip("shipped logits absent")
+    return ModelEvaluation.from_bundle(load_logits(SHIPPED / "efficientnet_lite0.npz"), imagenet_hierarchy())
+
+
+@pytest.fixture
+def shipped_page(monkeypatch, tmp_path):
+    for suffix in (".npz", ".json"):
+        (tmp_path / f"efficientnet_lite0{suffix}").symlink_to(SHIPPED / f"efficientnet_lite0{suffix}")
+    monkeypatch.delenv("HSC_SYNTHETIC", raising=False)
+    monkeypatch.setenv("HSC_CACHED_LOGITS_DIR", str(tmp_path))
+    return lambda page, query=None: open_page(page, query)
+
+
+def _texts(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def test_risk_coverage_says_what_risk_is_and_which_curve_is_lowest(shipped_page, lite0):
+    at = shipped_page("app_pages/risk_coverage.py", {"rules": ",".join(PAPER)})
+    es = lite0.setting(True)
+    areas = {r: es.curve(r).haurc for r in PAPER}
+    sentence = headlines.risk_coverage_headline(areas, "01", rule_label)
+    assert sentence in _texts(at)
+    assert "**lower is better**" in sentence and f"**{rule_label(min(areas, key=areas.get))}**" in sentence
+
+
+def test_calibration_coverage_names_the_most_honest_rule(shipped_page, lite0):
+    at = shipped_page("app_pages/calibration_coverage.py", {"rules": ",".join(PAPER), "bins": "15"})
+    table = lite0.setting(True).cc_summary(PAPER, 15)
+    areas = {row["rule"]: row["area under CC curve (lower is better)"] for row in table}
+    assert headlines.calibration_headline(areas, rule_label) in _texts(at)
+
+
+def test_overview_opens_without_jargon(shipped_page, lite0):
+    at = shipped_page("app_pages/overview.py")
+    lead = next(m.value for m in at.markdown if m.value.startswith("#### "))
+    assert "Answering with a coarser class when unsure (Climbing) makes" in lead
+    assert "risk–coverage" not in lead and "hAURC" not in lead
+    gain = lite0.setting(True).gain("climbing")
+    assert f"{abs(gain):.0f} % fewer mistakes (averaged" in lead
+
+
+def test_compare_models_names_the_lowest_and_the_near_identical(shipped_page, lite0, tmp_path):
+    """Two shipped models (the fixture's folder gets Lite1 too): the sentence names the lower curve."""
+    lite1_file = SHIPPED / "efficientnet_lite1.npz"
+    if not lite1_file.is_file():
+        pytest.skip("shipped Lite1 logits absent")
+    for suffix in (".npz", ".json"):
+        (tmp_path / f"efficientnet_lite1{suffix}").symlink_to(SHIPPED / f"efficientnet_lite1{suffix}")
+    at = shipped_page("app_pages/compare_models.py", {"cmp_rule": "climbing"})
+    lite1 = ModelEvaluation.from_bundle(load_logits(lite1_file), imagenet_hierarchy())
+    areas = {"efficientnet_lite0": lite0.setting(True).curve("climbing").haurc,
+             "efficientnet_lite1": lite1.setting(True).curve("climbing").haurc}
+    sentence = headlines.compare_headline(areas, "Climbing")
+    assert sentence in _texts(at) and f"**{min(areas, key=areas.get)}** has the lowest" in sentence
+
+
+def test_where_it_stops_says_where_the_answers_land(shipped_page, lite0):
+    from hsc_core.evaluation.diagnostics import landing_counts
+
+    at = shipped_page("app_pages/where_in_tree.py", {"cmp_rule": "climbing", "theta": "0.5"})
+    es = lite0.setting(True)
+    h = es.hierarchy
+    table = landing_counts(h, es.decision_paths("climbing"), es.labels, 0.5).reindex(range(h.n_nodes), fill_value=0)
+    sentence = headlines.where_headline(table["stops"].to_numpy(), table["stops_correct"].to_numpy(), h.leaf_count,
+                                        "Climbing", 0.5)
+    assert sentence in [i.value for i in at.info]
+    assert sentence.startswith("At θ = 0.50, Climbing answers ")

@@ -1,0 +1,146 @@
+"""The Explorer's θ, hammered: random (seeded) keys on the chart and on the page's θ slider, clicks on
+▶ Play, ❚❚, the chart's own slider and the page slider's track, and fresh links, in quick succession.
+
+After each run settles (no animation, no script run, nothing hidden as "ahead"), every θ on screen
+agrees and stays put: the chart's slider, the tree's headline (its frame), the page's θ slider, the
+link's ``theta`` and the server's θ (the text below the chart names the picks at it). Fifty runs
+share one server and one page (about two minutes).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from browser_support import ROOT, assert_no_exception, new_page, require_browser, streamlit_server, wait_idle
+
+sync_api = require_browser()
+if not any((ROOT / "cached_logits").glob("*.npz")):
+    pytest.skip("no cached logits to serve", allow_module_level=True)
+
+RUNS = 50
+CHART = "explorer_tree"
+# A random sample (seed 0): θ reruns only the tree's fragment (a curated pick reruns the whole page for its
+# list), so fifty runs fit in about two minutes.
+PAGE = "pick=random&seed=0"
+# Every θ the page shows, and whether it is busy: an animation running, a θ hidden as "ahead".
+THETAS_JS = """(chart) => {
+  const gd = document.querySelector(`.st-key-${chart} .js-plotly-plot`);
+  if (!gd || !gd._fullLayout || !gd._fullLayout.sliders) return null;
+  const sl = gd._fullLayout.sliders[0];
+  const head = gd.data.find((t) => t.name === 'headline');
+  const m = head && /θ = ([0-9.]+)/.exec(String(head.text && head.text[0]));
+  const label = Array.from(gd.querySelectorAll('.slider-container .slider-label'))
+    .find((t) => t.textContent.startsWith('θ = '));
+  const thumb = document.querySelector(`.st-key-${chart}_slider [data-testid="stSliderThumbValue"]`);
+  const stale = document.querySelectorAll('.hsc-stale').length;
+  return { chart: sl.steps[sl.active].value, label: label ? label.textContent.replace('θ = ', '').trim() : null,
+           tree: m ? m[1] : null, page: thumb ? parseFloat(thumb.textContent).toFixed(2) : null,
+           busy: !!(gd._transitionData && gd._transitionData._animationRaf) || stale > 0 };
+}"""
+
+
+@pytest.fixture(scope="module")
+def server():
+    with streamlit_server() as url:
+        yield url
+
+
+def _thetas(pg) -> dict:
+    shown = pg.evaluate(THETAS_JS, CHART)
+    if shown is not None:
+        shown["link"] = parse_qs(urlparse(pg.url).query).get("theta", ["0.5"])[0]
+        shown["link"] = f"{float(shown['link']):.2f}"
+    return shown
+
+
+def _running(pg) -> bool:
+    return pg.locator('[data-testid="stStatusWidget"]').filter(has_text=re.compile("Running|Stop")).count() > 0
+
+
+def _settled_thetas(pg, timeout: float = 12.0) -> dict:
+    """The θs once the page has been quiet (no run, no animation, nothing ahead) for 1 s and they
+    agree; or, after ``timeout``, what it shows then."""
+    deadline, quiet_since, last = time.time() + timeout, None, None
+    while time.time() < deadline:
+        shown = _thetas(pg)
+        quiet = shown is not None and not shown["busy"] and not _running(pg)
+        key = None if shown is None else tuple(shown[k] for k in ("chart", "label", "tree", "page", "link"))
+        if quiet and key == last and len(set(key)) == 1:
+            if quiet_since is None:
+                quiet_since = time.time()
+            elif time.time() - quiet_since >= 0.6:
+                return shown
+        else:
+            quiet_since = None
+        last = key
+        time.sleep(0.1)
+    return _thetas(pg)
+
+
+def _act(pg, rng: random.Random, url: str) -> str:
+    """One random user action; returns what it did."""
+    kind = rng.choice(["chart_keys"] * 3 + ["page_keys"] * 3 + ["play"] * 2 + ["pause", "chart_click", "page_click"] * 2
+                      + ["fresh_link"])
+    chart = pg.locator(f".st-key-{CHART} .js-plotly-plot")
+    if kind == "chart_keys":
+        presses = [rng.choice(["ArrowRight", "ArrowLeft", "PageUp", "PageDown", "Home", "End"])
+                   for _ in range(rng.randint(1, 10))]
+        chart.focus()
+        for key in presses:
+            pg.keyboard.press(key)
+        return f"chart keys {presses}"
+    if kind == "page_keys":
+        thumb = pg.locator(f".st-key-{CHART}_slider input")
+        if not thumb.is_visible():
+            return "page keys (slider hidden)"
+        presses = [rng.choice(["ArrowRight", "ArrowLeft"]) for _ in range(rng.randint(1, 10))]
+        thumb.focus()
+        for key in presses:
+            pg.keyboard.press(key)
+        return f"page keys {presses}"
+    if kind in ("play", "pause"):
+        buttons = pg.locator(f".st-key-{CHART} .updatemenu-button")
+        buttons.nth(0 if kind == "play" else 1).click()
+        return kind
+    if kind == "chart_click":
+        rail = pg.locator(f".st-key-{CHART} .slider-rail-touch-rect").bounding_box()
+        x = rng.random()
+        pg.mouse.click(rail["x"] + x * rail["width"], rail["y"] + rail["height"] / 2)
+        return f"chart slider click at {x:.2f}"
+    if kind == "page_click":
+        track = pg.locator(f'.st-key-{CHART}_slider [data-testid="stSlider"] [role="group"]')
+        if not track.is_visible():
+            return "page click (slider hidden)"
+        box, x = track.bounding_box(), rng.random()
+        pg.mouse.click(box["x"] + x * box["width"], box["y"] + box["height"] / 2)
+        return f"page slider click at {x:.2f}"
+    theta = rng.randint(0, 100) / 100
+    pg.goto(f"{url}/explorer?{PAGE}&theta={theta:.2f}")
+    pg.wait_for_selector(f".st-key-{CHART} .js-plotly-plot .main-svg")
+    return f"fresh link θ={theta:.2f}"
+
+
+def test_every_theta_agrees_after_random_keys_clicks_and_play(server, browser):
+    rng = random.Random(35)
+    with new_page(browser, 1280, 720) as pg:
+        pg.goto(f"{server}/explorer?{PAGE}&theta=0.37")
+        wait_idle(pg, settle=1.0)
+        pg.wait_for_selector(f".st-key-{CHART} .js-plotly-plot .main-svg")
+        first = _settled_thetas(pg)
+        assert first["chart"] == first["tree"] == first["page"] == first["link"] == "0.37", first
+        failures = []
+        for run in range(RUNS):
+            done = []
+            for _ in range(rng.randint(1, 3)):
+                done.append(_act(pg, rng, server))
+                time.sleep(rng.choice([0.0, 0.05, 0.2, 0.5, 1.0]))
+            shown = _settled_thetas(pg)
+            values = {k: shown[k] for k in ("chart", "label", "tree", "page", "link")}
+            if len(set(values.values())) != 1 or shown["busy"]:
+                failures.append(f"run {run}: {'; '.join(done)} → {shown}")
+        assert_no_exception(pg)
+        assert not failures, "\n".join(failures)
