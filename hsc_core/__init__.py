@@ -68,6 +68,7 @@ _EXPORTS: dict[str, str] = {
     "get_confidence": "core.confidence",
     "confidence_node_scores": "core.confidence",
     "fit_node_scorer": "core.confidence",
+    "calibrator_benchmark": "evaluation.calibrator_benchmark",
     # beyond the paper: metric-optimal and Pareto rules, and the metrics the field asks for
     "ALL_RULES": "core.metric_rules",
     "any_decision_paths": "core.metric_rules",
@@ -125,7 +126,7 @@ __all__ = [
     "RCCurve", "hierarchical_rc_curve", "hierarchical_aurc", "hierarchical_gain", "bootstrap_haurc",
     "RuleSpec", "get_rule", "rule_names", "rule_label", "register_rule",
     "calibrator_names", "get_calibrator", "fit_calibrator", "confidence_names", "get_confidence",
-    "confidence_node_scores", "fit_node_scorer",
+    "confidence_node_scores", "fit_node_scorer", "calibrator_benchmark",
     "ALL_RULES", "any_decision_paths", "expected_scores", "node_scores", "pareto_records",
     "aurc", "augrc", "oracle_haurc", "excess_haurc", "achievable_haurc", "risk_at_coverage", "coverage_at_risk",
     "hierarchical_prf", "RC_TABLE_COLUMNS", "rc_table_rows",
@@ -242,6 +243,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the lazy names, statically
     from .datasets.logits_io import load_logits, save_logits
     from .datasets.registry import load_dataset
     from .evaluation.calibration import calibrate
+    from .evaluation.calibrator_benchmark import calibrator_benchmark
     from .evaluation.card import decision_card
     from .evaluation.guarantee_methods import GuaranteeData, GuaranteeSettings
     from .evaluation.model import EvaluationSet, ModelEvaluation
