@@ -54,6 +54,8 @@ LBFGS_HISTORY = 10
 #: cross-validation; these are the middle of their grid).
 ODIR_LAMBDA = 1e-2
 ODIR_MU = 1e-2
+#: L-BFGS iterations of vector scaling (each is ~3 passes over the calibration logits).
+VECTOR_MAX_ITER = 100
 
 
 @dataclass(frozen=True)
@@ -177,27 +179,26 @@ def _log_softmax(z: np.ndarray) -> np.ndarray:
     return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
 
 
-def _chunks(n: int, c: int) -> range:
-    """Row starts of chunks of ~4 float64 (rows × C) temporaries within the memory budget."""
-    return range(0, n, rows_per_chunk(4 * 8 * c))
-
-
-def _nll_and_grad_of_scaled(z_of: Callable[[np.ndarray], np.ndarray], labels: np.ndarray, n: int, c: int,
-                            backward: Callable[[int, np.ndarray, np.ndarray], None]) -> float:
-    """Σ over chunks of the NLL of softmax(z'), z' = ``z_of(rows)``; ``backward(start, x, G)`` takes
-    each chunk's dL/dz' = (softmax(z') − onehot) / n."""
+def _nll_and_grad_of_scaled(z_of: Callable[[slice], np.ndarray], labels: np.ndarray, n: int, c: int,
+                            backward: Callable[[slice, np.ndarray], None]) -> float:
+    """Mean NLL of softmax(z') over row chunks, z' = ``z_of(rows)`` (float64); ``backward(rows, G)``
+    takes each chunk's dL/dz' = (softmax(z') − onehot) / n (computed in place in z')."""
     total = 0.0
-    for start in _chunks(n, c):
-        rows = np.arange(start, min(start + rows_per_chunk(4 * 8 * c), n))
+    step = rows_per_chunk(4 * 8 * c)
+    for start in range(0, n, step):
+        rows = slice(start, min(start + step, n))
         zp = z_of(rows)
-        top = zp.max(axis=1, keepdims=True)
-        e = np.exp(zp - top)
-        s = e.sum(axis=1, keepdims=True)
         y = labels[rows]
-        total += float(np.sum(np.log(s[:, 0]) + top[:, 0] - zp[np.arange(rows.size), y]))
-        g = e / s
-        g[np.arange(rows.size), y] -= 1.0
-        backward(start, rows, g / n)
+        at = np.arange(y.size)
+        top = zp.max(axis=1, keepdims=True)
+        true = zp[at, y] - top[:, 0]
+        zp -= top
+        np.exp(zp, out=zp)
+        s = zp.sum(axis=1, keepdims=True)
+        total += float(np.sum(np.log(s[:, 0]) - true))
+        zp /= s * n
+        zp[at, y] -= 1.0 / n
+        backward(rows, zp)
     return total / n
 
 
@@ -209,14 +210,18 @@ def _fit_vector(hierarchy: Hierarchy, logits: np.ndarray, labels: np.ndarray) ->
         w, b = theta[:c], theta[c:]
         grad = np.zeros(2 * c)
 
-        def back(_s: int, rows: np.ndarray, g: np.ndarray) -> None:
-            grad[:c] += (g * z[rows]).sum(axis=0)
+        def back(rows: slice, g: np.ndarray) -> None:
+            grad[:c] += np.einsum("ij,ij->j", g, z[rows])
             grad[c:] += g.sum(axis=0)
         loss = _nll_and_grad_of_scaled(lambda rows: z[rows] * w + b, labels, n, c, back)
         return loss, grad
 
-    res = minimize(f, np.r_[np.ones(c), np.zeros(c)], jac=True, method="L-BFGS-B",
-                   options={"maxiter": 500, "maxcor": LBFGS_HISTORY})
+    # From temperature scaling's optimum (w = 1/T, b = 0): a better start than w = 1; with about
+    # one sample per class (iNat21's split) the unregularised optimum lies at infinity, so
+    # ``VECTOR_MAX_ITER`` bounds the work (and the overfitting) rather than convergence.
+    start = np.r_[np.full(c, 1.0 / fit_temperature(logits, labels)), np.zeros(c)]
+    res = minimize(f, start, jac=True, method="L-BFGS-B",
+                   options={"maxiter": VECTOR_MAX_ITER, "maxcor": LBFGS_HISTORY})
     return FittedCalibrator("vector", {"w": res.x[:c], "b": res.x[c:], "nll": float(res.fun)})
 
 
@@ -244,7 +249,7 @@ def _fit_matrix_of(key: str, features: Callable[[np.ndarray], np.ndarray], lam: 
             gw = 2.0 * scale_w * (w * off)
             gb = 2.0 * scale_b * b
 
-            def back(_s: int, rows: np.ndarray, g: np.ndarray) -> None:
+            def back(rows: slice, g: np.ndarray) -> None:
                 gw[...] += g.T @ x[rows]
                 gb[...] += g.sum(axis=0)
             loss = _nll_and_grad_of_scaled(lambda rows: x[rows] @ w.T + b, labels, n, c, back)
