@@ -26,6 +26,7 @@ PAGES = [
             url_path="risk_coverage"),
     st.Page("app_pages/calibration_coverage.py", title="Calibration–Coverage", icon=":material/tune:",
             url_path="calibration_coverage"),
+    st.Page("app_pages/calibrators.py", title="Calibrators", icon=":material/thermostat:", url_path="calibrators"),
     st.Page("app_pages/guaranteed_accuracy.py", title="Guaranteed accuracy", icon=":material/verified:",
             url_path="guaranteed_accuracy"),
     st.Page("app_pages/compare_models.py", title="Compare models", icon=":material/compare_arrows:",

@@ -136,7 +136,8 @@ APP_FIXTURES = {"app_env", "open_page"}
 SLOW_FILES = {"test_package.py", "test_app_overview_scale.py", "test_app_datasets.py", "test_app_guarantees.py",
               "test_app_atlas.py", "test_app_where.py", "test_app_try_image.py",
               "test_app_rule_links.py", "test_app_robust.py",
-              "test_calibrator_oracles.py"}  # torch-uncertainty fits (issue 31)
+              "test_calibrator_oracles.py",  # torch-uncertainty fits (issue 31)
+              "test_app_calibrators.py"}
 SLOW_FIXTURES = {"test_cache_logits.py": {"synthetic"}}
 SLOW_TESTS = {  # file -> test functions (every parameter of each)
     "test_calibrators.py": {"test_matrix_calibrators_run_every_rule"},  # L-BFGS over C² parameters

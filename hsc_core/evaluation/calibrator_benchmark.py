@@ -20,6 +20,7 @@ hAURC ×1000 like every table). ``best`` names the columns in which the row is t
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -102,17 +103,26 @@ def weighted_ece_and_cc_area(es: EvaluationSet, rule: str, n_bins: int = N_BINS
 def benchmark_row(ev: ModelEvaluation, calibrator: str, confidence: str, *, rule: str = "climbing",
                   loss: Loss = "01", intervals: bool = True, n_resamples: int = N_RESAMPLES,
                   seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
-    """One row (``BENCHMARK_COLUMNS``, ``best`` empty) of one model's (calibrator, confidence) pair."""
-    import time
-
-    start = time.perf_counter()
+    """One row (``BENCHMARK_COLUMNS``, ``best`` empty) of one model's (calibrator, confidence) pair,
+    computed once per set and settings (``EvaluationSet.cached``; a fresh dict each call)."""
     es = ev.scored(calibrator, confidence)
+    key = _key(rule, loss, intervals, n_resamples, seed)
+    return dict(es.cached(key, lambda: _row(ev, es, rule, loss, intervals, n_resamples, seed)))
+
+
+def _key(rule: str, loss: Loss, intervals: bool, n_resamples: int, seed: int) -> tuple:
+    return ("calibrator_benchmark", rule, loss, bool(intervals), int(n_resamples), int(seed))
+
+
+def _row(ev: ModelEvaluation, es: EvaluationSet, rule: str, loss: Loss, intervals: bool, n_resamples: int,
+         seed: int) -> dict[str, Any]:
+    start = time.perf_counter()
     summary = es.cc_summary((rule,))[0]
     values = {"haurc": es.haurc(rule, loss), "gain_percent": es.gain(rule, loss),
               "ece_leaves": summary["ECE at the lowest θ (leaves)"],
               "cc_area": summary["area under CC curve (lower is better)"]}
-    row: dict[str, Any] = {"model": ev.name, "dataset": ev.dataset, "calibrator": calibrator,
-                           "confidence": confidence, "rule": rule, "n_eval": es.n}
+    row: dict[str, Any] = {"model": ev.name, "dataset": ev.dataset, "calibrator": es.calibrator,
+                           "confidence": es.confidence, "rule": rule, "n_eval": es.n}
     limits: dict[str, tuple[float, float]] = {}
     if intervals:
         boot = es.bootstrap(loss, n_resamples=n_resamples, seed=seed, rules=(rule,))
@@ -161,7 +171,8 @@ def calibrator_benchmark(evaluations: ModelEvaluation | Sequence[ModelEvaluation
     calibrators, confidences : which (default: every listed one; incompatible pairs left out).
     rule : the rule whose hAURC, gain and CC curve are shown (default Climbing).
     intervals : 95 % paired bootstrap intervals (``n_resamples``, ``seed``).
-    progress : ``progress(done, total)`` over (model, pair) items, first with 0.
+    progress : ``progress(done, total)`` over (model, pair) items, called after each pair that
+        had to be computed (a pair already held calls nothing, so a rerun shows no bar).
 
     Returns
     -------
@@ -170,14 +181,14 @@ def calibrator_benchmark(evaluations: ModelEvaluation | Sequence[ModelEvaluation
     evs = [evaluations] if isinstance(evaluations, ModelEvaluation) else list(evaluations)
     pairs = benchmark_pairs(calibrators, confidences)
     total = len(evs) * len(pairs)
-    if progress is not None:
-        progress(0, total)
+    key = _key(rule, loss, intervals, n_resamples, seed)
     rows = []
     for ev in evs:
         for cal, conf in pairs:
+            held = ev.scored(cal, conf).has_cached(key)
             rows.append(benchmark_row(ev, cal, conf, rule=rule, loss=loss, intervals=intervals,
                                       n_resamples=n_resamples, seed=seed))
-            if progress is not None:
+            if progress is not None and not held:
                 progress(len(rows), total)
     return mark_best(rows)
 

@@ -142,6 +142,15 @@ class EvaluationSet:
             precision=evaluation.precision, rows=rows, scorer=scorer)
         self._memo = _Memo()
 
+    def cached(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()`` once per ``key`` for this set (thread-safe, as every cached number here);
+        for layers built on the set (``calibrator_benchmark``). Treat the value as read-only."""
+        return self._memo.get(("ext", key), compute)
+
+    def has_cached(self, key: Hashable) -> bool:
+        """Whether ``cached(key, …)`` already holds a value (a front end then shows no progress)."""
+        return ("ext", key) in self._memo._values
+
     # ------------------------------------------------------------------ samples
     @property
     def hierarchy(self) -> Hierarchy:
