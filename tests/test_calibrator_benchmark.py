@@ -89,3 +89,18 @@ def test_csv_is_formula_safe_and_table_marks_the_best(cifar):
     assert parsed[0]["haurc_low"] == ""
     shown = benchmark_table(rows)
     assert sum(v.startswith("★") for r in shown for v in r.values() if isinstance(v, str)) >= 4
+
+
+def test_report_section_shows_the_table_and_its_csv(cifar):
+    import base64
+    import re
+
+    from hsc_core.report.html_report import calibrators_section
+
+    html = calibrators_section(cifar, ["temperature", "isotonic"], ["softmax"], n_resamples=40)
+    assert html.count("<tr>") == 3 and html.count("★") >= 4
+    assert "Temperature scaling" in html and "Isotonic (top-1)" in html
+    data = re.search(r"base64,([A-Za-z0-9+/=]+)", html).group(1)
+    rows = list(csv.DictReader(io.StringIO(base64.b64decode(data).decode("utf-8"))))
+    assert [r["calibrator"] for r in rows] == ["temperature", "isotonic"]
+    assert rows[0]["model"] == "'=cifar_net"  # formula-safe inside the report too
