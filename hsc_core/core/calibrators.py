@@ -304,15 +304,18 @@ def _depth_targets(hierarchy: Hierarchy, labels: np.ndarray, d: int) -> np.ndarr
 
 
 def _node_nll(hierarchy: Hierarchy, logits: np.ndarray, targets: np.ndarray, temperature: float) -> float:
-    """Mean −log f_target(softmax(z / T)), in float64 row chunks."""
+    """Mean −log f_target(softmax(z / T)) over row chunks: exponentials in float32 (half the time
+    of float64 at iNat21 size; the fit's tolerance, 0.1 % of T, is far above float32's noise),
+    each row's log-ratio and the sum in float64."""
     n, c = logits.shape
     total = 0.0
-    rows = rows_per_chunk(8 * 8 * (c + hierarchy.n_nodes))
+    rows = rows_per_chunk(8 * 4 * (c + hierarchy.n_nodes))
+    inv_t = np.float32(1.0 / temperature)
     for start in range(0, n, rows):
-        z = logits[start:start + rows].astype(np.float64) / temperature
+        z = logits[start:start + rows].astype(np.float32) * inv_t
         z -= z.max(axis=1, keepdims=True)
         e = np.exp(z)
-        tot = e.sum(axis=1)
+        tot = e.sum(axis=1, dtype=np.float64)
         t = targets[start:start + rows]
         leaf = t < hierarchy.n_leaves
         num = np.empty(t.size)
@@ -329,7 +332,7 @@ def _fit_depth_temperature(hierarchy: Hierarchy, logits: np.ndarray, labels: np.
     for d in range(1, hierarchy.max_depth + 1):
         targets = _depth_targets(hierarchy, labels, d)
         res = minimize_scalar(lambda log_t, t=targets: _node_nll(hierarchy, logits, t, float(np.exp(log_t))),
-                              bounds=(np.log(0.05), np.log(20.0)), method="bounded", options={"xatol": 1e-4})
+                              bounds=(np.log(0.05), np.log(20.0)), method="bounded", options={"xatol": 1e-3})
         temps[d] = float(np.exp(res.x))
     return FittedCalibrator("depth_temperature", {"T": temps})
 

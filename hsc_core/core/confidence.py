@@ -15,7 +15,10 @@ doctor      Σ_{y∉L(v)} p_y² + f_v² (Gini; Granese et al. 2021)     Σ_y p_y
 energy      σ((E(x) − m) / s), E = logsumexp of the logits        the same
 ==========  =====================================================  ===========================
 
-Every score lies in [0, 1] and **never decreases along a root path** (merging classes raises a
+Every score lies in [0, 1] (a leaf other than the distribution's arg-max, which no rule ever
+predicts, scores ``NOT_PREDICTED`` = −1 for every score but softmax: entropy, Gini and energy
+are the same for every leaf of a sample, and the rules take the arg-max leaf from the scores)
+and **never decreases along a root path** (merging classes raises a
 margin, lowers an entropy and raises a Gini sum of squares: (a + b)² ≥ a² + b²), so Selective,
 Climbing, Jumping, Max-Coverage, the exact RC curves, the tight thresholds and the threshold
 algorithm run on it unchanged. The energy E(x) is unchanged by merging classes (log-sum-exp is
@@ -68,6 +71,9 @@ class ConfidenceSpec:
 
 
 _SCORES: dict[str, ConfidenceSpec] = {}
+#: The score of a leaf that is not the leaf distribution's arg-max, for every score but softmax:
+#: below every real score, so the rules' arg-max leaf is the distribution's (never predicted).
+NOT_PREDICTED = -1.0
 
 
 def register_confidence(spec: ConfidenceSpec) -> ConfidenceSpec:
@@ -93,7 +99,9 @@ def get_confidence(name: str) -> ConfidenceSpec:
 
 def confidence_node_scores(name: str, hierarchy: Hierarchy, leaf_probs: np.ndarray, logits: np.ndarray | None = None,
                            params: dict | None = None) -> np.ndarray:
-    """(n, n_nodes) node scores of score ``name`` in [0, 1], root 1, in ``leaf_probs``' precision.
+    """(n, n_nodes) node scores of score ``name`` in [0, 1], root 1, in ``leaf_probs``' precision;
+    for every score but softmax, leaves other than the arg-max of ``leaf_probs`` score
+    ``NOT_PREDICTED`` (−1).
 
     Parameters
     ----------
@@ -108,6 +116,15 @@ def confidence_node_scores(name: str, hierarchy: Hierarchy, leaf_probs: np.ndarr
     dtype = np.float32 if p.dtype in (np.float16, np.float32) else np.float64
     out = spec.node_scores(hierarchy, p, logits, dict(params or {}))
     out = np.clip(out, 0.0, 1.0).astype(dtype, copy=False)
+    if spec.key != "softmax":
+        # Every leaf of a sample has the same coarsened entropy, Gini or energy, so the rules'
+        # arg-max over the leaf columns would pick leaf 0. Only the distribution's arg-max leaf
+        # is ever predicted (every rule starts from it), so the others score NOT_PREDICTED.
+        rows = np.arange(p.shape[0])
+        top = p.argmax(axis=1)
+        keep = out[rows, top]
+        out[:, : hierarchy.n_leaves] = NOT_PREDICTED
+        out[rows, top] = keep
     out[:, hierarchy.root] = 1.0
     return out
 
