@@ -321,10 +321,25 @@ def _node_nll(hierarchy: Hierarchy, logits: np.ndarray, targets: np.ndarray, tem
         num = np.empty(t.size)
         num[leaf] = e[leaf, t[leaf]]
         if (~leaf).any():
-            sub = hierarchy.leaf_matrix[t[~leaf]]  # (k, C) indicator rows of L(target)
-            num[~leaf] = np.asarray(sub.multiply(e[~leaf]).sum(axis=1))[:, 0]
+            num[~leaf] = _subset_sums(hierarchy, e, np.flatnonzero(~leaf), t[~leaf])
         total += float(np.sum(np.log(tot) - np.log(np.maximum(num, 1e-300))))
     return total / n
+
+
+def _subset_sums(hierarchy: Hierarchy, e: np.ndarray, rows: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Σ_{y∈L(target_i)} e[row_i, y] for each i: per target node a dense gather when few nodes
+    are targets (near the root, where L(v) is large and a sparse product would copy most of e),
+    else one sparse elementwise product (deep levels: many small leaf sets)."""
+    nodes, inverse = np.unique(targets, return_inverse=True)
+    if nodes.size > 64:
+        sub = hierarchy.leaf_matrix[targets]  # (k, C) indicator rows of L(target)
+        return np.asarray(sub.multiply(e[rows]).sum(axis=1), dtype=np.float64)[:, 0]
+    out = np.empty(rows.size)
+    for k, v in enumerate(nodes):
+        mine = np.flatnonzero(inverse == k)
+        leaves = hierarchy.leaf_matrix[v].indices
+        out[mine] = e[np.ix_(rows[mine], leaves)].sum(axis=1, dtype=np.float64)
+    return out
 
 
 def _fit_depth_temperature(hierarchy: Hierarchy, logits: np.ndarray, labels: np.ndarray) -> FittedCalibrator:
