@@ -249,13 +249,15 @@ def compatible(calibrator: str, confidence: str) -> bool:
     return confidence == "softmax" or get_calibrator(calibrator).key != "depth_temperature"
 
 
-def fit_node_scorer(hierarchy: Hierarchy, calibrator: str, confidence: str, logits: np.ndarray,
+def fit_node_scorer(hierarchy: Hierarchy, calibrator: str | FittedCalibrator, confidence: str, logits: np.ndarray,
                     labels: np.ndarray) -> NodeScorer:
-    """Fit ``calibrator`` and ``confidence``'s parameters on calibration ``logits`` (n, C) and ``labels`` (n,)."""
+    """Fit ``calibrator`` (a name, or one already fitted on these rows) and ``confidence``'s
+    parameters on calibration ``logits`` (n, C) and ``labels`` (n,)."""
     get_confidence(confidence)
-    cal = fit_calibrator(calibrator, hierarchy, logits, labels)
+    cal = (calibrator if isinstance(calibrator, FittedCalibrator)
+           else fit_calibrator(calibrator, hierarchy, logits, labels))
     if confidence != "softmax" and not cal.gives_leaf_distribution:
-        raise ValueError(f"calibrator {quote(calibrator)} scores nodes directly (no single leaf distribution); "
+        raise ValueError(f"calibrator {quote(cal.key)} scores nodes directly (no single leaf distribution); "
                          "combine it with confidence 'softmax'")
     needs = get_confidence(confidence).needs_logits
     params = fit_confidence(confidence, cal.logits(logits) if needs else None)

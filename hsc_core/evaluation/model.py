@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..core.calibrators import get_calibrator
+from ..core.calibrators import FittedCalibrator, fit_calibrator, get_calibrator
 from ..core.confidence import NodeScorer, fit_node_scorer, get_confidence
 from ..core.curves import (
     CCCurve,
@@ -633,10 +633,17 @@ class ModelEvaluation:
             self, ts, self.rows_for(ts), progress, scorer=self.scorer(calibrator, confidence)))
 
     def scorer(self, calibrator: str, confidence: str) -> NodeScorer:
-        """The fitted ``NodeScorer`` of (calibrator, confidence) on the calibration split, once."""
+        """The fitted ``NodeScorer`` of (calibrator, confidence) on the calibration split, once
+        (the calibrator itself is fitted once for every confidence score)."""
         cal = self.calibration
         return self._memo.get(("scorer", calibrator, confidence), lambda: fit_node_scorer(
-            self.hierarchy, calibrator, confidence, self.logits[cal], self.labels[cal]))
+            self.hierarchy, self.fitted_calibrator(calibrator), confidence, self.logits[cal], self.labels[cal]))
+
+    def fitted_calibrator(self, calibrator: str) -> FittedCalibrator:
+        """Calibrator ``calibrator`` (``core.calibrators``) fitted on the calibration split, once."""
+        cal = self.calibration
+        return self._memo.get(("calibrator", calibrator), lambda: fit_calibrator(
+            calibrator, self.hierarchy, self.logits[cal], self.labels[cal]))
 
     # ------------------------------------------------------------------ results
     def results(self, losses: Sequence[Loss] = LOSSES, dec: int | None = None, *,
