@@ -47,6 +47,8 @@ SECTIONS: dict[str, list[PageInfo]] = {
                  "which kinds of model gain most from backing off"),
         PageInfo("hierarchy_sensitivity.py", "Hierarchy sensitivity", ":material/park:", "hierarchy_sensitivity",
                  "how much the result depends on the class tree"),
+        PageInfo("calibrators.py", "Calibrators", ":material/thermostat:", "calibrators",
+                 "which calibrator and confidence score serve the hierarchy best, by hAURC"),
     ],
 }
 

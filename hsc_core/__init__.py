@@ -61,6 +61,15 @@ _EXPORTS: dict[str, str] = {
     "rule_names": "core.rule_registry",
     "rule_label": "core.rule_registry",
     "register_rule": "core.rule_registry",
+    # calibrators and confidence scores beyond temperature scaling and softmax (issue 31)
+    "calibrator_names": "core.calibrators",
+    "get_calibrator": "core.calibrators",
+    "fit_calibrator": "core.calibrators",
+    "confidence_names": "core.confidence",
+    "get_confidence": "core.confidence",
+    "confidence_node_scores": "core.confidence",
+    "fit_node_scorer": "core.confidence",
+    "calibrator_benchmark": "evaluation.calibrator_benchmark",
     # beyond the paper: metric-optimal and Pareto rules, and the metrics the field asks for
     "ALL_RULES": "core.metric_rules",
     "any_decision_paths": "core.metric_rules",
@@ -126,6 +135,8 @@ __all__ = [
     "RULES", "decision_paths", "selective_predict", "climbing_predict", "jumping_predict", "max_coverage_predict",
     "RCCurve", "hierarchical_rc_curve", "hierarchical_aurc", "hierarchical_gain", "bootstrap_haurc",
     "RuleSpec", "get_rule", "rule_names", "rule_label", "register_rule",
+    "calibrator_names", "get_calibrator", "fit_calibrator", "confidence_names", "get_confidence",
+    "confidence_node_scores", "fit_node_scorer", "calibrator_benchmark",
     "ALL_RULES", "any_decision_paths", "expected_scores", "node_scores", "pareto_records",
     "aurc", "augrc", "oracle_haurc", "excess_haurc", "achievable_haurc", "risk_at_coverage", "coverage_at_risk",
     "hierarchical_prf", "RC_TABLE_COLUMNS", "rc_table_rows",
@@ -220,6 +231,8 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 sys.meta_path.append(_MovedModules())
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the lazy names, statically
+    from .core.calibrators import calibrator_names, fit_calibrator, get_calibrator
+    from .core.confidence import confidence_names, confidence_node_scores, fit_node_scorer, get_confidence
     from .core.conformal import lca_set_paths
     from .core.curves import RCCurve, hierarchical_aurc, hierarchical_gain, hierarchical_rc_curve
     from .core.hierarchy import Hierarchy
@@ -241,6 +254,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the lazy names, statically
     from .datasets.logits_io import load_logits, save_logits
     from .datasets.registry import load_dataset
     from .evaluation.calibration import calibrate
+    from .evaluation.calibrator_benchmark import calibrator_benchmark
     from .evaluation.card import decision_card
     from .evaluation.guarantee_methods import GuaranteeData, GuaranteeSettings
     from .evaluation.model import EvaluationSet, ModelEvaluation

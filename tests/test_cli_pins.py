@@ -38,5 +38,8 @@ def test_default_evaluate_rows_of_the_papers_rules_are_pinned(tmp_path):
     # issue 34 added coverage_low/coverage_high (the range of a gain over a common range): empty for the
     # paper's four, whose curves reach coverage 1; every other value as the same text (byte-identical numbers)
     assert all(r.pop("coverage_low") == r.pop("coverage_high") == "" for r in now)
+    # issue 31 added calibrator/confidence: the two TS settings are none/temperature with softmax
+    assert all((r.pop("calibrator"), r.pop("confidence")) == ("temperature" if r["ts"] == "true" else "none",
+                                                              "softmax") for r in now)
     assert _no_version(now) == _no_version(pinned)
     assert {r["version"] for r in now} == {hsc_core.__version__}

@@ -341,7 +341,7 @@ DAMAGES = {
     "not-a-list": (lambda e: {**e, "rows": "x"}, True, "its rows are not a non-empty list"),
     "numbers": (lambda e: {**e, "rows": [1, 2]}, True, "row 0 is not a dict"),
     "empty-dict": (lambda e: {**e, "rows": [{}]}, True, "row 0 is not a dict"),
-    "extra-key": (lambda e: _set(e, 0, extra=1), True, "row 0 is not a dict with the 22 result columns"),
+    "extra-key": (lambda e: _set(e, 0, extra=1), True, "row 0 is not a dict with the 24 result columns"),
     "missing-key": (lambda e: {**e, "rows": [{k: v for k, v in e["rows"][0].items() if k != "value"}]
                                            + e["rows"][1:]}, True, "row 0 is not a dict"),
     "text-value": (lambda e: _set(e, 0, value="0.5"), True, "its value is not a number"),

@@ -15,6 +15,11 @@ option                 meaning, in every command that takes it
                        ``hf<β>`` for any β > 0), each checked by ``metric_rules.check_rule``
 ``--hierarchy``        a class-tree file (default: the logits' built-in data set's tree)
 ``--classes``          the class list giving the logits' column order of its leaves
+``--calibrator``       comma list of calibrators (``core.calibrators``: none, temperature,
+                       vector, matrix, dirichlet, isotonic, depth_temperature), each fitted on
+                       the calibration split
+``--confidence``       comma list of confidence scores (``core.confidence``: softmax, margin,
+                       entropy, doctor, energy)
 =====================  ========================================================================
 
 An old spelling keeps working for one release and prints one line on stderr
@@ -28,12 +33,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ..core.calibrators import calibrator_names, get_calibrator
+from ..core.confidence import confidence_names, get_confidence
 from ..core.metric_rules import check_rule
 from ..core.rule_registry import rule_names
 
 __all__ = [
-    "DeprecatedAlias", "add_bootstrap", "add_hierarchy", "add_rules", "add_seed", "add_subset", "add_ts",
-    "parse_list", "parse_rules",
+    "DeprecatedAlias", "add_bootstrap", "add_hierarchy", "add_rules", "add_scores", "add_seed", "add_subset",
+    "add_ts", "parse_calibrators", "parse_confidences", "parse_list", "parse_rules",
 ]
 
 
@@ -138,3 +145,36 @@ def parse_rules(text: str | None) -> tuple[str, ...]:
         except ValueError as exc:
             raise ValueError(f"--rules: {exc}") from None
     return rules
+
+
+def add_scores(parser: argparse.ArgumentParser, calibrators: str, confidences: str) -> None:
+    """``--calibrator LIST`` and ``--confidence LIST`` (defaults named in the help; parsed by
+    ``parse_calibrators`` / ``parse_confidences``, so an unknown name is one line naming the choices)."""
+    parser.add_argument("--calibrator", metavar="LIST",
+                        help="comma-separated calibrators, each fitted on the calibration split: "
+                             + ",".join(calibrator_names()) + f" (default {calibrators})")
+    parser.add_argument("--confidence", metavar="LIST",
+                        help="comma-separated confidence scores: " + ",".join(confidence_names())
+                             + f" (default {confidences})")
+
+
+def _parse_names(text: str | None, option: str, default: tuple[str, ...], check: Any) -> tuple[str, ...]:
+    names = parse_list(text, option)
+    if names is None:
+        return default
+    for name in names:
+        try:
+            check(name)
+        except ValueError as exc:
+            raise ValueError(f"{option}: {exc}") from None
+    return names
+
+
+def parse_calibrators(text: str | None, default: tuple[str, ...] = ("none", "temperature")) -> tuple[str, ...]:
+    """``--calibrator``: the calibrators named (default: none and temperature, the two TS settings)."""
+    return _parse_names(text, "--calibrator", default, get_calibrator)
+
+
+def parse_confidences(text: str | None, default: tuple[str, ...] = ("softmax",)) -> tuple[str, ...]:
+    """``--confidence``: the confidence scores named (default: softmax)."""
+    return _parse_names(text, "--confidence", default, get_confidence)

@@ -5,6 +5,7 @@ metrics) for one or many cached-logits files.
 
     hsc evaluate cached_logits/ [more.npz 'runs/*.npz' ...] [--hierarchy FILE [--classes FILE]]
                  [--protocol project|paper] [--dec N] [--subset NAME] [--rules LIST] [--metrics LIST]
+                 [--calibrator LIST] [--confidence LIST]
                  [--out results.csv] [--workers K | --ray local|auto|ADDRESS]
 
 A thin front end of the evaluation layer: each model is one ``ModelEvaluation`` under the
@@ -16,7 +17,9 @@ Outputs, beside ``--out``:
 
 * ``results.csv`` — the layer's tidy rows (``RESULT_COLUMNS`` + ``file``), one number per row:
   top-1, T, hAURC and gain of every rule of ``--rules`` (default: every rule, ``rule_registry.rule_names()``) × loss ×
-  TS setting, then the extra metrics of ``--metrics`` (default: none; ``all`` for every one:
+  TS setting — or, with ``--calibrator``/``--confidence``, × every (calibrator, confidence) pair
+  (rows carry ``calibrator`` and ``confidence``; default none,temperature × softmax) — then
+  the extra metrics of ``--metrics`` (default: none; ``all`` for every one:
   excess_haurc, achievable_haurc, aurc, augrc, hf1 — ``EvaluationSet.extra_results``);
 * ``results_models.csv`` — one row per model (``wide_table``);
 * ``results_summary.csv`` and the printed table — the paper's Table 1 (``summary_rows``; the
@@ -47,7 +50,17 @@ from ..evaluation.results import SUMMARY_COLUMNS, summary_rows, to_csv, wide_tab
 from ..evaluation.summary_text import format_summary
 from ..pipeline.distributed import LOCAL_RAY
 from ..pipeline.many_models import EXTRA_METRICS, MAX_DEC, check_dec, check_metrics, evaluate_all
-from .args import add_hierarchy, add_rules, add_seed, add_subset, parse_list, parse_rules
+from .args import (
+    add_hierarchy,
+    add_rules,
+    add_scores,
+    add_seed,
+    add_subset,
+    parse_calibrators,
+    parse_confidences,
+    parse_list,
+    parse_rules,
+)
 
 __all__ = ["configure_parser", "model_table", "output_paths", "parse_points", "rc_options", "run", "write_outputs",
            "write_rc_tables"]
@@ -83,6 +96,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                              "rule, loss, theta, coverage, risk, n_accepted, n) to PATH: .csv, or .parquet with "
                              "pyarrow")
     add_rules(parser, " of the result rows and --rc-table")
+    add_scores(parser, "none,temperature", "softmax")
     parser.add_argument("--metrics", metavar="LIST",
                         help="comma-separated extra metrics in the result rows: " + ",".join(EXTRA_METRICS)
                              + " or all (default: none)")
@@ -110,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--out must name a .csv file, got {args.out}")
     rules = parse_rules(args.rules)
     metrics = parse_metrics(args.metrics)
+    calibrators, confidences = parse_calibrators(args.calibrator), parse_confidences(args.confidence)
     rc = rc_options(args, rules)  # checked before any work, as every other option
 
     # Whether this run had saved results for its files: then it says how many it reused and recomputed.
@@ -118,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
         paths, hierarchy, dec=args.dec, protocol=args.protocol, cal_fraction=args.cal_fraction, seed=args.seed,
         workers=args.workers, ray_address=args.ray, cache_dir=out["cache"], resume=not args.recompute,
         progress=not args.no_progress, rc=rc, rules=rules, metrics=metrics, subset=args.subset,
+        calibrators=calibrators, confidences=confidences,
     )
     rows, errors, n_cached = done.rows, done.errors, done.n_cached
     if rows:

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.calibrators import calibrator_names
+from ..core.confidence import confidence_names
 from ..core.protocol import PROTOCOLS
 from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES
 from ..core.validation import clip_path
@@ -34,7 +36,7 @@ from ..evaluation.resolve import expand_inputs, load_user_hierarchy, resolve_hie
 from ..evaluation.subsets import check_subset
 from ..evaluation.subsets import subset_mask as named_subset_mask
 from ..report.html_report import build_report
-from .args import add_bootstrap, add_hierarchy, add_subset
+from .args import add_bootstrap, add_hierarchy, add_scores, add_subset, parse_calibrators, parse_confidences
 
 __all__ = ["configure_parser", "run", "subset_mask"]
 
@@ -56,6 +58,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="the cards' failure probability δ (default 0.1)")
     parser.add_argument("--card-method", default="theorem1_pac", choices=list(METHODS),
                         help="the cards' method (default theorem1_pac)")
+    # Either one adds each model's calibrator × confidence benchmark (the other defaults to every listed name).
+    add_scores(parser, "every listed one, when --confidence is given; none: no benchmark section",
+               "every listed one, when --calibrator is given")
 
 
 def subset_mask(bundle: LogitsBundle, name: str) -> np.ndarray | None:
@@ -154,7 +159,9 @@ def _command(args: argparse.Namespace) -> str:
                       + (["--subset", args.subset] if args.subset not in ("", "all") else [])
                       + (["--protocol", args.protocol] if args.protocol != "project" else [])
                       + (["--card-target", str(args.card_target), "--card-delta", str(args.card_delta),
-                          "--card-method", args.card_method] if args.card_target is not None else []))
+                          "--card-method", args.card_method] if args.card_target is not None else [])
+                      + (["--calibrator", args.calibrator] if args.calibrator else [])
+                      + (["--confidence", args.confidence] if args.confidence else []))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -162,8 +169,12 @@ def run(args: argparse.Namespace) -> int:
     jobs = _checked_jobs(args)
     card = None if args.card_target is None else {
         "target_accuracy": args.card_target, "delta": args.card_delta, "method": args.card_method}
+    scores = None
+    if args.calibrator is not None or args.confidence is not None:  # the benchmark section, on request
+        scores = {"calibrators": parse_calibrators(args.calibrator, calibrator_names()),
+                  "confidences": parse_confidences(args.confidence, confidence_names())}
     text = build_report(_evaluations(jobs, args), args.title, _command(args), n_resamples=args.n_resamples,
-                        seed=args.bootstrap_seed, card=card)
+                        seed=args.bootstrap_seed, card=card, calibrators=scores)
     _write_atomic(out, text)
     print(f"{len(jobs)} model{'s' * (len(jobs) != 1)} → {out} ({out.stat().st_size / 1e6:.1f} MB)")
     return 0

@@ -31,6 +31,8 @@ from .validation import check_labels, check_logits, quote
 
 Precision = Literal["float32", "float64"]
 Progress = Callable[[int, int], None]
+#: A fitted (calibrator, confidence) pair: logits chunk (n, C) → node scores (n, n_nodes) (``confidence.NodeScorer``).
+Scorer = Callable[[np.ndarray], np.ndarray]
 
 def auto_chunk_size(hierarchy: Hierarchy, precision: Precision = "float32", budget_bytes: int | None = None) -> int:
     """Samples per chunk so one chunk's temporaries stay near ``budget_bytes`` (default: the one
@@ -53,6 +55,7 @@ def decision_paths_from_logits(
     progress: Progress | None = None,
     precision: Precision | None = None,
     rows: np.ndarray | None = None,
+    scorer: Scorer | None = None,
 ) -> dict[str, DecisionPaths]:
     """Each rule's decision paths (records) for all samples, computed chunk by chunk.
 
@@ -70,6 +73,8 @@ def decision_paths_from_logits(
     progress : called as ``progress(done_samples, total)``, first with 0 and after every chunk.
     precision : ``"float32"`` or ``"float64"`` for the node probabilities; None follows the
         logits (float32 for float16/32, else float64).
+    scorer : node scores of a chunk of logits in place of softmax(z / T) summed per node (a
+        ``confidence.NodeScorer``: another calibrator or confidence score); None: today's.
 
     Returns
     -------
@@ -78,7 +83,7 @@ def decision_paths_from_logits(
     ``paths.predict(θ)`` gives every sample's (node, confidence) at θ; pass the paths to
     ``curves.rc_curve_from_paths`` for the RC curve.
     """
-    paths, _ = _scan(hierarchy, logits, temperature, tuple(rules), None, chunk_size, progress, precision, rows)
+    paths, _ = _scan(hierarchy, logits, temperature, tuple(rules), None, chunk_size, progress, precision, rows, scorer)
     return paths
 
 
@@ -91,6 +96,7 @@ def threshold_grid_from_logits(
     progress: Progress | None = None,
     precision: Precision | None = None,
     rows: np.ndarray | None = None,
+    scorer: Scorer | None = None,
 ) -> np.ndarray:
     """The authors' θ grid (``curves.rounded_threshold_grid``) of all node probabilities, by chunk.
 
@@ -98,7 +104,7 @@ def threshold_grid_from_logits(
     [0, 1], rounded to ``dec`` decimals), as float64. Same arguments as
     ``decision_paths_from_logits``; pass the grid to ``curves.rc_curve_from_paths(grid=...)``.
     """
-    _, grid = _scan(hierarchy, logits, temperature, (), dec, chunk_size, progress, precision, rows)
+    _, grid = _scan(hierarchy, logits, temperature, (), dec, chunk_size, progress, precision, rows, scorer)
     assert grid is not None  # dec is an int, so the scan built the grid
     return grid
 
@@ -109,6 +115,7 @@ def node_probabilities_rows(
     rows: int | Sequence[int] | np.ndarray,
     temperature: float = 1.0,
     precision: Precision | None = None,
+    scorer: Scorer | None = None,
 ) -> np.ndarray:
     """Node probabilities of a few samples (for the Explorer), without touching the others.
 
@@ -124,6 +131,8 @@ def node_probabilities_rows(
     if idx.size and (idx.min() < 0 or idx.max() >= arr.shape[0]):
         raise ValueError(f"rows must lie in [0, {arr.shape[0]}), got {idx[(idx < 0) | (idx >= arr.shape[0])][0]}")
     dtype = _dtype(arr, precision)
+    if scorer is not None:
+        return scorer(arr[idx].astype(dtype, copy=False))
     return node_probabilities(hierarchy, softmax(arr[idx].astype(dtype, copy=False), temperature))
 
 
@@ -207,13 +216,15 @@ def node_probability_chunks(
     chunk_size: int | None = None,
     progress: Progress | None = None,
     precision: Precision | None = None,
+    scorer: Scorer | None = None,
 ) -> Iterator[tuple[int, np.ndarray]]:
     """(start, node probabilities) of consecutive chunks of samples: the one chunk loop.
 
     Yields ``start`` (the chunk's first position among the evaluated rows) and a
     (chunk, n_nodes) array, each chunk bounded by the memory budget. ``rows`` selects (and
     orders) the rows of ``logits`` to evaluate without copying them; the other arguments are as in
-    ``decision_paths_from_logits``. ``progress(done, total)`` counts evaluated rows.
+    ``decision_paths_from_logits``. ``progress(done, total)`` counts evaluated rows. With a
+    ``scorer`` the chunks are a quarter as large (its float64 node-level temporaries).
     """
     arr = _check_logits_shape(hierarchy, logits)
     index = _check_rows(rows, arr.shape[0])
@@ -221,6 +232,8 @@ def node_probability_chunks(
     n = arr.shape[0] if index is None else index.size
     if chunk_size is None:
         chunk_size = auto_chunk_size(hierarchy, np.dtype(dtype).name)
+        if scorer is not None:
+            chunk_size = max(1, chunk_size // 4)
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {quote(chunk_size)}")
     if not np.isfinite(temperature) or temperature <= 0:
@@ -234,14 +247,15 @@ def node_probability_chunks(
         if not finite.all():
             bad = start + int(np.flatnonzero(~finite)[0])
             raise ValueError(f"logits contain NaN or inf (first: row {bad if index is None else int(index[bad])})")
-        yield start, node_probabilities(hierarchy, softmax(block, temperature))
+        yield start, (node_probabilities(hierarchy, softmax(block, temperature)) if scorer is None else scorer(block))
         if progress is not None:
             progress(min(start + chunk_size, n), n)
 
 
 def _scan(hierarchy: Hierarchy, logits: np.ndarray, temperature: float, rules: tuple[str, ...], dec: int | None,
           chunk_size: int | None, progress: Progress | None, precision: Precision | None,
-          rows: np.ndarray | None = None) -> tuple[dict[str, DecisionPaths], np.ndarray | None]:
+          rows: np.ndarray | None = None, scorer: Scorer | None = None
+          ) -> tuple[dict[str, DecisionPaths], np.ndarray | None]:
     """One pass over the logits: every rule's records and (if ``dec``) the θ grid."""
     arr = _check_logits_shape(hierarchy, logits)
     for rule in rules:
@@ -253,7 +267,7 @@ def _scan(hierarchy: Hierarchy, logits: np.ndarray, temperature: float, rules: t
         present = np.zeros(10**dec + 1, dtype=bool)
     parts: dict[str, list[DecisionPaths]] = {rule: [] for rule in rules}
     for _, probs in node_probability_chunks(hierarchy, arr, temperature=temperature, rows=rows, chunk_size=chunk_size,
-                                            progress=progress, precision=precision):
+                                            progress=progress, precision=precision, scorer=scorer):
         leaf = argmax_leaf(hierarchy, probs)
         for rule in rules:
             parts[rule].append(any_decision_paths(hierarchy, probs, rule, leaf=leaf))

@@ -21,6 +21,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ..core.calibrators import FittedCalibrator, fit_calibrator, get_calibrator
+from ..core.confidence import NodeScorer, fit_node_scorer, get_confidence
 from ..core.curves import (
     CCCurve,
     RangeGain,
@@ -117,12 +119,19 @@ class EvaluationSet:
     rows : (n,) int64 rows of the model's logits, ascending.
     labels : (n,) true leaves of those rows.
     paths : rule → ``DecisionPaths`` of shape (n, n_records).
+    calibrator, confidence : the calibrator and confidence score (``core.calibrators``,
+        ``core.confidence``); ``none``/``temperature`` with ``softmax`` are the two TS settings.
+    scorer : the fitted ``confidence.NodeScorer`` of any other pair (None for the two TS settings).
     """
 
-    def __init__(self, evaluation: ModelEvaluation, ts: bool, rows: np.ndarray, progress: Progress | None) -> None:
+    def __init__(self, evaluation: ModelEvaluation, ts: bool, rows: np.ndarray, progress: Progress | None,
+                 scorer: NodeScorer | None = None) -> None:
         self.evaluation = evaluation
         self.ts = bool(ts)
-        self.temperature = evaluation.temperature if ts else 1.0
+        self.scorer = scorer
+        self.calibrator = scorer.calibration.key if scorer is not None else ("temperature" if ts else "none")
+        self.confidence = scorer.confidence if scorer is not None else "softmax"
+        self.temperature = (evaluation.temperature if ts else 1.0) if scorer is None else scorer.calibration.temperature
         self.rows = rows
         self.labels = evaluation.labels[rows]
         if rows.size == 0:
@@ -130,8 +139,17 @@ class EvaluationSet:
                              f"{quote(evaluation.subset_name)}")
         self.paths: dict[str, DecisionPaths] = decision_paths_from_logits(
             evaluation.hierarchy, evaluation.logits, self.temperature, RULES, progress=progress,
-            precision=evaluation.precision, rows=rows)
+            precision=evaluation.precision, rows=rows, scorer=scorer)
         self._memo = _Memo()
+
+    def cached(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()`` once per ``key`` for this set (thread-safe, as every cached number here);
+        for layers built on the set (``calibrator_benchmark``). Treat the value as read-only."""
+        return self._memo.get(("ext", key), compute)
+
+    def has_cached(self, key: Hashable) -> bool:
+        """Whether ``cached(key, …)`` already holds a value (a front end then shows no progress)."""
+        return ("ext", key) in self._memo._values
 
     # ------------------------------------------------------------------ samples
     @property
@@ -194,7 +212,7 @@ class EvaluationSet:
         """
         pos = np.atleast_1d(np.asarray(positions, dtype=np.int64))
         return node_probabilities_rows(self.hierarchy, self.evaluation.logits, self.rows[pos], self.temperature,
-                                       self.evaluation.precision)
+                                       self.evaluation.precision, scorer=self.scorer)
 
     def node_row(self, position: int) -> np.ndarray:
         """(n_nodes,) node probabilities of one sample as the rules read them (≤ 1, root = 1)."""
@@ -216,7 +234,8 @@ class EvaluationSet:
         ev = self.evaluation
         group = shared_pass(rule)
         return self._memo.get(("paths", group), lambda: decision_paths_from_logits(
-            self.hierarchy, ev.logits, self.temperature, group, precision=ev.precision, rows=self.rows))[rule]
+            self.hierarchy, ev.logits, self.temperature, group, precision=ev.precision, rows=self.rows,
+            scorer=self.scorer))[rule]
 
     def rule_paths(self, rule: str) -> DecisionPaths:
         """``decision_paths`` (the name before the rule registry)."""
@@ -236,7 +255,7 @@ class EvaluationSet:
         """The authors' θ grid: node probabilities rounded to ``dec`` decimals, ascending."""
         return self._memo.get(("grid", dec), lambda: threshold_grid_from_logits(
             self.hierarchy, self.evaluation.logits, self.temperature, dec, progress=progress,
-            precision=self.evaluation.precision, rows=self.rows))
+            precision=self.evaluation.precision, rows=self.rows, scorer=self.scorer))
 
     def curves(self, loss: Loss = "01", dec: int | None = None, *, rules: Sequence[str] = RULES,
                progress: Progress | None = None) -> dict[str, RCCurve]:
@@ -409,7 +428,8 @@ class EvaluationSet:
             out = np.empty(self.n)
             ev = self.evaluation
             for start, probs in node_probability_chunks(self.hierarchy, ev.logits, temperature=self.temperature,
-                                                        rows=self.rows, progress=progress, precision=ev.precision):
+                                                        rows=self.rows, progress=progress, precision=ev.precision,
+                                                        scorer=self.scorer):
                 out[start: start + probs.shape[0]] = climbing_tight_thresholds(
                     self.hierarchy, probs, self.labels[start: start + probs.shape[0]])
             return out
@@ -437,7 +457,7 @@ class EvaluationSet:
         rules = tuple(dict.fromkeys(check_rule(r) for r in rules))
         ev = self.evaluation
         rows = [ev.row(self, "", "", "top1", self.top1)]
-        if self.ts:
+        if self.calibrator == "temperature":
             rows.append(ev.row(self, "", "", "temperature", self.temperature))
         for loss in losses:
             boot = None
@@ -601,6 +621,37 @@ class ModelEvaluation:
         """
         return self._memo.get(("set", bool(ts)), lambda: EvaluationSet(self, bool(ts), self.rows_for(ts), progress))
 
+    def scored(self, calibrator: str = "temperature", confidence: str = "softmax", *,
+               progress: Progress | None = None) -> EvaluationSet:
+        """The ``EvaluationSet`` of a calibrator (``core.calibrators``) and confidence score
+        (``core.confidence``), each fitted on the calibration split, built once.
+
+        ``("none", "softmax")`` is ``setting(False)`` and ``("temperature", "softmax")`` is
+        ``setting(True)``, the same objects (so the same numbers). Every other pair is evaluated on
+        the rows of the TS setting (the samples its calibrator was not fitted on); with ``none``,
+        on the rows without TS (``ts`` false), as ``setting(False)``.
+        """
+        get_calibrator(calibrator)
+        get_confidence(confidence)
+        if confidence == "softmax" and calibrator in ("none", "temperature"):
+            return self.setting(calibrator == "temperature", progress=progress)
+        ts = calibrator != "none"
+        return self._memo.get(("scored", calibrator, confidence), lambda: EvaluationSet(
+            self, ts, self.rows_for(ts), progress, scorer=self.scorer(calibrator, confidence)))
+
+    def scorer(self, calibrator: str, confidence: str) -> NodeScorer:
+        """The fitted ``NodeScorer`` of (calibrator, confidence) on the calibration split, once
+        (the calibrator itself is fitted once for every confidence score)."""
+        cal = self.calibration
+        return self._memo.get(("scorer", calibrator, confidence), lambda: fit_node_scorer(
+            self.hierarchy, self.fitted_calibrator(calibrator), confidence, self.logits[cal], self.labels[cal]))
+
+    def fitted_calibrator(self, calibrator: str) -> FittedCalibrator:
+        """Calibrator ``calibrator`` (``core.calibrators``) fitted on the calibration split, once."""
+        cal = self.calibration
+        return self._memo.get(("calibrator", calibrator), lambda: fit_calibrator(
+            calibrator, self.hierarchy, self.logits[cal], self.labels[cal]))
+
     # ------------------------------------------------------------------ results
     def results(self, losses: Sequence[Loss] = LOSSES, dec: int | None = None, *,
                 settings: Sequence[bool] = (False, True), intervals: bool = False, n_resamples: int = N_RESAMPLES,
@@ -618,6 +669,7 @@ class ModelEvaluation:
         return result_row(model=self.name, dataset=self.dataset, hierarchy_hash=self.hierarchy_hash,
                           subset=self.subset_name, protocol=self.protocol, rule=rule, loss=loss, ts=es.ts,
                           temperature=es.temperature, dec=dec, metric=metric, value=value, ci=ci,
+                          calibrator=es.calibrator, confidence=es.confidence,
                           n_resamples=n_resamples, n_eval=es.n, n_cal=self.n_cal, seed=self.seed,
                           coverage=coverage)
 

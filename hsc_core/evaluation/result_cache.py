@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.confidence import compatible
 from ..core.risk import LOSSES
 from ..core.rules import RULES
 from ..datasets.logits_io import (
@@ -44,10 +45,15 @@ __all__ = [
     "CACHE_FORMAT", "ROW_COLUMNS", "cache_dir_for", "cache_file", "entry_checksum", "file_digest", "load_content",
     "manifest_dataset", "builtin_tree_tag", "key_settings", "rc_arrays", "rc_cache_file", "rc_entry_bytes", "rc_key",
     "read_cached", "read_content", "read_rc_cached", "result_key", "row_ids", "rows_problem", "cache_entry",
+    "DEFAULT_CALIBRATORS", "DEFAULT_CONFIDENCES", "score_pairs",
 ]
 
+#: The calibrators and confidence scores of ``hsc evaluate`` without ``--calibrator``/``--confidence``.
+DEFAULT_CALIBRATORS: tuple[str, ...] = ("none", "temperature")
+DEFAULT_CONFIDENCES: tuple[str, ...] = ("softmax",)
+
 # Bump when the numbers or the schema a cached result holds would change, so old caches are recomputed.
-CACHE_FORMAT = "hsc-evaluate/3"
+CACHE_FORMAT = "hsc-evaluate/4"  # 4: rows carry calibrator and confidence (issue 31)
 #: Columns of results.csv (and of every cached row): the layer's tidy schema and the logits file.
 ROW_COLUMNS: tuple[str, ...] = (*RESULT_COLUMNS, "file")
 #: The extra metrics' row names that depend on the loss (the others are computed once, under the first loss).
@@ -175,28 +181,41 @@ def cache_file(cache_dir: Path, path: Path) -> Path:
     return cache_dir / f"{path.stem}-{tag}.json"
 
 
-def row_ids(settings: dict) -> frozenset[tuple[str, str, str, bool]]:
-    """(metric, rule, loss, ts) of every row of one model's result under ``settings``, each exactly
-    once: top-1 and T, hAURC and gain of ``settings["rules"]`` (default the paper's four) per loss,
-    and the extra metrics ``settings["metrics"]`` (row names of ``results.EXTRA_METRICS``; the
-    loss-free ones once, under no loss or the first loss, as ``evaluate_rows`` makes them)."""
+def row_ids(settings: dict) -> frozenset[tuple[str, str, str, bool, str, str]]:
+    """(metric, rule, loss, ts, calibrator, confidence) of every row of one model's result under
+    ``settings``, each exactly once, per pair of ``score_pairs``: top-1 (and T for the
+    ``temperature`` calibrator), hAURC and gain of ``settings["rules"]`` (default the paper's four)
+    per loss, and the extra metrics ``settings["metrics"]`` (row names of ``results.EXTRA_METRICS``;
+    the loss-free ones once, under no loss or the first loss, as ``evaluate_rows`` makes them)."""
     rules = tuple(settings.get("rules", RULES))
     metrics = tuple(settings.get("metrics", ()))
-    ids = [("top1", "", "", False), ("top1", "", "", True), ("temperature", "", "", True)]
-    ids += [(metric, rule, loss, ts) for metric in ("haurc", "gain_percent") for rule in rules for loss in LOSSES
-            for ts in (False, True)]
-    for metric in metrics:
-        for ts in (False, True):
+    ids = []
+    for cal, conf in score_pairs(settings):
+        ts = cal != "none"
+        ids.append(("top1", "", "", ts, cal, conf))
+        if cal == "temperature":
+            ids.append(("temperature", "", "", ts, cal, conf))
+        ids += [(metric, rule, loss, ts, cal, conf) for metric in ("haurc", "gain_percent") for rule in rules
+                for loss in LOSSES]
+        for metric in metrics:
             if metric in ("aurc_zhou", "augrc"):  # model-level: no rule, no loss
-                ids.append((metric, "", "", ts))
+                ids.append((metric, "", "", ts, cal, conf))
             else:
-                ids += [(metric, rule, loss, ts) for rule in rules
+                ids += [(metric, rule, loss, ts, cal, conf) for rule in rules
                         for loss in (LOSSES if metric in LOSS_METRICS else LOSSES[:1])]
     return frozenset(ids)
 
 
+def score_pairs(settings: dict) -> list[tuple[str, str]]:
+    """The (calibrator, confidence) pairs of a run, calibrators outer (default: none, then
+    temperature, with softmax: the two TS settings, in their old order); pairs that cannot be
+    scored (``confidence.compatible``: depth_temperature with another score than softmax) are left out."""
+    return [(cal, conf) for cal in settings.get("calibrators", DEFAULT_CALIBRATORS)
+            for conf in settings.get("confidences", DEFAULT_CONFIDENCES) if compatible(cal, conf)]
+
+
 _TEXT_COLUMNS = ("model", "dataset", "hierarchy_hash", "subset", "protocol", "rule", "loss", "metric", "version",
-                 "file")
+                 "file", "calibrator", "confidence")
 #: Columns every row of one model shares.
 _SHARED_COLUMNS = ("model", "dataset", "hierarchy_hash", "subset", "protocol", "n_cal", "seed", "version")
 
@@ -268,7 +287,7 @@ def rows_problem(rows: object, settings: dict, model: str, tree_tag: str | None 
         problem = _row_problem(row, settings)
         if problem:
             return f"row {k}: {problem}"
-    ids = [(r["metric"], r["rule"], r["loss"], r["ts"]) for r in rows]
+    ids = [(r["metric"], r["rule"], r["loss"], r["ts"], r["calibrator"], r["confidence"]) for r in rows]
     expected_ids = row_ids(settings)
     if len(ids) != len(expected_ids) or set(ids) != expected_ids:
         return "its rows are not one of each metric, rule, loss and setting"

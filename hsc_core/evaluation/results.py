@@ -4,7 +4,8 @@ dashboard and every export, and the few reshapings that front ends show.
 One row is one number::
 
     model, dataset, hierarchy_hash, subset, protocol, rule, loss, ts, temperature, dec,
-    metric, value, ci_low, ci_high, coverage_low, coverage_high, n_resamples, n_eval, n_cal, seed, version
+    metric, value, ci_low, ci_high, coverage_low, coverage_high, n_resamples, n_eval, n_cal, seed, version,
+    calibrator, confidence
 
 =================  =============================================================================
 metric             value
@@ -25,6 +26,11 @@ metric             value
 short of Selective's coverage 1: the coverage range that gain is measured over, the range both
 curves cover (``core.curves.COMMON_RANGE_NOTE``); empty: the paper's gain, over Selective's whole
 range. Older results files without these columns read as empty.
+
+``calibrator``/``confidence`` name the calibrator (``core.calibrators``) and confidence score
+(``core.confidence``) of the row: ``none``/``temperature`` (``ts`` false/true) with ``softmax``
+for the paper's two settings. They come last, so every older column keeps its position; an older
+results file without them reads as those defaults (``with_score_columns``).
 
 ``ci_low``/``ci_high`` are 95 % paired bootstrap limits when computed (``n_resamples`` says how
 many resamples), else empty. ``dec`` is empty for exact curves, else the authors' θ-grid decimals.
@@ -54,7 +60,7 @@ ResultRow = dict[str, Any]
 RESULT_COLUMNS: tuple[str, ...] = (
     "model", "dataset", "hierarchy_hash", "subset", "protocol", "rule", "loss", "ts", "temperature", "dec",
     "metric", "value", "ci_low", "ci_high", "coverage_low", "coverage_high", "n_resamples", "n_eval", "n_cal",
-    "seed", "version",
+    "seed", "version", "calibrator", "confidence",
 )
 METRICS: dict[str, str] = {
     "top1": "top-1 accuracy",
@@ -103,7 +109,8 @@ def hierarchy_hash(hierarchy: Hierarchy | None) -> str:
 def result_row(*, model: str, dataset: str, hierarchy_hash: str, subset: str, protocol: str, rule: str, loss: str,
                ts: bool, temperature: float, dec: int | None, metric: str, value: float,
                ci: tuple[float, float] | None, n_resamples: int | None, n_eval: int, n_cal: int,
-               seed: int, coverage: tuple[float, float] | None = None) -> ResultRow:
+               seed: int, coverage: tuple[float, float] | None = None, calibrator: str | None = None,
+               confidence: str = "softmax") -> ResultRow:
     """One tidy row (keys: ``RESULT_COLUMNS``); ``coverage``: the range a gain is restricted to."""
     if metric not in METRICS:
         raise ValueError(f"unknown metric {quote(metric)}; choose one of {', '.join(METRICS)}")
@@ -116,7 +123,33 @@ def result_row(*, model: str, dataset: str, hierarchy_hash: str, subset: str, pr
         "coverage_high": None if coverage is None else float(coverage[1]),
         "n_resamples": n_resamples or None, "n_eval": int(n_eval), "n_cal": int(n_cal), "seed": int(seed),
         "version": toolkit_version(),
+        "calibrator": (("temperature" if ts else "none") if calibrator is None else calibrator),
+        "confidence": confidence,
     }
+
+
+def with_score_columns(row: dict[str, Any]) -> dict[str, Any]:
+    """A row read from an older results file, with the ``calibrator``/``confidence`` it was
+    computed with filled in when missing or empty (``none``/``temperature`` by ``ts``, ``softmax``)."""
+    out = dict(row)
+    ts = out.get("ts")
+    ts = ts if isinstance(ts, (bool, np.bool_)) else str(ts).strip().lower() == "true"
+    # missing, None, "" or a reader's NaN for an empty cell
+    if not isinstance(out.get("calibrator"), str) or not out["calibrator"]:
+        out["calibrator"] = "temperature" if ts else "none"
+    if not isinstance(out.get("confidence"), str) or not out["confidence"]:
+        out["confidence"] = "softmax"
+    return out
+
+
+def is_default_pair(row: dict[str, Any]) -> bool:
+    """Whether a row is of one of the paper's two settings (``none``/``temperature`` by ``ts``, with
+    ``softmax``), also for an older row without the columns. The paper's tables (``wide_table``,
+    ``summary_rows``) show only these; the calibrator benchmark shows the others."""
+    full = with_score_columns(row)
+    ts = full.get("ts")
+    ts = ts if isinstance(ts, (bool, np.bool_)) else str(ts).strip().lower() == "true"
+    return full["confidence"] == "softmax" and full["calibrator"] == ("temperature" if ts else "none")
 
 
 # ---------------------------------------------------------------------------- display names
@@ -163,11 +196,14 @@ def wide_table(rows: Iterable[ResultRow], *, ts: bool | None = None, loss: str |
     ts : keep only this TS setting (None: both, labelled "(TS)"/"(no TS)").
     loss : keep only this loss (None: every loss, severity columns labelled).
     intervals : add ``… low`` / ``… high`` columns for rows with bootstrap limits.
+    Only the paper's two settings (``is_default_pair``) are shown.
     label_ts : with one ``ts`` setting, whether column names still say "(TS)"/"(no TS)".
     Selective's gain (0 by definition) is left out.
     """
     out: dict[tuple, dict[str, Any]] = {}
     for r in rows:
+        if not is_default_pair(r):
+            continue
         if (ts is not None and r["ts"] != ts) or (loss is not None and r["loss"] not in ("", loss)):
             continue
         if r["metric"] not in metrics or (r["metric"] == "gain_percent" and r["rule"] == "selective"):
@@ -217,7 +253,7 @@ def summary_rows(rows: Iterable[ResultRow]) -> list[dict[str, Any]]:
     set: a curve that stops short of coverage 1), not over the whole range; 0 for the paper's rules."""
     groups: dict[tuple, dict[str, list[float]]] = {}
     for r in rows:
-        if r["metric"] not in ("haurc", "gain_percent"):
+        if r["metric"] not in ("haurc", "gain_percent") or not is_default_pair(r):
             continue
         g = groups.setdefault((r["dataset"], r["loss"], r["ts"], r["rule"]), {"haurc": [], "gain_percent": []})
         g[r["metric"]].append(display_value(r))

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..core.calibrators import get_calibrator
+from ..core.confidence import get_confidence
 from ..core.hierarchy import Hierarchy
 from ..core.metric_rules import check_rule
 from ..core.protocol import CALIBRATION_FRACTION, SPLIT_SEED, check_protocol
@@ -33,6 +35,8 @@ from ..evaluation.model import EvaluationSet, ModelEvaluation
 from ..evaluation.rc_table import model_tables, table_rows
 from ..evaluation.resolve import resolve_hierarchy
 from ..evaluation.result_cache import (
+    DEFAULT_CALIBRATORS,
+    DEFAULT_CONFIDENCES,
     LOSS_METRICS,
     builtin_tree_tag,
     cache_entry,
@@ -48,6 +52,7 @@ from ..evaluation.result_cache import (
     read_cached,
     read_rc_cached,
     result_key,
+    score_pairs,
 )
 from ..evaluation.results import hierarchy_hash
 from ..evaluation.subsets import canonical_name, check_subset, subset_mask
@@ -84,15 +89,17 @@ def check_metrics(metrics: Sequence[str]) -> tuple[str, ...]:
 
 
 def evaluation_rows(ev: ModelEvaluation, *, dec: int | None = None, rules: Sequence[str] = PAPER_RULES,
-                    metrics: Sequence[str] = ()) -> list[dict]:
-    """Tidy rows (``RESULT_COLUMNS``) of one model, without then with temperature scaling: per
-    setting ``EvaluationSet.results`` of ``rules`` for every loss, then the extra ``metrics`` (row
+                    metrics: Sequence[str] = (), calibrators: Sequence[str] = DEFAULT_CALIBRATORS,
+                    confidences: Sequence[str] = DEFAULT_CONFIDENCES) -> list[dict]:
+    """Tidy rows (``RESULT_COLUMNS``) of one model, per (calibrator, confidence) pair, calibrators
+    outer (default: none, then temperature, with softmax: without then with temperature scaling):
+    ``EvaluationSet.results`` of ``rules`` for every loss, then the extra ``metrics`` (row
     names) of ``EvaluationSet.extra_results``: excess and achievable hAURC per loss, hF1 (θ = 0,
     loss-free) under the first loss, AURC and AUGRC once per setting (no rule, no loss)."""
     rules = tuple(dict.fromkeys(check_rule(r) for r in rules))
     rows: list[dict] = []
-    for ts in (False, True):
-        es = ev.setting(ts)
+    for cal, conf in score_pairs({"calibrators": calibrators, "confidences": confidences}):
+        es = ev.scored(cal, conf)
         rows += es.results(LOSSES, dec, rules=rules)
         rows += _extra_rows(es, rules, metrics)
     return rows
@@ -204,7 +211,9 @@ def _evaluate_job(path: str, hierarchy: Hierarchy | None, settings: dict, sample
         ev = _model_evaluation(bundle, tree, file="", dataset=dataset, protocol=settings["protocol"],
                                cal_fraction=settings["cal_fraction"], seed=settings["seed"], progress=bar,
                                subset=settings["subset"])
-        rows = evaluation_rows(ev, dec=settings["dec"], rules=settings["rules"], metrics=settings["metrics"])
+        rows = evaluation_rows(ev, dec=settings["dec"], rules=settings["rules"], metrics=settings["metrics"],
+                               calibrators=settings.get("calibrators", DEFAULT_CALIBRATORS),
+                               confidences=settings.get("confidences", DEFAULT_CONFIDENCES))
         out: dict[str, object] = {"rows": [{**row, "file": path} for row in rows], "content": content,
                                   "tree": tree_tag, "key": result_key(content, key_settings(settings, tree_tag))}
         if rc is not None:
@@ -309,6 +318,8 @@ def evaluate_all(
     rules: Sequence[str] = PAPER_RULES,
     metrics: Sequence[str] = (),
     subset: str = "all",
+    calibrators: Sequence[str] = DEFAULT_CALIBRATORS,
+    confidences: Sequence[str] = DEFAULT_CONFIDENCES,
 ) -> Evaluated:
     """``evaluate_many``, and with ``rc`` (``rc_options``) each model's ``--rc-table`` tables,
     computed in the same worker (local process or Ray task) from the same evaluation and cached
@@ -319,7 +330,9 @@ def evaluate_all(
     settings = {"dec": dec, "protocol": protocol, "cal_fraction": cal_fraction, "seed": seed,
                 "hierarchy": hierarchy_hash(hierarchy) or "builtin",
                 "rules": list(dict.fromkeys(check_rule(r) for r in rules)), "metrics": list(metrics),
-                "subset": canonical_name(subset)}
+                "subset": canonical_name(subset),
+                "calibrators": list(dict.fromkeys(get_calibrator(c).key for c in calibrators)),
+                "confidences": list(dict.fromkeys(get_confidence(c).key for c in confidences))}
     cache = Path(cache_dir) if cache_dir is not None else None
     results: dict[int, list[dict]] = {}
     tables: dict[int, dict[str, dict[str, np.ndarray]]] = {}

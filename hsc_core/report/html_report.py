@@ -31,6 +31,7 @@ from ..core.protocol import protocol_text
 from ..core.rule_registry import is_rule, rule_label, rule_names
 from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, Interval
 from ..evaluation import RESULT_COLUMNS, ModelEvaluation, ResultRow, column_label, to_csv, wide_table
+from ..evaluation.calibrator_benchmark import benchmark_csv, benchmark_table, calibrator_benchmark
 from ..evaluation.card import card_markdown, decision_card
 from ..evaluation.results import GAIN_RANGE_COLUMN, display_value, gain_coverage
 from . import export, figures
@@ -381,9 +382,42 @@ def _provenance_row(ev: ModelEvaluation) -> list:
             ds_text or ev.dataset or "–", m.get("date", "–"), f"{ev.n_samples:,}"]
 
 
-def _lay_out(ev: ModelEvaluation, fig: _Figures, n_resamples: int, seed: int, card: dict | None = None) -> _Laid:
+CALIBRATORS_NOTE = (
+    "Every calibrator is fitted on the calibration split; every number is on the evaluation split, with its 95 % "
+    "paired bootstrap interval. ★ marks the best of each column (lowest hAURC, ECE and CC area; highest gain over "
+    "Selective). An internal node is scored on the leaf distribution with its leaves merged into one class; for "
+    "scores that are not probabilities (margin, entropy, DOCTOR, energy) the ECE columns say how far the score "
+    "is from one rather than a calibration error."
+)
+
+
+def calibrators_section(ev: ModelEvaluation, calibrators: Sequence[str] | None = None,
+                        confidences: Sequence[str] | None = None, *, n_resamples: int = N_RESAMPLES,
+                        seed: int = BOOTSTRAP_SEED) -> str:
+    """One model's calibrator × confidence benchmark (``evaluation.calibrator_benchmark``) as HTML:
+    the table with the best of each column marked, and its rows as a CSV inside the file."""
+    rows = calibrator_benchmark(ev, calibrators=calibrators, confidences=confidences, n_resamples=n_resamples,
+                                seed=seed)
+    shown = benchmark_table(rows)
+    header = list(shown[0]) if shown else []
+    name = f"{export.safe_filename(ev.name)}_calibrators.csv"
+    data = base64.b64encode(benchmark_csv(rows).encode("utf-8")).decode("ascii")
+    return "\n".join([
+        f'<h3 id="{_e(export.safe_filename(ev.name))}-calibrators">Calibrators and confidence scores '
+        f"({_e(rule_label(rows[0]['rule']) if rows else '')})</h3>",
+        f"<p>{_e(CALIBRATORS_NOTE)}</p>",
+        _table(header[1:], [[r[h] for h in header[1:]] for r in shown]),
+        f'<p class="meta"><a download="{_e(name)}" href="data:text/csv;charset=utf-8;base64,{data}">{_e(name)}</a></p>',
+    ])
+
+
+def _lay_out(ev: ModelEvaluation, fig: _Figures, n_resamples: int, seed: int, card: dict | None = None,
+             scores: dict | None = None) -> _Laid:
     tidy = result_rows(ev, n_resamples=n_resamples, seed=seed)
     section = _model_section(ev, _by_key(tidy), fig) + "\n" + _beyond_section(ev, fig, n_resamples, seed)
+    if scores is not None:
+        section += "\n" + calibrators_section(ev, scores.get("calibrators"), scores.get("confidences"),
+                                              n_resamples=n_resamples, seed=seed)
     if card is not None:
         section += "\n" + card_section(decision_card(ev, n_resamples=n_resamples, bootstrap_seed=seed, **card))
     return _Laid(section, tidy,
@@ -480,7 +514,8 @@ def _one_protocol(models: Sequence[_Laid]) -> str:
 
 
 def build_report(evaluations: Iterable[ModelEvaluation], title: str | None = None, command: str | None = None, *,
-                 n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP_SEED, card: dict | None = None) -> str:
+                 n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP_SEED, card: dict | None = None,
+                 calibrators: dict | None = None) -> str:
     """The whole report as one HTML string (self-contained; no network requests when opened).
 
     Parameters
@@ -492,11 +527,13 @@ def build_report(evaluations: Iterable[ModelEvaluation], title: str | None = Non
     n_resamples, seed : the bootstrap of the 95 % intervals (``EvaluationSet.bootstrap``).
     card : ``decision_card`` options (``target_accuracy``, ``delta``, ``method`` …): each model's
         section then ends with its decision card.
+    calibrators : {"calibrators": names or None, "confidences": names or None} (None: every listed
+        one): each model's section gets the calibrator × confidence benchmark (``calibrators_section``).
     """
     fig = _Figures()
     models = []
     for ev in evaluations:
-        models.append(_lay_out(ev, fig, n_resamples, seed, card))
+        models.append(_lay_out(ev, fig, n_resamples, seed, card, calibrators))
         protocol = _one_protocol(models)  # before the next model's work
         del ev  # nothing below needs the logits
     if not models:
@@ -527,4 +564,5 @@ def build_report(evaluations: Iterable[ModelEvaluation], title: str | None = Non
             f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 
 
-__all__ = ["build_report", "card_section", "headline_sentence", "interval_text", "result_rows"]
+__all__ = ["build_report", "calibrators_section", "card_section", "headline_sentence", "interval_text",
+           "result_rows"]

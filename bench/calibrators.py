@@ -1,0 +1,98 @@
+"""Benchmark: each calibrator's fit time at iNat21 size on synthetic data (issue 31).
+
+    .venv/bin/python bench/calibrators.py [--leaves 10000] [--samples 100000] [--cal-fraction 0.1]
+                                          [--threads 2] [--only NAME,...]
+
+A seeded 7-level taxonomy (``synthetic_taxonomy``: 10,000 leaves, every leaf at depth 7 as iNat21's
+species) and float32 logits of the protocol's calibration split, the rows each calibrator is fitted
+on (``--cal-fraction`` of ``--samples``: 10,000 of 100,000 by default; only those rows are drawn).
+Prints, per calibrator, the fit's wall time against the ≤ 60 s target (BLAS and OpenMP limited to
+``--threads``, default 2, set before numpy loads), or why it refuses (matrix and Dirichlet scaling
+need C × C parameters: 10,000² × 8 bytes × (2·10 + 6) ≈ 21 GB at iNat21 size, over any sane memory
+budget), then the time to score 2,000 evaluation samples with every confidence score.
+
+Numbers are wall-clock on whatever else the machine is running; say so when reporting them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def _threads(argv: list[str]) -> str:
+    for k, a in enumerate(argv):
+        if a == "--threads" and k + 1 < len(argv):
+            return argv[k + 1]
+        if a.startswith("--threads="):
+            return a.split("=", 1)[1]
+    return "2"
+
+
+# Before numpy loads: the BLAS pools read these once.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, _threads(sys.argv))
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hsc_core.core.calibrators import calibrator_names, fit_calibrator, matrix_memory_bytes  # noqa: E402
+from hsc_core.core.confidence import compatible, confidence_names, fit_node_scorer  # noqa: E402
+from hsc_core.core.synthetic import synthetic_logits, synthetic_taxonomy  # noqa: E402
+
+TARGET_S = 60.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--leaves", type=int, default=10_000)
+    parser.add_argument("--samples", type=int, default=100_000)
+    parser.add_argument("--cal-fraction", type=float, default=0.1)
+    parser.add_argument("--threads", default="2", help="BLAS/OpenMP threads (default 2)")
+    parser.add_argument("--only", help="comma list of calibrators (default: all)")
+    args = parser.parse_args()
+
+    tree = synthetic_taxonomy(args.leaves, 7, seed=0, collapse=False)
+    n_cal = int(round(args.samples * args.cal_fraction))
+    t0 = time.perf_counter()
+    logits, labels = synthetic_logits(tree, n_cal + 2000, top1=0.7, seed=0)
+    logits = logits.astype(np.float32)
+    cal_z, cal_y, ev_z = logits[:n_cal], labels[:n_cal], logits[n_cal:]
+    print(f"tree: {tree.n_leaves:,} leaves, {tree.n_nodes:,} nodes, depth {tree.max_depth}; calibration split "
+          f"{n_cal:,} of {args.samples:,} samples (drawn in {time.perf_counter() - t0:.1f} s); "
+          f"threads {os.environ['OMP_NUM_THREADS']}")
+    names = calibrator_names() if args.only is None else tuple(args.only.split(","))
+    over = []
+    for name in names:
+        start = time.perf_counter()
+        try:
+            fit_calibrator(name, tree, cal_z, cal_y)
+        except ValueError as exc:
+            print(f"  {name:18s}  refused: {exc}")
+            over.append(name)
+            continue
+        seconds = time.perf_counter() - start
+        verdict = "ok" if seconds <= TARGET_S else "OVER the 60 s target"
+        if seconds > TARGET_S:
+            over.append(name)
+        print(f"  {name:18s}  fit {seconds:7.1f} s  {verdict}")
+    print(f"  (matrix/dirichlet would hold ~{matrix_memory_bytes(args.leaves) / 2**30:.0f} GiB at {args.leaves:,} "
+          "classes)")
+    print("scoring 2,000 evaluation samples (temperature, then each score):")
+    for conf in confidence_names():
+        if not compatible("temperature", conf):
+            continue
+        scorer = fit_node_scorer(tree, "temperature", conf, cal_z[:2000], cal_y[:2000])
+        start = time.perf_counter()
+        scorer(ev_z)
+        print(f"  {conf:10s}  {time.perf_counter() - start:6.2f} s")
+    if over:
+        print(f"over the target or refused: {', '.join(over)}")
+
+
+if __name__ == "__main__":
+    main()

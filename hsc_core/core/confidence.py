@@ -1,0 +1,264 @@
+"""Every confidence score the toolkit knows, and how each scores an internal node (``rule_registry`` style).
+
+**One principle for internal nodes.** A node v is scored by the flat score of the leaf
+distribution *coarsened at v*: the leaves L(v) merged into one class, every other leaf kept. For
+a leaf this is the flat score itself (merging one leaf changes nothing); for the root every
+distribution collapses to one certain class. So, with f_v = Σ_{y∈L(v)} p_y:
+
+==========  =====================================================  ===========================
+key         node score κ(v) (root: 1)                              flat score at the leaves
+==========  =====================================================  ===========================
+softmax     f_v (today's, unchanged)                               max_y p_y
+margin      max(0, f_v − max_{y∉L(v)} p_y)                         p_(1) − p_(2)
+entropy     1 − H(p coarsened at v) / log C                        1 − H(p) / log C
+doctor      Σ_{y∉L(v)} p_y² + f_v² (Gini; Granese et al. 2021)     Σ_y p_y²
+energy      σ((E(x) − m) / s), E = logsumexp of the logits        the same
+==========  =====================================================  ===========================
+
+Every score lies in [0, 1] (a leaf other than the distribution's arg-max, which no rule ever
+predicts, scores ``NOT_PREDICTED`` = −1 for every score but softmax: entropy, Gini and energy
+are the same for every leaf of a sample, and the rules take the arg-max leaf from the scores)
+and **never decreases along a root path** (merging classes raises a
+margin, lowers an entropy and raises a Gini sum of squares: (a + b)² ≥ a² + b²), so Selective,
+Climbing, Jumping, Max-Coverage, the exact RC curves, the tight thresholds and the threshold
+algorithm run on it unchanged. The energy E(x) is unchanged by merging classes (log-sum-exp is
+associative), so it scores every non-root node of a sample alike: every rule then reduces to
+Selective ranked by energy (gain 0); m and s (median and spread of E on the calibration split)
+only spread the scores over (0, 1) and change no ordering.
+
+**What still holds for a score that is not a probability.** Each rule's prediction at θ is the
+first candidate scoring ≥ θ, for any score. Algorithm 2's guarantee (marginal hierarchical
+accuracy ≥ 1 − α over exchangeable calibration and test samples) needs only that correctness be
+monotone in θ, which a path-monotone score gives, so it holds for every score here. What is lost:
+θ is no longer a probability (a "confidence ≥ 0.9" reading, and the calibration–coverage ECE of
+the rules' returned confidences, mean something only for ``softmax``).
+
+Examples
+--------
+>>> confidence_names()
+('softmax', 'margin', 'entropy', 'doctor', 'energy')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .calibrators import FittedCalibrator, depth_groups, fit_calibrator, get_calibrator
+from .hierarchy import Hierarchy
+from .probabilities import node_probabilities
+from .validation import quote
+
+
+@dataclass(frozen=True)
+class ConfidenceSpec:
+    """One confidence score.
+
+    Attributes
+    ----------
+    key, label, source : name in code/CSV/CLI, display name, citation.
+    node_scores : ``(hierarchy, leaf_probs (n, C), logits (n, C) or None, params) → (n, n_nodes)``.
+    needs_logits : whether it reads the (calibrated) logits, not only the leaf probabilities.
+    """
+
+    key: str
+    label: str
+    source: str
+    node_scores: Callable[[Hierarchy, np.ndarray, np.ndarray | None, dict], np.ndarray]
+    needs_logits: bool = False
+
+
+_SCORES: dict[str, ConfidenceSpec] = {}
+#: The score of a leaf that is not the leaf distribution's arg-max, for every score but softmax:
+#: below every real score, so the rules' arg-max leaf is the distribution's (never predicted).
+NOT_PREDICTED = -1.0
+
+
+def register_confidence(spec: ConfidenceSpec) -> ConfidenceSpec:
+    """List ``spec`` under a new key. Returns it."""
+    if spec.key in _SCORES:
+        raise ValueError(f"confidence score {quote(spec.key)} is already registered")
+    _SCORES[spec.key] = spec
+    return spec
+
+
+def confidence_names() -> tuple[str, ...]:
+    """The listed confidence scores, in registration order."""
+    return tuple(_SCORES)
+
+
+def get_confidence(name: str) -> ConfidenceSpec:
+    """The spec of a listed score; one ValueError naming the choices otherwise."""
+    spec = _SCORES.get(name) if isinstance(name, str) else None
+    if spec is None:
+        raise ValueError(f"unknown confidence score {quote(name)}; choose one of {', '.join(confidence_names())}")
+    return spec
+
+
+def confidence_node_scores(name: str, hierarchy: Hierarchy, leaf_probs: np.ndarray, logits: np.ndarray | None = None,
+                           params: dict | None = None) -> np.ndarray:
+    """(n, n_nodes) node scores of score ``name`` in [0, 1], root 1, in ``leaf_probs``' precision;
+    for every score but softmax, leaves other than the arg-max of ``leaf_probs`` score
+    ``NOT_PREDICTED`` (−1).
+
+    Parameters
+    ----------
+    leaf_probs : (n, C) leaf distribution (calibrated or not).
+    logits : (n, C) (calibrated) logits; needed by ``energy`` only.
+    params : fitted on the calibration split by ``fit_confidence`` (``energy``: m, s).
+    """
+    spec = get_confidence(name)
+    if spec.needs_logits and logits is None:
+        raise ValueError(f"confidence score {quote(name)} needs the logits")
+    p = np.asarray(leaf_probs)
+    dtype = np.float32 if p.dtype in (np.float16, np.float32) else np.float64
+    out = spec.node_scores(hierarchy, p, logits, dict(params or {}))
+    out = np.clip(out, 0.0, 1.0).astype(dtype, copy=False)
+    if spec.key != "softmax":
+        # Every leaf of a sample has the same coarsened entropy, Gini or energy, so the rules'
+        # arg-max over the leaf columns would pick leaf 0. Only the distribution's arg-max leaf
+        # is ever predicted (every rule starts from it), so the others score NOT_PREDICTED.
+        rows = np.arange(p.shape[0])
+        top = p.argmax(axis=1)
+        keep = out[rows, top]
+        out[:, : hierarchy.n_leaves] = NOT_PREDICTED
+        out[rows, top] = keep
+    out[:, hierarchy.root] = 1.0
+    return out
+
+
+def energy(logits: np.ndarray) -> np.ndarray:
+    """(n,) E(x) = logsumexp of the logits (the negative free energy; Liu et al. 2020), float64."""
+    z = np.asarray(logits, dtype=np.float64)
+    top = z.max(axis=1)
+    return top + np.log(np.exp(z - top[:, None]).sum(axis=1))
+
+
+def fit_confidence(name: str, logits: np.ndarray | None) -> dict:
+    """The score's parameters from the calibration split's (calibrated) logits ({} for most)."""
+    if get_confidence(name).key != "energy":
+        return {}
+    if logits is None:
+        raise ValueError("confidence score 'energy' needs the logits")
+    e = energy(logits)
+    spread = float(np.subtract(*np.percentile(e, [75, 25]))) or float(e.std()) or 1.0
+    return {"m": float(np.median(e)), "s": spread}
+
+
+# ---------------------------------------------------------------------------- the scores
+def _softmax(h: Hierarchy, p: np.ndarray, z: np.ndarray | None, params: dict) -> np.ndarray:
+    return node_probabilities(h, p)
+
+
+def outside_max(hierarchy: Hierarchy, leaf_values: np.ndarray) -> np.ndarray:
+    """(n, n_nodes) the largest leaf value outside each node's leaves, max_{y∉L(v)} (0 at the root).
+
+    Bottom-up subtree maxima, then top-down: a node's outside is its parent's outside or a
+    sibling subtree's maximum (the best or, for the best child itself, the second best).
+    """
+    n, c = leaf_values.shape
+    inside = np.zeros((n, hierarchy.n_nodes), dtype=np.float64)
+    inside[:, :c] = leaf_values
+    groups = depth_groups(hierarchy)
+    for nodes, parents, starts in reversed(groups):
+        inside[:, parents] = np.maximum(inside[:, parents], np.maximum.reduceat(inside[:, nodes], starts, axis=1))
+    out = np.zeros_like(inside)
+    for nodes, parents, starts in groups:
+        block = inside[:, nodes]
+        k = nodes.size
+        sizes = np.diff(np.r_[starts, k])
+        best = np.maximum.reduceat(block, starts, axis=1)
+        position = np.where(block == np.repeat(best, sizes, axis=1), np.arange(k), k)
+        first = np.repeat(np.minimum.reduceat(position, starts, axis=1), sizes, axis=1)
+        is_best = np.arange(k)[None, :] == first
+        second = np.maximum.reduceat(np.where(is_best, -np.inf, block), starts, axis=1)
+        siblings = np.where(is_best, np.repeat(second, sizes, axis=1), np.repeat(best, sizes, axis=1))
+        out[:, nodes] = np.maximum(np.repeat(out[:, parents], sizes, axis=1), np.maximum(siblings, 0.0))
+    return out
+
+
+def _margin(h: Hierarchy, p: np.ndarray, z: np.ndarray | None, params: dict) -> np.ndarray:
+    f = node_probabilities(h, p.astype(np.float64))
+    return f - outside_max(h, p)
+
+
+def _xlogx(p: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0)
+
+
+def _entropy(h: Hierarchy, p: np.ndarray, z: np.ndarray | None, params: dict) -> np.ndarray:
+    p64 = p.astype(np.float64)
+    plogp = node_probabilities(h, _xlogx(p64))  # S_v = Σ_{y∈L(v)} p log p
+    f = node_probabilities(h, p64)
+    # H(coarsened at v) = H(p) + S_v − f_v log f_v, with H(p) = −S_root
+    ent = -plogp[:, h.root][:, None] + plogp - _xlogx(f)
+    return 1.0 - np.maximum(ent, 0.0) / np.log(max(2, p.shape[1]))
+
+
+def _doctor(h: Hierarchy, p: np.ndarray, z: np.ndarray | None, params: dict) -> np.ndarray:
+    p64 = p.astype(np.float64)
+    sq = node_probabilities(h, p64 * p64)
+    f = node_probabilities(h, p64)
+    return sq[:, h.root][:, None] - sq + f * f
+
+
+def _energy(h: Hierarchy, p: np.ndarray, z: np.ndarray | None, params: dict) -> np.ndarray:
+    assert z is not None
+    e = (energy(z) - params.get("m", 0.0)) / params.get("s", 1.0)
+    score = 1.0 / (1.0 + np.exp(-np.clip(e, -500, 500)))
+    return np.repeat(score[:, None], h.n_nodes, axis=1)
+
+
+for _spec in (
+    ConfidenceSpec("softmax", "Softmax response", "Geifman & El-Yaniv (NeurIPS 2017); the paper's", _softmax),
+    ConfidenceSpec("margin", "Margin", "top-1 minus top-2 probability", _margin),
+    ConfidenceSpec("entropy", "Negative entropy", "1 − H(p) / log C", _entropy),
+    ConfidenceSpec("doctor", "DOCTOR (Gini)", "Granese et al., \"DOCTOR\" (NeurIPS 2021)", _doctor),
+    ConfidenceSpec("energy", "Energy", "Liu et al., \"Energy-based out-of-distribution detection\" (NeurIPS 2020)",
+                   _energy, needs_logits=True),
+):
+    register_confidence(_spec)
+
+
+@dataclass(frozen=True)
+class NodeScorer:
+    """A fitted (calibrator, confidence score) pair: logits chunk (n, C) → node scores (n, n_nodes).
+
+    Made by ``fit_node_scorer``; the chunked loops of ``logit_chunks`` call it per chunk.
+    """
+
+    hierarchy: Hierarchy
+    calibration: FittedCalibrator
+    confidence: str
+    params: dict
+
+    def __call__(self, logits: np.ndarray) -> np.ndarray:
+        cal = self.calibration
+        if self.confidence == "softmax":
+            return cal.node_scores(self.hierarchy, logits)
+        z = cal.logits(logits) if get_confidence(self.confidence).needs_logits else None
+        return confidence_node_scores(self.confidence, self.hierarchy, cal.leaf_probs(logits), z, self.params)
+
+
+def compatible(calibrator: str, confidence: str) -> bool:
+    """Whether the pair can be scored: ``depth_temperature`` scores nodes directly (one T per
+    depth, no single leaf distribution), so it pairs with ``softmax`` only."""
+    return confidence == "softmax" or get_calibrator(calibrator).key != "depth_temperature"
+
+
+def fit_node_scorer(hierarchy: Hierarchy, calibrator: str | FittedCalibrator, confidence: str, logits: np.ndarray,
+                    labels: np.ndarray) -> NodeScorer:
+    """Fit ``calibrator`` (a name, or one already fitted on these rows) and ``confidence``'s
+    parameters on calibration ``logits`` (n, C) and ``labels`` (n,)."""
+    get_confidence(confidence)
+    cal = (calibrator if isinstance(calibrator, FittedCalibrator)
+           else fit_calibrator(calibrator, hierarchy, logits, labels))
+    if confidence != "softmax" and not cal.gives_leaf_distribution:
+        raise ValueError(f"calibrator {quote(cal.key)} scores nodes directly (no single leaf distribution); "
+                         "combine it with confidence 'softmax'")
+    needs = get_confidence(confidence).needs_logits
+    params = fit_confidence(confidence, cal.logits(logits) if needs else None)
+    return NodeScorer(hierarchy, cal, confidence, params)
