@@ -103,7 +103,8 @@ widgets.figure(atlas_figure(shown, rule=rule, loss=loss, ts=ts, y=y, yours=yours
           f"atlas_{rule}_{loss}_{y}", key="atlas_chart", context=context,
           title=f"Top-1 accuracy vs {rule_label(rule)} {'hAURC' if y == 'haurc' else 'gain'} by training regime")
 st.caption("Each marker is a model: colour and shape say its training regime (a model with several shows its "
-           "first; hover for all), an open marker is a suspect row, stars are your models.")
+           "first; hover for all), an open marker is a suspect row, stars are your models. The legend counts every "
+           "model of a regime, as the regime means below do.")
 
 tabs = st.tabs(["Regimes (Figure 4)", "Table 1", "Suspect rows", "All models"])
 with tabs[0]:

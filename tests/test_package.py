@@ -170,3 +170,34 @@ print("ok")
 """
     res = _run([sys.executable, "-c", script], elsewhere, env, timeout=240)
     assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stderr[-3000:]
+
+
+def test_wheel_installs_in_a_fresh_venv_with_its_dependencies(wheel, tmp_path):
+    """A new virtual environment (no system packages, none of this venv's): ``pip install`` the wheel
+    pulls the base dependencies from the package index (pip's cache after the first time), then
+    ``hsc --version`` and ``hsc evaluate`` on the example logits run there. Skipped without an index."""
+    fresh = tmp_path / "fresh"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "HSC_CACHED_LOGITS_DIR")}
+    res = _run([sys.executable, "-m", "venv", str(fresh)], tmp_path, env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    pip, hsc = str(fresh / "bin" / "pip"), str(fresh / "bin" / "hsc")
+    res = _run([pip, "install", "-q", "--disable-pip-version-check", str(wheel)], tmp_path, env, timeout=900)
+    if res.returncode != 0 and any(s in res.stderr for s in ("No matching distribution", "Could not find a version",
+                                                             "NewConnectionError", "Network is unreachable")):
+        pytest.skip(f"no package index reachable: {res.stderr.strip().splitlines()[-1][:200]}")
+    assert res.returncode == 0, res.stderr[-3000:]
+    # only the base dependencies came in: no torch, no Streamlit
+    listed = _run([pip, "list", "--format=freeze"], tmp_path, env).stdout.lower()
+    assert "hsc-toolkit==1.0.0" in listed and "numpy==" in listed
+    assert "torch==" not in listed and "streamlit==" not in listed
+    res = _run([hsc, "--version"], tmp_path, env)
+    assert res.returncode == 0 and res.stdout.strip() == "hsc 1.0.0", res.stderr[-2000:]
+    example = next((fresh / "lib").glob("python3*/site-packages/hsc_dashboard_app/cached_logits/"
+                                        "efficientnet_lite0.npz"))
+    res = _run([hsc, "evaluate", str(example), "--rules", "selective,climbing", "--out", "results.csv"], tmp_path,
+               env, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    rows = (tmp_path / "results.csv").read_text(encoding="utf-8").splitlines()
+    gain = [r for r in rows if ",climbing,01,true," in r and ",gain_percent," in r]
+    value = float(gain[0].split(",gain_percent,")[1].split(",")[0])
+    assert len(gain) == 1 and value == pytest.approx(12.6159, abs=1e-4)  # the same gain as in the dev venv

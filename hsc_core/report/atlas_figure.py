@@ -52,7 +52,8 @@ def atlas_figure(table: pd.DataFrame, *, rule: str = "climbing", loss: str = "01
 
     table : the atlas table (``atlas.load_atlas_table``), with ``regimes`` and ``suspect``.
     max_points : beyond this many models a fixed random sample of ``max_points`` is drawn (noted on
-        the chart); the legend counts every model of each regime.
+        the chart); the legend counts every model of each regime, whether drawn or not, and counts a
+        model with several regimes in each (as ``atlas.regime_summary``), while drawing it in its first.
     yours : the user's own models in the same shape, drawn as stars on the same axes.
     """
     if y not in Y_METRICS:
@@ -60,7 +61,10 @@ def atlas_figure(table: pd.DataFrame, *, rule: str = "climbing", loss: str = "01
     column = metric_column(y, rule, loss, ts)
     fig = go.Figure()
     prim = table["regimes"].map(primary_regime)
-    n_per_regime = prim.value_counts()
+    # The legend counts every model of a regime, as the regime means (atlas.regime_summary) do; a model
+    # with several regimes is drawn once, in its first (39 markers of 41 masked-image models in the authors' table).
+    keys = [set(r.split(";")) if r else {PLAIN.key} for r in table["regimes"]]
+    n_per_regime = {reg.key: sum(reg.key in k for k in keys) for reg in (PLAIN, *REGIMES)}
     drawn = table if len(table) <= max_points else table.sample(n=max_points, random_state=0).sort_index()
     drawn_prim = prim.loc[drawn.index]
     for regime in (PLAIN, *REGIMES):
