@@ -5,7 +5,7 @@ SEM, suspect rows, and the user's own models on the same axes."""
 import pandas as pd
 import streamlit as st
 
-from dashboard import atlas, entry, presenter, session_keys, state, widgets
+from dashboard import atlas, entry, headlines, presenter, session_keys, state, widgets
 from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.evaluation.atlas import (
     MAX_TABLE_BYTES,
@@ -94,6 +94,10 @@ st.caption(f"**{len(table):,} models** from *{widgets.plain(source_name)}*"
            + f" · evaluated on {', '.join(f'{s:,}' for s in sizes[:3])} images"
            + (" without TS (45,000 with TS, after fitting T on 5,000)" if sizes == [50_000] else "")
            + f" · {rule_label(rule)}, {'with' if ts else 'without'} TS")
+gain_rule = rule if rule != "selective" else "climbing"  # Selective's gain over itself is 0 by definition
+lead = headlines.atlas_headline(regime_summary(shown, rule=gain_rule, loss=loss, ts=ts), len(shown),
+                                rule_label(gain_rule))
+(st.caption if presenter.presenter() else st.markdown)(lead)
 note = sample_note(yours)
 if note:
     (st.caption if presenter.presenter() else st.warning)(f"⚠ {note}")

@@ -228,3 +228,25 @@ def where_headline(stops: np.ndarray, stops_correct: np.ndarray, leaf_count: np.
     pct = lambda x: f"{100 * x:.0f} %"  # noqa: E731 - one format, three uses
     return (f"At θ = {theta:.2f}, {rule} answers {pct(s_leaf)} of the samples with a leaf ({a_leaf} of them right), "
             f"{pct(s_inner)} with a coarser class ({a_inner} right) and rejects {pct(s_root)} (the root).")
+
+
+def atlas_headline(summary: list[dict[str, Any]], n_models: int, rule: str) -> str:
+    """Model atlas's sentence: which kind of model gains most from backing off when unsure, and which
+    least. ``summary``: ``atlas.regime_summary`` rows of ``rule`` (its label given); ``n_models``: the
+    table's size. Regimes of fewer than 5 models are left out of the comparison (a mean of 2 says little).
+
+    >>> rows = [{"label": "distillation", "n_models": 90, "gain_percent_mean": 14.0},
+    ...         {"label": "CLIP zero-shot", "n_models": 9, "gain_percent_mean": -3.0},
+    ...         {"label": "plain", "n_models": 700, "gain_percent_mean": 9.5}]
+    >>> atlas_headline(rows, 799, "Climbing")[-109:]
+    '; it is largest for **distillation** models (14.0 % on average) and smallest for **CLIP zero-shot** (-3.0 %).'
+    """
+    rated = [r for r in summary if r["n_models"] >= 5 and np.isfinite(r.get("gain_percent_mean", np.nan))]
+    head = (f"Each marker is one of {n_models:,} models: how much {rule} (backing off to a coarser class when unsure) "
+            "saves against plain answers, by how the model was trained")
+    if len(rated) < 2:
+        return head + "."
+    best = max(rated, key=lambda r: r["gain_percent_mean"])
+    worst = min(rated, key=lambda r: r["gain_percent_mean"])
+    return (head + f"; it is largest for **{best['label']}** models ({best['gain_percent_mean']:.1f} % on average) "
+            f"and smallest for **{worst['label']}** ({worst['gain_percent_mean']:.1f} %).")

@@ -87,3 +87,15 @@ def test_presenter_mode_and_no_table(monkeypatch, tmp_path):
     assert any("your models only" in i.value for i in at.info)
     assert at.session_state["atlas_y"] == "gain_percent"
     assert len(at.get("plotly_chart")) == 2
+
+
+@needs_authors
+def test_the_atlas_opens_with_which_kind_of_model_gains_most(monkeypatch):
+    """Issue 35: the page's first sentence answers "which kind of model?" from the regime means."""
+    monkeypatch.setenv("HSC_RESULTS_DIR", str(AUTHORS.parent))
+    at = open_page(PAGE, {"atlas": AUTHORS.name, "ts": "1", "cmp_rule": "climbing"})
+    table = load_atlas_table(AUTHORS)
+    rated = [r for r in regime_summary(table, rule="climbing", ts=True) if r["n_models"] >= 5]
+    best = max(rated, key=lambda r: r["gain_percent_mean"])
+    lead = next(m.value for m in at.markdown if "Each marker is one of 1,116 models" in m.value)
+    assert f"largest for **{best['label']}** models ({best['gain_percent_mean']:.1f} % on average)" in lead
