@@ -210,6 +210,8 @@ def _details(theta: float) -> None:
 
 
 with main:
-    theta_view()
+    # Set before the fragment runs: a full run draws the degraded part at this θ, so only a later
+    # fragment-only rerun at another θ asks for a full one (set after it, every full run reran itself).
     st.session_state[PAGE_THETA] = round(float(state.get("theta")), 4)
+    theta_view()
     perturb.explorer_section(es, sample, i, float(state.get("theta")))
