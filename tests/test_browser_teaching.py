@@ -263,6 +263,10 @@ def _shown_theta(pg) -> str:
 def test_one_theta_on_screen_during_a_sweep(server, browser):
     with new_page(browser, 1280, 720) as pg:
         _open(pg, server, "risk_coverage?presenter=1&theta=0.2", "rc_chart")
+        # the link's θ everywhere once the page has settled (on a loaded machine the sweep's listener
+        # may still be reconciling a redraw when the app first goes idle)
+        pg.wait_for_function("""() => { const g = document.querySelector('.st-key-rc_chart .js-plotly-plot');
+            const sl = g._fullLayout.sliders[0]; return sl.steps[sl.active].value === '0.20'; }""", timeout=20_000)
         assert _chart_theta(pg, "rc_chart") == "0.20" and _shown_theta(pg) == "0.20"
         # The chart sweeps ahead (a key on the chart): the page's θ slider and θ text hide at once…
         pg.locator(".st-key-rc_chart .js-plotly-plot").focus()
