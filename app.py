@@ -54,7 +54,7 @@ else:
                                      url_path="overview", visibility="hidden"))
     PAGES = [p for pages in SECTIONS.values() for p in pages]
 
-    page = st.navigation(SECTIONS)
+    page = st.navigation(SECTIONS, expanded=True)  # every group visible: no "View 3 more" hiding Research
     state.set_page(page.url_path)
     sidebar.sidebar()
     with st.sidebar:
