@@ -102,7 +102,7 @@ def page(browser):
 # ---------------------------------------------------------------------------------------------- test tiers
 # Markers (registered in pytest.ini, which has --strict-markers) are set here, from the file name, the test's
 # name or the fixtures it uses, so the test files carry none of them.
-#   core tier, about a minute:  python -m pytest -m "not browser and not slow"
+#   core tier, about 1.5 minutes on 2 cores:  python -m pytest -m "not browser and not slow"
 #   the dashboard's AppTests:   python -m pytest -m app
 #   everything (CI, README):    python -m pytest
 # "slow" is slow by nature, or measured at over ~1.5 s (pytest --durations=0 on the 2-core development machine).

@@ -63,6 +63,18 @@ def installed(wheel, tmp_path_factory) -> tuple[Path, dict, Path]:
     return target, env, tmp_path_factory.mktemp("elsewhere")
 
 
+def _evaluate_the_example(hsc: str, example: Path, cwd: Path, env: dict) -> None:
+    """``hsc evaluate`` on the installed example logits (two rules keep it quick) gives Lite0's
+    Climbing gain with TS, 12.6159 %."""
+    res = _run([hsc, "evaluate", str(example), "--rules", "selective,climbing", "--out", "results.csv"], cwd, env,
+               timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    rows = (cwd / "results.csv").read_text(encoding="utf-8").splitlines()
+    gain = [r for r in rows if ",climbing,01,true," in r and ",gain_percent," in r]
+    assert len(gain) == 1 and float(gain[0].split(",gain_percent,")[1].split(",")[0]) == pytest.approx(12.6159,
+                                                                                                      abs=1e-4)
+
+
 def test_wheel_holds_the_library_data_and_dashboard_and_nothing_else(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     # Every module of the library and the dashboard, the app and every page.
@@ -128,13 +140,7 @@ def test_installed_commands_run_outside_the_repository(installed):
     res = _run([hsc, "--version"], elsewhere, env)
     assert res.returncode == 0 and res.stdout.strip() == "hsc 1.0.0", res.stderr[-2000:]
     example = target / "hsc_dashboard_app" / "cached_logits" / "efficientnet_lite0.npz"
-    res = _run([hsc, "evaluate", str(example), "--rules", "selective,climbing", "--out", "results.csv"], elsewhere,
-               env, timeout=300)
-    assert res.returncode == 0, res.stderr[-3000:]
-    rows = (elsewhere / "results.csv").read_text(encoding="utf-8").splitlines()
-    gain = [r for r in rows if ",climbing,01,true," in r and ",gain_percent," in r]
-    value = float(gain[0].split(",gain_percent,")[1].split(",")[0])
-    assert len(gain) == 1 and value == pytest.approx(12.6159, abs=1e-4)  # Lite0's Climbing gain with TS
+    _evaluate_the_example(hsc, example, elsewhere, env)
     # Bad input: one line, exit 2.
     res = _run([hsc, "cache-logits", "--model", "x", "--data", str(elsewhere / "nope"), "--out", "o.npz"],
                elsewhere, env)
@@ -194,10 +200,4 @@ def test_wheel_installs_in_a_fresh_venv_with_its_dependencies(wheel, tmp_path):
     assert res.returncode == 0 and res.stdout.strip() == "hsc 1.0.0", res.stderr[-2000:]
     example = next((fresh / "lib").glob("python3*/site-packages/hsc_dashboard_app/cached_logits/"
                                         "efficientnet_lite0.npz"))
-    res = _run([hsc, "evaluate", str(example), "--rules", "selective,climbing", "--out", "results.csv"], tmp_path,
-               env, timeout=300)
-    assert res.returncode == 0, res.stderr[-3000:]
-    rows = (tmp_path / "results.csv").read_text(encoding="utf-8").splitlines()
-    gain = [r for r in rows if ",climbing,01,true," in r and ",gain_percent," in r]
-    value = float(gain[0].split(",gain_percent,")[1].split(",")[0])
-    assert len(gain) == 1 and value == pytest.approx(12.6159, abs=1e-4)  # the same gain as in the dev venv
+    _evaluate_the_example(hsc, example, tmp_path, env)  # the same gain as in the development venv
