@@ -72,7 +72,7 @@ DOCTESTED = [
     "hsc_core.core.selective_metrics", "hsc_core.core.hierarchical_prf",
     "hsc_core.datasets.corruptions", "hsc_core.datasets.imagenet_trees", "hsc_core.evaluation.sensitivity",
     "hsc_core.pipeline.caching.ensemble", "hsc_core.evaluation.one_call", "hsc_core.evaluation.card",
-    "dashboard.headlines", "dashboard.navigation",
+    "dashboard.headlines", "dashboard.navigation", "hsc_core.core.named_registry",
 ]
 
 

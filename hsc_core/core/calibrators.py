@@ -45,8 +45,9 @@ from scipy.optimize import isotonic_regression, minimize, minimize_scalar
 
 from ..config import memory_budget_bytes, rows_per_chunk
 from .hierarchy import Hierarchy
+from .named_registry import NamedRegistry
 from .probabilities import fit_temperature, node_probabilities, softmax
-from .validation import check_labels, check_logits, quote
+from .validation import check_labels, check_logits
 
 #: L-BFGS history pairs (scipy's default ``maxcor``); the matrix fits' memory is ~(2m + 6) C².
 LBFGS_HISTORY = 10
@@ -133,28 +134,22 @@ class CalibratorSpec:
     fit: Callable[[Hierarchy, np.ndarray, np.ndarray], FittedCalibrator]
 
 
-_CALIBRATORS: dict[str, CalibratorSpec] = {}
+_CALIBRATORS = NamedRegistry[CalibratorSpec]("calibrator")
 
 
 def register_calibrator(spec: CalibratorSpec) -> CalibratorSpec:
     """List ``spec`` under a new key. Returns it."""
-    if spec.key in _CALIBRATORS:
-        raise ValueError(f"calibrator {quote(spec.key)} is already registered")
-    _CALIBRATORS[spec.key] = spec
-    return spec
+    return _CALIBRATORS.register(spec)
 
 
 def calibrator_names() -> tuple[str, ...]:
     """The listed calibrators, in registration order."""
-    return tuple(_CALIBRATORS)
+    return _CALIBRATORS.names()
 
 
 def get_calibrator(name: str) -> CalibratorSpec:
     """The spec of a listed calibrator; one ValueError naming the choices otherwise."""
-    spec = _CALIBRATORS.get(name) if isinstance(name, str) else None
-    if spec is None:
-        raise ValueError(f"unknown calibrator {quote(name)}; choose one of {', '.join(calibrator_names())}")
-    return spec
+    return _CALIBRATORS.get(name)
 
 
 def fit_calibrator(name: str, hierarchy: Hierarchy, logits: np.ndarray, labels: np.ndarray) -> FittedCalibrator:

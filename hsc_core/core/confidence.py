@@ -48,6 +48,7 @@ import numpy as np
 
 from .calibrators import FittedCalibrator, depth_groups, fit_calibrator, get_calibrator
 from .hierarchy import Hierarchy
+from .named_registry import NamedRegistry
 from .probabilities import node_probabilities
 from .validation import quote
 
@@ -70,7 +71,7 @@ class ConfidenceSpec:
     needs_logits: bool = False
 
 
-_SCORES: dict[str, ConfidenceSpec] = {}
+_SCORES = NamedRegistry[ConfidenceSpec]("confidence score")
 #: The score of a leaf that is not the leaf distribution's arg-max, for every score but softmax:
 #: below every real score, so the rules' arg-max leaf is the distribution's (never predicted).
 NOT_PREDICTED = -1.0
@@ -78,23 +79,17 @@ NOT_PREDICTED = -1.0
 
 def register_confidence(spec: ConfidenceSpec) -> ConfidenceSpec:
     """List ``spec`` under a new key. Returns it."""
-    if spec.key in _SCORES:
-        raise ValueError(f"confidence score {quote(spec.key)} is already registered")
-    _SCORES[spec.key] = spec
-    return spec
+    return _SCORES.register(spec)
 
 
 def confidence_names() -> tuple[str, ...]:
     """The listed confidence scores, in registration order."""
-    return tuple(_SCORES)
+    return _SCORES.names()
 
 
 def get_confidence(name: str) -> ConfidenceSpec:
     """The spec of a listed score; one ValueError naming the choices otherwise."""
-    spec = _SCORES.get(name) if isinstance(name, str) else None
-    if spec is None:
-        raise ValueError(f"unknown confidence score {quote(name)}; choose one of {', '.join(confidence_names())}")
-    return spec
+    return _SCORES.get(name)
 
 
 def confidence_node_scores(name: str, hierarchy: Hierarchy, leaf_probs: np.ndarray, logits: np.ndarray | None = None,
