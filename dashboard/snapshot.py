@@ -232,19 +232,23 @@ class Snapshot:
 @dataclass(frozen=True)
 class Builder:
     """How one page makes its snapshot. ``stamp(params)``: a cheap stamp of the data the view shows
-    (a changed file changes it: the link is then stale); ``build(params)``: the ``Snapshot``."""
+    (a changed file changes it: the link is then stale); ``build(params)``: the ``Snapshot``;
+    ``upload``: the session-state key of the page's file uploader, when its view can show an
+    upload (which a link cannot carry: the share box says so while one is in use)."""
 
     stamp: Callable[[Mapping[str, str]], str]
     build: Callable[[Mapping[str, str]], Snapshot]
+    upload: str | None = None
 
 
 BUILDERS: dict[str, Builder] = {}
 
 
-def register(page: str, stamp: Callable[[Mapping[str, str]], str]) -> Callable:
-    """Decorator: ``build(params) -> Snapshot`` makes the snapshot of ``page`` (its URL path)."""
+def register(page: str, stamp: Callable[[Mapping[str, str]], str], upload: str | None = None) -> Callable:
+    """Decorator: ``build(params) -> Snapshot`` makes the snapshot of ``page`` (its URL path);
+    ``upload``: the page's uploader key (``Builder.upload``)."""
     def decorate(build: Callable[[Mapping[str, str]], Snapshot]) -> Callable[[Mapping[str, str]], Snapshot]:
-        BUILDERS[page] = Builder(stamp, build)
+        BUILDERS[page] = Builder(stamp, build, upload)
         return build
     return decorate
 
@@ -255,6 +259,7 @@ class Unavailable(Exception):
 
 # ---------------------------------------------------------------------------- the page
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
+_ITALIC = re.compile(r"(?<![\\*])\*([^*\s\\](?:[^*\n]*?[^*\s\\])?)\*")  # *text*, not an escaped \*
 _COLOUR = re.compile(r":(blue|orange|green|red|gray)\[(.+?)\]")
 _MD_ESCAPE = re.compile(r"\\([\\`*{}\[\]<>|~$&_#+\-=.!()])")
 
@@ -264,9 +269,12 @@ def markdown_html(text: str) -> str:
 
     >>> markdown_html("**Climbing** → a<b> :blue[**✓ correct**]  \\nnext")
     '<strong>Climbing</strong> → a&lt;b&gt; <span class="blue"><strong>✓ correct</strong></span><br>\\nnext'
+    >>> markdown_html(r"subset *val* and 2 \\* 3 \\* 4")
+    'subset <em>val</em> and 2 * 3 * 4'
     """
     out = html.escape(text, quote=True)
     out = _BOLD.sub(r"<strong>\1</strong>", out)
+    out = _ITALIC.sub(r"<em>\1</em>", out)
     out = _COLOUR.sub(r'<span class="\1">\2</span>', out)
     out = _MD_ESCAPE.sub(r"\1", out)
     return out.replace("  \n", "<br>\n")
@@ -292,6 +300,7 @@ a.open{background:#ff4b4b;color:#fff;padding:.45em 1em;border-radius:.5em;text-d
 .info{flex:0 0 22%;min-width:12rem}
 .info img{max-width:100%;border-radius:.3em}
 .figures{flex:1;min-width:0}
+.view.text .info{flex:1}
 .figure{min-height:300px;outline:none}
 .blue{color:#1c83e1}.orange{color:#d97706}.green{color:#21c354}.red{color:#ff4b4b}.gray{color:#808495}
 """
@@ -350,7 +359,7 @@ def render_page(snap: Snapshot, live: str, plotly_src: str) -> str:
         f"<script src=\"{esc(plotly_src)}\" defer></script></head>\n"
         f"<body class=\"{'presenter' if snap.presenter else 'normal'}\">\n"
         f"<header><h1>{esc(snap.title)}</h1><a class=\"open\" href=\"{esc(live)}\">Open interactive</a></header>\n"
-        f"{caption}\n<div class=\"view\"><div class=\"info\">{image}"
+        f"{caption}\n<div class=\"view{'' if figures else ' text'}\"><div class=\"info\">{image}"
         f"<div class=\"headline\" data-testid=\"headline\">{markdown_html(snap.headline)}</div></div>\n"
         f"<div class=\"figures\">{''.join(figures)}</div></div>\n{''.join(data)}\n<script>{_SCRIPT}</script>\n"
         "</body></html>\n"
