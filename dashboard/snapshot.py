@@ -232,9 +232,8 @@ class Snapshot:
 @dataclass(frozen=True)
 class Builder:
     """How one page makes its snapshot. ``stamp(params)``: a cheap stamp of the data the view shows
-    (a changed file changes it: the link is then stale); ``build(params)``: the ``Snapshot``;
-    ``upload``: the session-state key of the page's file uploader, when its view can show an
-    upload (which a link cannot carry: the share box says so while one is in use)."""
+    (a changed file changes it: the link is then stale); ``build(params)``: the ``Snapshot``; ``upload``:
+    the session key of the page's file uploader (a link cannot carry an upload: the share box says so)."""
 
     stamp: Callable[[Mapping[str, str]], str]
     build: Callable[[Mapping[str, str]], Snapshot]

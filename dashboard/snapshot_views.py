@@ -80,6 +80,7 @@ def model_stamp(params: Mapping[str, str]) -> str:
 
 
 def context_of(values: Mapping[str, Any]) -> evaluations.ModelContext:
+    """The evaluation samples of the link's model (``model_of``); Unavailable when it cannot be loaded."""
     name, location = model_of(values)
     try:
         return evaluations.model_context(name, location, values["subset"], bool(values["ts"]))
@@ -88,6 +89,7 @@ def context_of(values: Mapping[str, Any]) -> evaluations.ModelContext:
 
 
 def font_size(presenter: bool) -> int:
+    """The figures' font size (px) in presenter mode or not, as the live pages set it."""
     return style.PRESENTER_FONT_SIZE if presenter else style.BASE_FONT_SIZE
 
 
@@ -231,6 +233,7 @@ for _page in ("", "overview"):  # the default page at "/" and its twin "/overvie
 
 
 def caption_of(es: evaluations.ModelContext) -> str:
+    """The live pages' caption of the evaluation samples (``sidebar.eval_caption``)."""
     from .sidebar import eval_caption
 
     return eval_caption(es)
@@ -253,15 +256,21 @@ def share_link(page: str, params: Mapping[str, str] | None = None) -> str | None
     return f"s/{key}"
 
 
+def shows_upload(page: str, session: Any) -> bool:
+    """Whether ``page`` shows an uploaded file in this ``session`` (``st.session_state`` or a dict:
+    its uploader, ``Builder.upload``, holds one): a link cannot carry it."""
+    builder = BUILDERS.get(page)
+    return builder is not None and builder.upload is not None and session.get(builder.upload) is not None
+
+
 def share_box(page: str) -> None:
     """The sidebar's snapshot link of the page shown (pages with a builder only): a fast, static
     copy of this view, with a button back to the live page."""
     import streamlit as st
 
-    builder = BUILDERS.get(page)
-    if builder is None:
+    if page not in BUILDERS:
         return
-    if builder.upload is not None and st.session_state.get(builder.upload) is not None:
+    if shows_upload(page, st.session_state):
         st.sidebar.caption(UPLOAD_NOTE)
         return
     link = share_link(page)
