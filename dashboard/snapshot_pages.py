@@ -331,7 +331,7 @@ def try_an_image(params: Mapping[str, str]) -> Snapshot:
     kind, severity = values["degrade"], int(values["severity"])
     row = perturb.node_row(h, logits, t)
     if kind != "none":
-        row = perturb.node_row(h, perturb.sweep(perturb.digest_of(data), data, name, model, kind)[0][severity], t)
+        row = perturb.node_row(h, perturb.degraded_sweep(perturb.digest_of(data), data, model, kind)[0][severity], t)
     theta = round(float(values["theta"]), 2)
     fig = tree_figure(h, row, record_rows(views.single_sample_paths(h, row), 0), true_leaf, theta,
                       font_size=font_size(values["presenter"]), max_width=SNAPSHOT_WIDTH)
