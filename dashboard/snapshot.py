@@ -14,8 +14,9 @@ key without a view, a view whose data changed since the link was made (its stamp
 build that fails gets a one-sentence HTML page (404 / 410 / 500), never a traceback. Every name in
 a page is escaped (``html.escape``; figure JSON with ``<``, ``>``, ``&`` as ``\\uXXXX``).
 
-Plotly's JavaScript (the plotly package's ``plotly.min.js``) is served gzip-compressed under a
-name holding its content hash, with ``Cache-Control: immutable``: a browser fetches it once.
+Plotly's JavaScript (``snapshot_assets``: the basic bundle when a page's figures need no more, else the
+plotly package's ``plotly.min.js``) is served gzip-compressed under a name holding its content hash,
+with ``Cache-Control: immutable``: a browser fetches it once.
 """
 
 from __future__ import annotations
@@ -24,17 +25,18 @@ import functools
 import gzip
 import hashlib
 import html
-import importlib.util
 import json
 import logging
 import os
 import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
+
+from .snapshot_assets import Asset, assets, basic_asset, plotly_asset, plotly_src  # noqa: F401 - re-exported
 
 _LOG = logging.getLogger(__name__)
 
@@ -372,29 +374,6 @@ def message_page(sentence: str, live: str | None = None) -> str:
             f"<style>{_STYLE}</style></head><body><p>{html.escape(sentence)}{link}</p></body></html>\n")
 
 
-# ---------------------------------------------------------------------------- Plotly's JavaScript
-@dataclass(frozen=True)
-class Asset:
-    name: str
-    gzip_bytes: bytes = field(repr=False)
-
-
-@functools.cache
-def plotly_asset() -> Asset:
-    """The plotly package's ``plotly.min.js``, gzip-compressed, named by its content hash (read once)."""
-    spec = importlib.util.find_spec("plotly")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("the plotly package is not installed")
-    raw = (Path(next(iter(spec.submodule_search_locations))) / "package_data" / "plotly.min.js").read_bytes()
-    digest = hashlib.sha256(raw).hexdigest()[:16]
-    return Asset(f"plotly-{digest}.min.js", gzip.compress(raw, compresslevel=9, mtime=0))
-
-
-def plotly_src() -> str:
-    """The URL of Plotly's JavaScript relative to ``/s/<key>``."""
-    return f"assets/{plotly_asset().name}"
-
-
 # ---------------------------------------------------------------------------- serving
 @dataclass(frozen=True)
 class Reply:
@@ -437,16 +416,16 @@ def snapshot_reply(store: SnapshotStore, key: str) -> Reply:
     except Exception:  # noqa: BLE001 - logged for the operator; the visitor gets one sentence
         _LOG.exception("snapshot %s could not be built", key)
         return _message(500, "This snapshot could not be built; the live page may still work.", live)
-    return Reply(200, store.write_page(key, render_page(snap, live, plotly_src())), gzipped=True)
+    return Reply(200, store.write_page(key, render_page(snap, live, plotly_src(snap.figures))), gzipped=True)
 
 
 def asset_reply(name: str) -> Reply:
-    """The answer to ``GET /s/assets/<name>``: Plotly's JavaScript under its current name, else 404."""
+    """The answer to ``GET /s/assets/<name>``: a Plotly bundle under its current name, else 404."""
     try:
-        asset = plotly_asset()
+        asset = assets().get(name)
     except OSError:
         return _message(404, "This file is not here.")
-    if name != asset.name:
+    if asset is None:
         return _message(404, "This file is not here.")
     return Reply(200, asset.gzip_bytes, gzipped=True, content_type="text/javascript; charset=utf-8")
 

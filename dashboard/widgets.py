@@ -4,6 +4,7 @@ table column formats, CSV downloads, and the first run's plotly.js warm-up."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
@@ -58,7 +59,13 @@ def figure(fig, name: str, key: str | None = None, context: ExportContext | None
             fig.update_layout(font=dict(size=size), legend=dict(font=dict(size=int(size * 0.8))))
             if title is not None:
                 fig.update_layout(title=dict(font=dict(size=size)))
-    st.plotly_chart(fig, config=plot_config(export_name(name, context), state.get("fmt")), key=key, width=width)
+    config = plot_config(export_name(name, context), state.get("fmt"))
+    from . import plotly_component
+
+    if plotly_component.enabled(key):
+        plotly_component.chart(fig, str(key), config)
+        return
+    st.plotly_chart(fig, config=config, key=key, width=width)
 
 
 def sample_image(es: ModelContext, sample: str, width: int | Literal["stretch"] = "stretch") -> None:
@@ -131,7 +138,7 @@ def warm_plotly() -> None:
     """In a session's first run only: an invisible, empty Plotly chart sent before anything else,
     so the browser fetches and starts plotly.js (≈ 4.7 MB, seconds on a slow machine) while the
     server still computes the page; a shared link's chart then draws as soon as it arrives."""
-    if st.session_state.get(WARM):
+    if st.session_state.get(WARM) or os.environ.get("HSC_PLOTLY_COMPONENT") == "1":
         return
     st.session_state[WARM] = True
     import plotly.graph_objects as go

@@ -199,6 +199,36 @@ def test_plotly_is_served_under_its_hash_only():
     assert snapshot.asset_reply("plotly-0000.min.js").status == 404
 
 
+def test_a_page_of_scatter_and_bar_figures_gets_the_basic_bundle_and_any_other_the_full_one():
+    from dashboard import snapshot_assets
+
+    basic, full = snapshot.basic_asset(), snapshot.plotly_asset()
+    assert basic is not None, "plotly.js-basic-dist-min must match the plotly package's plotly.js version"
+    raw = gzip.decompress(basic.gzip_bytes)
+    assert basic.name == f"plotly-basic-{hashlib.sha256(raw).hexdigest()[:16]}.min.js"
+    assert len(raw) <= 1_250_000 and b"Licensed under the MIT license" in raw[:400]
+    assert snapshot_assets._version(raw) == snapshot_assets._version(gzip.decompress(full.gzip_bytes))
+    lines = go.Figure([go.Scatter(y=[1, 2]), go.Bar(y=[3])], frames=[go.Frame(data=[go.Scatter(y=[2, 1])])])
+    assert snapshot.plotly_src([lines]) == f"assets/{basic.name}"
+    assert snapshot.plotly_src([lines, go.Figure(go.Histogram(x=[1]))]) == f"assets/{full.name}"
+    assert snapshot.plotly_src([go.Figure(frames=[go.Frame(data=[go.Sunburst()])])]) == f"assets/{full.name}"
+    assert snapshot.asset_reply(basic.name).status == 200 and snapshot.asset_reply(full.name).status == 200
+
+
+def test_a_basic_bundle_of_another_plotly_js_version_is_not_used(tmp_path, monkeypatch):
+    from dashboard import snapshot_assets
+
+    other = tmp_path / "plotly-basic.min.js"
+    other.write_bytes(b"/**\n* plotly.js (basic - minified) v0.0.1\n*/\n")
+    monkeypatch.setattr(snapshot_assets, "BASIC_BUNDLE", other)
+    snapshot_assets.basic_asset.cache_clear()
+    try:
+        assert snapshot_assets.basic_asset() is None
+        assert snapshot.plotly_src([go.Figure(go.Scatter())]) == f"assets/{snapshot.plotly_asset().name}"
+    finally:
+        snapshot_assets.basic_asset.cache_clear()
+
+
 def _get(route_app, path: str, path_params: dict, gzip_ok: bool = True) -> tuple[int, dict, bytes]:
     """One GET through a Starlette route's ASGI app, as uvicorn would send it."""
     sent: list[dict] = []
