@@ -1,11 +1,16 @@
 """Item 3 of issue 29, an A/B experiment: the two large charts (Explorer tree, Risk–Coverage) drawn
 with plotly.js's basic bundle through a Streamlit custom component instead of ``st.plotly_chart``.
-On only with ``HSC_PLOTLY_COMPONENT=1`` (bench/browser_latency.py --ab)."""
+On only with ``HSC_PLOTLY_COMPONENT=1`` (``hsc_core.config.plotly_component``; bench/browser_latency.py --ab):
+it gained in an interleaved A/B (docs/guide/snapshots.md), but the browser tests still look for these two
+charts in the page, not in the component's iframe.
+
+The component (``static/plotly_component``: ``index.html``, ``main.js`` and the bundle) speaks Streamlit's
+component protocol by hand (componentReady, render, setFrameHeight); ``static/theta_sweep.js`` finds the
+chart inside its iframe (same origin) and drives it with the iframe's own Plotly."""
 
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +21,9 @@ CHARTS = frozenset({"explorer_tree", "rc_chart"})
 
 def enabled(key: str | None) -> bool:
     """Whether chart ``key`` is drawn by the component (the experiment's switch is on)."""
-    return key in CHARTS and os.environ.get("HSC_PLOTLY_COMPONENT") == "1"
+    from hsc_core.config import plotly_component
+
+    return key in CHARTS and plotly_component()
 
 
 @functools.cache

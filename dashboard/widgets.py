@@ -4,7 +4,6 @@ table column formats, CSV downloads, and the first run's plotly.js warm-up."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
@@ -138,7 +137,9 @@ def warm_plotly() -> None:
     """In a session's first run only: an invisible, empty Plotly chart sent before anything else,
     so the browser fetches and starts plotly.js (≈ 4.7 MB, seconds on a slow machine) while the
     server still computes the page; a shared link's chart then draws as soon as it arrives."""
-    if st.session_state.get(WARM) or os.environ.get("HSC_PLOTLY_COMPONENT") == "1":
+    from hsc_core.config import plotly_component
+
+    if st.session_state.get(WARM) or plotly_component():  # the component brings its own plotly.js
         return
     st.session_state[WARM] = True
     import plotly.graph_objects as go
