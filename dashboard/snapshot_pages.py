@@ -229,7 +229,7 @@ def model_atlas(params: Mapping[str, str]) -> Snapshot:
     """The atlas of the link's results table (or the shipped models only), its sentence and chart."""
     import pandas as pd
 
-    from hsc_core.evaluation.atlas import REGIMES, regime_summary
+    from hsc_core.evaluation.atlas import PLAIN, REGIMES, regime_summary
     from hsc_core.report.atlas_figure import atlas_figure
 
     from . import atlas
@@ -252,7 +252,7 @@ def model_atlas(params: Mapping[str, str]) -> Snapshot:
     gain_rule = rule if rule != "selective" else "climbing"
     lead = headlines.atlas_headline(regime_summary(shown, rule=gain_rule, loss=loss, ts=ts), len(shown),
                                     rule_label(gain_rule))
-    regimes = {"all": "all regimes", **{r.key: r.label for r in REGIMES}}
+    regimes = {"all": "all regimes", **{r.key: r.label for r in (*REGIMES, PLAIN)}}  # the page's names
     caption = (f"**{len(table):,} models** from *{widgets.plain(source)}* · {regimes.get(regime, regime)} · "
                f"{rule_label(rule)}, {'with' if ts else 'without'} TS")
     fig = atlas_figure(shown, rule=rule, loss=loss, ts=ts, y=y, yours=yours if not yours.empty else None,
