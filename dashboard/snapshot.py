@@ -301,7 +301,7 @@ a.open{background:#ff4b4b;color:#fff;padding:.45em 1em;border-radius:.5em;text-d
 .info{flex:0 0 22%;min-width:12rem}
 .info img{max-width:100%;border-radius:.3em}
 .figures{flex:1;min-width:0}
-.view.text .info{flex:1}
+.view.text .info{flex:1}.view.text .figures{display:none}
 .figure{min-height:300px;outline:none}
 .blue{color:#1c83e1}.orange{color:#d97706}.green{color:#21c354}.red{color:#ff4b4b}.gray{color:#808495}
 """

@@ -477,8 +477,9 @@ def calibrators(params: Mapping[str, str]) -> Snapshot:
         raise Unavailable(str(exc)) from exc
     table = cal.shown_table(rows)
     lines = [f"**Rule**: {rule_label(rule)} (the page's default calibrators and scores)"]
-    for rec in table.to_dict("records"):
-        cells = [f"{k} {widgets.plain(str(val))}" for k, val in rec.items()]
-        lines.append(" · ".join(cells))
+    for rec in table.to_dict("records"):  # one line per pair, the page's cells (★: the column's best)
+        pair = f"**{widgets.plain(str(rec.pop('calibrator', '')))} · {widgets.plain(str(rec.pop('confidence', '')))}**"
+        rec.pop("model", None)
+        lines.append(pair + ": " + ", ".join(f"{k} {widgets.plain(str(val))}" for k, val in rec.items()))
     return Snapshot("Calibrators and confidence scores", _lines(lines), (), caption=caption_of(es),
                     presenter=bool(values["presenter"]))

@@ -171,8 +171,9 @@ def test_calibrators_hold_the_pages_table(env):
     table = cal.shown_table(cal.benchmark_rows(es, cal.DEFAULT_CALIBRATORS, cal.DEFAULT_CONFIDENCES, "climbing",
                                                False))
     assert status == 200 and len(table) == 13 and 'class="view text"' in page
-    for value in table["hAURC×1000"]:
-        assert f"hAURC×1000 {value}" in headline(page)
+    for _, row in table.iterrows():
+        assert (f"<strong>{row['calibrator']} · {row['confidence']}</strong>: hAURC×1000 {row['hAURC×1000']}, "
+                f"gain % {row['gain %']}") in headline(page)
 
 
 def test_try_an_image_link_to_a_missing_image_is_one_sentence(env):
