@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from .snapshot_assets import Asset, assets, basic_asset, plotly_asset, plotly_src  # noqa: F401 - re-exported
+from .snapshot_assets import assets, plotly_src
 
 _LOG = logging.getLogger(__name__)
 
