@@ -128,7 +128,8 @@ def compare_models(params: Mapping[str, str]) -> Snapshot:
                                       rule_label(rule))
     fig = plots.compare_figure(sets, rule, loss)
     caption = (f"{len(sets)} model(s) · subset *{widgets.plain(values['subset'])}* · "
-               + ("temperature scaling on (each model's own T)" if values["ts"] else "no temperature scaling"))
+               + ("temperature scaling on (each model's own T)" if values["ts"] else "no temperature scaling")
+               + " · the shipped models (uploads are not in links)")
     return Snapshot("Compare models", head + "  \n  \n" + _lines(lines), (fig,), caption=caption,
                     presenter=bool(values["presenter"]))
 
