@@ -20,12 +20,12 @@ if __name__ != "__main__":
     warmup.start(("numpy", "pandas", "plotly.graph_objects", "streamlit.elements.plotly_chart", "hsc_core.evaluation",
                   "dashboard.entry", "dashboard.state", "dashboard.sidebar", "dashboard.widgets", "dashboard.presenter",
                   "dashboard.report", "dashboard.session_memory", "dashboard.evaluations", "dashboard.evaluation_cache",
-                  "dashboard.views", "dashboard.snapshot_views", "hsc_core.report.figures",
+                  "dashboard.views", "dashboard.snapshot_views", "dashboard.snapshot_pages", "hsc_core.report.figures",
                   "hsc_core.report.html_report", "hsc_core.report.tree_figure", "hsc_core.report.sweep"))
 
     def _load_builders() -> None:
         warmup.wait()  # never two threads importing the same module
-        importlib.import_module("dashboard.snapshot_views")
+        importlib.import_module("dashboard.snapshot_pages")  # every page's builder (snapshot_views' too)
 
     app = st.App(__file__, routes=snapshot.routes(snapshot.default_store, _load_builders,
                                                   str(st.get_option("server.baseUrlPath") or "")))
@@ -33,7 +33,18 @@ else:
     from dashboard import warmup
 
     warmup.wait()  # a fresh server's background imports (a no-op afterwards, and without a server)
-    from dashboard import entry, navigation, presenter, report, session_memory, sidebar, snapshot_views, state, widgets
+    from dashboard import (
+        entry,
+        navigation,
+        presenter,
+        report,
+        session_memory,
+        sidebar,
+        snapshot_pages,  # noqa: F401 - registers the other pages' builders (their share links)
+        snapshot_views,
+        state,
+        widgets,
+    )
 
     st.set_page_config(page_title="Hierarchical Selective Classification", page_icon="🌳", layout="wide")
     state.init_state()

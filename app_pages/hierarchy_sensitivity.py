@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import catalog, entry, evaluations, presenter, sidebar, state, widgets
+from dashboard import catalog, entry, evaluations, presenter, sidebar, state, views, widgets
 from hsc_core.core.rule_registry import rule_label
 from hsc_core.datasets.imagenet_trees import TREES
 from hsc_core.evaluation.sensitivity import sensitivity_table
@@ -35,9 +35,7 @@ with st.spinner("Evaluating every rule under each tree, with bootstrap intervals
     rows = evaluations.hierarchy_sensitivity(es, tuple(trees))
 table = sensitivity_table(rows)
 context = widgets.export_context(es)
-gains = [{"label": f"{TREES[d['tree']].label} · {rule_label(d['rule'])}", "rule": d["rule"],
-          "estimate": d["gain_percent"], "low": d["gain_percent_low"], "high": d["gain_percent_high"]}
-         for d in table if d["rule"] != "selective"]
+gains = views.sensitivity_gains(table)
 # presenter mode: the whole figure, its x-axis title included, above the fold (issue 35 at 1280×720)
 widgets.figure(gain_figure(gains), "hierarchy_sensitivity_gain", key="hs_gain", context=context,
                title="Hierarchical gain vs Selective under each tree, 95 % bootstrap intervals",

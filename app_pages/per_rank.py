@@ -44,12 +44,7 @@ with left:
 with right:
     widgets.figure(per_rank.stops_figure(card, presenter.font_size()), "per_rank_stops", key="rank_stops")
 
-if card["certified"]:
-    st.success(f"Certified: accuracy ≥ {target:.1%} with probability ≥ {1 - delta:.0%}. On this table: accuracy "
-               f"{card['realised_accuracy']:.2%}, coverage {card['realised_coverage']:.3f}.")
-else:
-    st.warning(f"No θ vector can be certified for {target:.1%} at δ = {delta:g} on {scores.n:,} samples: "
-               "every sample abstains. Lower the target or add samples.")
+(st.success if card["certified"] else st.warning)(per_rank.verdict(card, target, delta, scores.n))
 st.dataframe(per_rank.thetas_rows(card), hide_index=True, key="rank_thetas")
 st.subheader(f"Against hand-picked thresholds ({per_rank.REPS:,} random calibration/test splits)")
 st.dataframe(per_rank.comparison_rows(card), hide_index=True, key="rank_comparison")

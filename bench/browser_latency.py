@@ -21,7 +21,7 @@ Times run from the browser receiving the keydown (a capture listener on ``docume
 DOM mutation that shows the new value (a MutationObserver), both ``performance.now()``.
 
     .venv/bin/python bench/browser_latency.py [--presses 30] [--links 7] [--port 8639] [--only-links]
-                                              [--cold 3]
+                                              [--cold 3] [--ab]
 """
 
 from __future__ import annotations
@@ -116,7 +116,11 @@ def _cpu_seconds(pid: int) -> float:
 
 
 # True once the chart's own θ slider shows the frame named ``theta`` (the chart drawn at that θ).
-AT_THETA_JS = """([chart, theta]) => { const g = document.querySelector(`.st-key-${chart} .js-plotly-plot`);
+# The chart may sit in a custom component's iframe (same origin: --ab's component).
+AT_THETA_JS = """([chart, theta]) => { const host = document.querySelector(`.st-key-${chart}`);
+  let g = host && host.querySelector('.js-plotly-plot');
+  if (!g && host) { const f = host.querySelector('iframe'), d = f && f.contentDocument;
+                    g = d && d.querySelector('.js-plotly-plot'); }
   const sl = g && g._fullLayout && g._fullLayout.sliders && g._fullLayout.sliders[0];
   return !!sl && sl.steps[sl.active] && sl.steps[sl.active].value === theta; }"""
 
@@ -158,13 +162,41 @@ def open_snapshot(browser, url: str, theta: str) -> float:
     return ms
 
 
+LINKS = (("Explorer", "explorer?theta=0.37&pick=rescue", "explorer_tree"),
+         ("Risk–Coverage", "risk_coverage?theta=0.37", "rc_chart"))
+
+
+def component_ab(browser, port: int, repeats: int) -> dict[str, dict[str, float]]:
+    """Issue 29, item 3: the live links drawn by ``st.plotly_chart`` (A) or by plotly.js's basic
+    bundle in a custom component (B, ``HSC_PLOTLY_COMPONENT=1``): two servers, a fresh context per
+    visit, interleaved A B B A …; the first round warms both and is dropped. Returns medians (ms)."""
+    ports = {"st.plotly_chart": port, "basic-bundle component": port + 2}
+    servers = [start_server(port), start_server(port + 2, HSC_PLOTLY_COMPONENT="1")]
+    medians: dict[str, dict[str, float]] = {}
+    try:
+        for name, path, chart in LINKS:
+            ms: dict[str, list[float]] = {k: [] for k in ports}
+            for r in range(repeats + 1):
+                for k in (list(ports) if r % 2 else list(ports)[::-1]):
+                    t = open_link(browser, f"http://127.0.0.1:{ports[k]}/{path}", chart, "0.37")
+                    if r:
+                        ms[k].append(t)
+            for k, v in ms.items():
+                stats(f"A/B live link, fresh context: {name} by {k}", v)
+            medians[name] = {k: float(np.median(v)) for k, v in ms.items()}
+    finally:
+        for proc in servers:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=20)
+    return medians
+
+
 def shared_links(browser, url: str, server_pid: int, repeats: int, port: int) -> dict[str, dict[str, float]]:
     """6. A fresh context per visit: the live link, its snapshot link, then the floor: the same
     figure in a one-chart Streamlit app. Returns each page's medians (ms)."""
     theta = "0.37"
     medians: dict[str, dict[str, float]] = {}
-    for name, path, chart in (("Explorer", f"explorer?theta={theta}&pick=rescue", "explorer_tree"),
-                              ("Risk–Coverage", f"risk_coverage?theta={theta}", "rc_chart")):
+    for name, path, chart in LINKS:
         ms, cpu = [], []
         for _ in range(repeats + 1):  # the first visit warms the server's caches and is dropped
             c0 = _cpu_seconds(server_pid)
@@ -260,8 +292,21 @@ def main() -> int:
     ap.add_argument("--only-links", action="store_true",
                     help="measure only the shared links, snapshot links and cold start (6., 7.)")
     ap.add_argument("--cold", type=int, default=3, help="cold starts of each app (0: none)")
+    ap.add_argument("--ab", action="store_true",
+                    help="only the A/B of the live links: st.plotly_chart vs the basic-bundle component (item 3)")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
+
+    if args.ab:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True)
+            for name, m in component_ab(browser, args.port, args.links).items():
+                a, b = m.values()
+                print(f"  {name:<14} " + "   ".join(f"{k} {v / 1000:5.2f} s" for k, v in m.items())
+                      + f"   (B/A {b / a:.2f})")
+            browser.close()
+        print(f"  load average   {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        return 0
 
     proc = start_server(args.port)
     url = f"http://127.0.0.1:{args.port}"

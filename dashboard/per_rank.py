@@ -76,6 +76,16 @@ def stops_figure(card: dict[str, Any], font_size: int | None = None) -> go.Figur
     return fig
 
 
+def verdict(card: dict[str, Any], target: float, delta: float, n: int) -> str:
+    """The card's verdict in one sentence: certified (with the realised accuracy and coverage), or
+    why no θ vector can be. The page and its snapshot show this."""
+    if card["certified"]:
+        return (f"Certified: accuracy ≥ {target:.1%} with probability ≥ {1 - delta:.0%}. On this table: accuracy "
+                f"{card['realised_accuracy']:.2%}, coverage {card['realised_coverage']:.3f}.")
+    return (f"No θ vector can be certified for {target:.1%} at δ = {delta:g} on {n:,} samples: every sample "
+            "abstains. Lower the target or add samples.")
+
+
 def thetas_rows(card: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per rank: θ (``never`` where the rank does not answer) and the share stopping there."""
     return [{"rank": r, "θ": "never" if t is None else f"{t:.4f}", "answers stopping here":

@@ -37,12 +37,18 @@ def node_row(h: Hierarchy, logits: np.ndarray, temperature: float = 1.0) -> np.n
 
 @st.cache_data(max_entries=16, show_spinner=False, scope="session")
 def sweep(digest: str, _image: bytes, name: str, model: str, kind: str) -> tuple[np.ndarray, list[bytes], float]:
-    """(logits of severities 0–5, a PNG preview of each, seconds per severity step) of one image,
-    model and corruption; computed once per session (one batch through the network)."""
+    """``degraded_sweep``, computed once per session (an uploaded image stays in its session)."""
+    return degraded_sweep(digest, _image, model, kind)
+
+
+def degraded_sweep(digest: str, image: bytes, model: str, kind: str) -> tuple[np.ndarray, list[bytes], float]:
+    """(logits of severities 0–5, a PNG preview of each, seconds per severity step) of one image
+    (``digest``: its SHA-256, which seeds the noise), model and corruption: one batch through the
+    network. Uncached: a snapshot (outside any session) calls it too."""
     from hsc_core.pipeline.perturbation import degraded_images, degraded_logits
 
     start = time.perf_counter()
-    images = degraded_images(_image, kind, seed=int(digest[:8], 16))
+    images = degraded_images(image, kind, seed=int(digest[:8], 16))
     logits = degraded_logits(images, model)
     per_step = (time.perf_counter() - start) / len(images)
     previews = []

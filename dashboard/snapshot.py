@@ -14,8 +14,9 @@ key without a view, a view whose data changed since the link was made (its stamp
 build that fails gets a one-sentence HTML page (404 / 410 / 500), never a traceback. Every name in
 a page is escaped (``html.escape``; figure JSON with ``<``, ``>``, ``&`` as ``\\uXXXX``).
 
-Plotly's JavaScript (the plotly package's ``plotly.min.js``) is served gzip-compressed under a
-name holding its content hash, with ``Cache-Control: immutable``: a browser fetches it once.
+Plotly's JavaScript (``snapshot_assets``: the basic bundle when a page's figures need no more, else the
+plotly package's ``plotly.min.js``) is served gzip-compressed under a name holding its content hash,
+with ``Cache-Control: immutable``: a browser fetches it once.
 """
 
 from __future__ import annotations
@@ -24,17 +25,18 @@ import functools
 import gzip
 import hashlib
 import html
-import importlib.util
 import json
 import logging
 import os
 import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
+
+from .snapshot_assets import assets, plotly_src
 
 _LOG = logging.getLogger(__name__)
 
@@ -232,19 +234,22 @@ class Snapshot:
 @dataclass(frozen=True)
 class Builder:
     """How one page makes its snapshot. ``stamp(params)``: a cheap stamp of the data the view shows
-    (a changed file changes it: the link is then stale); ``build(params)``: the ``Snapshot``."""
+    (a changed file changes it: the link is then stale); ``build(params)``: the ``Snapshot``; ``upload``:
+    the session key of the page's file uploader (a link cannot carry an upload: the share box says so)."""
 
     stamp: Callable[[Mapping[str, str]], str]
     build: Callable[[Mapping[str, str]], Snapshot]
+    upload: str | None = None
 
 
 BUILDERS: dict[str, Builder] = {}
 
 
-def register(page: str, stamp: Callable[[Mapping[str, str]], str]) -> Callable:
-    """Decorator: ``build(params) -> Snapshot`` makes the snapshot of ``page`` (its URL path)."""
+def register(page: str, stamp: Callable[[Mapping[str, str]], str], upload: str | None = None) -> Callable:
+    """Decorator: ``build(params) -> Snapshot`` makes the snapshot of ``page`` (its URL path);
+    ``upload``: the page's uploader key (``Builder.upload``)."""
     def decorate(build: Callable[[Mapping[str, str]], Snapshot]) -> Callable[[Mapping[str, str]], Snapshot]:
-        BUILDERS[page] = Builder(stamp, build)
+        BUILDERS[page] = Builder(stamp, build, upload)
         return build
     return decorate
 
@@ -255,6 +260,7 @@ class Unavailable(Exception):
 
 # ---------------------------------------------------------------------------- the page
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
+_ITALIC = re.compile(r"(?<![\\*])\*([^*\s\\](?:[^*\n]*?[^*\s\\])?)\*")  # *text*, not an escaped \*
 _COLOUR = re.compile(r":(blue|orange|green|red|gray)\[(.+?)\]")
 _MD_ESCAPE = re.compile(r"\\([\\`*{}\[\]<>|~$&_#+\-=.!()])")
 
@@ -264,9 +270,12 @@ def markdown_html(text: str) -> str:
 
     >>> markdown_html("**Climbing** → a<b> :blue[**✓ correct**]  \\nnext")
     '<strong>Climbing</strong> → a&lt;b&gt; <span class="blue"><strong>✓ correct</strong></span><br>\\nnext'
+    >>> markdown_html(r"subset *val* and 2 \\* 3 \\* 4")
+    'subset <em>val</em> and 2 * 3 * 4'
     """
     out = html.escape(text, quote=True)
     out = _BOLD.sub(r"<strong>\1</strong>", out)
+    out = _ITALIC.sub(r"<em>\1</em>", out)
     out = _COLOUR.sub(r'<span class="\1">\2</span>', out)
     out = _MD_ESCAPE.sub(r"\1", out)
     return out.replace("  \n", "<br>\n")
@@ -292,6 +301,7 @@ a.open{background:#ff4b4b;color:#fff;padding:.45em 1em;border-radius:.5em;text-d
 .info{flex:0 0 22%;min-width:12rem}
 .info img{max-width:100%;border-radius:.3em}
 .figures{flex:1;min-width:0}
+.view.text .info{flex:1}.view.text .figures{display:none}
 .figure{min-height:300px;outline:none}
 .blue{color:#1c83e1}.orange{color:#d97706}.green{color:#21c354}.red{color:#ff4b4b}.gray{color:#808495}
 """
@@ -350,7 +360,7 @@ def render_page(snap: Snapshot, live: str, plotly_src: str) -> str:
         f"<script src=\"{esc(plotly_src)}\" defer></script></head>\n"
         f"<body class=\"{'presenter' if snap.presenter else 'normal'}\">\n"
         f"<header><h1>{esc(snap.title)}</h1><a class=\"open\" href=\"{esc(live)}\">Open interactive</a></header>\n"
-        f"{caption}\n<div class=\"view\"><div class=\"info\">{image}"
+        f"{caption}\n<div class=\"view{'' if figures else ' text'}\"><div class=\"info\">{image}"
         f"<div class=\"headline\" data-testid=\"headline\">{markdown_html(snap.headline)}</div></div>\n"
         f"<div class=\"figures\">{''.join(figures)}</div></div>\n{''.join(data)}\n<script>{_SCRIPT}</script>\n"
         "</body></html>\n"
@@ -362,29 +372,6 @@ def message_page(sentence: str, live: str | None = None) -> str:
     link = f' <a href="{html.escape(live, quote=True)}">Open the live page</a>.' if live else ""
     return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Snapshot</title>"
             f"<style>{_STYLE}</style></head><body><p>{html.escape(sentence)}{link}</p></body></html>\n")
-
-
-# ---------------------------------------------------------------------------- Plotly's JavaScript
-@dataclass(frozen=True)
-class Asset:
-    name: str
-    gzip_bytes: bytes = field(repr=False)
-
-
-@functools.cache
-def plotly_asset() -> Asset:
-    """The plotly package's ``plotly.min.js``, gzip-compressed, named by its content hash (read once)."""
-    spec = importlib.util.find_spec("plotly")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("the plotly package is not installed")
-    raw = (Path(next(iter(spec.submodule_search_locations))) / "package_data" / "plotly.min.js").read_bytes()
-    digest = hashlib.sha256(raw).hexdigest()[:16]
-    return Asset(f"plotly-{digest}.min.js", gzip.compress(raw, compresslevel=9, mtime=0))
-
-
-def plotly_src() -> str:
-    """The URL of Plotly's JavaScript relative to ``/s/<key>``."""
-    return f"assets/{plotly_asset().name}"
 
 
 # ---------------------------------------------------------------------------- serving
@@ -429,16 +416,16 @@ def snapshot_reply(store: SnapshotStore, key: str) -> Reply:
     except Exception:  # noqa: BLE001 - logged for the operator; the visitor gets one sentence
         _LOG.exception("snapshot %s could not be built", key)
         return _message(500, "This snapshot could not be built; the live page may still work.", live)
-    return Reply(200, store.write_page(key, render_page(snap, live, plotly_src())), gzipped=True)
+    return Reply(200, store.write_page(key, render_page(snap, live, plotly_src(snap.figures))), gzipped=True)
 
 
 def asset_reply(name: str) -> Reply:
-    """The answer to ``GET /s/assets/<name>``: Plotly's JavaScript under its current name, else 404."""
+    """The answer to ``GET /s/assets/<name>``: a Plotly bundle under its current name, else 404."""
     try:
-        asset = plotly_asset()
+        asset = assets().get(name)
     except OSError:
         return _message(404, "This file is not here.")
-    if name != asset.name:
+    if asset is None:
         return _message(404, "This file is not here.")
     return Reply(200, asset.gzip_bytes, gzipped=True, content_type="text/javascript; charset=utf-8")
 

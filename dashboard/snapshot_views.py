@@ -25,6 +25,9 @@ from .snapshot import BUILDERS, Snapshot, Unavailable, View, default_store, regi
 
 #: Pages whose snapshot shows one θ (their sidebar link says which).
 THETA_PAGES = frozenset({"explorer", "risk_coverage"})
+#: The share box's words while a page shows an uploaded file.
+UPLOAD_NOTE = ("No snapshot link while this page shows an uploaded file: uploads are not in links (they stay in "
+               "this session only). Without the upload, the page's link works again.")
 #: The width (px) a snapshot's chart is drawn for: the page's figure column at 1280 px.
 SNAPSHOT_WIDTH = 900
 
@@ -56,7 +59,7 @@ def current_params() -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------------- the model a link names
-def _model(values: Mapping[str, Any]) -> tuple[str, str]:
+def model_of(values: Mapping[str, Any]) -> tuple[str, str]:
     """(name, location) of the link's model (a shipped file: uploads live in their session only),
     on its ``shift``'s images; Unavailable when the folder has no such model."""
     cat = catalog.model_catalog()
@@ -72,23 +75,25 @@ def model_stamp(params: Mapping[str, str]) -> str:
     """A cheap stamp of the data a model page shows: the model file's (and shift file's) name, size
     and modification time, the subset and TS setting. A replaced file changes it."""
     values = settings(params)
-    name, location = _model(values)
+    name, location = model_of(values)
     return json.dumps([name, catalog.stamp(location), values["subset"], bool(values["ts"])])
 
 
-def _context(values: Mapping[str, Any]) -> evaluations.ModelContext:
-    name, location = _model(values)
+def context_of(values: Mapping[str, Any]) -> evaluations.ModelContext:
+    """The evaluation samples of the link's model (``model_of``); Unavailable when it cannot be loaded."""
+    name, location = model_of(values)
     try:
         return evaluations.model_context(name, location, values["subset"], bool(values["ts"]))
     except catalog.LOAD_ERRORS as exc:
         raise Unavailable("The model this snapshot showed cannot be loaded any more.") from exc
 
 
-def _font_size(presenter: bool) -> int:
+def font_size(presenter: bool) -> int:
+    """The figures' font size (px) in presenter mode or not, as the live pages set it."""
     return style.PRESENTER_FONT_SIZE if presenter else style.BASE_FONT_SIZE
 
 
-def _image(es: evaluations.ModelContext, sample: str) -> tuple[bytes | None, str]:
+def sample_image(es: evaluations.ModelContext, sample: str) -> tuple[bytes | None, str]:
     """The sample's image as JPEG bytes (read as the live page reads it), and its caption."""
     from hsc_core.datasets.images import ImageReadError, display_image, open_image_safely, safe_image_path
 
@@ -110,7 +115,7 @@ def explorer(params: Mapping[str, str]) -> Snapshot:
     """The Explorer's view: the link's sample as the tree with its θ frames, the true class and top-1
     leaf, and every rule's pick at the link's θ."""
     values = settings(params)
-    es = _context(values)
+    es = context_of(values)
     sample = values["sample"]
     if sample not in es.view.id_index:
         raise Unavailable("The sample this snapshot showed is not among the model's evaluation samples.")
@@ -119,13 +124,13 @@ def explorer(params: Mapping[str, str]) -> Snapshot:
     h = es.view.hierarchy
     true_leaf, pred_leaf = int(es.view.labels[i]), int(es.view.leaf_pred[i])
     rules = tuple(values["rules"])
-    fig = plots.explorer_tree(es, i, _font_size(values["presenter"]), None, SNAPSHOT_WIDTH, theta, rules)
+    fig = plots.explorer_tree(es, i, font_size(values["presenter"]), None, SNAPSHOT_WIDTH, theta, rules)
     picks = views.sample_view(h, es.view.node_row(i), views.selected_paths(es.view, rules), i, theta,
                               true_leaf=true_leaf)
-    image, image_caption = _image(es, sample)
+    image, image_caption = sample_image(es, sample)
     headline = (widgets.sample_headline(h, true_leaf, pred_leaf, float(es.view.leaf_conf[i]))
                 + f"  \n  \n**Every rule's pick at θ = {theta:.2f}**  \n" + views.choice_text(h, picks))
-    return Snapshot("Explorer", headline, (fig,), caption=_caption(es), image=image, image_caption=image_caption,
+    return Snapshot("Explorer", headline, (fig,), caption=caption_of(es), image=image, image_caption=image_caption,
                     presenter=bool(values["presenter"]))
 
 
@@ -134,7 +139,7 @@ def risk_coverage(params: Mapping[str, str]) -> Snapshot:
     """Risk–Coverage's view: the curves with their θ frames, the operating points at the link's θ
     and each rule's hAURC."""
     values = settings(params)
-    es = _context(values)
+    es = context_of(values)
     rules = [r for r in rule_names() if r in values["rules"]]
     if not rules:
         raise Unavailable("This snapshot's link selects no rule.")
@@ -142,14 +147,14 @@ def risk_coverage(params: Mapping[str, str]) -> Snapshot:
     dec = None if values["dec"] == "exact" else 2
     theta = round(float(values["theta"]), 2)
     cs = evaluations.curve_set(es, loss, dec)
-    fig = plots.rc_sweep(cs, tuple(rules), loss, _font_size(values["presenter"]), None, theta)
+    fig = plots.rc_sweep(cs, tuple(rules), loss, font_size(values["presenter"]), None, theta)
     points = views.operating_points(cs, theta, rules)
     table = cs.haurc_table(rules)
     areas = "  \n".join(f"**{row['rule']}**: hAURC×1000 {row[column_label('haurc')]:.3f}, "
                         f"gain {row[column_label('gain_percent')]:.2f} %" for row in table.to_dict("records"))
     headline = (f"**Operating points** (θ = {theta:.2f}; ▶ Play on the chart sweeps θ)  \n"
                 + views.operating_point_text(points) + "  \n  \n**Area under the curves**  \n" + areas)
-    return Snapshot("Risk–coverage", headline, (fig,), caption=_caption(es), presenter=bool(values["presenter"]))
+    return Snapshot("Risk–coverage", headline, (fig,), caption=caption_of(es), presenter=bool(values["presenter"]))
 
 
 @register("calibration_coverage", stamp=model_stamp)
@@ -159,7 +164,7 @@ def calibration_coverage(params: Mapping[str, str]) -> Snapshot:
     from hsc_core.report.figures import cc_figure
 
     values = settings(params)
-    es = _context(values)
+    es = context_of(values)
     rules = [r for r in rule_names() if r in values["rules"]]
     if not rules:
         raise Unavailable("This snapshot's link selects no rule.")
@@ -170,7 +175,7 @@ def calibration_coverage(params: Mapping[str, str]) -> Snapshot:
         cells = [f"{k} {v:.4f}" for k, v in row.items() if k != "rule" and isinstance(v, (int, float))]
         lines.append(f"**{rule_label(row['rule'])}**: " + ", ".join(cells))
     headline = f"**Calibration–coverage summary** ({bins} bins)  \n" + "  \n".join(lines)
-    return Snapshot("Calibration–coverage", headline, (fig,), caption=_caption(es),
+    return Snapshot("Calibration–coverage", headline, (fig,), caption=caption_of(es),
                     presenter=bool(values["presenter"]))
 
 
@@ -209,7 +214,7 @@ def overview(params: Mapping[str, str]) -> Snapshot:
     figures = [illustration_figure(on.view.hierarchy)]
     title = "Hierarchical Selective Classification"
     if evaluations.intervals_on_request(on):  # the live page waits for a click: no interval here either
-        return Snapshot(title, "Open the live page for the 95 % intervals.", tuple(figures), caption=_caption(on),
+        return Snapshot(title, "Open the live page for the 95 % intervals.", tuple(figures), caption=caption_of(on),
                         presenter=shown_presenter)
     boots = {ts: evaluations.haurc_intervals(es) for ts, es in sets.items()}
     sentences = [headline_sentence(name, on.dataset.name, on.view.n, ts, boots[ts].gain[HEADLINE_RULE])
@@ -220,14 +225,15 @@ def overview(params: Mapping[str, str]) -> Snapshot:
     lines += [widgets.plain(f"{g['label']}: gain {g['estimate']:.2f} % (95 % interval {g['low']:.2f} to "
                             f"{g['high']:.2f})") for g in gains]
     figures.append(gain_figure(gains))
-    return Snapshot(title, "  \n".join(lines), tuple(figures), caption=_caption(on), presenter=shown_presenter)
+    return Snapshot(title, "  \n".join(lines), tuple(figures), caption=caption_of(on), presenter=shown_presenter)
 
 
 for _page in ("", "overview"):  # the default page at "/" and its twin "/overview"
     register(_page, stamp=overview_stamp)(overview)
 
 
-def _caption(es: evaluations.ModelContext) -> str:
+def caption_of(es: evaluations.ModelContext) -> str:
+    """The live pages' caption of the evaluation samples (``sidebar.eval_caption``)."""
     from .sidebar import eval_caption
 
     return eval_caption(es)
@@ -250,12 +256,22 @@ def share_link(page: str, params: Mapping[str, str] | None = None) -> str | None
     return f"s/{key}"
 
 
+def shows_upload(page: str, session: Any) -> bool:
+    """Whether ``page`` shows an uploaded file in this ``session`` (``st.session_state`` or a dict:
+    its uploader, ``Builder.upload``, holds one): a link cannot carry it."""
+    builder = BUILDERS.get(page)
+    return builder is not None and builder.upload is not None and session.get(builder.upload) is not None
+
+
 def share_box(page: str) -> None:
     """The sidebar's snapshot link of the page shown (pages with a builder only): a fast, static
     copy of this view, with a button back to the live page."""
     import streamlit as st
 
     if page not in BUILDERS:
+        return
+    if shows_upload(page, st.session_state):
+        st.sidebar.caption(UPLOAD_NOTE)
         return
     link = share_link(page)
     with st.sidebar:

@@ -349,6 +349,16 @@ def with_interval_text(table: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def sensitivity_gains(table: list[dict]) -> list[dict]:
+    """Hierarchy sensitivity's gain rows (``sensitivity_table``'s, Selective left out) as
+    ``figures.gain_figure`` takes them, labelled "tree · rule". The page and its snapshot draw these."""
+    from hsc_core.datasets.imagenet_trees import TREES
+
+    return [{"label": f"{TREES[d['tree']].label} · {rule_label(d['rule'])}", "rule": d["rule"],
+             "estimate": d["gain_percent"], "low": d["gain_percent_low"], "high": d["gain_percent_high"]}
+            for d in table if d["rule"] != "selective"]
+
+
 def gain_intervals(rows: list[ResultRow], with_ts: bool = True) -> list[dict]:
     """The gain rows with bootstrap limits, as ``figures.gain_figure`` takes them (Selective left out)."""
     out = []

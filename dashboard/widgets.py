@@ -58,7 +58,13 @@ def figure(fig, name: str, key: str | None = None, context: ExportContext | None
             fig.update_layout(font=dict(size=size), legend=dict(font=dict(size=int(size * 0.8))))
             if title is not None:
                 fig.update_layout(title=dict(font=dict(size=size)))
-    st.plotly_chart(fig, config=plot_config(export_name(name, context), state.get("fmt")), key=key, width=width)
+    config = plot_config(export_name(name, context), state.get("fmt"))
+    from . import plotly_component
+
+    if plotly_component.enabled(key):
+        plotly_component.chart(fig, str(key), config)
+        return
+    st.plotly_chart(fig, config=config, key=key, width=width)
 
 
 def sample_image(es: ModelContext, sample: str, width: int | Literal["stretch"] = "stretch") -> None:
@@ -131,7 +137,9 @@ def warm_plotly() -> None:
     """In a session's first run only: an invisible, empty Plotly chart sent before anything else,
     so the browser fetches and starts plotly.js (≈ 4.7 MB, seconds on a slow machine) while the
     server still computes the page; a shared link's chart then draws as soon as it arrives."""
-    if st.session_state.get(WARM):
+    from hsc_core.config import plotly_component
+
+    if st.session_state.get(WARM) or plotly_component():  # the component brings its own plotly.js
         return
     st.session_state[WARM] = True
     import plotly.graph_objects as go

@@ -26,6 +26,8 @@ variable                          meaning                                       
                                   samples instead of the catalog
 ``HSC_SYNTHETIC_TAXONOMY``        with ``HSC_SYNTHETIC``: the 10,000-leaf synthetic tree   unset
 ``HSC_DEBUG``                     the ``hsc`` command shows tracebacks                     unset
+``HSC_PLOTLY_COMPONENT``          the dashboard draws the Explorer tree and Risk–Coverage  unset
+                                  with plotly.js's basic bundle in a custom component
 ================================  =======================================================  ==========================
 """
 
@@ -49,6 +51,7 @@ SNAPSHOT_DIR = "HSC_SNAPSHOT_DIR"
 SYNTHETIC = "HSC_SYNTHETIC"
 SYNTHETIC_TAXONOMY = "HSC_SYNTHETIC_TAXONOMY"
 DEBUG = "HSC_DEBUG"
+PLOTLY_COMPONENT = "HSC_PLOTLY_COMPONENT"
 
 DEFAULT_MEMORY_BUDGET_MB = 256.0
 DEFAULT_MAX_UPLOAD_MB = 200.0
@@ -160,3 +163,8 @@ def synthetic_taxonomy() -> bool:
 def debug() -> bool:
     """``HSC_DEBUG`` is set: the command line shows tracebacks."""
     return bool(_text(DEBUG))
+
+
+def plotly_component() -> bool:
+    """``HSC_PLOTLY_COMPONENT`` is on: the two large charts are drawn by the basic-bundle component."""
+    return _text(PLOTLY_COMPONENT).lower() in ("1", "true", "yes", "on")

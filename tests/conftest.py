@@ -147,7 +147,8 @@ SLOW_FILES = {"test_package.py", "test_app_overview_scale.py", "test_app_dataset
               "test_app_atlas.py", "test_app_where.py", "test_app_try_image.py",
               "test_app_rule_links.py", "test_app_robust.py", "test_app_per_rank.py", "test_app_headlines.py",
               "test_calibrator_oracles.py",  # torch-uncertainty fits (issue 31)
-              "test_app_calibrators.py"}
+              "test_app_calibrators.py",
+              "test_app_snapshot_pages.py"}  # AppTest of each page beside its snapshot (shipped logits)
 SLOW_FIXTURES = {"test_cache_logits.py": {"synthetic"}}
 SLOW_TESTS = {  # file -> test functions (every parameter of each)
     "test_one_call.py": {"test_cli_card_without_delta_for_a_method_that_does_not_read_it"},  # the card, 4 s
@@ -164,6 +165,11 @@ SLOW_TESTS = {  # file -> test functions (every parameter of each)
                          "test_explorer_snapshot_shows_the_sample_and_a_missing_sample_is_one_sentence",
                          "test_calibration_coverage_snapshot_holds_the_pages_table",
                          "test_overview_snapshot_holds_the_headline_and_its_intervals"},
+    # every calibrator pair, a bootstrap per tree, repetitions and 1,000-split cards, built for a snapshot
+    "test_snapshot_pages.py": {"test_calibrators_hold_the_pages_table",
+                               "test_hierarchy_sensitivity_holds_the_trees_gains",
+                               "test_guaranteed_accuracy_holds_the_one_splits_numbers",
+                               "test_per_rank_holds_the_example_cards_verdict_and_two_figures"},
     # 1,000 repetitions of every method; the shipped model's evaluation and card
     "test_guarantees.py": {"test_every_guarantee_holds_on_synthetic_data",
                            "test_every_guarantee_holds_on_the_shipped_logits",

@@ -30,11 +30,13 @@ def browser():
         yield b
 
 
-def _live(pg, server: str, path: str, chart: str) -> tuple[str, str]:
-    """(main area's text, the sidebar's snapshot link) of a live page once it is idle and its chart drawn."""
+def _live(pg, server: str, path: str, chart: str | None) -> tuple[str, str]:
+    """(main area's text, the sidebar's snapshot link) of a live page once it is idle and its chart
+    (if any: ``chart``) drawn."""
     pg.goto(f"{server}/{path}")
     wait_idle(pg)
-    pg.wait_for_selector(f".st-key-{chart} .js-plotly-plot")
+    if chart is not None:
+        pg.wait_for_selector(f".st-key-{chart} .js-plotly-plot")
     assert_no_exception(pg)
     link = pg.locator("a", has_text="Snapshot link")
     link.wait_for(state="attached")
@@ -91,3 +93,24 @@ def test_overview_snapshot_shows_the_live_headline(server, browser):
         expected = HEADLINE.findall(live)
         assert len(expected) == 2, live  # with and without temperature scaling
         assert sorted(HEADLINE.findall(_snapshot(pg, server, href))) == sorted(expected)
+
+
+WHERE = re.compile(r"At θ = 0\.\d\d, \S+ answers [^\n]+ \(the root\)\.")
+THETA_HAT = re.compile(r"θ̂ \(threshold\)\s*:?\s*\n?\s*(\d\.\d{4})")
+
+
+@pytest.mark.parametrize("presenter", ["0", "1"])
+def test_where_it_stops_and_guaranteed_accuracy_snapshots_show_the_live_numbers(server, browser, presenter):
+    """Two of the pages that got their snapshot last: the sentence and θ̂ the live page shows."""
+    with new_page(browser, 1280, 720) as pg:
+        live, href = _live(pg, server, f"where_in_tree?theta=0.6&cmp_rule=jumping&presenter={presenter}",
+                           "where_chart")
+        expected = WHERE.findall(live)
+        assert len(expected) == 1 and "0.60" in expected[0], live
+        assert WHERE.findall(_snapshot(pg, server, href)) == expected
+        # (its histogram waits for "Run repetitions"; the snapshot draws it for the link's count)
+        live, href = _live(pg, server, f"guaranteed_accuracy?acc=0.9&n=400&reps=10&presenter={presenter}", None)
+        theta = THETA_HAT.search(live)
+        assert theta is not None, live
+        shown = _snapshot(pg, server, href)
+        assert f"θ̂ (threshold): {theta.group(1)}" in shown

@@ -11,7 +11,7 @@ from hsc_core import config
 
 VARIABLES = (config.CACHED_LOGITS_DIR, config.DATASETS_DIR, config.IMAGE_DIR, config.MEMORY_BUDGET_MB,
              config.MAX_UPLOAD_MB, config.MAX_IMAGE_MEGAPIXELS, config.SYNTHETIC, config.SYNTHETIC_TAXONOMY,
-             config.DEBUG)
+             config.DEBUG, config.PLOTLY_COMPONENT)
 
 
 @pytest.fixture(autouse=True)
@@ -131,3 +131,13 @@ def test_launcher_passes_a_set_logits_folder_on_as_an_absolute_path(monkeypatch,
     monkeypatch.setenv(config.CACHED_LOGITS_DIR, "logits")
     _, _, env = dashboard_launcher.streamlit_command(args)
     assert env[config.CACHED_LOGITS_DIR] == str((tmp_path / "logits").resolve())
+
+
+@pytest.mark.parametrize(("value", "on"), [("1", True), ("on", True), ("", False), ("0", False), ("no", False)])
+def test_the_plotly_component_switch(monkeypatch, value, on):
+    from dashboard import plotly_component
+
+    monkeypatch.setenv(config.PLOTLY_COMPONENT, value)
+    assert config.plotly_component() is on
+    assert plotly_component.enabled("rc_chart") is on and plotly_component.enabled("explorer_tree") is on
+    assert not plotly_component.enabled("where_chart")  # only the two large charts

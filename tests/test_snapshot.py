@@ -15,7 +15,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 import pytest
 
-from dashboard import snapshot
+from dashboard import snapshot, snapshot_assets
 from dashboard.snapshot import Snapshot, SnapshotStore, View
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -191,12 +191,38 @@ def test_a_failed_build_gets_one_sentence_and_no_traceback(tmp_path, toy_page):
 
 
 def test_plotly_is_served_under_its_hash_only():
-    asset = snapshot.plotly_asset()
+    asset = snapshot_assets.plotly_asset()
     raw = gzip.decompress(asset.gzip_bytes)
     assert asset.name == f"plotly-{hashlib.sha256(raw).hexdigest()[:16]}.min.js"
     assert len(asset.gzip_bytes) < len(raw) / 2 and b"plotly" in raw[:2000].lower()
     assert snapshot.asset_reply(asset.name).status == 200
     assert snapshot.asset_reply("plotly-0000.min.js").status == 404
+
+
+def test_a_page_of_scatter_and_bar_figures_gets_the_basic_bundle_and_any_other_the_full_one():
+    basic, full = snapshot_assets.basic_asset(), snapshot_assets.plotly_asset()
+    assert basic is not None, "plotly.js-basic-dist-min must match the plotly package's plotly.js version"
+    raw = gzip.decompress(basic.gzip_bytes)
+    assert basic.name == f"plotly-basic-{hashlib.sha256(raw).hexdigest()[:16]}.min.js"
+    assert len(raw) <= 1_250_000 and b"Licensed under the MIT license" in raw[:400]
+    assert snapshot_assets._version(raw) == snapshot_assets._version(gzip.decompress(full.gzip_bytes))
+    lines = go.Figure([go.Scatter(y=[1, 2]), go.Bar(y=[3])], frames=[go.Frame(data=[go.Scatter(y=[2, 1])])])
+    assert snapshot.plotly_src([lines]) == f"assets/{basic.name}"
+    assert snapshot.plotly_src([lines, go.Figure(go.Histogram(x=[1]))]) == f"assets/{full.name}"
+    assert snapshot.plotly_src([go.Figure(frames=[go.Frame(data=[go.Sunburst()])])]) == f"assets/{full.name}"
+    assert snapshot.asset_reply(basic.name).status == 200 and snapshot.asset_reply(full.name).status == 200
+
+
+def test_a_basic_bundle_of_another_plotly_js_version_is_not_used(tmp_path, monkeypatch):
+    other = tmp_path / "plotly-basic.min.js"
+    other.write_bytes(b"/**\n* plotly.js (basic - minified) v0.0.1\n*/\n")
+    monkeypatch.setattr(snapshot_assets, "BASIC_BUNDLE", other)
+    snapshot_assets.basic_asset.cache_clear()
+    try:
+        assert snapshot_assets.basic_asset() is None
+        assert snapshot.plotly_src([go.Figure(go.Scatter())]) == f"assets/{snapshot_assets.plotly_asset().name}"
+    finally:
+        snapshot_assets.basic_asset.cache_clear()
 
 
 def _get(route_app, path: str, path_params: dict, gzip_ok: bool = True) -> tuple[int, dict, bytes]:
@@ -223,11 +249,11 @@ def test_the_routes_send_compressed_immutable_plotly_and_fresh_pages(tmp_path, t
     loads = []
     asset_route, page_route = snapshot.routes(lambda: store, lambda: loads.append(1))
     assert [asset_route.path, page_route.path] == ["/s/assets/{name}", "/s/{key}"]
-    name = snapshot.plotly_asset().name
+    name = snapshot_assets.plotly_asset().name
     status, headers, body = _get(asset_route.app, f"/s/assets/{name}", {"name": name})
     assert status == 200 and headers["cache-control"] == "public, max-age=31536000, immutable"
     assert headers["content-encoding"] == "gzip" and headers["content-type"].startswith("text/javascript")
-    assert body == snapshot.plotly_asset().gzip_bytes
+    assert body == snapshot_assets.plotly_asset().gzip_bytes
     status, headers, body = _get(page_route.app, f"/s/{key}", {"key": key}, gzip_ok=False)
     assert status == 200 and "content-encoding" not in headers and b"Open interactive" in body
     assert headers["cache-control"] == "no-cache" and loads == [1]  # builders loaded on the first request

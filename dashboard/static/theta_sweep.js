@@ -10,7 +10,17 @@
 //   the server still has not heard of after 2 s is sent through this listener.
 export default function (component) {
   const { data, setTriggerValue } = component;
-  const selector = `.st-key-${data.chart} .js-plotly-plot`;
+  // The chart: in the page, or in the basic-bundle component's iframe (same origin; dashboard/plotly_component.py).
+  const findChart = () => {
+    const host = document.querySelector(`.st-key-${data.chart}`);
+    const gd = host && host.querySelector(".js-plotly-plot");
+    if (gd || !host) return gd;
+    const frame = host.querySelector("iframe");
+    try { return frame && frame.contentDocument ? frame.contentDocument.querySelector(".js-plotly-plot") : null; }
+    catch (e) { return null; }
+  };
+  // The Plotly that drew the chart (the iframe's own, for the component).
+  const plotlyOf = (gd) => (gd.ownerDocument.defaultView && gd.ownerDocument.defaultView.Plotly) || window.Plotly;
   const follow = `.st-key-${data.chart}_follow`, pageSlider = `.st-key-${data.chart}_slider`;
   const hide = (what, on) => document.querySelectorAll(what).forEach((el) => el.classList.toggle("hsc-stale", on));
   const slider = (gd) => gd._fullLayout.sliders[0];
@@ -34,8 +44,9 @@ export default function (component) {
   const animate = (gd, k) => {
     const sl = slider(gd);
     k = Math.max(0, Math.min(sl.steps.length - 1, k));
-    if (window.Plotly && window.Plotly.animate) {
-      window.Plotly.animate(gd, [sl.steps[k].value], { mode: "immediate", frame: { duration: 0, redraw: false },
+    const Plotly = plotlyOf(gd);
+    if (Plotly && Plotly.animate) {
+      Plotly.animate(gd, [sl.steps[k].value], { mode: "immediate", frame: { duration: 0, redraw: false },
                                                       transition: { duration: 0 } });
     }
   };
@@ -52,7 +63,7 @@ export default function (component) {
       gd.layout.legend.font, { family: font.family }) });
     if (title) layout.title = { text: title, x: 0.01, xanchor: "left", y: 0.995, yanchor: "top", yref: "container",
                                 pad: { t: 12 }, font: { size: 16, family: font.family } };
-    window.Plotly.downloadImage({ data: gd.data, layout: layout }, {
+    plotlyOf(gd).downloadImage({ data: gd.data, layout: layout }, {
       format: fmt, filename: (st.image && st.image.filename) || "figure", scale: 2,
       width: gd._fullLayout.width, height: gd._fullLayout.height - st.controls + head });
   };
@@ -149,7 +160,7 @@ export default function (component) {
         target = thumb || st.server;
         const k = frameOf(gd, target);
         if (k >= 0 && !playing(gd) && (activeValue(gd) !== target || !showsData(gd, target))) {
-          if (showsData(gd, target) && window.Plotly) window.Plotly.relayout(gd, { "sliders[0].active": k });
+          if (showsData(gd, target) && plotlyOf(gd)) plotlyOf(gd).relayout(gd, { "sliders[0].active": k });
           else st.show(k);
         }
       }
@@ -165,7 +176,7 @@ export default function (component) {
   let poll = null;
   const sync = () => {
     if (gens[data.chart] !== gen) { clearInterval(poll); return false; }
-    const gd = document.querySelector(selector);
+    const gd = findChart();
     if (!gd || typeof gd.on !== "function" || !gd._fullLayout || !gd._fullLayout.sliders) return false;
     const st = gd.__hscSweep || attach(gd);
     st.delay = data.delay;

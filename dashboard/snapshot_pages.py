@@ -1,0 +1,486 @@
+"""The snapshots of the pages ``snapshot_views`` does not cover: Guaranteed accuracy, Compare
+models, Where it stops, Model atlas, Hierarchy sensitivity, Try an image, the Guided story,
+Per-rank thresholds and Calibrators.
+
+Each builder reads its link's parameters as a session does (``snapshot_views.settings``) and draws
+with the function its live page calls (``plots.compare_figure``, ``tree_map_figure``,
+``accuracy_histogram``, ``per_rank.rc_figure``, …), so a snapshot shows the live page's numbers.
+What only a session holds (an upload; widgets whose value is not in the link) is not in a link: an
+upload's page says so in its share box (``register(…, upload=…)``), other widgets take their
+defaults. Expensive views (repetitions, every model's curves) are built once per link: the page is
+then served from the snapshot folder.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, cast
+
+import numpy as np
+
+from hsc_core.core.rule_registry import rule_label, rule_names
+
+from . import catalog, evaluations, headlines, plots, session_keys, views, widgets
+from .snapshot import Snapshot, Unavailable, register
+from .snapshot_views import (
+    SNAPSHOT_WIDTH,
+    caption_of,
+    context_of,
+    font_size,
+    model_of,
+    model_stamp,
+    sample_image,
+    settings,
+)
+
+#: The θ̂ rule of the Guaranteed accuracy page's one split when the link does not say (its radio's first option).
+DEFAULT_QUANTILE: Literal["order_statistic"] = "order_statistic"
+#: The repetitions' baselines the Guaranteed accuracy page opens with.
+DEFAULT_BASELINES = ("darts", "crc")
+#: Try an image's uploader (a public widget key of that page).
+IMAGE_UPLOAD = "img_upload"
+
+
+def _lines(rows: list[str]) -> str:
+    return "  \n".join(rows)
+
+
+# ---------------------------------------------------------------------------- Guaranteed accuracy
+@register("guaranteed_accuracy", stamp=model_stamp)
+def guaranteed_accuracy(params: Mapping[str, str]) -> Snapshot:
+    """One split's θ̂, ε and test numbers (the page's sentence and metrics) and the repetitions'
+    histogram (the link's count, the page's default baselines) for the link's requirement."""
+    from hsc_core.core.thresholds import theorem1_epsilon
+    from hsc_core.evaluation.repeated_splits import split_repetitions
+    from hsc_core.report.guarantee_figures import accuracy_histogram
+
+    values = settings(params)
+    es = context_of(values)
+    n_all = es.view.n
+    if n_all < 40:
+        raise Unavailable(f"Only {n_all} samples: too few to split into calibration and test sets.")
+    target, confidence = float(values["acc"]), float(values["conf"])
+    alpha, delta = round(1.0 - target, 6), round(1.0 - confidence, 6)
+    n = int(min(max(10, int(values["n"])), max(20, int(n_all * 0.9))))  # the page's slider range
+    seed, method, reps = int(values["split_seed"]), str(values["split_method"]), int(values["reps"])
+    options: dict[str, Any] = {"quantile": DEFAULT_QUANTILE, **({"min_coverage": 0.5} if method == "ltt_multi" else {})}
+    try:
+        split = es.view.threshold(target, method, delta=delta, n=n, seed=seed, **options)
+    except ValueError as exc:
+        raise Unavailable(f"Cannot calibrate: {widgets.public_message(exc)}") from exc
+    eps = theorem1_epsilon(n, alpha, delta)
+    inside = abs(split.test_accuracy - target) <= eps + 1e-9
+    numbers = [headlines.guarantee_headline(split, es.view.hierarchy.leaf_count, confidence), "",
+               f"**{'θ̂ (threshold)' if split.method != 'darts' else 'λ (DARTS)'}**: {split.theta:.4f}",
+               f"**ε (Theorem 1)**: {eps:.4f}",
+               f"**Test accuracy**: {split.test_accuracy:.4f} ({split.test_accuracy - target:+.4f} vs target)",
+               f"**Hierarchical coverage**: {split.test_coverage:.4f}",
+               f"**Within target ± ε**: {'yes' if inside else 'no'}",
+               f"One split: {split.n_cal:,} calibration / {split.n_test:,} test samples (seed {seed}), {split.label}."]
+    df = split_repetitions(es.view.guarantee_data(), [alpha], n, reps, seed=seed, method=DEFAULT_QUANTILE,
+                           baselines=DEFAULT_BASELINES)
+    fig = accuracy_histogram(df, target, eps)
+    return Snapshot("Guaranteed accuracy", _lines(numbers), (fig,), caption=caption_of(es),
+                    presenter=bool(values["presenter"]))
+
+
+# ---------------------------------------------------------------------------- Compare models
+def _all_models(values: Mapping[str, Any]) -> dict[str, str]:
+    """The shipped models (name → file), and the link's model on the link's corrupted images."""
+    cat = dict(catalog.model_catalog())
+    if not cat:
+        raise Unavailable("There are no models in the cached-logits folder any more.")
+    name = values["model"] if values["model"] in cat else catalog.default_model(cat)
+    shifts = catalog.shift_catalog(name)
+    return {**cat, **{Path(shifts[k]).stem: shifts[k] for k in values["shifts"] if k in shifts}}
+
+
+def compare_stamp(params: Mapping[str, str]) -> str:
+    """Every compared model file's stamp, and the subset and TS setting."""
+    values = settings(params)
+    models = _all_models(values)
+    return json.dumps([[m, catalog.stamp(loc)] for m, loc in sorted(models.items())]
+                      + [values["subset"], bool(values["ts"])])
+
+
+@register("compare_models", stamp=compare_stamp)
+def compare_models(params: Mapping[str, str]) -> Snapshot:
+    """The chart's rule's curve of every model (``plots.compare_figure``), the page's sentence and
+    each model's hAURC and gain for that rule."""
+    values = settings(params)
+    rule, loss = values["cmp_rule"], values["loss"]
+    dec = None if values["dec"] == "exact" else 2
+    sets, lines = {}, []
+    for name, location in _all_models(values).items():
+        try:
+            es = evaluations.model_context(name, location, values["subset"], bool(values["ts"]))
+            sets[name] = evaluations.curve_set(es, loss, dec)
+        except catalog.LOAD_ERRORS:
+            lines.append(f"**{widgets.plain(name)}** is left out (its file cannot be loaded).")
+    if not sets:
+        raise Unavailable("None of the compared models can be loaded any more.")
+    rows = [cs.haurc_table([rule]).to_dict("records")[0] for cs in sets.values()]
+    lines = [f"**{widgets.plain(name)}**: hAURC×1000 {row[_col('haurc')]:.3f}, gain {row[_col('gain_percent')]:.2f} %"
+             for name, row in zip(sets, rows, strict=True)] + lines
+    head = headlines.compare_headline({widgets.plain(m): cs.curves[rule].haurc for m, cs in sets.items()},
+                                      rule_label(rule))
+    fig = plots.compare_figure(sets, rule, loss)
+    caption = (f"{len(sets)} model(s) · subset *{widgets.plain(values['subset'])}* · "
+               + ("temperature scaling on (each model's own T)" if values["ts"] else "no temperature scaling")
+               + " · the shipped models (uploads are not in links)")
+    return Snapshot("Compare models", head + "  \n  \n" + _lines(lines), (fig,), caption=caption,
+                    presenter=bool(values["presenter"]))
+
+
+def _col(name: str) -> str:
+    from hsc_core.evaluation import column_label
+
+    return column_label(name)
+
+
+# ---------------------------------------------------------------------------- Where it stops
+@register("where_in_tree", stamp=model_stamp)
+def where_in_tree(params: Mapping[str, str]) -> Snapshot:
+    """Where the link's rule stops at its θ: the page's sentence, the busiest nodes and the
+    sunburst/icicle (``tree_map_figure``), rooted at the link's node as on the page."""
+    from hsc_core.evaluation.diagnostics import landing_counts, wedge_nodes
+    from hsc_core.report.diagnostics_figures import tree_map_figure
+
+    values = settings(params)
+    es = context_of(values)
+    h, rule = es.view.hierarchy, values["cmp_rule"]
+    theta = round(float(values["theta"]), 2)
+    picked = None
+    if values["node"] is not None:
+        try:
+            picked = h.index_of(values["node"])
+        except (KeyError, ValueError):
+            picked = None  # the page shows the root then, too
+    focus = h.root if picked is None else (picked if picked >= h.n_leaves else int(h.parent[picked]))
+    table = landing_counts(h, es.view.decision_paths(rule), es.view.labels, theta)
+    per_node = table.reindex(range(h.n_nodes), fill_value=0)
+    sentence = headlines.where_headline(per_node["stops"].to_numpy(), per_node["stops_correct"].to_numpy(),
+                                        h.leaf_count, rule_label(rule), theta)
+    busiest = table["stops"].sort_values(ascending=False, kind="stable").head(5)
+    lines = [sentence, "", "**Where most predictions land**"]
+    lines += [f"{widgets.plain(views.node_name(h, int(v)))}: {int(c):,}" for v, c in busiest.items() if c > 0]
+    nodes = wedge_nodes(h, table["samples"].to_numpy(), focus)
+    fig = tree_map_figure(table, nodes, colour_by=values["wcolour"], kind=values["wkind"],
+                          font_size=font_size(values["presenter"]), height=430 if values["presenter"] else 560)
+    return Snapshot("Where the model stops", _lines(lines), (fig,), caption=caption_of(es),
+                    presenter=bool(values["presenter"]))
+
+
+# ---------------------------------------------------------------------------- Hierarchy sensitivity
+@register("hierarchy_sensitivity", stamp=model_stamp)
+def hierarchy_sensitivity(params: Mapping[str, str]) -> Snapshot:
+    """Each chosen tree's hAURC and gain (with the page's 95 % intervals) and its gain chart."""
+    from hsc_core.datasets.imagenet_trees import TREES
+    from hsc_core.evaluation.sensitivity import sensitivity_table
+    from hsc_core.report.figures import gain_figure
+
+    values = settings(params)
+    es = context_of(values)
+    if es.dataset.name != catalog.IMAGENET:
+        raise Unavailable("The built-in alternative trees are ImageNet-1k's; this model's data set is another.")
+    trees = [t for t in TREES if t in values["trees"]]
+    if not trees:
+        raise Unavailable("This snapshot's link selects no tree.")
+    table = sensitivity_table(evaluations.hierarchy_sensitivity(es, tuple(trees)))
+    lines = [f"**{widgets.plain(TREES[d['tree']].label)} · {rule_label(d['rule'])}**: hAURC×1000 "
+             f"{d['haurc_x1000']:.2f}" + ("" if d["rule"] == "selective" else f", gain {d['gain_percent']:.2f} % "
+                                          f"({d['gain_percent_low']:.2f} to {d['gain_percent_high']:.2f})")
+             for d in table]
+    fig = gain_figure(views.sensitivity_gains(table))
+    return Snapshot("Hierarchy sensitivity", _lines(lines), (fig,), caption=caption_of(es),
+                    presenter=bool(values["presenter"]))
+
+
+# ---------------------------------------------------------------------------- Model atlas
+def _atlas_source(values: Mapping[str, Any]) -> tuple[str | None, Path | None]:
+    """(name, path) of the link's results table in the results folder, or (None, None) for none."""
+    from . import atlas
+
+    files = atlas.table_files()
+    chosen = values["atlas"]
+    if chosen is None and files:
+        chosen = next((f for f in files if "models_comparison" in f), files[0])
+    if chosen is None or chosen.startswith("(none"):
+        return None, None
+    if chosen not in files:  # the folder's own listing: a link can never name another path
+        raise Unavailable("The results table this snapshot showed is not in the results folder any more.")
+    folder = atlas.results_folder()
+    assert folder is not None
+    return chosen, folder / chosen
+
+
+def atlas_stamp(params: Mapping[str, str]) -> str:
+    """The results table's name, size and time, and every shipped model's stamp (the stars)."""
+    values = settings(params)
+    name, path = _atlas_source(values)
+    stat = path.stat() if path is not None else None
+    return json.dumps([name, [stat.st_size, stat.st_mtime_ns] if stat else None, values["subset"],
+                       [[m, catalog.stamp(loc)] for m, loc in sorted(catalog.model_catalog().items())]])
+
+
+@register("model_atlas", stamp=atlas_stamp, upload=session_keys.ATLAS_UPLOAD)
+def model_atlas(params: Mapping[str, str]) -> Snapshot:
+    """The atlas of the link's results table (or the shipped models only), its sentence and chart."""
+    import pandas as pd
+
+    from hsc_core.evaluation.atlas import PLAIN, REGIMES, regime_summary
+    from hsc_core.report.atlas_figure import atlas_figure
+
+    from . import atlas
+
+    values = settings(params)
+    rule = values["cmp_rule"] if values["cmp_rule"] in rule_names(paper=True) else "climbing"
+    loss, ts, y, regime = values["loss"], bool(values["ts"]), values["atlas_y"], values["regime"]
+    name, _ = _atlas_source(values)
+    yours, _ = atlas.your_models(values["subset"])
+    if name is not None:
+        try:
+            table, source = atlas.table_from_folder(name), name
+        except ValueError as exc:
+            raise Unavailable(widgets.public_message(exc)) from exc
+    elif not yours.empty:
+        table, source, yours = yours, "your models", pd.DataFrame()
+    else:
+        raise Unavailable("There is no results table and no shipped model to place.")
+    shown = table if regime == "all" else table[table["regimes"].str.split(";").map(lambda ks: regime in ks)]
+    gain_rule = rule if rule != "selective" else "climbing"
+    lead = headlines.atlas_headline(regime_summary(shown, rule=gain_rule, loss=loss, ts=ts), len(shown),
+                                    rule_label(gain_rule))
+    regimes = {"all": "all regimes", **{r.key: r.label for r in (*REGIMES, PLAIN)}}  # the page's names
+    caption = (f"**{len(table):,} models** from *{widgets.plain(source)}* · {regimes.get(regime, regime)} · "
+               f"{rule_label(rule)}, {'with' if ts else 'without'} TS")
+    fig = atlas_figure(shown, rule=rule, loss=loss, ts=ts, y=y, yours=yours if not yours.empty else None,
+                       font_size=font_size(values["presenter"]), height=350 if values["presenter"] else 520)
+    return Snapshot("Model atlas", lead, (fig,), caption=caption, presenter=bool(values["presenter"]))
+
+
+# ---------------------------------------------------------------------------- Try an image
+def _shipped_image(values: Mapping[str, Any]) -> tuple[str, Path]:
+    from hsc_core.datasets.imagenet import default_image_dir
+
+    folder = default_image_dir()
+    files = [] if folder is None else sorted(p.name for p in folder.iterdir()
+                                             if p.suffix.lower() in (".jpeg", ".jpg", ".png"))
+    name = values["timg"] if values["timg"] is not None else (files[0] if files else None)  # as the page opens
+    if folder is None or name not in files:  # the folder's own listing: a link can never name another path
+        raise Unavailable("The image this snapshot showed is not among the shipped validation images any more.")
+    return name, folder / name
+
+
+def _image_model(values: Mapping[str, Any]) -> str:
+    from hsc_core.pipeline.models import list_registered_models
+
+    models = list_registered_models()
+    if not models:
+        raise Unavailable("No registered models: the image classifier cannot run.")
+    if values["tmodel"] in models:
+        return values["tmodel"]
+    return values["model"] if values["model"] in models else models[0]  # as the page picks
+
+
+def image_stamp(params: Mapping[str, str]) -> str:
+    """The shipped image's name, size and time, the classifier, its cached logits' stamp and TS."""
+    from . import perturb
+
+    if not perturb.pipeline_installed():
+        raise Unavailable("Classifying an image needs PyTorch and timm, which are not installed here.")
+    values = settings(params)
+    name, path = _shipped_image(values)
+    model = _image_model(values)
+    location = catalog.model_catalog().get(model)
+    stat = path.stat()
+    return json.dumps([name, stat.st_size, stat.st_mtime_ns, model,
+                       catalog.stamp(location) if location else None, bool(values["ts"])])
+
+
+@register("try_an_image", stamp=image_stamp, upload=IMAGE_UPLOAD)
+def try_an_image(params: Mapping[str, str]) -> Snapshot:
+    """The shipped image, its top-5 classes and every rule's pick at the link's θ, and its tree with
+    the θ frames (the page's ``tree_figure`` call), degraded as the link says."""
+    from hsc_core.core.probabilities import softmax
+    from hsc_core.datasets.imagenet import imagenet_hierarchy
+    from hsc_core.datasets.images import ImageReadError, display_image, open_image_safely
+    from hsc_core.evaluation import subsets
+    from hsc_core.pipeline.inference import classify_image
+    from hsc_core.report.tree_figure import record_rows, tree_figure
+
+    from . import perturb
+
+    values = settings(params)
+    name, path = _shipped_image(values)
+    model = _image_model(values)
+    data = path.read_bytes()
+    try:
+        rgb = open_image_safely(data, name=name)
+    except ImageReadError as exc:
+        raise Unavailable(widgets.public_message(exc)) from exc
+    logits = classify_image(rgb, model)
+    h = imagenet_hierarchy()
+    t, t_note, location = 1.0, "no temperature scaling", catalog.model_catalog().get(model)
+    if values["ts"] and location is not None:
+        t, n_fit = evaluations.temperature(location, subsets.ALL)
+        t_note = f"T = {t:.3f} fitted on the 10 % calibration split of {model}'s cached logits ({n_fit:,} samples)"
+    leaf_probs = softmax(np.asarray(logits, dtype=np.float64)[None, :], t)[0]
+    true_leaf = _true_leaf(location, name)
+    kind, severity = values["degrade"], int(values["severity"])
+    row = perturb.node_row(h, logits, t)
+    if kind != "none":
+        row = perturb.node_row(h, perturb.degraded_sweep(perturb.digest_of(data), data, model, kind)[0][severity], t)
+    theta = round(float(values["theta"]), 2)
+    fig = tree_figure(h, row, record_rows(views.single_sample_paths(h, row), 0), true_leaf, theta,
+                      font_size=font_size(values["presenter"]), max_width=SNAPSHOT_WIDTH)
+    top = np.argsort(-leaf_probs)[:5]
+    lines = ([f"**True class:** {widgets.plain(views.node_name(h, true_leaf))}"] if true_leaf is not None else [])
+    lines += [f"**Top-5** ({t_note})"]
+    lines += [f"{k + 1}. {widgets.plain(views.node_name(h, int(v)))}: {leaf_probs[v]:.4f}" for k, v in enumerate(top)]
+    if kind != "none":
+        lines.append(f"Degraded: {perturb.KINDS[kind]}, severity {severity}.")
+    view = views.sample_view(h, row, views.single_sample_paths(h, row), 0, theta, true_leaf=true_leaf)
+    lines += ["", f"**Every rule's pick at θ = {theta:.2f}**", views.choice_text(h, view)]
+    preview = _jpeg(display_image(rgb, max_side=512))
+    return Snapshot("Try an image", _lines(lines), (fig,), caption=f"{model} · {name}", image=preview,
+                    image_caption=name, presenter=bool(values["presenter"]))
+
+
+def _true_leaf(location: str | None, name: str) -> int | None:
+    if location is None:
+        return None
+    try:
+        bundle = catalog.load_bundle(location)
+    except catalog.LOAD_ERRORS:
+        return None
+    hits = np.flatnonzero(np.asarray(bundle.sample_ids).astype(str) == name)
+    return int(bundle.labels[hits[0]]) if hits.size else None
+
+
+def _jpeg(image) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    image.save(buf, format="JPEG", quality=85)
+    return buf.getvalue()
+
+
+# ---------------------------------------------------------------------------- Guided story
+STORY_STEPS = {1: "The classifier is unsure", 2: "A selective classifier can only reject",
+               3: "Climb the hierarchy instead", 4: "Across all samples: risk against coverage", 5: "The guarantee"}
+
+
+@register("story", stamp=model_stamp)
+def story(params: Mapping[str, str]) -> Snapshot:
+    """The link's step of the story on its example sample (θ = 0.5, as each step opens): the
+    step's numbers and its chart (the same figure calls as the page)."""
+    from hsc_core.report.figures import leaf_bars_figure
+    from hsc_core.report.tree_figure import record_rows, tree_figure
+
+    values = settings(params)
+    es = context_of(values)
+    v, h = es.view, es.view.hierarchy
+    step, theta, font = int(values["step"]), views.FIGURE1_THETA, font_size(values["presenter"])
+    title = f"Guided story · {step}. {STORY_STEPS[step]}"
+    if step == 5:
+        return _story_guarantee(es, values, title)
+    if step == 4:
+        cs = evaluations.curve_set(es, "01", None)
+        sel, climb = cs.curves["selective"].haurc, cs.curves["climbing"].haurc
+        text = (f"Over all {v.n:,} samples, the area under the curve (hAURC) is {1000 * sel:.1f} ×10⁻³ for "
+                f"{rule_label('selective')} and {1000 * climb:.1f} ×10⁻³ for {rule_label('climbing')}.")
+        fig = plots.rc_sweep(cs, ("selective", "climbing"), "01", font, None, theta)
+        return Snapshot(title, text, (fig,), caption=caption_of(es), presenter=bool(values["presenter"]))
+    i = views.figure1_example(h, cast(np.ndarray, es.node_probs), v.paths, v.labels, v.leaf_pred, v.leaf_conf)
+    if i is None:
+        raise Unavailable("This model has no unsure, wrong top-1 prediction that Climbing corrects at θ = 0.5.")
+    true, pred = int(v.labels[i]), int(v.leaf_pred[i])
+    text = widgets.sample_headline(h, true, pred, float(v.leaf_conf[i]))
+    if step == 1:
+        leaf_p = es.node_probs[i, : h.n_leaves]
+        top = np.argsort(-leaf_p, kind="stable")[:5]
+        fig = leaf_bars_figure([views.node_name(h, k) for k in top], leaf_p[top], top == true, font)
+    else:
+        rules = ("selective",) if step == 2 else ("selective", "climbing")
+        fig = tree_figure(h, v.node_row(i), record_rows(v.paths, i), true, theta, font_size=font, rules=rules,
+                          max_width=SNAPSHOT_WIDTH)
+        picks = views.sample_view(h, v.node_row(i), views.selected_paths(v, rules), i, theta, true_leaf=true)
+        text += f"  \n  \n**At θ = {theta:.2f}**  \n" + views.choice_text(h, picks)
+    image, image_caption = sample_image(es, str(v.sample_ids[i]))
+    return Snapshot(title, text, (fig,), caption=caption_of(es), image=image, image_caption=image_caption,
+                    presenter=bool(values["presenter"]))
+
+
+def _story_guarantee(es: evaluations.ModelContext, values: Mapping[str, Any], title: str) -> Snapshot:
+    from hsc_core.core.thresholds import theorem1_epsilon
+
+    from . import state
+
+    target = state.SETTINGS["acc"].default
+    delta = round(1 - state.SETTINGS["conf"].default, 6)
+    n_cal = int(min(max(10, int(state.SETTINGS["n"].default)), max(20, int(es.view.n * 0.9))))
+    split = es.view.threshold(target, "theorem1", delta=delta, n=n_cal, seed=int(state.SETTINGS["split_seed"].default))
+    eps = theorem1_epsilon(n_cal, round(1 - target, 6), delta)
+    text = _lines([f"Calibrated on **{n_cal:,}** samples for accuracy **{target:.0%}** with confidence "
+                   f"**{1 - delta:.0%}**:", f"**θ̂**: {split.theta:.3f}", f"**ε (Theorem 1)**: {eps:.4f}",
+                   f"**accuracy on the other {split.n_test:,}**: {split.test_accuracy:.1%} "
+                   f"({split.test_accuracy - target:+.1%} vs target)", f"**coverage**: {split.test_coverage:.3f}"])
+    return Snapshot(title, text, (), caption=caption_of(es), presenter=bool(values["presenter"]))
+
+
+# ---------------------------------------------------------------------------- Per-rank thresholds
+def per_rank_stamp(params: Mapping[str, str]) -> str:
+    """The shipped example table's size and time (an upload is not in links)."""
+    from hsc_core.datasets.per_rank import EXAMPLE
+
+    stat = EXAMPLE.stat()
+    return json.dumps([EXAMPLE.name, stat.st_size, stat.st_mtime_ns])
+
+
+@register("per_rank", stamp=per_rank_stamp, upload=session_keys.PER_RANK_UPLOAD)
+def per_rank(params: Mapping[str, str]) -> Snapshot:
+    """The shipped example's card at the link's target and δ: the page's verdict, each rank's θ, and
+    its two figures."""
+    from . import per_rank as pr
+
+    values = settings(params)
+    scores, source, digest = pr.load_scores(None, None, False)
+    target, delta = float(values["r_acc"]), float(values["r_delta"])
+    card = pr.card_for(scores, digest, source, target, delta)
+    lines = [f"**{scores.n:,} samples** from *{widgets.plain(source)}* · ranks "
+             + " → ".join(widgets.plain(r) for r in scores.ranks), "", pr.verdict(card, target, delta, scores.n), ""]
+    lines += [", ".join(f"{k} {widgets.plain(str(val))}" for k, val in row.items()) for row in pr.thetas_rows(card)]
+    font = font_size(values["presenter"])
+    return Snapshot("Per-rank thresholds", _lines(lines), (pr.rc_figure(scores, font), pr.stops_figure(card, font)),
+                    presenter=bool(values["presenter"]))
+
+
+# ---------------------------------------------------------------------------- Calibrators
+@register("calibrators", stamp=model_stamp)
+def calibrators(params: Mapping[str, str]) -> Snapshot:
+    """The benchmark table of the page's default calibrators, scores and rule (the link does not
+    hold the page's pickers), as text."""
+    from . import calibrators as cal
+
+    values = settings(params)
+    name, location = model_of(values)
+    try:
+        es = evaluations.model_context(name, location, values["subset"], True)  # the page fits with TS on
+    except catalog.LOAD_ERRORS as exc:
+        raise Unavailable("The model this snapshot showed cannot be loaded any more.") from exc
+    rule = list(rule_names(paper=True))[1]  # the page's selectbox opens on its second option
+    try:
+        rows = cal.benchmark_rows(es, cal.DEFAULT_CALIBRATORS, cal.DEFAULT_CONFIDENCES, rule, False)
+    except ValueError as exc:
+        raise Unavailable(str(exc)) from exc
+    table = cal.shown_table(rows)
+    lines = [f"**Rule**: {rule_label(rule)} (the page's default calibrators and scores)"]
+    for rec in table.to_dict("records"):  # one line per pair, the page's cells (★: the column's best)
+        pair = f"**{widgets.plain(str(rec.pop('calibrator', '')))} · {widgets.plain(str(rec.pop('confidence', '')))}**"
+        rec.pop("model", None)
+        lines.append(pair + ": " + ", ".join(f"{k} {widgets.plain(str(val))}" for k, val in rec.items()))
+    return Snapshot("Calibrators and confidence scores", _lines(lines), (), caption=caption_of(es),
+                    presenter=bool(values["presenter"]))
