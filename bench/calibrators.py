@@ -43,8 +43,8 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hsc_core.core.calibrators import calibrator_names, fit_calibrator, matrix_memory_bytes  # noqa: E402
-from hsc_core.core.large_fits import LARGE_CLASS_COUNT, LOW_RANK, is_large  # noqa: E402
 from hsc_core.core.confidence import compatible, confidence_names, fit_node_scorer  # noqa: E402
+from hsc_core.core.large_fits import LARGE_CLASS_COUNT, LOW_RANK, is_large  # noqa: E402
 from hsc_core.core.synthetic import synthetic_logits, synthetic_taxonomy  # noqa: E402
 
 TARGET_S = 60.0

@@ -5,6 +5,8 @@ a progress bar while the pairs are fitted and evaluated. Its choices are link se
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 
 from hsc_core.core.calibrators import calibrator_names, get_calibrator
@@ -60,14 +62,18 @@ def benchmark_rows(es: ModelContext | list[ModelEvaluation], calibrators: tuple[
     rows: list[dict] = []
     with ProgressBar(f"Fitting and evaluating {n} calibrator × score pairs:") as bar:
         done = 0
-        for ev, scores in zip(evs, per_model):
+        for ev, scores in zip(evs, per_model, strict=True):
             if not scores:
                 continue
             rows += calibrator_benchmark(ev, calibrators=calibrators, confidences=scores, rule=rule,
-                                         intervals=intervals,
-                                         progress=lambda k, _total, base=done: bar(base + k, n))
+                                         intervals=intervals, progress=_offset(bar, done, n))
             done += len(benchmark_pairs(calibrators, scores))
     return rows
+
+
+def _offset(bar: ProgressBar, done: int, total: int) -> Callable[[int, int], None]:
+    """One model's ``progress(k, its total)`` as the bar's ``(done + k, total)`` over every model."""
+    return lambda k, _mine: bar(done + k, total)
 
 
 def shown_table(rows: list[dict]) -> pd.DataFrame:

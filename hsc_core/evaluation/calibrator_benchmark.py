@@ -187,7 +187,7 @@ def calibrator_benchmark(evaluations: ModelEvaluation | Sequence[ModelEvaluation
     total = sum(map(len, per_model))
     key = _key(rule, loss, intervals, n_resamples, seed)
     rows = []
-    for ev, ev_pairs in zip(evs, per_model):
+    for ev, ev_pairs in zip(evs, per_model, strict=True):
         for cal, conf in ev_pairs:
             held = ev.scored(cal, conf).has_cached(key)
             rows.append(benchmark_row(ev, cal, conf, rule=rule, loss=loss, intervals=intervals,

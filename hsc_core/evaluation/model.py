@@ -126,7 +126,7 @@ class EvaluationSet:
     """
 
     def __init__(self, evaluation: ModelEvaluation, ts: bool, rows: np.ndarray, progress: Progress | None,
-                 scorer: NodeScorer | None = None) -> None:
+                 scorer: NodeScorer | MemberScorer | None = None) -> None:
         self.evaluation = evaluation
         self.ts = bool(ts)
         self.scorer = scorer
