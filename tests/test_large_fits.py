@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hsc_core.core import large_fits
+from hsc_core.core import calibrators, large_fits
 from hsc_core.core.calibrators import fit_calibrator
 from hsc_core.core.hierarchy import Hierarchy
 from hsc_core.core.large_fits import (
@@ -71,10 +71,14 @@ def test_depth_first_leaves_make_every_node_a_contiguous_run(problem):
 def test_vector_in_float32_reaches_todays_nll(problem, monkeypatch):
     tree, z, y = problem
     today = fit_calibrator("vector", tree, z, y)
+    ts = fit_calibrator("temperature", tree, z, y)
     monkeypatch.setattr(large_fits, "LARGE_CLASS_COUNT", 10)
-    fast = fit_calibrator("vector", tree, z, y)
-    assert fast.params["nll"] == pytest.approx(today.params["nll"], abs=2e-4)
-    assert _nll(fast.logits(z), y) == pytest.approx(fast.params["nll"], abs=1e-5)
+    capped = fit_calibrator("vector", tree, z, y)  # 50 iterations from TS's optimum: only downhill
+    assert capped.params["nll"] < _nll(ts.logits(z), y)
+    assert _nll(capped.logits(z), y) == pytest.approx(capped.params["nll"], abs=1e-5)
+    monkeypatch.setattr(calibrators, "LARGE_VECTOR_MAX_ITER", calibrators.VECTOR_MAX_ITER)
+    same_iterations = fit_calibrator("vector", tree, z, y)  # float32 passes, today's 100 iterations
+    assert same_iterations.params["nll"] == pytest.approx(today.params["nll"], abs=2e-4)
 
 
 @pytest.mark.usefixtures("large")
@@ -84,6 +88,7 @@ def test_structured_matrix_improves_on_ts_and_maps_as_fitted(problem, key):
     fitted = fit_calibrator(key, tree, z, y)
     p = fitted.params
     assert "W" not in p and p["U"].shape == p["V"].shape == (tree.n_leaves, large_fits.LOW_RANK)
+    np.testing.assert_allclose(p["V"].T @ p["V"], np.eye(large_fits.LOW_RANK), atol=1e-6)
     ts = fit_calibrator("temperature", tree, z, y)
     ts_nll = _nll(ts.logits(z), y)
     mine = _nll(fitted.logits(z), y)
@@ -111,3 +116,12 @@ def test_newton_depth_temperature_on_a_flat_tree_is_temperature_scaling(monkeypa
     t = fit_calibrator("temperature", h, z, y).params["T"]
     monkeypatch.setattr(large_fits, "LARGE_CLASS_COUNT", 10)
     assert fit_calibrator("depth_temperature", h, z, y).params["T"][1] == pytest.approx(t, rel=1e-4)
+
+
+def test_principal_directions_are_the_top_right_singular_vectors():
+    rng = np.random.default_rng(1)
+    x = (rng.normal(size=(300, 3)) * [10.0, 5.0, 2.0]) @ rng.normal(size=(3, 40)) + 0.01 * rng.normal(size=(300, 40))
+    x = x.astype(np.float32)
+    v = large_fits.principal_directions(lambda rows: x[rows], 300, 40, 3)
+    want = np.linalg.svd(x.astype(np.float64), full_matrices=False)[2][:3].T
+    np.testing.assert_allclose(np.abs(v.T @ want), np.eye(3), atol=1e-4)  # the same subspace, up to signs

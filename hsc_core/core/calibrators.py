@@ -28,9 +28,10 @@ not fit the budget (``HSC_MEMORY_BUDGET_MB``), with one line saying how much the
 
 Above ``large_fits.LARGE_CLASS_COUNT`` (1,024) classes, iNat21's 10,000 for one, the fits take
 the forms of ``core.large_fits`` so that each takes ≤ 60 s on 2 cores: vector scaling in float32
-passes; matrix and Dirichlet scaling with a *structured* W = diag(d) + U Vᵀ (rank 8, ODIR on its
-off-diagonal entries, ``params`` {"d", "b", "U", "V"} in place of {"W", "b"}); the per-depth
-temperatures by Newton steps. At or below it (ImageNet's 1,000 classes) every fit is as before.
+passes and 50 L-BFGS iterations; matrix and Dirichlet scaling with a *structured*
+W = diag(d) + U Vᵀ (rank 8, V the features' principal directions, ODIR on its off-diagonal
+entries; ``params`` {"d", "b", "U", "V"} in place of {"W", "b"}); the per-depth temperatures by
+Newton steps. At or below it (ImageNet's 1,000 classes) every fit is as before.
 
 Examples
 --------
@@ -52,6 +53,7 @@ from scipy.optimize import isotonic_regression, minimize, minimize_scalar
 from ..config import memory_budget_bytes, rows_per_chunk
 from .hierarchy import Hierarchy
 from .large_fits import (
+    LARGE_VECTOR_MAX_ITER,
     fit_depth_temperatures_newton,
     fit_structured_matrix,
     fit_vector_float32,
@@ -195,7 +197,7 @@ def _fit_vector(hierarchy: Hierarchy, logits: np.ndarray, labels: np.ndarray) ->
     # ``VECTOR_MAX_ITER`` bounds the work (and the overfitting) rather than convergence.
     start = np.r_[np.full(c, 1.0 / fit_temperature(logits, labels)), np.zeros(c)]
     if is_large(c):  # iNat21 size: float32 passes (``core.large_fits``)
-        theta, nll = fit_vector_float32(logits, labels, start, VECTOR_MAX_ITER, LBFGS_HISTORY)
+        theta, nll = fit_vector_float32(logits, labels, start, LARGE_VECTOR_MAX_ITER, LBFGS_HISTORY)
         return FittedCalibrator("vector", {"w": theta[:c], "b": theta[c:], "nll": nll})
     z = logits.astype(np.float64)
 

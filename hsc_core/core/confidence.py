@@ -33,6 +33,13 @@ monotone in θ, which a path-monotone score gives, so it holds for every score h
 θ is no longer a probability (a "confidence ≥ 0.9" reading, and the calibration–coverage ECE of
 the rules' returned confidences, mean something only for ``softmax``).
 
+**Scores over an ensemble's members** (``member_mean``, ``member_disagreement``;
+``member_node_scores``) average the members' calibrated node scores f^(m) instead of coarsening
+one distribution: f̄_v, and (#{m : ŷ_m ∈ L(v)} + f̄_v) / (M + 1), the share of the members' top-leaf
+votes inside v with f̄ as a tie-breaking vote. Both are path-monotone with root 1, so the same
+guarantees hold; ``member_mean`` is a probability, ``member_disagreement`` is not. They need the
+members' logits (``MemberScorer``; ``datasets.members`` finds them through the manifest).
+
 Examples
 --------
 >>> confidence_names()
