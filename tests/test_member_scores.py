@@ -159,3 +159,14 @@ def test_evaluate_member_score_on_a_model_without_members_exits_2_saying_why(cap
                           "--out", tmp_path / "z.csv", "--no-progress")
     assert code == 0, err
     assert "member_disagreement" in (tmp_path / "z.csv").read_text()
+
+
+def test_report_benchmark_offers_the_member_scores_to_the_ensemble_only(capsys, ensemble_dir, tmp_path):
+    tree = tmp_path / "tree.json"
+    TREE.to_json(tree)
+    for model, members in (("variants/ens.npz", True), ("m1.npz", False)):
+        out = tmp_path / f"{members}.html"
+        code, _, err = _cli(capsys, "report", ensemble_dir / model, "--hierarchy", tree, "--calibrator", "temperature",
+                            "--out", out, "--n-resamples", "100")
+        assert code == 0, err
+        assert ("Member agreement" in out.read_text(encoding="utf-8")) == members
