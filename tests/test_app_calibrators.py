@@ -100,3 +100,16 @@ def test_an_ensemble_offers_and_shows_the_member_scores(use_dir):
     assert not at.error, [e.value for e in at.error]
     assert {"Member mean", "Member agreement"} <= set(at.multiselect(key="_w.calib.c_scores").options)
     assert list(_table(at)["confidence"]) == ["Softmax response", "Member mean", "Member agreement"]
+
+
+def test_the_shipped_ensemble_shows_its_member_scores(monkeypatch):
+    monkeypatch.delenv("HSC_SYNTHETIC", raising=False)
+    monkeypatch.delenv("HSC_CACHED_LOGITS_DIR", raising=False)
+    at = open_page("app_pages/calibrators.py", {"model": "efficientnet_lite012__ensemble", "c_cals": "none",
+                                                "c_scores": "softmax,member_mean"})
+    assert not at.error, [e.value for e in at.error]
+    table = _table(at)
+    assert list(table["confidence"]) == ["Softmax response", "Member mean"]
+    # without calibration the member mean is the ensemble file's own softmax (log mean softmax, float16)
+    a, b = (float(v.lstrip("★ ")) for v in table["hAURC×1000"])
+    assert abs(a - b) < 0.5

@@ -525,7 +525,8 @@ class ModelEvaluation:
     members : an ensemble's members' logits (name → (n_samples, C), the same rows), for the member
         confidence scores; None loads them on first use through the manifest (``datasets.members``)
         from ``members_path`` (default: ``file``).
-    members_path : the logits file on disk whose manifest names the members.
+    members_path : the logits file on disk whose manifest names the members ("": none on disk, so
+        no member scores).
 
     Examples
     --------
@@ -577,7 +578,7 @@ class ModelEvaluation:
         self.cal_fraction, self.seed = float(cal_fraction), int(seed)
         self.precision = precision
         self._members = None if members is None else dict(members)
-        self.members_path = members_path or self.file
+        self.members_path = self.file if members_path is None else str(members_path)
         self._memo = _Memo()
 
     @classmethod
