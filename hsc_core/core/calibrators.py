@@ -264,7 +264,8 @@ def _structured_features(key: str, logits: np.ndarray) -> Callable[[slice], np.n
         return lambda rows: np.asarray(z[rows], dtype=np.float32)
     step = rows_per_chunk(8 * z.shape[1])
     lse = np.concatenate([_logsumexp(z[s:s + step].astype(np.float64)) for s in range(0, z.shape[0], step)])
-    return lambda rows: (np.asarray(z[rows], dtype=np.float32) - lse[rows, None]).astype(np.float32)
+    lse32 = lse.astype(np.float32)[:, None]  # float32 throughout: one pass per chunk, no float64 temporary
+    return lambda rows: np.asarray(z[rows], dtype=np.float32) - lse32[rows]
 
 
 def _logsumexp(z: np.ndarray) -> np.ndarray:
