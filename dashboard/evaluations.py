@@ -69,7 +69,13 @@ def _evaluation(location: str, file_stamp: tuple, dataset_key: tuple, subset: st
     mask = subset_mask(bundle, subset)
     return ModelEvaluation.from_bundle(bundle, ds.hierarchy, name=_model, dataset=ds.name,
                                        subset=None if mask.all() else mask, subset_name=subset,
-                                       file=file_label(location))
+                                       file=file_label(location), members_path=_members_path(location))
+
+
+def _members_path(location: str) -> str:
+    """The file whose manifest's ensemble members are read: a shipped or listed file; "" (none) for
+    an upload or a synthetic model, which have no folder to find members in."""
+    return "" if location.startswith((UPLOAD_PREFIX, SYNTHETIC_PREFIX)) else location
 
 
 @cache_resource(max_entries=8, show_spinner=False)

@@ -20,6 +20,8 @@ from typing import Any
 
 import streamlit as st
 
+from hsc_core.core.calibrators import calibrator_names
+from hsc_core.core.confidence import confidence_names
 from hsc_core.core.rule_registry import rule_names
 from hsc_core.evaluation.guarantees import DEFAULT_METHODS, METHODS, SAMPLINGS
 
@@ -85,6 +87,16 @@ def _rules(s: str) -> list[str]:
     if any(r not in listed for r in parts):
         raise Invalid("rule names from " + ", ".join(listed) + ", separated by commas")
     return [r for r in listed if r in parts]
+
+
+def _registry_list(listed: Callable[[], tuple[str, ...]], what: str) -> Callable[[str], list[str]]:
+    """A comma list of registry names (``calib_*``), kept in the registry's order; none is invalid."""
+    def parse(s: str) -> list[str]:
+        parts, names = (s.split(",") if s else []), listed()
+        if not parts or any(p not in names for p in parts):
+            raise Invalid(f"{what} from " + ", ".join(names) + ", separated by commas")
+        return [n for n in names if n in parts]
+    return parse
 
 
 def _methods(s: str) -> list[str]:
@@ -254,6 +266,16 @@ SETTINGS: dict[str, Setting] = {
     # Per-rank thresholds: the accuracy to guarantee and δ (app_pages/per_rank)
     "r_acc": _float_setting(0.9, 0.5, 0.999),
     "r_delta": _float_setting(0.1, 0.01, 0.5),
+    # Calibrators (app_pages/calibrators): which calibrators and confidence scores, the rule, the
+    # intervals, and whether the table covers the current model or every listed one. The member
+    # scores are offered (and kept from a link) only for a model whose manifest names members.
+    "c_cals": Setting(["none", "temperature", "isotonic", "depth_temperature"],
+                      _registry_list(calibrator_names, "calibrator names"), lambda v: ",".join(v)),
+    "c_scores": Setting(["softmax", "margin", "entropy", "doctor", "member_mean", "member_disagreement"],
+                        _registry_list(confidence_names, "confidence score names"), lambda v: ",".join(v)),
+    "c_rule": Setting("climbing", _choice(*rule_names())),
+    "c_ci": Setting(False, _bool, lambda v: "1" if v else "0"),
+    "c_scope": Setting("model", _choice("model", "all")),
 }
 
 

@@ -69,6 +69,8 @@ _EXPORTS: dict[str, str] = {
     "get_confidence": "core.confidence",
     "confidence_node_scores": "core.confidence",
     "fit_node_scorer": "core.confidence",
+    "member_node_scores": "core.confidence",
+    "load_members": "datasets.members",
     "calibrator_benchmark": "evaluation.calibrator_benchmark",
     # beyond the paper: metric-optimal and Pareto rules, and the metrics the field asks for
     "ALL_RULES": "core.metric_rules",
@@ -136,7 +138,7 @@ __all__ = [
     "RCCurve", "hierarchical_rc_curve", "hierarchical_aurc", "hierarchical_gain", "bootstrap_haurc",
     "RuleSpec", "get_rule", "rule_names", "rule_label", "register_rule",
     "calibrator_names", "get_calibrator", "fit_calibrator", "confidence_names", "get_confidence",
-    "confidence_node_scores", "fit_node_scorer", "calibrator_benchmark",
+    "confidence_node_scores", "fit_node_scorer", "member_node_scores", "load_members", "calibrator_benchmark",
     "ALL_RULES", "any_decision_paths", "expected_scores", "node_scores", "pareto_records",
     "aurc", "augrc", "oracle_haurc", "excess_haurc", "achievable_haurc", "risk_at_coverage", "coverage_at_risk",
     "hierarchical_prf", "RC_TABLE_COLUMNS", "rc_table_rows",
@@ -232,7 +234,13 @@ sys.meta_path.append(_MovedModules())
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the lazy names, statically
     from .core.calibrators import calibrator_names, fit_calibrator, get_calibrator
-    from .core.confidence import confidence_names, confidence_node_scores, fit_node_scorer, get_confidence
+    from .core.confidence import (
+        confidence_names,
+        confidence_node_scores,
+        fit_node_scorer,
+        get_confidence,
+        member_node_scores,
+    )
     from .core.conformal import lca_set_paths
     from .core.curves import RCCurve, hierarchical_aurc, hierarchical_gain, hierarchical_rc_curve
     from .core.hierarchy import Hierarchy
@@ -252,6 +260,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the lazy names, statically
     from .datasets.formats import load_hierarchy
     from .datasets.imagenet import imagenet_hierarchy
     from .datasets.logits_io import load_logits, save_logits
+    from .datasets.members import load_members
     from .datasets.registry import load_dataset
     from .evaluation.calibration import calibrate
     from .evaluation.calibrator_benchmark import calibrator_benchmark

@@ -153,6 +153,10 @@ SLOW_FIXTURES = {"test_cache_logits.py": {"synthetic"}}
 SLOW_TESTS = {  # file -> test functions (every parameter of each)
     "test_one_call.py": {"test_cli_card_without_delta_for_a_method_that_does_not_read_it"},  # the card, 4 s
     "test_calibrators.py": {"test_matrix_calibrators_run_every_rule"},  # L-BFGS over C² parameters
+    "test_calibrator_pins.py": {"test_imagenet_size_matrix_fits_are_pinned"},  # C² L-BFGS at 1,000 classes
+    "test_member_scores.py": {"test_report_benchmark_offers_the_member_scores_to_the_ensemble_only"},  # 2 reports
+    "test_large_fits.py": {"test_structured_matrix_improves_on_ts_and_maps_as_fitted",  # L-BFGS, 2 forms each
+                           "test_vector_in_float32_reaches_todays_nll"},
     "test_cache_logits.py": {"test_models_on_local_ray_one_task_each_resumable",  # Ray
                              "test_torchrun_two_ranks_matches_single_process",  # two torchrun processes
                              "test_pretrained_on_shared_images_matches_shipped",  # pretrained net, ../shared

@@ -24,7 +24,7 @@ PAGES = ("app_pages/overview.py", "app_pages/story.py", "app_pages/explorer.py",
          "app_pages/where_in_tree.py", "app_pages/model_atlas.py", "app_pages/hierarchy_sensitivity.py",
          "app_pages/try_an_image.py")
 #: The link parameters that pick rules (state.SETTINGS): every one of them carries the rule.
-RULE_KEYS = ("rules", "cmp_rule")
+RULE_KEYS = ("rules", "cmp_rule", "c_rule")
 #: Other pages' settings, each away from its default, so a rule meets every page's state.
 OTHER_SETTINGS = {"model": "efficientnet_lite0", "ts": "0", "theta": "0.6", "loss": "severity", "dec": "2",
                   "bins": "10", "wkind": "icicle", "wcolour": "accuracy_here", "level": "3",

@@ -33,7 +33,8 @@ def cifar() -> ModelEvaluation:
 
 def test_pairs_leave_out_what_cannot_be_scored():
     pairs = benchmark_pairs()
-    assert len(pairs) == 7 * 5 - 4 and ("depth_temperature", "softmax") in pairs
+    assert len(pairs) == 7 * 7 - 4 and ("depth_temperature", "softmax") in pairs
+    assert ("depth_temperature", "member_mean") in pairs  # member scores average node scores
     assert ("depth_temperature", "margin") not in pairs
     with pytest.raises(ValueError, match="unknown calibrator"):
         benchmark_pairs(["nope"])

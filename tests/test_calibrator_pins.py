@@ -43,3 +43,27 @@ def test_haurc_and_gain_are_pinned(lite0, ts, rule):
 def test_cc_area_is_pinned(lite0, ts, rule):
     row = lite0.setting(ts).cc_summary((rule,))[0]
     assert row["area under CC curve (lower is better)"] == CC_AREA_PINS[(ts, rule)]
+
+
+# The other calibrators at ImageNet size (1,000 classes: every fit's full form, float64), measured
+# on h2-calib at 0ed9a69 before the iNat21-size fast paths; Climbing with softmax.
+FIT_PINS = {
+    "vector": (0.333325605818542, 2.8136930126994013),
+    "depth_temperature": (0.03999005837356271, 13.396903618337817),
+}
+MATRIX_FIT_PINS = {
+    "matrix": (0.0961606240606529, 11.142613877210737),
+    "dirichlet": (0.38369221632931666, -0.34765913863818465),
+}
+
+
+@pytest.mark.parametrize("calibrator", sorted(FIT_PINS))
+def test_imagenet_size_fits_are_pinned(lite0, calibrator):
+    es = lite0.scored(calibrator, "softmax")
+    assert (es.haurc("climbing"), es.gain("climbing")) == FIT_PINS[calibrator]
+
+
+@pytest.mark.parametrize("calibrator", sorted(MATRIX_FIT_PINS))
+def test_imagenet_size_matrix_fits_are_pinned(lite0, calibrator):  # ~2-5 s of L-BFGS each: slow tier
+    es = lite0.scored(calibrator, "softmax")
+    assert (es.haurc("climbing"), es.gain("climbing")) == MATRIX_FIT_PINS[calibrator]

@@ -123,7 +123,8 @@ def test_unknown_names_raise_one_line_naming_the_choices():
         get_confidence("y")
     assert calibrator_names() == ("none", "temperature", "vector", "matrix", "dirichlet", "isotonic",
                                   "depth_temperature")
-    assert confidence_names() == ("softmax", "margin", "entropy", "doctor", "energy")
+    assert confidence_names() == ("softmax", "margin", "entropy", "doctor", "energy", "member_mean",
+                                  "member_disagreement")
     assert not compatible("depth_temperature", "margin") and compatible("depth_temperature", "softmax")
 
 
@@ -206,7 +207,7 @@ def _runs(toy_eval: ModelEvaluation, calibrator: str) -> None:
     assert 0 < es.haurc("climbing") < 1
 
 
-@pytest.mark.parametrize("confidence", confidence_names())
+@pytest.mark.parametrize("confidence", [c for c in confidence_names() if not get_confidence(c).needs_members])
 def test_every_confidence_runs_every_rule(toy_eval, confidence):
     es = toy_eval.scored("temperature", confidence)
     for rule in ("selective", "climbing", "jumping", "max_coverage"):

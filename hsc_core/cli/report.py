@@ -24,7 +24,6 @@ from pathlib import Path
 import numpy as np
 
 from ..core.calibrators import calibrator_names
-from ..core.confidence import confidence_names
 from ..core.protocol import PROTOCOLS
 from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES
 from ..core.validation import clip_path
@@ -171,8 +170,9 @@ def run(args: argparse.Namespace) -> int:
         "target_accuracy": args.card_target, "delta": args.card_delta, "method": args.card_method}
     scores = None
     if args.calibrator is not None or args.confidence is not None:  # the benchmark section, on request
+        # Without --confidence: every score each model offers (the member scores for an ensemble only).
         scores = {"calibrators": parse_calibrators(args.calibrator, calibrator_names()),
-                  "confidences": parse_confidences(args.confidence, confidence_names())}
+                  "confidences": None if args.confidence is None else parse_confidences(args.confidence)}
     text = build_report(_evaluations(jobs, args), args.title, _command(args), n_resamples=args.n_resamples,
                         seed=args.bootstrap_seed, card=card, calibrators=scores)
     _write_atomic(out, text)

@@ -26,6 +26,13 @@ gradients, float64 sums over row chunks of the memory budget (``config.rows_per_
 matrix and Dirichlet fits refuse a class count whose C × C parameters and L-BFGS history would
 not fit the budget (``HSC_MEMORY_BUDGET_MB``), with one line saying how much they need.
 
+Above ``large_fits.LARGE_CLASS_COUNT`` (1,024) classes, iNat21's 10,000 for one, the fits take
+the forms of ``core.large_fits`` so that each takes ≤ 60 s on 2 cores: vector scaling in float32
+passes and 50 L-BFGS iterations; matrix and Dirichlet scaling with a *structured*
+W = diag(d) + U Vᵀ (rank 8, V the features' principal directions, ODIR on its off-diagonal
+entries; ``params`` {"d", "b", "U", "V"} in place of {"W", "b"}); the per-depth temperatures by
+Newton steps. At or below it (ImageNet's 1,000 classes) every fit is as before.
+
 Examples
 --------
 >>> calibrator_names()
@@ -45,6 +52,15 @@ from scipy.optimize import isotonic_regression, minimize, minimize_scalar
 
 from ..config import memory_budget_bytes, rows_per_chunk
 from .hierarchy import Hierarchy
+from .large_fits import (
+    LARGE_VECTOR_MAX_ITER,
+    fit_depth_temperatures_newton,
+    fit_structured_matrix,
+    fit_vector_float32,
+    is_large,
+    nll_and_grad_of_scaled,
+    structured_logits,
+)
 from .named_registry import NamedRegistry
 from .probabilities import fit_temperature, node_probabilities, softmax
 from .validation import check_labels, check_logits
@@ -67,7 +83,8 @@ class FittedCalibrator:
     ----------
     key : the calibrator's registry key.
     params : the fitted parameters (``temperature``: {"T": float}; ``vector``: {"w", "b"} (C,);
-        ``matrix`` / ``dirichlet``: {"W"} (C, C) and {"b"} (C,); ``isotonic``: {"x", "y"} the
+        ``matrix`` / ``dirichlet``: {"W"} (C, C) and {"b"} (C,), or above 1,024 classes the
+        structured {"d", "b"} (C,), {"U", "V"} (C, r) with W = diag(d) + U Vᵀ; ``isotonic``: {"x", "y"} the
         knots of the map; ``depth_temperature``: {"T": (max_depth + 1,)} with T[0] unused}.
     """
 
@@ -98,10 +115,9 @@ class FittedCalibrator:
             return z / p["T"]
         if self.key == "vector":
             return z * p["w"] + p["b"]
-        if self.key == "matrix":
-            return z @ p["W"].T + p["b"]
-        if self.key == "dirichlet":
-            return _log_softmax(z) @ p["W"].T + p["b"]
+        if self.key in ("matrix", "dirichlet"):
+            x = z if self.key == "matrix" else _log_softmax(z)
+            return x @ p["W"].T + p["b"] if "W" in p else structured_logits(x, p)
         if self.key == "isotonic":
             with np.errstate(divide="ignore"):
                 return np.log(self.leaf_probs(z))
@@ -174,31 +190,15 @@ def _log_softmax(z: np.ndarray) -> np.ndarray:
     return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
 
 
-def _nll_and_grad_of_scaled(z_of: Callable[[slice], np.ndarray], labels: np.ndarray, n: int, c: int,
-                            backward: Callable[[slice, np.ndarray], None]) -> float:
-    """Mean NLL of softmax(z') over row chunks, z' = ``z_of(rows)`` (float64); ``backward(rows, G)``
-    takes each chunk's dL/dz' = (softmax(z') − onehot) / n (computed in place in z')."""
-    total = 0.0
-    step = rows_per_chunk(4 * 8 * c)
-    for start in range(0, n, step):
-        rows = slice(start, min(start + step, n))
-        zp = z_of(rows)
-        y = labels[rows]
-        at = np.arange(y.size)
-        top = zp.max(axis=1, keepdims=True)
-        true = zp[at, y] - top[:, 0]
-        zp -= top
-        np.exp(zp, out=zp)
-        s = zp.sum(axis=1, keepdims=True)
-        total += float(np.sum(np.log(s[:, 0]) - true))
-        zp /= s * n
-        zp[at, y] -= 1.0 / n
-        backward(rows, zp)
-    return total / n
-
-
 def _fit_vector(hierarchy: Hierarchy, logits: np.ndarray, labels: np.ndarray) -> FittedCalibrator:
     n, c = logits.shape
+    # From temperature scaling's optimum (w = 1/T, b = 0): a better start than w = 1; with about
+    # one sample per class (iNat21's split) the unregularised optimum lies at infinity, so
+    # ``VECTOR_MAX_ITER`` bounds the work (and the overfitting) rather than convergence.
+    start = np.r_[np.full(c, 1.0 / fit_temperature(logits, labels)), np.zeros(c)]
+    if is_large(c):  # iNat21 size: float32 passes (``core.large_fits``)
+        theta, nll = fit_vector_float32(logits, labels, start, LARGE_VECTOR_MAX_ITER, LBFGS_HISTORY)
+        return FittedCalibrator("vector", {"w": theta[:c], "b": theta[c:], "nll": nll})
     z = logits.astype(np.float64)
 
     def f(theta: np.ndarray) -> tuple[float, np.ndarray]:
@@ -208,13 +208,9 @@ def _fit_vector(hierarchy: Hierarchy, logits: np.ndarray, labels: np.ndarray) ->
         def back(rows: slice, g: np.ndarray) -> None:
             grad[:c] += np.einsum("ij,ij->j", g, z[rows])
             grad[c:] += g.sum(axis=0)
-        loss = _nll_and_grad_of_scaled(lambda rows: z[rows] * w + b, labels, n, c, back)
+        loss = nll_and_grad_of_scaled(lambda rows: z[rows] * w + b, labels, n, c, back)
         return loss, grad
 
-    # From temperature scaling's optimum (w = 1/T, b = 0): a better start than w = 1; with about
-    # one sample per class (iNat21's split) the unregularised optimum lies at infinity, so
-    # ``VECTOR_MAX_ITER`` bounds the work (and the overfitting) rather than convergence.
-    start = np.r_[np.full(c, 1.0 / fit_temperature(logits, labels)), np.zeros(c)]
     res = minimize(f, start, jac=True, method="L-BFGS-B",
                    options={"maxiter": VECTOR_MAX_ITER, "maxcor": LBFGS_HISTORY})
     return FittedCalibrator("vector", {"w": res.x[:c], "b": res.x[c:], "nll": float(res.fun)})
@@ -229,6 +225,9 @@ def _fit_matrix_of(key: str, features: Callable[[np.ndarray], np.ndarray], lam: 
                    mu: float = ODIR_MU) -> Callable[[Hierarchy, np.ndarray, np.ndarray], FittedCalibrator]:
     def fit(hierarchy: Hierarchy, logits: np.ndarray, labels: np.ndarray) -> FittedCalibrator:
         n, c = logits.shape
+        if is_large(c):  # iNat21 size: W = diag(d) + U Vᵀ (``core.large_fits``)
+            return FittedCalibrator(key, fit_structured_matrix(
+                _structured_features(key, logits), labels, n, c, fit_temperature(logits, labels), lam, mu))
         need, budget = matrix_memory_bytes(c), memory_budget_bytes()
         if need > budget:
             raise ValueError(f"{key} scaling of {c} classes needs about {need / 2**20:,.0f} MB (C × C parameters "
@@ -247,7 +246,7 @@ def _fit_matrix_of(key: str, features: Callable[[np.ndarray], np.ndarray], lam: 
             def back(rows: slice, g: np.ndarray) -> None:
                 gw[...] += g.T @ x[rows]
                 gb[...] += g.sum(axis=0)
-            loss = _nll_and_grad_of_scaled(lambda rows: x[rows] @ w.T + b, labels, n, c, back)
+            loss = nll_and_grad_of_scaled(lambda rows: x[rows] @ w.T + b, labels, n, c, back)
             loss += scale_w * float(np.sum((w * off) ** 2)) + scale_b * float(b @ b)
             return loss, np.r_[gw.ravel(), gb]
 
@@ -256,6 +255,22 @@ def _fit_matrix_of(key: str, features: Callable[[np.ndarray], np.ndarray], lam: 
         return FittedCalibrator(key, {"W": res.x[: c * c].reshape(c, c), "b": res.x[c * c:], "nll": float(res.fun),
                                  "lambda": lam, "mu": mu})
     return fit
+
+
+def _structured_features(key: str, logits: np.ndarray) -> Callable[[slice], np.ndarray]:
+    """rows → float32 features of the structured fit: the logits (matrix) or log softmax (dirichlet)."""
+    z = np.asarray(logits)
+    if key == "matrix":
+        return lambda rows: np.asarray(z[rows], dtype=np.float32)
+    step = rows_per_chunk(8 * z.shape[1])
+    lse = np.concatenate([_logsumexp(z[s:s + step].astype(np.float64)) for s in range(0, z.shape[0], step)])
+    lse32 = lse.astype(np.float32)[:, None]  # float32 throughout: one pass per chunk, no float64 temporary
+    return lambda rows: np.asarray(z[rows], dtype=np.float32) - lse32[rows]
+
+
+def _logsumexp(z: np.ndarray) -> np.ndarray:
+    top = z.max(axis=1)
+    return top + np.log(np.exp(z - top[:, None]).sum(axis=1))
 
 
 def _isotonic_knots(conf: np.ndarray, correct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -338,6 +353,8 @@ def _subset_sums(hierarchy: Hierarchy, e: np.ndarray, rows: np.ndarray, targets:
 
 
 def _fit_depth_temperature(hierarchy: Hierarchy, logits: np.ndarray, labels: np.ndarray) -> FittedCalibrator:
+    if is_large(hierarchy.n_leaves):  # iNat21 size: Newton steps in float32 (``core.large_fits``)
+        return FittedCalibrator("depth_temperature", {"T": fit_depth_temperatures_newton(hierarchy, logits, labels)})
     temps = np.ones(hierarchy.max_depth + 1)
     for d in range(1, hierarchy.max_depth + 1):
         targets = _depth_targets(hierarchy, labels, d)

@@ -33,16 +33,23 @@ monotone in θ, which a path-monotone score gives, so it holds for every score h
 θ is no longer a probability (a "confidence ≥ 0.9" reading, and the calibration–coverage ECE of
 the rules' returned confidences, mean something only for ``softmax``).
 
+**Scores over an ensemble's members** (``member_mean``, ``member_disagreement``;
+``member_node_scores``) average the members' calibrated node scores f^(m) instead of coarsening
+one distribution: f̄_v, and (#{m : ŷ_m ∈ L(v)} + f̄_v) / (M + 1), the share of the members' top-leaf
+votes inside v with f̄ as a tie-breaking vote. Both are path-monotone with root 1, so the same
+guarantees hold; ``member_mean`` is a probability, ``member_disagreement`` is not. They need the
+members' logits (``MemberScorer``; ``datasets.members`` finds them through the manifest).
+
 Examples
 --------
 >>> confidence_names()
-('softmax', 'margin', 'entropy', 'doctor', 'energy')
+('softmax', 'margin', 'entropy', 'doctor', 'energy', 'member_mean', 'member_disagreement')
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -62,6 +69,8 @@ class ConfidenceSpec:
     key, label, source : name in code/CSV/CLI, display name, citation.
     node_scores : ``(hierarchy, leaf_probs (n, C), logits (n, C) or None, params) → (n, n_nodes)``.
     needs_logits : whether it reads the (calibrated) logits, not only the leaf probabilities.
+    needs_members : whether it reads an ensemble's members (``member_node_scores``; its
+        ``node_scores`` then only says so).
     """
 
     key: str
@@ -69,6 +78,7 @@ class ConfidenceSpec:
     source: str
     node_scores: Callable[[Hierarchy, np.ndarray, np.ndarray | None, dict], np.ndarray]
     needs_logits: bool = False
+    needs_members: bool = False
 
 
 _SCORES = NamedRegistry[ConfidenceSpec]("confidence score")
@@ -105,6 +115,8 @@ def confidence_node_scores(name: str, hierarchy: Hierarchy, leaf_probs: np.ndarr
     params : fitted on the calibration split by ``fit_confidence`` (``energy``: m, s).
     """
     spec = get_confidence(name)
+    if spec.needs_members:
+        raise ValueError(f"confidence score {quote(name)} reads an ensemble's members: use member_node_scores")
     if spec.needs_logits and logits is None:
         raise ValueError(f"confidence score {quote(name)} needs the logits")
     p = np.asarray(leaf_probs)
@@ -207,6 +219,44 @@ def _energy(h: Hierarchy, p: np.ndarray, z: np.ndarray | None, params: dict) -> 
     return np.repeat(score[:, None], h.n_nodes, axis=1)
 
 
+def _members_only(h: Hierarchy, p: np.ndarray, z: np.ndarray | None, params: dict) -> np.ndarray:
+    raise ValueError("this confidence score reads an ensemble's members (member_node_scores)")
+
+
+def member_node_scores(name: str, hierarchy: Hierarchy, members: Sequence[np.ndarray]) -> np.ndarray:
+    """(n, n_nodes) a member score from each member's (calibrated) node scores, in [0, 1], root 1.
+
+    Parameters
+    ----------
+    name : ``member_mean`` or ``member_disagreement``.
+    members : M ≥ 1 arrays (n, n_nodes), each member's node scores f^(m) (``FittedCalibrator.node_scores``
+        of its logits: path-monotone, root 1).
+
+    ``member_mean``: f̄_v = (1/M) Σ_m f_v^(m). ``member_disagreement``: 1 − the share of the M + 1
+    votes that fall outside v, where member m votes for its top leaf ŷ_m (the arg-max of its leaf
+    scores) and f̄_v counts as one more, soft vote (it breaks the ties of the M hard votes):
+    κ(v) = (#{m : ŷ_m ∈ L(v)} + f̄_v) / (M + 1). Both are means of path-monotone scores with
+    root 1, so they never decrease towards the root.
+    """
+    if get_confidence(name).key not in MEMBER_SCORES:
+        raise ValueError(f"{quote(name)} is not a member score; choose one of {', '.join(MEMBER_SCORES)}")
+    if not members:
+        raise ValueError(f"confidence score {quote(name)} needs at least one member")
+    mean = np.mean(np.stack(members), axis=0)
+    if name == "member_mean":
+        return mean
+    c = hierarchy.n_leaves
+    votes = np.zeros_like(mean)
+    for f in members:
+        top = np.zeros((f.shape[0], c), dtype=mean.dtype)
+        top[np.arange(f.shape[0]), f[:, :c].argmax(axis=1)] = 1.0
+        votes += node_probabilities(hierarchy, top)
+    return (votes + mean) / (len(members) + 1)
+
+
+#: The scores over an ensemble's members, in ``member_node_scores``.
+MEMBER_SCORES = ("member_mean", "member_disagreement")
+
 for _spec in (
     ConfidenceSpec("softmax", "Softmax response", "Geifman & El-Yaniv (NeurIPS 2017); the paper's", _softmax),
     ConfidenceSpec("margin", "Margin", "top-1 minus top-2 probability", _margin),
@@ -214,6 +264,11 @@ for _spec in (
     ConfidenceSpec("doctor", "DOCTOR (Gini)", "Granese et al., \"DOCTOR\" (NeurIPS 2021)", _doctor),
     ConfidenceSpec("energy", "Energy", "Liu et al., \"Energy-based out-of-distribution detection\" (NeurIPS 2020)",
                    _energy, needs_logits=True),
+    ConfidenceSpec("member_mean", "Member mean", "mean over the ensemble's members of each member's calibrated "
+                   "node probability (Lakshminarayanan et al., NeurIPS 2017)", _members_only, needs_members=True),
+    ConfidenceSpec("member_disagreement", "Member agreement", "1 − the share of member votes outside the node "
+                   "(the members' top leaves, the member mean as a tie-breaking vote)", _members_only,
+                   needs_members=True),
 ):
     register_confidence(_spec)
 
@@ -238,19 +293,60 @@ class NodeScorer:
         return confidence_node_scores(self.confidence, self.hierarchy, cal.leaf_probs(logits), z, self.params)
 
 
+@dataclass(frozen=True)
+class MemberScorer:
+    """A fitted (calibrator, member score) pair over an ensemble's members.
+
+    The calibrator (fitted on the ensemble's own logits) maps each member's logits of the same
+    rows; ``member_node_scores`` combines them. ``logit_chunks`` calls ``score_rows``.
+
+    Attributes
+    ----------
+    members : M arrays (n_samples, C): each member's logits, in the rows of the ensemble's file.
+    """
+
+    hierarchy: Hierarchy
+    calibration: FittedCalibrator
+    confidence: str
+    members: tuple[np.ndarray, ...]
+    params: dict = field(default_factory=dict)
+
+    def __call__(self, logits: np.ndarray) -> np.ndarray:
+        raise ValueError(f"confidence score {quote(self.confidence)} scores rows of the file (score_rows)")
+
+    def score_rows(self, logits: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """(n, n_nodes) the member score of ``rows`` (n,) (``logits`` (n, C) sets the precision)."""
+        dtype = np.float32 if np.asarray(logits).dtype in (np.float16, np.float32) else np.float64
+        scores = [self.calibration.node_scores(self.hierarchy, np.asarray(m[rows]).astype(dtype, copy=False))
+                  for m in self.members]
+        out = member_node_scores(self.confidence, self.hierarchy, scores).astype(dtype, copy=False)
+        out[:, self.hierarchy.root] = 1.0
+        return out
+
+
 def compatible(calibrator: str, confidence: str) -> bool:
     """Whether the pair can be scored: ``depth_temperature`` scores nodes directly (one T per
-    depth, no single leaf distribution), so it pairs with ``softmax`` only."""
-    return confidence == "softmax" or get_calibrator(calibrator).key != "depth_temperature"
+    depth, no single leaf distribution), so it pairs with ``softmax`` and the member scores
+    (which average node scores) only."""
+    return (confidence == "softmax" or get_confidence(confidence).needs_members
+            or get_calibrator(calibrator).key != "depth_temperature")
 
 
 def fit_node_scorer(hierarchy: Hierarchy, calibrator: str | FittedCalibrator, confidence: str, logits: np.ndarray,
-                    labels: np.ndarray) -> NodeScorer:
+                    labels: np.ndarray, members: Sequence[np.ndarray] | None = None) -> NodeScorer | MemberScorer:
     """Fit ``calibrator`` (a name, or one already fitted on these rows) and ``confidence``'s
-    parameters on calibration ``logits`` (n, C) and ``labels`` (n,)."""
-    get_confidence(confidence)
+    parameters on calibration ``logits`` (n, C) and ``labels`` (n,).
+
+    members : for a member score, the M members' logits (n_samples, C) in the rows of the file
+        the scorer will be applied to (not only the calibration rows).
+    """
+    spec = get_confidence(confidence)
+    if spec.needs_members and not members:
+        raise ValueError(f"confidence score {quote(confidence)} needs an ensemble's members, and this model has none")
     cal = (calibrator if isinstance(calibrator, FittedCalibrator)
            else fit_calibrator(calibrator, hierarchy, logits, labels))
+    if spec.needs_members:
+        return MemberScorer(hierarchy, cal, spec.key, tuple(members or ()))
     if confidence != "softmax" and not cal.gives_leaf_distribution:
         raise ValueError(f"calibrator {quote(cal.key)} scores nodes directly (no single leaf distribution); "
                          "combine it with confidence 'softmax'")

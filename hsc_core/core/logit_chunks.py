@@ -32,7 +32,15 @@ from .validation import check_labels, check_logits, quote
 Precision = Literal["float32", "float64"]
 Progress = Callable[[int, int], None]
 #: A fitted (calibrator, confidence) pair: logits chunk (n, C) → node scores (n, n_nodes) (``confidence.NodeScorer``).
+#: A scorer that also reads other per-sample arrays (an ensemble's members: ``confidence.MemberScorer``)
+#: has a ``score_rows(block, rows)`` method, called with the chunk's row indices into the logits.
 Scorer = Callable[[np.ndarray], np.ndarray]
+
+
+def apply_scorer(scorer: Scorer, block: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """(n, n_nodes) ``scorer``'s node scores of ``block`` (n, C), the logits of ``rows`` (n,)."""
+    by_rows = getattr(scorer, "score_rows", None)
+    return scorer(block) if by_rows is None else by_rows(block, rows)
 
 def auto_chunk_size(hierarchy: Hierarchy, precision: Precision = "float32", budget_bytes: int | None = None) -> int:
     """Samples per chunk so one chunk's temporaries stay near ``budget_bytes`` (default: the one
@@ -132,7 +140,7 @@ def node_probabilities_rows(
         raise ValueError(f"rows must lie in [0, {arr.shape[0]}), got {idx[(idx < 0) | (idx >= arr.shape[0])][0]}")
     dtype = _dtype(arr, precision)
     if scorer is not None:
-        return scorer(arr[idx].astype(dtype, copy=False))
+        return apply_scorer(scorer, arr[idx].astype(dtype, copy=False), idx)
     return node_probabilities(hierarchy, softmax(arr[idx].astype(dtype, copy=False), temperature))
 
 
@@ -247,7 +255,11 @@ def node_probability_chunks(
         if not finite.all():
             bad = start + int(np.flatnonzero(~finite)[0])
             raise ValueError(f"logits contain NaN or inf (first: row {bad if index is None else int(index[bad])})")
-        yield start, (node_probabilities(hierarchy, softmax(block, temperature)) if scorer is None else scorer(block))
+        if scorer is None:
+            yield start, node_probabilities(hierarchy, softmax(block, temperature))
+        else:
+            at = np.arange(start, start + block.shape[0]) if index is None else index[take]
+            yield start, apply_scorer(scorer, block, at)
         if progress is not None:
             progress(min(start + chunk_size, n), n)
 

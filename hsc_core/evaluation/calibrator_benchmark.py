@@ -168,7 +168,9 @@ def calibrator_benchmark(evaluations: ModelEvaluation | Sequence[ModelEvaluation
     Parameters
     ----------
     evaluations : one ``ModelEvaluation`` or several (each model's rows are marked on their own).
-    calibrators, confidences : which (default: every listed one; incompatible pairs left out).
+    calibrators, confidences : which (default: every listed one; incompatible pairs left out, and
+        by default the member scores of a model without ensemble members; named explicitly, such
+        a score raises ``MembersError`` for that model).
     rule : the rule whose hAURC, gain and CC curve are shown (default Climbing).
     intervals : 95 % paired bootstrap intervals (``n_resamples``, ``seed``).
     progress : ``progress(done, total)`` over (model, pair) items, called after each pair that
@@ -180,11 +182,13 @@ def calibrator_benchmark(evaluations: ModelEvaluation | Sequence[ModelEvaluation
     """
     evs = [evaluations] if isinstance(evaluations, ModelEvaluation) else list(evaluations)
     pairs = benchmark_pairs(calibrators, confidences)
-    total = len(evs) * len(pairs)
+    per_model = [[(a, b) for a, b in pairs if confidences is not None or ev.has_members
+                  or not get_confidence(b).needs_members] for ev in evs]
+    total = sum(map(len, per_model))
     key = _key(rule, loss, intervals, n_resamples, seed)
     rows = []
-    for ev in evs:
-        for cal, conf in pairs:
+    for ev, ev_pairs in zip(evs, per_model, strict=True):
+        for cal, conf in ev_pairs:
             held = ev.scored(cal, conf).has_cached(key)
             rows.append(benchmark_row(ev, cal, conf, rule=rule, loss=loss, intervals=intervals,
                                       n_resamples=n_resamples, seed=seed))

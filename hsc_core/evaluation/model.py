@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..core.calibrators import FittedCalibrator, fit_calibrator, get_calibrator
-from ..core.confidence import NodeScorer, fit_node_scorer, get_confidence
+from ..core.confidence import MemberScorer, NodeScorer, fit_node_scorer, get_confidence
 from ..core.curves import (
     CCCurve,
     RangeGain,
@@ -69,6 +69,7 @@ from ..core.selective_metrics import (
 from ..core.thresholds import climbing_tight_thresholds
 from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, BootstrapResult, bootstrap_haurc, haurc_of_points
 from ..core.validation import check_labels, check_logits, clip, clip_path, quote
+from ..datasets.members import MembersError, load_members, member_names
 from .results import ResultRow, hierarchy_hash, result_row
 
 Progress = Callable[[int, int], None]
@@ -125,7 +126,7 @@ class EvaluationSet:
     """
 
     def __init__(self, evaluation: ModelEvaluation, ts: bool, rows: np.ndarray, progress: Progress | None,
-                 scorer: NodeScorer | None = None) -> None:
+                 scorer: NodeScorer | MemberScorer | None = None) -> None:
         self.evaluation = evaluation
         self.ts = bool(ts)
         self.scorer = scorer
@@ -521,6 +522,11 @@ class ModelEvaluation:
     cal_fraction, seed : the calibration split (``core.protocol.calibration_mask``).
     precision : ``"float32"`` / ``"float64"`` node probabilities; None follows the logits.
     file, manifest : provenance, shown in reports.
+    members : an ensemble's members' logits (name → (n_samples, C), the same rows), for the member
+        confidence scores; None loads them on first use through the manifest (``datasets.members``)
+        from ``members_path`` (default: ``file``).
+    members_path : the logits file on disk whose manifest names the members ("": none on disk, so
+        no member scores).
 
     Examples
     --------
@@ -553,6 +559,8 @@ class ModelEvaluation:
         precision: Precision | None = None,
         file: str = "",
         manifest: Mapping | None = None,
+        members: Mapping[str, np.ndarray] | None = None,
+        members_path: str | None = None,
     ) -> None:
         arr = np.asarray(logits)
         check_logits(arr[:1], hierarchy.n_leaves)  # shape, class count, dtype; finiteness per chunk
@@ -569,6 +577,8 @@ class ModelEvaluation:
         self.protocol = check_protocol(protocol)
         self.cal_fraction, self.seed = float(cal_fraction), int(seed)
         self.precision = precision
+        self._members = None if members is None else dict(members)
+        self.members_path = self.file if members_path is None else str(members_path)
         self._memo = _Memo()
 
     @classmethod
@@ -639,12 +649,39 @@ class ModelEvaluation:
         return self._memo.get(("scored", calibrator, confidence), lambda: EvaluationSet(
             self, ts, self.rows_for(ts), progress, scorer=self.scorer(calibrator, confidence)))
 
-    def scorer(self, calibrator: str, confidence: str) -> NodeScorer:
+    def scorer(self, calibrator: str, confidence: str) -> NodeScorer | MemberScorer:
         """The fitted ``NodeScorer`` of (calibrator, confidence) on the calibration split, once
-        (the calibrator itself is fitted once for every confidence score)."""
+        (the calibrator itself is fitted once for every confidence score); a ``MemberScorer``
+        over ``member_logits()`` for a member score."""
         cal = self.calibration
+        members = self.member_logits() if get_confidence(confidence).needs_members else None
         return self._memo.get(("scorer", calibrator, confidence), lambda: fit_node_scorer(
-            self.hierarchy, self.fitted_calibrator(calibrator), confidence, self.logits[cal], self.labels[cal]))
+            self.hierarchy, self.fitted_calibrator(calibrator), confidence, self.logits[cal], self.labels[cal],
+            members=members))
+
+    @property
+    def has_members(self) -> bool:
+        """Whether the member scores apply: members given, or named by the manifest of a file on disk."""
+        return self._members is not None or bool(member_names(self.manifest) and self.members_path)
+
+    def member_logits(self) -> tuple[np.ndarray, ...]:
+        """The ensemble members' logits, M arrays (n_samples, C) in this model's rows, loaded once;
+        one ``MembersError`` line saying why when the model has none or they do not match."""
+        def load() -> tuple[np.ndarray, ...]:
+            if self._members is not None:
+                found = self._members
+            elif not member_names(self.manifest) or not self.members_path:
+                raise MembersError(f"{clip(self.name)} has no ensemble members (the member scores need an "
+                                   "ensemble variant whose manifest lists member_files)")
+            else:
+                found = load_members(self.members_path, self.manifest, self.sample_ids, self.labels,
+                                     self.hierarchy.n_leaves)
+            for name, arr in found.items():
+                if np.shape(arr) != self.logits.shape:
+                    raise MembersError(f"member {clip(name)} of {clip(self.name)} has logits of shape "
+                                       f"{np.shape(arr)}, not {self.logits.shape}")
+            return tuple(found.values())
+        return self._memo.get(("members",), load)
 
     def fitted_calibrator(self, calibrator: str) -> FittedCalibrator:
         """Calibrator ``calibrator`` (``core.calibrators``) fitted on the calibration split, once."""

@@ -160,10 +160,10 @@ def evaluate_model(
 
 def _model_evaluation(bundle: LogitsBundle, hierarchy: Hierarchy, *, file: str, dataset: str, protocol: str,
                       cal_fraction: float, seed: int, progress: Progress | None,
-                      subset: str = "all") -> ModelEvaluation:
+                      subset: str = "all", members_path: str | None = None) -> ModelEvaluation:
     chosen = check_subset(bundle.sources, bundle.n_samples, subset, where=bundle.name)
     ev = ModelEvaluation.from_bundle(bundle, hierarchy, dataset=dataset, protocol=protocol,
-                                     cal_fraction=cal_fraction, seed=seed, file=file,
+                                     cal_fraction=cal_fraction, seed=seed, file=file, members_path=members_path,
                                      subset=subset_mask(bundle.sources, bundle.n_samples, subset),
                                      subset_name=chosen.name)
     if progress is not None:
@@ -208,7 +208,7 @@ def _evaluate_job(path: str, hierarchy: Hierarchy | None, settings: dict, sample
         if hierarchy is None:  # the tag the main process derives from the manifest, of the tree used
             tree_tag = "unknown" if manifest_dataset(bundle.manifest) is None else f"{dataset}:{hierarchy_hash(tree)}"
         check_dec(settings["dec"])
-        ev = _model_evaluation(bundle, tree, file="", dataset=dataset, protocol=settings["protocol"],
+        ev = _model_evaluation(bundle, tree, file="", members_path=path, dataset=dataset, protocol=settings["protocol"],
                                cal_fraction=settings["cal_fraction"], seed=settings["seed"], progress=bar,
                                subset=settings["subset"])
         rows = evaluation_rows(ev, dec=settings["dec"], rules=settings["rules"], metrics=settings["metrics"],
