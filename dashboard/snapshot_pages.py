@@ -459,28 +459,40 @@ def per_rank(params: Mapping[str, str]) -> Snapshot:
 
 
 # ---------------------------------------------------------------------------- Calibrators
-@register("calibrators", stamp=model_stamp)
+@register("calibrators", stamp=compare_stamp)
 def calibrators(params: Mapping[str, str]) -> Snapshot:
-    """The benchmark table of the page's default calibrators, scores and rule (the link does not
-    hold the page's pickers), as text."""
+    """The benchmark table of the link's calibrators, scores, rule and intervals (``c_cals``,
+    ``c_scores``, ``c_rule``, ``c_ci``) for the link's model or, with ``c_scope=all``, every shipped
+    model, as text (the page's cells: ★ marks each column's best)."""
     from . import calibrators as cal
 
     values = settings(params)
+    chosen_cals, chosen_scores = tuple(values["c_cals"]), tuple(values["c_scores"])
+    if not chosen_cals or not chosen_scores:
+        raise Unavailable("This link selects no calibrator or no confidence score.")
     name, location = model_of(values)
+    models = {name: location} if values["c_scope"] == "model" else _all_models(values)
+    contexts, lines = [], []
+    for model, path in models.items():
+        try:  # the page fits with TS on
+            contexts.append(evaluations.model_context(model, path, values["subset"], True))
+        except catalog.LOAD_ERRORS:
+            lines.append(f"**{widgets.plain(model)}** is left out (its file cannot be loaded).")
+    if not contexts:
+        raise Unavailable("The model this snapshot showed cannot be loaded any more.")
+    sets, rule = [es.view.evaluation for es in contexts], values["c_rule"]
     try:
-        es = evaluations.model_context(name, location, values["subset"], True)  # the page fits with TS on
-    except catalog.LOAD_ERRORS as exc:
-        raise Unavailable("The model this snapshot showed cannot be loaded any more.") from exc
-    rule = list(rule_names(paper=True))[1]  # the page's selectbox opens on its second option
-    try:
-        rows = cal.benchmark_rows(es, cal.DEFAULT_CALIBRATORS, cal.DEFAULT_CONFIDENCES, rule, False)
+        rows = cal.benchmark_rows(sets, chosen_cals, chosen_scores, rule, bool(values["c_ci"]))
     except ValueError as exc:
         raise Unavailable(str(exc)) from exc
     table = cal.shown_table(rows)
-    lines = [f"**Rule**: {rule_label(rule)} (the page's default calibrators and scores)"]
+    head = [f"**Rule**: {rule_label(rule)}"]
     for rec in table.to_dict("records"):  # one line per pair, the page's cells (★: the column's best)
         pair = f"**{widgets.plain(str(rec.pop('calibrator', '')))} · {widgets.plain(str(rec.pop('confidence', '')))}**"
-        rec.pop("model", None)
-        lines.append(pair + ": " + ", ".join(f"{k} {widgets.plain(str(val))}" for k, val in rec.items()))
-    return Snapshot("Calibrators and confidence scores", _lines(lines), (), caption=caption_of(es),
+        model = rec.pop("model", None)
+        prefix = f"{widgets.plain(str(model))}: " if len(sets) > 1 and model is not None else ""
+        head.append(prefix + pair + ": " + ", ".join(f"{k} {widgets.plain(str(val))}" for k, val in rec.items()))
+    caption = (caption_of(contexts[0]) if len(contexts) == 1
+               else f"{len(contexts)} models · the shipped models (uploads are not in links)")
+    return Snapshot("Calibrators and confidence scores", _lines(head + lines), (), caption=caption,
                     presenter=bool(values["presenter"]))

@@ -176,6 +176,26 @@ def test_calibrators_hold_the_pages_table(env):
                 f"gain % {row['gain %']}") in headline(page)
 
 
+def test_calibrators_follow_the_links_choices(env):
+    """c_cals, c_scores, c_rule and c_scope: the snapshot shows the link's pairs for the link's rule,
+    and with c_scope=all every model's (model-prefixed) lines."""
+    from dashboard import calibrators as cal
+    from dashboard import evaluations
+
+    status, page = snap("calibrators", c_cals="none,temperature", c_scores="margin", c_rule="selective")
+    es = evaluations.model_context(LITE0, str(env / f"{LITE0}.npz"), "all", True)
+    table = cal.shown_table(cal.benchmark_rows(es, ("none", "temperature"), ("margin",), "selective", False))
+    text = headline(page)
+    assert status == 200 and len(table) == 2 and "<strong>Rule</strong>: Selective" in text
+    assert text.count(" · Margin</strong>") == 2 and "Softmax" not in text
+    for _, row in table.iterrows():
+        assert f"<strong>{row['calibrator']} · Margin</strong>: hAURC×1000 {row['hAURC×1000']}," in text
+    status, page = snap("calibrators", c_cals="temperature", c_scores="softmax", c_scope="all")
+    text = headline(page)
+    assert status == 200 and text.count("Temperature scaling · Softmax") == 2
+    assert "efficientnet_lite1: <strong>Temperature scaling · Softmax" in text
+
+
 def test_try_an_image_link_to_a_missing_image_is_one_sentence(env):
     from dashboard import perturb
 
