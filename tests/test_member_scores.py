@@ -170,3 +170,35 @@ def test_report_benchmark_offers_the_member_scores_to_the_ensemble_only(capsys, 
                             "--out", out, "--n-resamples", "100")
         assert code == 0, err
         assert ("Member agreement" in out.read_text(encoding="utf-8")) == members
+
+
+def test_evaluate_cache_recomputes_member_scores_when_a_member_file_changes(capsys, ensemble_dir, tmp_path):
+    """The resumable cache keys member-score rows by the member files too: a changed member
+    recomputes them, an unchanged one reuses them (softmax-only keys ignore the members)."""
+    import pandas as pd
+
+    root = tmp_path / "ens"
+    shutil.copytree(ensemble_dir, root)
+    tree = tmp_path / "tree.json"
+    TREE.to_json(tree)
+    out = tmp_path / "r.csv"
+
+    def haurc() -> dict:
+        code, _, err = _cli(capsys, "evaluate", root / "variants" / "ens.npz", "--hierarchy", tree,
+                            "--confidence", "softmax,member_mean", "--calibrator", "none", "--out", out,
+                            "--no-progress")
+        assert code == 0, err
+        rows = pd.read_csv(out)
+        rows = rows[(rows["metric"] == "haurc") & (rows["rule"] == "selective")]
+        return dict(zip(rows["confidence"], rows["value"], strict=True))
+
+    first = haurc()
+    assert haurc() == first  # resumed from the cache
+    bundle = logits_io.load_logits(root / "m2.npz")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(logits_io, "library_versions", dict)
+        logits_io.save_logits(root / "m2.npz", bundle.logits * 3.0, bundle.labels, bundle.sample_ids,
+                              manifest={"model": "m2"}, dtype="float32")
+    second = haurc()
+    assert second["softmax"] == first["softmax"]  # the ensemble's own logits did not change
+    assert second["member_mean"] != first["member_mean"]

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.confidence import compatible
+from ..core.confidence import compatible, get_confidence
 from ..core.risk import LOSSES
 from ..core.rules import RULES
 from ..datasets.logits_io import (
@@ -37,13 +37,15 @@ from ..datasets.logits_io import (
     manifest_from_bytes,
     manifest_path,
 )
+from ..datasets.members import MembersError, member_names, member_path
 from ..datasets.registry import dataset_for_manifest, load_dataset
 from .rc_table import COLUMN_KINDS, POINT_COLUMNS, RC_TABLE_COLUMNS, table_columns
 from .results import RESULT_COLUMNS, hierarchy_hash
 
 __all__ = [
     "CACHE_FORMAT", "ROW_COLUMNS", "cache_dir_for", "cache_file", "entry_checksum", "file_digest", "load_content",
-    "manifest_dataset", "builtin_tree_tag", "key_settings", "rc_arrays", "rc_cache_file", "rc_entry_bytes", "rc_key",
+    "manifest_dataset", "manifest_dict", "with_members", "builtin_tree_tag", "key_settings", "rc_arrays",
+    "rc_cache_file", "rc_entry_bytes", "rc_key",
     "read_cached", "read_content", "read_rc_cached", "result_key", "row_ids", "rows_problem", "cache_entry",
     "DEFAULT_CALIBRATORS", "DEFAULT_CONFIDENCES", "score_pairs",
 ]
@@ -153,6 +155,35 @@ def builtin_tree_tag(manifest_bytes: bytes | None, seen: dict[str, str]) -> str:
 def key_settings(settings: dict, tree_tag: str | None) -> dict:
     """The settings a key covers: the run's, plus the built-in tree's tag without ``--hierarchy``."""
     return settings if tree_tag is None else {**settings, "tree": tree_tag}
+
+
+def with_members(content_digest: str, path: Path, manifest: dict | None, settings: dict) -> str:
+    """``content_digest`` extended by each member file's digest when one of ``settings``'
+    confidence scores reads an ensemble's members (``member_mean``, ``member_disagreement``), so a
+    changed member file recomputes those rows; otherwise ``content_digest`` unchanged (the
+    default keys stay what they were). A member that cannot be found keys as missing (the
+    evaluation then reports why)."""
+    chosen = settings.get("confidences") or ()
+    if not isinstance(manifest, dict) or not any(get_confidence(c).needs_members for c in chosen):
+        return content_digest
+    parts = [content_digest]
+    for name in member_names(manifest):
+        try:
+            parts.append(file_digest(member_path(path, name))[0])
+        except (MembersError, OSError):
+            parts.append(f"missing:{name}")
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def manifest_dict(manifest: bytes | None) -> dict | None:
+    """A manifest's bytes (``file_digest``'s second value) as a dict, None if absent or unreadable."""
+    if manifest is None:
+        return None
+    try:
+        value = json.loads(manifest)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def result_key(content_digest: str, settings: dict) -> str:

@@ -45,6 +45,7 @@ from ..evaluation.result_cache import (
     key_settings,
     load_content,
     manifest_dataset,
+    manifest_dict,
     rc_arrays,
     rc_cache_file,
     rc_entry_bytes,
@@ -53,6 +54,7 @@ from ..evaluation.result_cache import (
     read_rc_cached,
     result_key,
     score_pairs,
+    with_members,
 )
 from ..evaluation.results import hierarchy_hash
 from ..evaluation.subsets import canonical_name, check_subset, subset_mask
@@ -203,6 +205,7 @@ def _evaluate_job(path: str, hierarchy: Hierarchy | None, settings: dict, sample
     bar = _SampleBar(Path(path).stem) if sample_bar else None
     try:
         bundle, content = load_content(Path(path))
+        content = with_members(content, Path(path), bundle.manifest, settings)  # member scores: members keyed too
         dataset, tree = resolve_hierarchy(bundle, path, hierarchy)
         tree_tag = None
         if hierarchy is None:  # the tag the main process derives from the manifest, of the tree used
@@ -346,6 +349,7 @@ def evaluate_all(
         except OSError:
             continue  # unreadable: the worker reports why
         tree_tag = builtin_tree_tag(manifest, trees) if hierarchy is None else None
+        content = with_members(content, p, manifest_dict(manifest), settings)
         keys[i] = result_key(content, key_settings(settings, tree_tag))
         if resume:
             entry = cache_file(cache, p)
