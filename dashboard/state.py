@@ -21,6 +21,7 @@ from typing import Any
 import streamlit as st
 
 from hsc_core.core.rule_registry import rule_names
+from hsc_core.evaluation.card import DEFAULT_METHOD
 from hsc_core.evaluation.guarantees import DEFAULT_METHODS, METHODS, SAMPLINGS
 
 from . import session_keys as keys
@@ -227,8 +228,9 @@ SETTINGS: dict[str, Setting] = {
     "g_sampling": Setting("iid", _choice(*SAMPLINGS)),
     "g_cov": _float_setting(0.0, 0.0, 0.99),
     "g_card": Setting("theorem1_pac", _choice(*METHODS)),
-    # the method of the page's one split (the same engine as the card: θ̂ is the card's θ)
-    "split_method": Setting("theorem1", _choice(*METHODS)),
+    # the method of the page's one split (the same engine as the card: θ̂ is the card's θ); `hsc card`
+    # without --method deploys the same one
+    "split_method": Setting(DEFAULT_METHOD, _choice(*METHODS)),
     "g_depth": _int_setting(2, 0, 30),
     "g_pv": Setting("binomial", _choice("binomial", "hoeffding_bentkus")),
     # Hierarchy sensitivity: the ImageNet-1k trees compared

@@ -311,7 +311,7 @@ def test_cli_guarantees_and_card(shipped, tmp_path, capsys):
     md = card_md.read_text(encoding="utf-8")
     front = yaml.safe_load(md.split("---\n")[1])
     card = json.loads(card_md.with_suffix(".json").read_text(encoding="utf-8"))
-    assert front["hsc_decision_card"]["theta"] == card["theta"] and card["method"] == "theorem1_pac"
+    assert front["hsc_decision_card"]["theta"] == card["theta"] and card["method"] == "theorem1"  # the page's default
     assert front["model-index"][0]["results"][0]["metrics"][0]["value"] == pytest.approx(
         card["realised"]["accuracy"], abs=1e-6)
     lo, hi = card["realised"]["accuracy_interval"]
