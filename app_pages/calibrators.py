@@ -4,7 +4,7 @@ judged by hAURC, gain, ECE at the leaves and the calibration–coverage area (is
 import streamlit as st
 
 from dashboard import calibrators as cal
-from dashboard import entry, presenter, sidebar, widgets
+from dashboard import entry, headlines, presenter, sidebar, widgets
 from hsc_core.core.rule_registry import rule_label, rule_names
 
 entry.ensure_entrypoint(globals())
@@ -34,6 +34,7 @@ try:
 except ValueError as exc:  # e.g. matrix scaling over the memory budget at this class count
     st.error(str(exc))
     st.stop()
+st.markdown(headlines.calibrators_headline(rows, cal.calibrator_label, cal.confidence_label))
 st.dataframe(cal.shown_table(rows), hide_index=True, key="calib_table")
 widgets.csv_download(lambda: cal.export_table(rows), "calibrator_benchmark", key="dl_calib",
                      context=widgets.export_context(es))

@@ -3,7 +3,7 @@ shipped ImageNet example) → the shared-θ RC curve, one θ per rank with a gua
 
 import streamlit as st
 
-from dashboard import entry, per_rank, presenter, session_keys, state, widgets
+from dashboard import entry, headlines, per_rank, presenter, session_keys, state, widgets
 
 entry.ensure_entrypoint(globals())
 
@@ -38,6 +38,8 @@ st.markdown(f"**{scores.n:,} samples** from *{widgets.plain(source)}* · ranks "
 target, delta = float(state.get("r_acc")), float(state.get("r_delta"))
 with st.spinner(f"Calibrating and repeating over {per_rank.REPS:,} random splits…"):
     card = per_rank.card_for(scores, digest, source, target, delta)
+st.info(headlines.per_rank_headline(card["answer_share"], bool(card["certified"]), target, delta,
+                                    float(card["realised_accuracy"])), icon=":material/verified:")
 left, right = st.columns(2)
 with left:
     widgets.figure(per_rank.rc_figure(scores, presenter.font_size()), "per_rank_rc", key="rank_rc")

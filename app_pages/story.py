@@ -5,7 +5,19 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from dashboard import catalog, entry, evaluations, presenter, session_keys, sidebar, state, sweep, views, widgets
+from dashboard import (
+    catalog,
+    entry,
+    evaluations,
+    headlines,
+    presenter,
+    session_keys,
+    sidebar,
+    state,
+    sweep,
+    views,
+    widgets,
+)
 from hsc_core.core.rule_registry import rule_label
 from hsc_core.core.thresholds import theorem1_epsilon
 from hsc_core.report.figures import leaf_bars_figure
@@ -45,6 +57,7 @@ def _go(k: int) -> None:
 
 
 st.title("Guided story")
+st.markdown(headlines.story_headline(es.view.n, float(np.mean(es.view.leaf_pred != es.view.labels))))
 nav = st.columns([1, 6, 1], vertical_alignment="center")
 with nav[0]:
     st.button("← Back", on_click=_go, args=(step - 1,), disabled=step == 1, key="story_back")

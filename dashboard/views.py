@@ -360,3 +360,22 @@ def gain_intervals(rows: list[ResultRow], with_ts: bool = True) -> list[dict]:
             out.append({"label": label, "rule": r["rule"], "estimate": r["value"], "low": r["ci_low"],
                         "high": r["ci_high"]})
     return out
+
+
+def climb_path(h: Hierarchy, probs: np.ndarray, leaf: int,
+               true_leaf: int | None) -> tuple[list[str], np.ndarray, np.ndarray | None]:
+    """The top-1 ``leaf``'s path up to the root, as ``headlines.climb_headline`` reads it.
+
+    Parameters
+    ----------
+    h : the hierarchy. probs : (n_nodes,) one sample's node probabilities (root = 1).
+    leaf : the top-1 leaf. true_leaf : the true leaf (None: unknown, e.g. an upload).
+
+    Returns
+    -------
+    names : (k,) node names, the leaf first and the root last. path_probs : (k,) their probabilities.
+    correct : (k,) bool, each node an ancestor of the true leaf (None when it is unknown).
+    """
+    path = h.path_to_root(int(leaf))
+    correct = None if true_leaf is None else np.asarray(h.is_ancestor(path, int(true_leaf)), dtype=bool)
+    return [node_name(h, int(v)) for v in path], np.asarray(probs, dtype=float)[path], correct

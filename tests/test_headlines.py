@@ -42,3 +42,44 @@ def test_holds_says_which_promise_was_kept():
         "yes: 4% of the sets fell below the target, within δ = 10% (PAC)"
     assert headlines.holds_text("heuristic", "", 0.3, 0.1).startswith("no guarantee")
     assert headlines.kind_words("marginal").startswith("marginal: on average")
+
+
+# A path from the top-1 leaf "tabby" up to the root: p = 0.40, 0.70, 0.95, 1.
+PATH = ["tabby", "cat", "animal", "root"]
+PROBS = np.array([0.40, 0.70, 0.95, 1.0])
+
+
+def test_climb_headline_says_for_which_theta_backing_off_is_right():
+    wrong = headlines.climb_headline(PATH, PROBS, np.array([False, True, True, True]))
+    # θ ≤ 0.40: the wrong leaf; (0.40, 0.95]: cat or animal, both right; above 0.95: the root
+    assert wrong == ("The model's top guess is **tabby** (p = 0.40), and it is wrong; backing off when unsure "
+                     "(Climbing) answers correctly with **cat** from θ = 0.40 to 0.95 and rejects the image above it.")
+    right = headlines.climb_headline(PATH, PROBS, np.array([True, True, True, True]))
+    assert "it is right" in right and "leaf up to θ = 0.40" in right and "coarser class up to θ = 0.95" in right
+    hopeless = headlines.climb_headline(PATH, PROBS, np.array([False, False, False, True]))
+    assert hopeless.endswith("can only reject it (above θ = 0.95).")
+    unknown = headlines.climb_headline(PATH, PROBS, None)
+    assert "keeps it up to θ = 0.40 and answers a coarser class up to θ = 0.95 and rejects" in unknown
+    sure = headlines.climb_headline(["a", "b", "root"], np.array([0.5, 1.0, 1.0]), np.array([True, True, True]))
+    assert sure.endswith("never rejects it (every node on the path has probability 1).")
+
+
+def test_story_calibrators_per_rank_and_sensitivity_headlines():
+    assert "wrong 25 % of the time" in headlines.story_headline(1705, 0.2463)
+    rows = [{"calibrator": "ts", "confidence": "softmax", "haurc": 0.040},
+            {"calibrator": "none", "confidence": "entropy", "haurc": 0.050},
+            {"calibrator": "x", "confidence": "y", "haurc": float("nan")}]
+    cal = headlines.calibrators_headline(rows, str.upper, str.title)
+    assert "**TS + Softmax** is best (hAURC 40.0 ×10⁻³), 20 % below the worst, **NONE + Entropy** (50.0)" in cal
+    assert "Here" not in headlines.calibrators_headline(rows[:1], str.upper, str.title)
+    share = {"genus": 0.1, "species": 0.7, "root (abstain)": 0.2}
+    ranks = headlines.per_rank_headline(share, True, 0.9, 0.1, 0.93)
+    assert ranks == ("**80% of the samples get an answer** (70% at species, 10% at a coarser rank, 20% abstain); "
+                     "with 90% confidence at least 90.0% of the answers on new data are correct (measured on this "
+                     "table: 93.0%).")
+    assert headlines.per_rank_headline(share, False, 0.99, 0.05, 1.0).startswith("**No θ per rank can promise 99.0%")
+    gains = {"WordNet": 12.0, "Random": 1.0, "Induced": 15.0}
+    assert headlines.sensitivity_headline(gains, "Climbing", "Random").endswith(
+        "from 1.0 % (Random) to 15.0 % (Induced); with the classes shuffled (Random) it is only 1.0 %.")
+    assert headlines.sensitivity_headline({**gains, "Random": 13.0}, "Climbing", "Random").endswith(
+        "even with the classes shuffled (Random) it is 13.0 %.")
