@@ -307,7 +307,10 @@ def capped_list(key: str, raw: str, max_items: int | None) -> tuple[str, str]:
 
 
 def write_query_params() -> None:
-    """Mirror the canonical keys in the URL (only the ones that changed are sent)."""
+    """Mirror the canonical keys in the URL (only the ones that changed are sent). A setting at its
+    default joins the URL only once it is there (the link gave it, or it was changed before): a
+    shared link names what differs from a fresh page (about 50 characters, not 1,100), and a link
+    without a key opens at the default, so old links, which name every key, still mean the same."""
     ss = st.session_state
     qp = st.query_params
     for key, setting in SETTINGS.items():
@@ -317,7 +320,7 @@ def write_query_params() -> None:
                 del qp[key]
             continue
         enc = setting.encode(value)
-        if qp.get(key) != enc:
+        if qp.get(key) != enc and (key in qp or setting.default is None or enc != setting.encode(setting.default)):
             qp[key] = enc
 
 

@@ -83,3 +83,20 @@ def test_story_calibrators_per_rank_and_sensitivity_headlines():
         "from 1.0 % (Random) to 15.0 % (Induced); with the classes shuffled (Random) it is only 1.0 %.")
     assert headlines.sensitivity_headline({**gains, "Random": 13.0}, "Climbing", "Random").endswith(
         "even with the classes shuffled (Random) it is 13.0 %.")
+
+
+def test_the_sidebar_says_both_counts_in_words():
+    """Issue 35: 1,894 in the sidebar vs 1,705 on the pages — the shipped sample's split, in words."""
+    from pathlib import Path
+
+    import pytest
+
+    from dashboard import sidebar
+    from hsc_core.datasets.logits_io import load_logits
+
+    shipped = Path(__file__).resolve().parents[1] / "cached_logits" / "efficientnet_lite0.npz"
+    if not shipped.is_file():
+        pytest.skip("shipped logits absent")
+    assert sidebar.split_counts(load_logits(shipped), "all") == (1894, 189)
+    assert sidebar.split_words(1894, 189) == ("1,894 images: 189 fit the temperature T (10 % calibration split), "
+                                              "1,705 are evaluated on every page.")
