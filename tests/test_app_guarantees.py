@@ -193,3 +193,8 @@ def test_the_page_at_its_defaults_and_hsc_card_without_method_ship_one_theta(mon
     card = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
     assert card["method"] == "theorem1" and f"{card['theta']:.4f}" == "0.8570"
     assert f"{card['realised']['accuracy']:.4f}" == "0.9447"
+    # one sentence, the same numbers: θ, the share answered and at which level, the kind of promise
+    line = next(x for x in out.read_text(encoding="utf-8").splitlines() if x.startswith("**Deploy"))
+    levels = headline.split("get an answer** (")[1].split(", 0% none")[0].split(");")[0]
+    assert line.startswith("**Deploy θ = 0.8570**") and f"({levels}" in line, (line, headline)
+    assert "a marginal statement" in line and "a marginal statement" in headline
