@@ -375,23 +375,25 @@ def per_rank_headline(answer_share: dict[str, float], certified: bool, target: f
 
 def sensitivity_headline(gains: dict[str, float], rule: str, shuffled: str | None = None) -> str:
     """Hierarchy sensitivity's sentence: ``rule``'s gain over Selective (%) under each tree (``gains``:
-    tree label → gain), the smallest and largest, and whether it survives a tree without meaning
-    (``shuffled``: that tree's label, if shown).
+    tree label → gain), its range under the meaningful trees, and whether it survives a tree without
+    meaning (``shuffled``: that tree's label, if shown) — what to conclude about the tree's role.
 
-    >>> sensitivity_headline({"WordNet": 12.0, "Random": 1.0, "Induced": 15.0}, "Climbing", "Random")[-93:]
-    'from 1.0 % (Random) to 15.0 % (Induced); with the classes shuffled (Random) it is only 1.0 %.'
+    >>> sensitivity_headline({"WordNet": 12.0, "Random": -3.0, "Induced": 15.0}, "Climbing", "Random")[-79:]
+    'shuffled (Random) it makes 3.0 % more: the gain comes from what the tree means.'
     """
     finite = {t: g for t, g in gains.items() if np.isfinite(g)}
-    head = (f"Each bar is how many fewer mistakes a rule makes than plain answers under one class tree: "
-            f"**{rule}** saves")
-    if not finite:
-        return "Each bar is how many fewer mistakes a rule makes than plain answers under one class tree."
-    lo, hi = min(finite, key=finite.__getitem__), max(finite, key=finite.__getitem__)
-    text = head + (f" {finite[lo]:.1f} % ({lo})" if lo == hi else
-                   f" from {finite[lo]:.1f} % ({lo}) to {finite[hi]:.1f} % ({hi})")
+    head = "Each bar is how many fewer mistakes a rule makes than plain answers under one class tree"
     meaningful = {t: g for t, g in finite.items() if t != shuffled}
-    if shuffled in finite and meaningful:
-        if finite[shuffled] < min(meaningful.values()):
-            return text + f"; with the classes shuffled ({shuffled}) it is only {finite[shuffled]:.1f} %."
-        return text + f"; even with the classes shuffled ({shuffled}) it is {finite[shuffled]:.1f} %."
-    return text + "."
+    if not meaningful:
+        return head + "."
+    lo, hi = min(meaningful, key=meaningful.__getitem__), max(meaningful, key=meaningful.__getitem__)
+    text = head + f": under {'the tree' if lo == hi else f'the {len(meaningful)} real trees'} **{rule}** saves " + (
+        f"{meaningful[lo]:.1f} % ({lo})" if lo == hi else
+        f"from {meaningful[lo]:.1f} % ({lo}) to {meaningful[hi]:.1f} % ({hi})")
+    if shuffled not in finite:
+        return text + "."
+    g = finite[shuffled]
+    did = f"saves {g:.1f} %" if g >= 0 else f"makes {-g:.1f} % more"
+    verdict = ("the gain comes from what the tree means" if g < meaningful[lo]
+               else "part of the gain does not depend on what the tree means")
+    return text + f"; with the classes shuffled ({shuffled}) it {did}: {verdict}."
