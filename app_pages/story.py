@@ -57,7 +57,7 @@ def _go(k: int) -> None:
 
 
 st.title("Guided story")
-st.markdown(headlines.story_headline(es.view.n, float(np.mean(es.view.leaf_pred != es.view.labels))))
+st.markdown(headlines.story_headline(es.view.n, *views.rescued_share(es.view, THETA), THETA))
 nav = st.columns([1, 6, 1], vertical_alignment="center")
 with nav[0]:
     st.button("← Back", on_click=_go, args=(step - 1,), disabled=step == 1, key="story_back")

@@ -311,16 +311,18 @@ def climb_headline(names: list[str], probs: np.ndarray, correct: np.ndarray | No
             f"{_theta(probs[first - 1])} to {_theta(below_root)}{reject}.")
 
 
-def story_headline(n: int, top1_error: float) -> str:
-    """The guided story's sentence: how often this model's top guess is wrong, and where the five
-    steps lead.
+def story_headline(n: int, top1_error: float, rescued: float, theta: float) -> str:
+    """The guided story's sentence: how often this model's top guess is wrong, the share of those
+    mistakes that backing off (Climbing at ``theta``) turns into a correct coarser answer, and where
+    the five steps lead.
 
-    >>> story_headline(1705, 0.2463)[:61]
+    >>> story_headline(1705, 0.2463, 0.41, 0.5)[:61]
     "On these 1,705 images the model's top guess is wrong 25 % of "
     """
-    return (f"On these {n:,} images the model's top guess is wrong {100 * top1_error:.0f} % of the time; the five "
-            "steps show how answering with a coarser class when unsure turns many of those mistakes into correct, "
-            "less detailed answers, and end with a θ that guarantees a target accuracy.")
+    return (f"On these {n:,} images the model's top guess is wrong {100 * top1_error:.0f} % of the time; at θ = "
+            f"{theta:.2f}, answering with a coarser class when unsure (Climbing) turns {100 * rescued:.0f} % of those "
+            "mistakes into correct, less detailed answers. The five steps show how, and end with a θ that guarantees "
+            "a target accuracy.")
 
 
 def calibrators_headline(rows: list[dict[str, Any]], calibrator_label, confidence_label) -> str:

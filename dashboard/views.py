@@ -379,3 +379,16 @@ def climb_path(h: Hierarchy, probs: np.ndarray, leaf: int,
     path = h.path_to_root(int(leaf))
     correct = None if true_leaf is None else np.asarray(h.is_ancestor(path, int(true_leaf)), dtype=bool)
     return [node_name(h, int(v)) for v in path], np.asarray(probs, dtype=float)[path], correct
+
+
+def rescued_share(view: EvaluationSet, theta: float) -> tuple[float, float]:
+    """(the share of samples whose top-1 leaf is wrong, the share of those that Climbing at ``theta``
+    answers correctly with a coarser node below the root)."""
+    labels = np.asarray(view.labels)
+    wrong = np.asarray(view.leaf_pred) != labels
+    if not wrong.any():
+        return 0.0, 0.0
+    h = view.hierarchy
+    node = np.asarray(view.paths["climbing"].predict(theta)[0])
+    right = np.asarray(h.is_ancestor(node, labels), dtype=bool) & (node != h.root)
+    return float(wrong.mean()), float(right[wrong].mean())

@@ -65,7 +65,9 @@ def test_climb_headline_says_for_which_theta_backing_off_is_right():
 
 
 def test_story_calibrators_per_rank_and_sensitivity_headlines():
-    assert "wrong 25 % of the time" in headlines.story_headline(1705, 0.2463)
+    story = headlines.story_headline(1705, 0.2463, 0.41, 0.5)
+    assert ("wrong 25 % of the time; at θ = 0.50, answering with a coarser class when unsure (Climbing) turns 41 %"
+            in story)
     rows = [{"calibrator": "ts", "confidence": "softmax", "haurc": 0.040},
             {"calibrator": "none", "confidence": "entropy", "haurc": 0.050},
             {"calibrator": "x", "confidence": "y", "haurc": float("nan")}]
@@ -103,3 +105,26 @@ def test_the_sidebar_says_both_counts_in_words():
     assert sidebar.split_counts(load_logits(shipped), "all") == (1894, 189)
     assert sidebar.split_words(1894, 189) == ("1,894 images: 189 fit the temperature T (10 % calibration split), "
                                               "1,705 are evaluated on every page.")
+
+
+def test_rescued_share_is_climbing_walked_by_hand():
+    """The story's numbers: the top-1 error, and the share of those mistakes Climbing at θ answers with a
+    correct node below the root, against a walk up each sample's path (toy tree, synthetic logits)."""
+    from dashboard import views
+    from hsc_core.core.hierarchy import Hierarchy
+    from hsc_core.core.synthetic import synthetic_logits
+    from hsc_core.evaluation.model import ModelEvaluation
+
+    h = Hierarchy.from_parents([4, 4, 5, 5, 6, 6, -1], 4)  # leaves 0–3 under 4 and 5, root 6
+    logits, labels = synthetic_logits(h, 400, top1=0.6, seed=3)
+    view = ModelEvaluation(h, logits, labels, name="toy").setting(False)
+    error, rescued = views.rescued_share(view, 0.7)
+    wrong = [p for p in range(view.n) if view.leaf_pred[p] != view.labels[p]]
+    hits = 0
+    for p in wrong:
+        row, node = view.node_row(p), int(view.leaf_pred[p])
+        while row[node] < 0.7:  # Climbing: up from the top-1 leaf to the first node of probability ≥ θ
+            node = int(h.parent[node])
+        hits += node != h.root and bool(h.is_ancestor(node, int(view.labels[p])))
+    assert error == len(wrong) / view.n and 0 < error < 1
+    assert rescued == hits / len(wrong) and 0 < rescued < 1
