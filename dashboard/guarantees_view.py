@@ -91,6 +91,7 @@ class Slots:
     column holds the Run button), one split's numbers, the folded settings and the histogram."""
 
     sliders: list
+    headline: object
     split: object
     settings: object
     chart: object
@@ -115,11 +116,12 @@ def presenter_slots() -> Slots:
     """Presenter mode's first screen: the manager's three controls and the Run button in one row; the
     sentence and numbers at the left above the folded settings; the histogram at the right."""
     sliders = st.columns([1, 1, 1.3, 0.8], vertical_alignment="bottom")
+    headline = st.container()  # the sentence across the screen (in the narrow column it took 9 lines)
     left, right = st.columns([1, 2.2], gap="medium")
     with left:
         split = st.container()
         settings = advanced_expander("Advanced: n, seed, θ̂ rule, repetitions")
-    return Slots(sliders, split, settings, right.container())
+    return Slots(sliders, headline, split, settings, right.container())
 
 
 def method_choice(method: str) -> str:
@@ -193,14 +195,16 @@ def one_split(es: ModelContext, req: Requirement, slots: Slots | None = None) ->
     eps, test_acc = theorem1_epsilon(req.n, req.alpha, req.delta), split.test_accuracy
     inside = abs(test_acc - req.target) <= eps + TOL
     with slots.split if slots is not None else st.container():
-        return _split_numbers(es, req, split, eps, test_acc, inside, grid=slots is not None)
+        return _split_numbers(es, req, split, eps, test_acc, inside, grid=slots is not None,
+                              headline=slots.headline if slots is not None else None)
 
 
 def _split_numbers(es: ModelContext, req: Requirement, split: ThresholdResult, eps: float, test_acc: float,
-                   inside: bool, *, grid: bool) -> float:
+                   inside: bool, *, grid: bool, headline=None) -> float:
     # presenter mode: two metrics a row in the narrow left column (the histogram takes the rest)
-    st.info(headlines.guarantee_headline(split, es.view.hierarchy.leaf_count, req.confidence),
-            icon=":material/verified:")
+    with headline if headline is not None else st.container():
+        st.info(headlines.guarantee_headline(split, es.view.hierarchy.leaf_count, req.confidence),
+                icon=":material/verified:")
     m = [c for _ in range(3) for c in st.columns(2)] if grid else st.columns(5)
     m[0].metric("θ̂ (threshold)" if split.method != "darts" else "λ (DARTS)", f"{split.theta:.4f}")
     m[1].metric("ε (Theorem 1)", f"{eps:.4f}")
@@ -272,7 +276,7 @@ def repetitions(es: ModelContext, req: Requirement, eps: float, slots: Slots | N
     with chart:
         # presenter mode: the whole figure, its x-axis title included, above the fold
         widgets.figure(accuracy_histogram(df, req.target, eps), f"guaranteed_accuracy_a{req.target:.3f}_n{req.n}",
-                       key="ga_hist", context=widgets.export_context(es), height=presenter.fit_height(13.4),
+                       key="ga_hist", context=widgets.export_context(es), height=presenter.fit_height(17.5),
                        title=f"Test accuracy over {n_reps:,} repetitions (target {req.target:.3f}, n = {req.n:,})")
     if slots is not None:
         st.subheader("Repetitions (Figure 3 style)")

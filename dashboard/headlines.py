@@ -271,7 +271,8 @@ def atlas_headline(summary: list[dict[str, Any]], n_models: int, rule: str) -> s
 
 
 def _theta(p: float) -> str:
-    return f"{p:.2f}"
+    """θ as the sliders show it (2 decimals), with 4 where 2 would round a probability below 1 up to 1.00."""
+    return f"{p:.4f}" if p < 1 and round(p, 2) >= 1 else f"{p:.2f}"
 
 
 def climb_headline(names: list[str], probs: np.ndarray, correct: np.ndarray | None, rule: str = "Climbing") -> str:
@@ -287,8 +288,8 @@ def climb_headline(names: list[str], probs: np.ndarray, correct: np.ndarray | No
     rule : the rule's label.
 
     >>> climb_headline(["tabby", "cat", "animal", "root"], np.array([0.4, 0.7, 0.95, 1.0]),
-    ...                np.array([False, True, True, True]))[-84:]
-    'answers correctly with **cat** from θ = 0.40 to 0.95 and rejects the image above it.'
+    ...                np.array([False, True, True, True]))[-98:]
+    'answers correctly, with **cat** or coarser, from θ = 0.40 to 0.95 and rejects the image above it.'
     """
     probs = np.asarray(probs, dtype=float)
     head = f"The model's top guess is **{names[0]}** (p = {probs[0]:.2f})"
@@ -307,8 +308,8 @@ def climb_headline(names: list[str], probs: np.ndarray, correct: np.ndarray | No
     if first == len(probs) - 1:
         return (head + f"; no class on its path contains the true one, so backing off when unsure ({rule}) can "
                 f"only reject it" + (f" (above θ = {_theta(below_root)})." if below_root < 1 else " and never does."))
-    return (head + f"; backing off when unsure ({rule}) answers correctly with **{names[first]}** from θ = "
-            f"{_theta(probs[first - 1])} to {_theta(below_root)}{reject}.")
+    return (head + f"; backing off when unsure ({rule}) answers correctly, with **{names[first]}** or coarser, "
+            f"from θ = {_theta(probs[first - 1])} to {_theta(below_root)}{reject}.")
 
 
 def story_headline(n: int, top1_error: float, rescued: float, theta: float) -> str:
