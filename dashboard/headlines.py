@@ -288,7 +288,7 @@ def climb_headline(names: list[str], probs: np.ndarray, correct: np.ndarray | No
     rule : the rule's label.
 
     >>> climb_headline(["tabby", "cat", "animal", "root"], np.array([0.4, 0.7, 0.95, 1.0]),
-    ...                np.array([False, True, True, True]))[-98:]
+    ...                np.array([False, True, True, True]))[-97:]
     'answers correctly, with **cat** or coarser, from θ = 0.40 to 0.95 and rejects the image above it.'
     """
     probs = np.asarray(probs, dtype=float)
