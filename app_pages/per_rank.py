@@ -41,10 +41,13 @@ with st.spinner(f"Calibrating and repeating over {per_rank.REPS:,} random splits
 st.info(headlines.per_rank_headline(card["answer_share"], bool(card["certified"]), target, delta,
                                     float(card["realised_accuracy"])), icon=":material/verified:")
 left, right = st.columns(2)
+# presenter mode: both figures, their axis labels included, above the fold at 1280×720 (issue 35)
 with left:
-    widgets.figure(per_rank.rc_figure(scores, presenter.font_size()), "per_rank_rc", key="rank_rc")
+    widgets.figure(per_rank.rc_figure(scores, presenter.font_size()), "per_rank_rc", key="rank_rc",
+                   height=presenter.fit_height(16.5))
 with right:
-    widgets.figure(per_rank.stops_figure(card, presenter.font_size()), "per_rank_stops", key="rank_stops")
+    widgets.figure(per_rank.stops_figure(card, presenter.font_size()), "per_rank_stops", key="rank_stops",
+                   height=presenter.fit_height(16.5))
 
 if card["certified"]:
     st.success(f"Certified: accuracy ≥ {target:.1%} with probability ≥ {1 - delta:.0%}. On this table: accuracy "
