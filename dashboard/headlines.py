@@ -89,7 +89,8 @@ def guarantee_headline(split: Any, leaf_count: np.ndarray, confidence: float) ->
                    f"correct")
     elif split.kind.startswith("marginal"):
         promise = (f"on average over calibration sets at least {target:.1%} of the answers are correct, but not "
-                   f"with {confidence:.0%} confidence for this one calibration (a marginal statement)")
+                   f"with {confidence:.0%} confidence for this one calibration (a marginal statement; a method "
+                   f"“with confidence 1 − δ” promises that)")
     else:
         promise = "nothing is guaranteed (a heuristic)"
     levels = f"{at_leaf:.0%} at a leaf, {answered - at_leaf:.0%} at a coarser node"
