@@ -8,11 +8,11 @@ from dashboard import entry, headlines, per_rank, presenter, session_keys, state
 entry.ensure_entrypoint(globals())
 
 st.title("Per-rank thresholds")
-st.caption("Bring your own scores: a table with `sample_id` and, per rank from the coarsest to the finest, "
-           "`true_<rank>`, `pred_<rank>`, `conf_<rank>`. Climbing by rank answers at the finest rank whose "
-           "confidence reaches its θ, else abstains; Learn then Test picks one θ per rank so that accuracy "
-           "≥ the target with probability ≥ 1 − δ.")
-with presenter.controls("Table and requirement"):
+with presenter.controls("Table and requirement"):  # presenter mode: the how-to folds away with the pickers
+    st.caption("Bring your own scores: a table with `sample_id` and, per rank from the coarsest to the finest, "
+               "`true_<rank>`, `pred_<rank>`, `conf_<rank>`. Climbing by rank answers at the finest rank whose "
+               "confidence reaches its θ, else abstains; Learn then Test picks one θ per rank so that accuracy "
+               "≥ the target with probability ≥ 1 − δ.")
     top = st.columns([2.0, 1.2, 1.2])
 with top[0]:
     upload = st.file_uploader("Per-rank scores (CSV or Parquet)", type=["csv", "parquet"],
@@ -44,10 +44,10 @@ left, right = st.columns(2)
 # presenter mode: both figures, their axis labels included, above the fold at 1280×720 (issue 35)
 with left:
     widgets.figure(per_rank.rc_figure(scores, presenter.font_size()), "per_rank_rc", key="rank_rc",
-                   height=presenter.fit_height(16.5))
+                   height=presenter.fit_height(17.5))
 with right:
     widgets.figure(per_rank.stops_figure(card, presenter.font_size()), "per_rank_stops", key="rank_stops",
-                   height=presenter.fit_height(16.5))
+                   height=presenter.fit_height(17.5))
 
 if card["certified"]:
     st.success(f"Certified: accuracy ≥ {target:.1%} with probability ≥ {1 - delta:.0%}. On this table: accuracy "
