@@ -11,11 +11,12 @@ entry.ensure_entrypoint(globals())
 
 es = sidebar.require_model_context()
 st.title("Guaranteed accuracy")
-# Presenter mode: the requirement, the sentence and the repetitions' histogram share the first screen;
-# the explanation folds away.
-intro = st.expander("What this page does") if presenter.presenter() else st.container()
-with intro:
+# The manager's controls and the sentence come first; the explanation folds away (in presenter mode the
+# histogram of the repetitions shares the first screen with them).
+if not presenter.presenter():
     st.caption(sidebar.eval_caption(es))
+intro = st.expander("What this page does: Algorithm 2's θ̂ and Theorem 1's ε")
+with intro:
     st.markdown(
         "Pick a target accuracy **1 − α** and a confidence **1 − δ**. A random calibration set of **n** samples "
         "gives each sample's smallest θ at which Climbing is correct; θ̂ is their ⌈(n+1)(1−α)⌉-th smallest value. "
