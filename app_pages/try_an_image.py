@@ -155,9 +155,10 @@ with left:
     top5 = pd.DataFrame({"rank": np.arange(1, 6), "class": [views.node_name(h, k) for k in top],
                          "wnid": [h.node_ids[k] for k in top], "probability": leaf_probs[0][top]})
     st.markdown(f"**Top-5** ({t_note})")
-    # presenter mode's narrow column: no wnid column, so the probabilities are not cut (the CSV has it)
-    st.dataframe(top5.drop(columns="wnid") if presenter.presenter() else top5, hide_index=True, key="img_top5",
-                 column_config={"probability": st.column_config.NumberColumn(format="%.4f")})
+    # the narrow column: no wnid column on screen, so the probabilities are never cut (the CSV has it)
+    st.dataframe(top5.drop(columns="wnid"), hide_index=True, key="img_top5",
+                 column_config={"rank": st.column_config.NumberColumn("#", width="small"),
+                                "probability": st.column_config.NumberColumn(format="%.4f")})
     widgets.csv_download(top5, f"top5_{model}_{image_name}", key="dl_top5", context=context)
 
 
