@@ -11,6 +11,7 @@ control's move updates every section at once.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -90,11 +91,11 @@ class Slots:
     """Where the first sections draw in presenter mode (one screen): the sliders' row (its last
     column holds the Run button), one split's numbers, the folded settings and the histogram."""
 
-    sliders: list
-    headline: object
-    split: object
-    settings: object
-    chart: object
+    sliders: list[Any]
+    headline: Any  # Streamlit containers (DeltaGenerator)
+    split: Any
+    settings: Any
+    chart: Any
 
 
 # The link's parameters of the settings folded under "Advanced": a link that sets any opens it.
@@ -235,7 +236,7 @@ def repetitions(es: ModelContext, req: Requirement, eps: float, slots: Slots | N
         reps = int(state.bind(st.slider, "Repetitions", "reps", scope="ga", step=10))
     with r[1]:
         baselines = st.multiselect("Baselines", ["darts", "crc"], default=["darts", "crc"],
-                                   format_func=METHOD_LABELS.get, key="ga_baselines",
+                                   format_func=lambda m: METHOD_LABELS.get(m, m), key="ga_baselines",
                                    help="DARTS re-fits its λ by a 25-step search per repetition, "
                                         "so it is the slow part.")
     key = (es.key, float(req.alpha), req.n, reps, req.seed, req.quantile, tuple(baselines))
@@ -333,7 +334,7 @@ def solver(req: Requirement) -> None:
     if solve != "delta":
         inputs["delta"] = 1 - c[3].number_input("Confidence 1 − δ", 0.5, 0.9999, step=0.01, format="%.4f",
                                                 key="solve_conf")
-    given = {k: (round(float(v), 6) if k != "n" else int(v)) for k, v in inputs.items()}
+    given: dict[str, Any] = {k: (round(float(v), 6) if k != "n" else int(v)) for k, v in inputs.items()}
     try:
         res = solve_theorem1(**given)
     except ValueError as exc:
@@ -401,8 +402,12 @@ def shootout_section(es: ModelContext, req: Requirement) -> None:
                 gdata = es.view.guarantee_data()
             settings = GuaranteeSettings(alpha=req.alpha, delta=req.delta, min_coverage=cov or None, p_value=p_value,
                                 mondrian_depth=depth)
+
+            def progress(done: int, total: int) -> None:
+                bar.progress(done / total, text=f"Shoot-out… {done}/{total}")
+
             res = shootout(gdata, settings, req.n, methods=methods, reps=reps, sampling=sampling,
-                           seed=req.seed, progress=lambda d, t: bar.progress(d / t, text=f"Shoot-out… {d}/{t}"))
+                           seed=req.seed, progress=progress)
         except ValueError as exc:
             bar.empty()
             st.error(f"Cannot run the shoot-out: {widgets.public_message(exc)}")
