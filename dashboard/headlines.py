@@ -290,7 +290,7 @@ def climb_headline(names: list[str], probs: np.ndarray, correct: np.ndarray | No
 
     >>> climb_headline(["tabby", "cat", "animal", "root"], np.array([0.4, 0.7, 0.95, 1.0]),
     ...                np.array([False, True, True, True]))[-97:]
-    'answers correctly, with **cat** or coarser, from θ = 0.40 to 0.95 and rejects the image above it.'
+    'swers correctly, with **cat** or coarser, for θ from 0.40 to 0.95 and rejects the image above it.'
     """
     probs = np.asarray(probs, dtype=float)
     head = f"The model's top guess is **{names[0]}** (p = {probs[0]:.2f})"
@@ -298,19 +298,19 @@ def climb_headline(names: list[str], probs: np.ndarray, correct: np.ndarray | No
     reject = (" and never rejects it (every node on the path has probability 1)" if below_root >= 1
               else " and rejects the image above it")
     if correct is None:
-        return (head + f"; backing off when unsure ({rule}) keeps it up to θ = {_theta(probs[0])} and answers a "
-                f"coarser class up to θ = {_theta(below_root)}{reject}.")
+        return (head + f"; backing off when unsure ({rule}) keeps it for θ up to {_theta(probs[0])} and answers a "
+                f"coarser class for θ up to {_theta(below_root)}{reject}.")
     correct = np.asarray(correct, dtype=bool)
     first = int(np.argmax(correct))  # the lowest correct node on the path (the root always is)
     if first == 0:
         return (head + f", and it is right: backing off when unsure ({rule}) stays right at every θ, with the leaf "
-                f"up to θ = {_theta(probs[0])} and a coarser class up to θ = {_theta(below_root)}{reject}.")
+                f"for θ up to {_theta(probs[0])} and a coarser class for θ up to {_theta(below_root)}{reject}.")
     head += ", and it is wrong"
     if first == len(probs) - 1:
         return (head + f"; no class on its path contains the true one, so backing off when unsure ({rule}) can "
-                f"only reject it" + (f" (above θ = {_theta(below_root)})." if below_root < 1 else " and never does."))
+                f"only reject it" + (f" (for θ above {_theta(below_root)})." if below_root < 1 else " and never does."))
     return (head + f"; backing off when unsure ({rule}) answers correctly, with **{names[first]}** or coarser, "
-            f"from θ = {_theta(probs[first - 1])} to {_theta(below_root)}{reject}.")
+            f"for θ from {_theta(probs[first - 1])} to {_theta(below_root)}{reject}.")
 
 
 def story_headline(n: int, top1_error: float, rescued: float, theta: float) -> str:
@@ -321,10 +321,11 @@ def story_headline(n: int, top1_error: float, rescued: float, theta: float) -> s
     >>> story_headline(1705, 0.2463, 0.41, 0.5)[:61]
     "On these 1,705 images the model's top guess is wrong 25 % of "
     """
-    return (f"On these {n:,} images the model's top guess is wrong {100 * top1_error:.0f} % of the time; at θ = "
-            f"{theta:.2f}, answering with a coarser class when unsure (Climbing) turns {100 * rescued:.0f} % of those "
-            "mistakes into correct, less detailed answers. The five steps show how, and end with a θ that guarantees "
-            "a target accuracy.")
+    # no "θ = …" in it: while a chart sweeps θ, the only θ on screen is the chart's
+    return (f"On these {n:,} images the model's top guess is wrong {100 * top1_error:.0f} % of the time; with the "
+            f"threshold at {theta:.2f}, answering with a coarser class when unsure (Climbing) turns "
+            f"{100 * rescued:.0f} % of those mistakes into correct, less detailed answers. The five steps show how, "
+            "and end with a θ that guarantees a target accuracy.")
 
 
 def calibrators_headline(rows: list[dict[str, Any]], calibrator_label, confidence_label) -> str:

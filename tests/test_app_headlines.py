@@ -106,7 +106,7 @@ def test_explorer_and_story_open_with_their_sentence(shipped_page, lite0):
     text = _texts(at)
     assert f"The model's top guess is **{h.names[leaf].replace('_', ' ')}** (p = {row[leaf]:.2f})" in text
     # the default pick rescues a wrong leaf: right from just above the last wrong node's probability
-    assert first > 0 and f"with **{name}** or coarser, from θ = {row[path[first - 1]]:.2f}" in text
+    assert first > 0 and f"with **{name}** or coarser, for θ from {row[path[first - 1]]:.2f}" in text
     story = shipped_page("app_pages/story.py")
     wrong = es.leaf_pred != es.labels
     assert f"On these {es.n:,} images the model's top guess is wrong {100 * wrong.mean():.0f} % of the time" in (

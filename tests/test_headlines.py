@@ -53,23 +53,24 @@ def test_climb_headline_says_for_which_theta_backing_off_is_right():
     wrong = headlines.climb_headline(PATH, PROBS, np.array([False, True, True, True]))
     # θ ≤ 0.40: the wrong leaf; (0.40, 0.95]: cat or animal, both right; above 0.95: the root
     assert wrong == ("The model's top guess is **tabby** (p = 0.40), and it is wrong; backing off when unsure "
-                     "(Climbing) answers correctly, with **cat** or coarser, from θ = 0.40 to 0.95 and rejects the "
+                     "(Climbing) answers correctly, with **cat** or coarser, for θ from 0.40 to 0.95 and rejects the "
                      "image above it.")
     right = headlines.climb_headline(PATH, PROBS, np.array([True, True, True, True]))
-    assert "it is right" in right and "leaf up to θ = 0.40" in right and "coarser class up to θ = 0.95" in right
+    assert "it is right" in right and "leaf for θ up to 0.40" in right and "coarser class for θ up to 0.95" in right
     hopeless = headlines.climb_headline(PATH, PROBS, np.array([False, False, False, True]))
-    assert hopeless.endswith("can only reject it (above θ = 0.95).")
+    assert hopeless.endswith("can only reject it (for θ above 0.95).")
     unknown = headlines.climb_headline(PATH, PROBS, None)
-    assert "keeps it up to θ = 0.40 and answers a coarser class up to θ = 0.95 and rejects" in unknown
+    assert "keeps it for θ up to 0.40 and answers a coarser class for θ up to 0.95 and rejects" in unknown
     almost = headlines.climb_headline(PATH, np.array([0.4, 0.7, 0.9996, 1.0]), np.array([True] * 4))
-    assert "coarser class up to θ = 0.9996 and rejects" in almost  # not "up to 1.00 and rejects above it"
+    assert "coarser class for θ up to 0.9996 and rejects" in almost  # not "up to 1.00 and rejects above it"
     sure = headlines.climb_headline(["a", "b", "root"], np.array([0.5, 1.0, 1.0]), np.array([True, True, True]))
     assert sure.endswith("never rejects it (every node on the path has probability 1).")
 
 
 def test_story_calibrators_per_rank_and_sensitivity_headlines():
     story = headlines.story_headline(1705, 0.2463, 0.41, 0.5)
-    assert ("wrong 25 % of the time; at θ = 0.50, answering with a coarser class when unsure (Climbing) turns 41 %"
+    assert ("wrong 25 % of the time; with the threshold at 0.50, answering with a coarser class when unsure (Climbing) "
+            "turns 41 %"
             in story)
     rows = [{"calibrator": "ts", "confidence": "softmax", "haurc": 0.040},
             {"calibrator": "none", "confidence": "entropy", "haurc": 0.050},
