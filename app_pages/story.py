@@ -159,7 +159,7 @@ def _tree_step(rules: tuple, chart: str, text: str) -> None:
             st.markdown(text)
         _photo()
     with right:
-        fig = _tree(es, key, i, rules, font, presenter.fit_height(13.0), presenter.fit_width(2.2 / 3.2) - 30)
+        fig = _tree(es, key, i, rules, font, presenter.fit_height(13.8), presenter.fit_width(2.2 / 3.2) - 30)
         widgets.figure(fig, f"story_{chart}", key=chart, width="content")
         sweep.sweep_sync(chart, theta, _stay, image=f"story_{chart}", context=widgets.export_context(es, theta),
                       title=f"Sample {es.view.sample_ids[i]}: " + " vs ".join(rule_label(r) for r in rules))

@@ -321,11 +321,10 @@ def story_headline(n: int, top1_error: float, rescued: float, theta: float) -> s
     >>> story_headline(1705, 0.2463, 0.41, 0.5)[:61]
     "On these 1,705 images the model's top guess is wrong 25 % of "
     """
-    # no "θ = …" in it: while a chart sweeps θ, the only θ on screen is the chart's
-    return (f"On these {n:,} images the model's top guess is wrong {100 * top1_error:.0f} % of the time; with the "
-            f"threshold at {theta:.2f}, answering with a coarser class when unsure (Climbing) turns "
-            f"{100 * rescued:.0f} % of those mistakes into correct, less detailed answers. The five steps show how, "
-            "and end with a θ that guarantees a target accuracy.")
+    # no "θ = …" in it: while a chart sweeps θ, the only θ on screen is the chart's; two lines at the projector
+    return (f"On these {n:,} images the model's top guess is wrong {100 * top1_error:.0f} % of the time; answering "
+            f"with a coarser class when unsure (Climbing, threshold {theta:.2f}) makes {100 * rescued:.0f} % of those "
+            "mistakes right. The steps show how, up to a guaranteed accuracy.")
 
 
 def calibrators_headline(rows: list[dict[str, Any]], calibrator_label, confidence_label) -> str:

@@ -69,9 +69,8 @@ def test_climb_headline_says_for_which_theta_backing_off_is_right():
 
 def test_story_calibrators_per_rank_and_sensitivity_headlines():
     story = headlines.story_headline(1705, 0.2463, 0.41, 0.5)
-    assert ("wrong 25 % of the time; with the threshold at 0.50, answering with a coarser class when unsure (Climbing) "
-            "turns 41 %"
-            in story)
+    assert ("wrong 25 % of the time; answering with a coarser class when unsure (Climbing, threshold 0.50) makes "
+            "41 % of those mistakes right" in story)
     rows = [{"calibrator": "ts", "confidence": "softmax", "haurc": 0.040},
             {"calibrator": "none", "confidence": "entropy", "haurc": 0.050},
             {"calibrator": "x", "confidence": "y", "haurc": float("nan")}]
