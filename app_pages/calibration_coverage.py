@@ -31,11 +31,11 @@ if not rules:
 bins = int(state.get("bins"))
 curves = evaluations.cc_curves(es, bins)
 table = pd.DataFrame(es.view.cc_summary(rules, bins))  # the layer's numbers; the page only names the rules
-if not presenter.presenter():  # presenter mode: the chart fills the screen
-    st.markdown(headlines.calibration_headline(dict(zip(table["rule"], table[CC_AREA], strict=True)), rule_label))
+# the conclusion first, at the projector too (issue 35); the chart then fills the rest of the screen
+st.markdown(headlines.calibration_headline(dict(zip(table["rule"], table[CC_AREA], strict=True)), rule_label))
 context = widgets.export_context(es)
 widgets.figure(cc_figure(curves, rules), f"cc_bins{bins}", key="cc_chart", context=context,
-               title=f"Calibration–coverage (ECE, {bins} bins)", height=presenter.fit_height(9.1))
+               title=f"Calibration–coverage (ECE, {bins} bins)", height=presenter.fit_height(12.1))
 
 table["rule"] = table["rule"].map(rule_label)
 st.dataframe(table, hide_index=True, key="cc_table",

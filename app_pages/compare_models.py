@@ -68,14 +68,14 @@ if not sets:
     st.stop()
 
 context = ExportContext("all_models", "_".join(dict.fromkeys(datasets)), subset, bool(ts))
-st.caption(f"{len(sets)} model(s) · subset *{widgets.plain(subset)}* · "
-           + ("temperature scaling on (each model's own T)" if ts else "no temperature scaling")
-           + " · every model on its protocol evaluation split")
-if not presenter.presenter():  # presenter mode: the chart fills the screen
-    st.markdown(headlines.compare_headline({widgets.plain(m): cs.curves[rule].haurc for m, cs in sets.items()},
-                                           rule_label(rule)))
+if not presenter.presenter():  # presenter mode: the sentence, then the chart fills the screen
+    st.caption(f"{len(sets)} model(s) · subset *{widgets.plain(subset)}* · "
+               + ("temperature scaling on (each model's own T)" if ts else "no temperature scaling")
+               + " · every model on its protocol evaluation split")
+st.markdown(headlines.compare_headline({widgets.plain(m): cs.curves[rule].haurc for m, cs in sets.items()},
+                                       rule_label(rule)))
 widgets.figure(plots.compare_figure(sets, rule, loss), f"compare_{rule}_{loss}_{state.get('dec')}", key="compare_chart",
-          context=context, title=f"{rule_label(rule)} risk–coverage curves", height=presenter.fit_height(12.9))
+          context=context, title=f"{rule_label(rule)} risk–coverage curves", height=presenter.fit_height(14.4))
 # One row per model, the layer's column names (loss=None: a severity column says so): the CSV. On screen
 # two narrow tables instead of one too wide for the page: the models, then one row per model and rule.
 table = views.model_rows(rows, loss=None, limits=ci_rows)

@@ -10,6 +10,7 @@ from dashboard import (
     catalog,
     entry,
     evaluations,
+    headlines,
     perturb,
     plots,
     presenter,
@@ -29,6 +30,7 @@ h = es.view.hierarchy
 st.title("Explorer")
 if not presenter.presenter():
     st.caption(sidebar.eval_caption(es))
+lead = st.empty()  # the page's sentence, once the sample is known (below its pickers)
 
 PICKS = {**views.CURATED, "random": "Random (seeded)", "class": "By true class"}
 DIRTY = session_keys.EXPLORER_RESAMPLE
@@ -148,6 +150,7 @@ state.set("sample", sample)
 i = es.view.id_index[sample]
 true_leaf = int(es.view.labels[i])
 pred_leaf = int(es.view.leaf_pred[i])
+lead.markdown(headlines.climb_headline(*views.climb_path(h, es.view.node_row(i), pred_leaf, true_leaf)))
 
 info, main = st.columns([1, 5] if presenter.presenter() else [1, 4], gap="small")
 with info:

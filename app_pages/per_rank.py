@@ -3,16 +3,16 @@ shipped ImageNet example) → the shared-θ RC curve, one θ per rank with a gua
 
 import streamlit as st
 
-from dashboard import entry, per_rank, presenter, session_keys, state, widgets
+from dashboard import entry, headlines, per_rank, presenter, session_keys, state, widgets
 
 entry.ensure_entrypoint(globals())
 
 st.title("Per-rank thresholds")
-st.caption("Bring your own scores: a table with `sample_id` and, per rank from the coarsest to the finest, "
-           "`true_<rank>`, `pred_<rank>`, `conf_<rank>`. Climbing by rank answers at the finest rank whose "
-           "confidence reaches its θ, else abstains; Learn then Test picks one θ per rank so that accuracy "
-           "≥ the target with probability ≥ 1 − δ.")
-with presenter.controls("Table and requirement"):
+with presenter.controls("Table and requirement"):  # presenter mode: the how-to folds away with the pickers
+    st.caption("Bring your own scores: a table with `sample_id` and, per rank from the coarsest to the finest, "
+               "`true_<rank>`, `pred_<rank>`, `conf_<rank>`. Climbing by rank answers at the finest rank whose "
+               "confidence reaches its θ, else abstains; Learn then Test picks one θ per rank so that accuracy "
+               "≥ the target with probability ≥ 1 − δ.")
     top = st.columns([2.0, 1.2, 1.2])
 with top[0]:
     upload = st.file_uploader("Per-rank scores (CSV or Parquet)", type=["csv", "parquet"],
@@ -38,11 +38,16 @@ st.markdown(f"**{scores.n:,} samples** from *{widgets.plain(source)}* · ranks "
 target, delta = float(state.get("r_acc")), float(state.get("r_delta"))
 with st.spinner(f"Calibrating and repeating over {per_rank.REPS:,} random splits…"):
     card = per_rank.card_for(scores, digest, source, target, delta)
+st.info(headlines.per_rank_headline(card["answer_share"], bool(card["certified"]), target, delta,
+                                    float(card["realised_accuracy"])), icon=":material/verified:")
 left, right = st.columns(2)
+# presenter mode: both figures, their axis labels included, above the fold at 1280×720 (issue 35)
 with left:
-    widgets.figure(per_rank.rc_figure(scores, presenter.font_size()), "per_rank_rc", key="rank_rc")
+    widgets.figure(per_rank.rc_figure(scores, presenter.font_size()), "per_rank_rc", key="rank_rc",
+                   height=presenter.fit_height(17.5))
 with right:
-    widgets.figure(per_rank.stops_figure(card, presenter.font_size()), "per_rank_stops", key="rank_stops")
+    widgets.figure(per_rank.stops_figure(card, presenter.font_size()), "per_rank_stops", key="rank_stops",
+                   height=presenter.fit_height(17.5))
 
 (st.success if card["certified"] else st.warning)(per_rank.verdict(card, target, delta, scores.n))
 st.dataframe(per_rank.thetas_rows(card), hide_index=True, key="rank_thetas")

@@ -52,8 +52,8 @@ if not rules:
 loss = state.get("loss")
 dec = None if state.get("dec") == "exact" else 2
 cs = sidebar.curve_set_or_stop(es, loss, dec)
-if not presenter.presenter():  # presenter mode: the chart and its θ fill the screen
-    st.markdown(headlines.risk_coverage_headline({r: cs.curves[r].haurc for r in rules}, loss, rule_label))
+# the conclusion first, at the projector too (issue 35); the chart and its θ then fill the rest of the screen
+st.markdown(headlines.risk_coverage_headline({r: cs.curves[r].haurc for r in rules}, loss, rule_label))
 
 
 @catalog.cache_resource(max_entries=32, show_spinner=False)
@@ -79,7 +79,7 @@ def theta_view() -> None:
     with chart:
         # Presenter mode: title, θ slider and the whole chart (its x-axis title included) on one screen.
         fig = _sweep_figure(cs, (*es.key, loss, state.get("dec")), tuple(rules), loss, presenter.font_size(),
-                            presenter.fit_height(13.6), round(float(theta), 2))
+                            presenter.fit_height(16.6), round(float(theta), 2))
         name = f"rc_{es.model}_{loss}_{state.get('dec')}"
         widgets.figure(fig, name, key="rc_chart", context=widgets.export_context(es))
         sweep.sweep_sync("rc_chart", theta, _follow, image=f"rc_{loss}_{state.get('dec')}",

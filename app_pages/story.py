@@ -5,7 +5,19 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from dashboard import catalog, entry, evaluations, presenter, session_keys, sidebar, state, sweep, views, widgets
+from dashboard import (
+    catalog,
+    entry,
+    evaluations,
+    headlines,
+    presenter,
+    session_keys,
+    sidebar,
+    state,
+    sweep,
+    views,
+    widgets,
+)
 from hsc_core.core.rule_registry import rule_label
 from hsc_core.core.thresholds import theorem1_epsilon
 from hsc_core.report.figures import leaf_bars_figure
@@ -45,6 +57,8 @@ def _go(k: int) -> None:
 
 
 st.title("Guided story")
+# the page's sentence (two lines in presenter mode: the steps' figures leave it 3.2 rem)
+st.markdown(headlines.story_headline(es.view.n, *views.rescued_share(es.view, THETA), THETA))
 nav = st.columns([1, 6, 1], vertical_alignment="center")
 with nav[0]:
     st.button("← Back", on_click=_go, args=(step - 1,), disabled=step == 1, key="story_back")
@@ -145,7 +159,7 @@ def _tree_step(rules: tuple, chart: str, text: str) -> None:
             st.markdown(text)
         _photo()
     with right:
-        fig = _tree(es, key, i, rules, font, presenter.fit_height(7.4), presenter.fit_width(2.2 / 3.2) - 30)
+        fig = _tree(es, key, i, rules, font, presenter.fit_height(13.8), presenter.fit_width(2.2 / 3.2) - 30)
         widgets.figure(fig, f"story_{chart}", key=chart, width="content")
         sweep.sweep_sync(chart, theta, _stay, image=f"story_{chart}", context=widgets.export_context(es, theta),
                       title=f"Sample {es.view.sample_ids[i]}: " + " vs ".join(rule_label(r) for r in rules))
@@ -208,7 +222,7 @@ elif step == 4:
     sel, climb = cs.curves["selective"].haurc, cs.curves["climbing"].haurc
     left, right = _beside()
     with right:  # the chart first: the interval in the text may take a few seconds the first time
-        widgets.figure(_rc(cs, key, font, presenter.fit_height(10.5)), "story_step4", key="story_rc",
+        widgets.figure(_rc(cs, key, font, presenter.fit_height(13.7)), "story_step4", key="story_rc",
                        context=widgets.export_context(es))
         sweep.sweep_sync("story_rc", theta, _stay, image="story_step4", context=widgets.export_context(es),
                          title="Risk–coverage: Selective vs Climbing")

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import catalog, entry, evaluations, perturb, presenter, sidebar, state, views, widgets
+from dashboard import catalog, entry, evaluations, headlines, perturb, presenter, sidebar, state, views, widgets
 from dashboard.sweep import theta_box
 from hsc_core.core.probabilities import softmax
 from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy
@@ -141,6 +141,7 @@ def _true_leaf(name: str | None) -> int | None:
 true_leaf = _true_leaf(image_name)
 leaf_probs = softmax(np.asarray(logits, dtype=np.float64)[None, :], t)
 row = perturb.node_row(h, logits, t)
+st.markdown(headlines.climb_headline(*views.climb_path(h, row, int(np.argmax(leaf_probs[0])), true_leaf)))
 context = ExportContext(model=model, dataset=catalog.IMAGENET, ts=bool(state.get("ts")),
                         temperature=t if state.get("ts") else None, n_samples=1)
 
@@ -154,9 +155,10 @@ with left:
     top5 = pd.DataFrame({"rank": np.arange(1, 6), "class": [views.node_name(h, k) for k in top],
                          "wnid": [h.node_ids[k] for k in top], "probability": leaf_probs[0][top]})
     st.markdown(f"**Top-5** ({t_note})")
-    # presenter mode's narrow column: no wnid column, so the probabilities are not cut (the CSV has it)
-    st.dataframe(top5.drop(columns="wnid") if presenter.presenter() else top5, hide_index=True, key="img_top5",
-                 column_config={"probability": st.column_config.NumberColumn(format="%.4f")})
+    # the narrow column: no wnid column on screen, so the probabilities are never cut (the CSV has it)
+    st.dataframe(top5.drop(columns="wnid"), hide_index=True, key="img_top5",
+                 column_config={"rank": st.column_config.NumberColumn("#", width="small"),
+                                "probability": st.column_config.NumberColumn(format="%.4f")})
     widgets.csv_download(top5, f"top5_{model}_{image_name}", key="dl_top5", context=context)
 
 

@@ -29,6 +29,24 @@ def kind_words(kind: str) -> str:
     return KIND_WORDS.get(kind, kind)
 
 
+# What a method promises, in the fewest words (the method picker's).
+PROMISE_WORDS = {
+    "marginal": "on average",
+    "marginal per group": "on average, per superclass",
+    "pac": "with confidence 1 − δ",
+    "heuristic": "no guarantee",
+}
+
+
+def method_words(label: str, kind: str) -> str:
+    """A method's name and what it promises, for a picker.
+
+    >>> method_words("Theorem 1, one-sided (PAC)", "pac")
+    'Theorem 1, one-sided (PAC) — with confidence 1 − δ'
+    """
+    return f"{label} — {PROMISE_WORDS.get(kind, kind)}"
+
+
 def answer_shares(nodes: np.ndarray, leaf_count: np.ndarray) -> tuple[float, float]:
     """The share of samples that get an answer (a node below the root) and the share answered at a leaf.
 
@@ -71,7 +89,8 @@ def guarantee_headline(split: Any, leaf_count: np.ndarray, confidence: float) ->
                    f"correct")
     elif split.kind.startswith("marginal"):
         promise = (f"on average over calibration sets at least {target:.1%} of the answers are correct, but not "
-                   f"with {confidence:.0%} confidence for this one calibration (a marginal statement)")
+                   f"with {confidence:.0%} confidence for this one calibration (a marginal statement; a method "
+                   f"“with confidence 1 − δ” promises that)")
     else:
         promise = "nothing is guaranteed (a heuristic)"
     levels = f"{at_leaf:.0%} at a leaf, {answered - at_leaf:.0%} at a coarser node"
@@ -250,3 +269,135 @@ def atlas_headline(summary: list[dict[str, Any]], n_models: int, rule: str) -> s
     worst = min(rated, key=lambda r: r["gain_percent_mean"])
     return (head + f"; it is largest for **{best['label']}** models ({best['gain_percent_mean']:.1f} % on average) "
             f"and smallest for **{worst['label']}** ({worst['gain_percent_mean']:.1f} %).")
+
+
+def _theta(p: float) -> str:
+    """θ as the sliders show it (2 decimals), with 4 where 2 would round a probability below 1 up to 1.00."""
+    return f"{p:.4f}" if p < 1 and round(p, 2) >= 1 else f"{p:.2f}"
+
+
+def climb_headline(names: list[str], probs: np.ndarray, correct: np.ndarray | None, rule: str = "Climbing") -> str:
+    """One image's sentence (Explorer, Try an image): is the top guess right, and for which θ does
+    backing off when unsure (``rule``: from the top-1 leaf up to the first node of probability ≥ θ)
+    give a correct answer or reject the image. It does not depend on the θ on screen.
+
+    Parameters
+    ----------
+    names : (k,) names of the top-1 leaf and its ancestors, the root last.
+    probs : (k,) their probabilities (non-decreasing up the path, the root's 1).
+    correct : (k,) bool, whether each is an ancestor of the true leaf (None: the true class is unknown).
+    rule : the rule's label.
+
+    >>> climb_headline(["tabby", "cat", "animal", "root"], np.array([0.4, 0.7, 0.95, 1.0]),
+    ...                np.array([False, True, True, True]))[-97:]
+    'swers correctly, with **cat** or coarser, for θ from 0.40 to 0.95 and rejects the image above it.'
+    """
+    probs = np.asarray(probs, dtype=float)
+    head = f"The model's top guess is **{names[0]}** (p = {probs[0]:.2f})"
+    below_root = probs[-2] if len(probs) > 1 else 1.0
+    reject = (" and never rejects it (every node on the path has probability 1)" if below_root >= 1
+              else " and rejects the image above it")
+    if correct is None:
+        return (head + f"; backing off when unsure ({rule}) keeps it for θ up to {_theta(probs[0])} and answers a "
+                f"coarser class for θ up to {_theta(below_root)}{reject}.")
+    correct = np.asarray(correct, dtype=bool)
+    first = int(np.argmax(correct))  # the lowest correct node on the path (the root always is)
+    if first == 0:
+        return (head + f", and it is right: backing off when unsure ({rule}) stays right at every θ, with the leaf "
+                f"for θ up to {_theta(probs[0])} and a coarser class for θ up to {_theta(below_root)}{reject}.")
+    head += ", and it is wrong"
+    if first == len(probs) - 1:
+        return (head + f"; no class on its path contains the true one, so backing off when unsure ({rule}) can "
+                f"only reject it" + (f" (for θ above {_theta(below_root)})." if below_root < 1 else " and never does."))
+    return (head + f"; backing off when unsure ({rule}) answers correctly, with **{names[first]}** or coarser, "
+            f"for θ from {_theta(probs[first - 1])} to {_theta(below_root)}{reject}.")
+
+
+def story_headline(n: int, top1_error: float, rescued: float, theta: float) -> str:
+    """The guided story's sentence: how often this model's top guess is wrong, the share of those
+    mistakes that backing off (Climbing at ``theta``) turns into a correct coarser answer, and where
+    the five steps lead.
+
+    >>> story_headline(1705, 0.2463, 0.41, 0.5)[:61]
+    "On these 1,705 images the model's top guess is wrong 25 % of "
+    """
+    # no "θ = …" in it: while a chart sweeps θ, the only θ on screen is the chart's; two lines at the projector
+    return (f"On these {n:,} images the model's top guess is wrong {100 * top1_error:.0f} % of the time; answering "
+            f"with a coarser class when unsure (Climbing, threshold {theta:.2f}) makes {100 * rescued:.0f} % of those "
+            "mistakes right. The steps show how, up to a guaranteed accuracy.")
+
+
+def calibrators_headline(rows: list[dict[str, Any]], calibrator_label, confidence_label) -> str:
+    """Calibrators' sentence: which calibrator × confidence score gives the lowest hAURC (lower is
+    better), and by how much it beats the worst. ``rows``: ``calibrator_benchmark`` rows (``haurc``
+    raw, ``calibrator``, ``confidence``); the labels: name → its label.
+
+    >>> rows = [{"calibrator": "ts", "confidence": "softmax", "haurc": 0.040},
+    ...         {"calibrator": "none", "confidence": "entropy", "haurc": 0.050}]
+    >>> calibrators_headline(rows, str.upper, str.title)[-98:]
+    'Here **TS + Softmax** is best (hAURC 40.0 ×10⁻³), 20 % below the worst, **NONE + Entropy** (50.0).'
+    """
+    head = ("Each row is one calibrator with one confidence score, judged by the hAURC: the mistakes left over "
+            "every level of detail, **lower is better**.")
+    finite = [r for r in rows if np.isfinite(r.get("haurc", np.nan))]
+    if len(finite) < 2:
+        return head
+    best, worst = min(finite, key=lambda r: r["haurc"]), max(finite, key=lambda r: r["haurc"])
+
+    def name(r: dict[str, Any]) -> str:
+        return f"{calibrator_label(r['calibrator'])} + {confidence_label(r['confidence'])}"
+
+    return (head + f" Here **{name(best)}** is best (hAURC {1000 * best['haurc']:.1f} ×10⁻³), "
+            f"{100 * (1 - best['haurc'] / worst['haurc']):.0f} % below the worst, **{name(worst)}** "
+            f"({1000 * worst['haurc']:.1f}).")
+
+
+def per_rank_headline(answer_share: dict[str, float], certified: bool, target: float, delta: float,
+                      accuracy: float) -> str:
+    """Per-rank thresholds' sentence: the share answered (at the finest rank and coarser), what is
+    guaranteed with what confidence, and the accuracy measured on the table.
+
+    Parameters
+    ----------
+    answer_share : rank → share of samples stopping there, coarsest rank first, the finest last but one,
+        "root (abstain)" last.
+    certified : whether a θ per rank was found. target, delta : 1 − α and δ. accuracy : realised.
+
+    >>> per_rank_headline({"genus": 0.1, "species": 0.7, "root (abstain)": 0.2}, True, 0.9, 0.1, 0.93)[:77]
+    '**80% of the samples get an answer** (70% at species, 10% at a coarser rank, '
+    """
+    shares = list(answer_share.values())
+    ranks = list(answer_share)
+    if not certified:
+        return (f"**No θ per rank can promise {target:.1%} accuracy** with {1 - delta:.0%} confidence here: every "
+                "sample abstains; lower the target or add samples.")
+    answered, finest = 1 - shares[-1], shares[-2]
+    return (f"**{answered:.0%} of the samples get an answer** ({finest:.0%} at {ranks[-2]}, {answered - finest:.0%} "
+            f"at a coarser rank, {shares[-1]:.0%} abstain); with {1 - delta:.0%} confidence at least {target:.1%} of "
+            f"the answers on new data are correct (measured on this table: {accuracy:.1%}).")
+
+
+def sensitivity_headline(gains: dict[str, float], rule: str, shuffled: str | None = None) -> str:
+    """Hierarchy sensitivity's sentence: ``rule``'s gain over Selective (%) under each tree (``gains``:
+    tree label → gain), its range under the meaningful trees, and whether it survives a tree without
+    meaning (``shuffled``: that tree's label, if shown) — what to conclude about the tree's role.
+
+    >>> sensitivity_headline({"WordNet": 12.0, "Random": -3.0, "Induced": 15.0}, "Climbing", "Random")[-79:]
+    'shuffled (Random) it makes 3.0 % more: the gain comes from what the tree means.'
+    """
+    finite = {t: g for t, g in gains.items() if np.isfinite(g)}
+    head = "Each bar is how many fewer mistakes a rule makes than plain answers under one class tree"
+    meaningful = {t: g for t, g in finite.items() if t != shuffled}
+    if not meaningful:
+        return head + "."
+    lo, hi = min(meaningful, key=meaningful.__getitem__), max(meaningful, key=meaningful.__getitem__)
+    text = head + f": under {'the tree' if lo == hi else f'the {len(meaningful)} real trees'} **{rule}** saves " + (
+        f"{meaningful[lo]:.1f} % ({lo})" if lo == hi else
+        f"from {meaningful[lo]:.1f} % ({lo}) to {meaningful[hi]:.1f} % ({hi})")
+    if shuffled not in finite:
+        return text + "."
+    g = finite[shuffled]
+    did = f"saves {g:.1f} %" if g >= 0 else f"makes {-g:.1f} % more"
+    verdict = ("the gain comes from what the tree means" if g < meaningful[lo]
+               else "part of the gain does not depend on what the tree means")
+    return text + f"; with the classes shuffled ({shuffled}) it {did}: {verdict}."

@@ -110,7 +110,7 @@ def climb_view(h: Hierarchy, logits: np.ndarray, previews: list[bytes], per_step
     """The degraded image at ``severity`` beside the climb of every rule's pick over severities 0–5."""
     rows = [node_row(h, lg, temperature) for lg in logits]
     records = [record_rows(views.single_sample_paths(h, r), 0) for r in rows]
-    left, right = st.columns([1, 2.2], gap="small")
+    left, right = st.columns([1, 3], gap="small")  # the figure's names and titles need the width
     with left:
         st.image(previews[severity], caption=f"{KINDS[kind]}, severity {severity}", width="stretch")
         st.caption(f"{per_step * 1000:.0f} ms per severity step (6 copies in one batch on the CPU).")
@@ -118,7 +118,7 @@ def climb_view(h: Hierarchy, logits: np.ndarray, previews: list[bytes], per_step
         fig = degradation_figure(h, records, theta, true_leaf=true_leaf, kind=KINDS[kind].lower(),
                                  font_size=presenter.font_size())
         widgets.figure(fig, f"degrade_{kind}_{model}_{image_name}", key=f"{key}_climb", context=context,
-                       title=f"The picks as the image degrades (θ = {theta:.2f}) — ▶ Play")
+                       title=f"Picks as the image degrades (θ = {theta:.2f})")
     picks = picks_by_severity(records, theta)
     table = [{"corruption": kind, "severity": s, "rule": r, "node": h.node_ids[int(n)], "name": h.names[int(n)],
               "depth": int(h.depth[n])} for r, nodes in picks.items() for s, n in enumerate(nodes)]

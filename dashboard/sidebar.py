@@ -5,15 +5,17 @@ notices about what a link asked for and did not get."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
+import numpy as np
 import streamlit as st
 
 from hsc_core import config
-from hsc_core.core.protocol import PROTOCOL_TEXT
+from hsc_core.core.protocol import PROTOCOL_TEXT, calibration_mask
 from hsc_core.core.risk import Loss
 from hsc_core.core.validation import clip
 from hsc_core.evaluation import subsets
@@ -99,6 +101,24 @@ def show_load_error(name: str, exc: Exception) -> None:
     st.caption("The other models still work: pick one in the sidebar.")
 
 
+def split_counts(bundle, subset: str) -> tuple[int, int]:
+    """(samples of ``subset``, of them in the 10 % calibration split that only fits T): the protocol's
+    split is drawn on the whole file (``calibration_mask``), so a subset's share is counted."""
+    cal = calibration_mask(np.asarray(bundle.labels))
+    mask = cat_.subset_mask(bundle, subset) if subset != subsets.ALL else np.ones(cal.size, dtype=bool)
+    return int(mask.sum()), int((mask & cal).sum())
+
+
+def split_words(n: int, n_cal: int) -> str:
+    """The sidebar's count in words, so the pages' smaller count (the evaluation split) is no surprise.
+
+    >>> split_words(1894, 189)
+    '1,894 images: 189 fit the temperature T (10 % calibration split), 1,705 are evaluated on every page.'
+    """
+    return (f"{n:,} images: {n_cal:,} fit the temperature T (10 % calibration split), {n - n_cal:,} are evaluated "
+            "on every page.")
+
+
 def eval_caption(es: evaluations.ModelContext) -> str:
     n_all = es.view.n + es.view.evaluation.n_cal  # the sidebar's "Samples" count: both splits
     parts = [f"**{plain(es.model)}**", f"{es.view.n:,} samples (of the {n_all:,} in the sidebar's count)"]
@@ -153,6 +173,8 @@ def sidebar() -> None:
                 state.set("subset", subsets.ALL)
             state.bind(st.selectbox, "Samples", "subset", scope="sb", options=list(options),
                        format_func=options.get, help="Data subset by source tag.")
+            with contextlib.suppress(cat_.DataError, ValueError):  # an unknown subset: the page says so
+                st.caption(split_words(*split_counts(bundle, state.get("subset"))))
             shift_picker(name)
         state.bind(st.toggle, "Temperature scaling", "ts", scope="sb",
                    help=PROTOCOL_TEXT)

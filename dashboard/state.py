@@ -23,6 +23,7 @@ import streamlit as st
 from hsc_core.core.calibrators import calibrator_names
 from hsc_core.core.confidence import confidence_names
 from hsc_core.core.rule_registry import rule_names
+from hsc_core.evaluation.card import DEFAULT_METHOD
 from hsc_core.evaluation.guarantees import DEFAULT_METHODS, METHODS, SAMPLINGS
 
 from . import session_keys as keys
@@ -239,8 +240,9 @@ SETTINGS: dict[str, Setting] = {
     "g_sampling": Setting("iid", _choice(*SAMPLINGS)),
     "g_cov": _float_setting(0.0, 0.0, 0.99),
     "g_card": Setting("theorem1_pac", _choice(*METHODS)),
-    # the method of the page's one split (the same engine as the card: θ̂ is the card's θ)
-    "split_method": Setting("theorem1", _choice(*METHODS)),
+    # the method of the page's one split (the same engine as the card: θ̂ is the card's θ); `hsc card`
+    # without --method deploys the same one
+    "split_method": Setting(DEFAULT_METHOD, _choice(*METHODS)),
     "g_depth": _int_setting(2, 0, 30),
     "g_pv": Setting("binomial", _choice("binomial", "hoeffding_bentkus")),
     # Hierarchy sensitivity: the ImageNet-1k trees compared
@@ -327,7 +329,10 @@ def capped_list(key: str, raw: str, max_items: int | None) -> tuple[str, str]:
 
 
 def write_query_params() -> None:
-    """Mirror the canonical keys in the URL (only the ones that changed are sent)."""
+    """Mirror the canonical keys in the URL (only the ones that changed are sent). A setting at its
+    default joins the URL only once it is there (the link gave it, or it was changed before): a
+    shared link names what differs from a fresh page (about 50 characters, not 1,100), and a link
+    without a key opens at the default, so old links, which name every key, still mean the same."""
     ss = st.session_state
     qp = st.query_params
     for key, setting in SETTINGS.items():
@@ -337,7 +342,7 @@ def write_query_params() -> None:
                 del qp[key]
             continue
         enc = setting.encode(value)
-        if qp.get(key) != enc:
+        if qp.get(key) != enc and (key in qp or setting.default is None or enc != setting.encode(setting.default)):
             qp[key] = enc
 
 

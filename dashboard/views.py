@@ -370,3 +370,35 @@ def gain_intervals(rows: list[ResultRow], with_ts: bool = True) -> list[dict]:
             out.append({"label": label, "rule": r["rule"], "estimate": r["value"], "low": r["ci_low"],
                         "high": r["ci_high"]})
     return out
+
+
+def climb_path(h: Hierarchy, probs: np.ndarray, leaf: int,
+               true_leaf: int | None) -> tuple[list[str], np.ndarray, np.ndarray | None]:
+    """The top-1 ``leaf``'s path up to the root, as ``headlines.climb_headline`` reads it.
+
+    Parameters
+    ----------
+    h : the hierarchy. probs : (n_nodes,) one sample's node probabilities (root = 1).
+    leaf : the top-1 leaf. true_leaf : the true leaf (None: unknown, e.g. an upload).
+
+    Returns
+    -------
+    names : (k,) node names, the leaf first and the root last. path_probs : (k,) their probabilities.
+    correct : (k,) bool, each node an ancestor of the true leaf (None when it is unknown).
+    """
+    path = h.path_to_root(int(leaf))
+    correct = None if true_leaf is None else np.asarray(h.is_ancestor(path, int(true_leaf)), dtype=bool)
+    return [node_name(h, int(v)) for v in path], np.asarray(probs, dtype=float)[path], correct
+
+
+def rescued_share(view: EvaluationSet, theta: float) -> tuple[float, float]:
+    """(the share of samples whose top-1 leaf is wrong, the share of those that Climbing at ``theta``
+    answers correctly with a coarser node below the root)."""
+    labels = np.asarray(view.labels)
+    wrong = np.asarray(view.leaf_pred) != labels
+    if not wrong.any():
+        return 0.0, 0.0
+    h = view.hierarchy
+    node = np.asarray(view.paths["climbing"].predict(theta)[0])
+    right = np.asarray(h.is_ancestor(node, labels), dtype=bool) & (node != h.root)
+    return float(wrong.mean()), float(right[wrong].mean())

@@ -3,6 +3,7 @@ recomputed with the library (not through the dashboard's helpers)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -164,3 +165,36 @@ def test_the_page_and_its_card_state_one_theta_and_the_managers_answer(page, mod
         assert ("a marginal statement" in headline) == (method == "theorem1")
         assert at.query_params["g_card"] in ([method], method)
     assert any("g_card= now sets" in str(e.value) for e in at.info)
+
+
+def test_the_page_at_its_defaults_and_hsc_card_without_method_ship_one_theta(monkeypatch, tmp_path, capsys):
+    """Issue 35: the page opened with no link (1 − α 0.95, 1 − δ 0.9, n 1,000, seed 0, its default method)
+    shows θ̂ 0.8570, and `hsc card` without --method deploys that method and states that θ."""
+    from hsc_core.cli import main
+    from hsc_core.evaluation.card import DEFAULT_METHOD
+
+    shipped = Path(__file__).resolve().parents[1] / "cached_logits"
+    if not (shipped / "efficientnet_lite0.npz").is_file():
+        pytest.skip("shipped logits absent")
+    for suffix in (".npz", ".json"):
+        (tmp_path / f"efficientnet_lite0{suffix}").symlink_to(shipped / f"efficientnet_lite0{suffix}")
+    monkeypatch.delenv("HSC_SYNTHETIC", raising=False)
+    monkeypatch.setenv("HSC_CACHED_LOGITS_DIR", str(tmp_path))
+    at = open_page(PAGE)
+    assert not at.exception
+    assert at.selectbox(key="_w.ga.split_method").value == DEFAULT_METHOD == "theorem1"
+    assert _metric(at, "θ̂ (threshold)") == "0.8570"
+    assert _metric(at, "Test accuracy") == "0.9447" and _metric(at, "Hierarchical coverage") == "0.7566"
+    headline = next(i.value for i in at.info if "Deploy" in i.value)
+    assert "θ = 0.8570" in headline
+    out = tmp_path / "card.md"
+    assert main(["card", str(shipped / "efficientnet_lite0.npz"), "--target-accuracy", "0.95", "--n-cal", "1000",
+                 "--reps", "0", "--out", str(out)]) == 0
+    card = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    assert card["method"] == "theorem1" and f"{card['theta']:.4f}" == "0.8570"
+    assert f"{card['realised']['accuracy']:.4f}" == "0.9447"
+    # one sentence, the same numbers: θ, the share answered and at which level, the kind of promise
+    line = next(x for x in out.read_text(encoding="utf-8").splitlines() if x.startswith("**Deploy"))
+    levels = headline.split("get an answer** (")[1].split(", 0% none")[0].split(");")[0]
+    assert line.startswith("**Deploy θ = 0.8570**") and f"({levels}" in line, (line, headline)
+    assert "a marginal statement" in line and "a marginal statement" in headline

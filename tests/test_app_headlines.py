@@ -89,3 +89,25 @@ def test_where_it_stops_says_where_the_answers_land(shipped_page, lite0):
                                         "Climbing", 0.5)
     assert sentence in [i.value for i in at.info]
     assert sentence.startswith("At θ = 0.50, Climbing answers ")
+
+
+def test_explorer_and_story_open_with_their_sentence(shipped_page, lite0):
+    """Issue 35, the pages that lacked one: the Explorer's sentence is the sample's path read by hand
+    (Climbing from the top-1 leaf), the story's the top-1 error and the mistakes Climbing rescues."""
+    es = lite0.setting(True)
+    h = es.hierarchy
+    at = shipped_page("app_pages/explorer.py", {"presenter": "1"})  # the sentence at the projector too
+    sample = at.query_params["sample"]
+    i = [str(s) for s in es.sample_ids].index(sample)
+    row, leaf, true = es.node_row(i), int(es.leaf_pred[i]), int(es.labels[i])
+    path = [int(v) for v in h.path_to_root(leaf)]
+    first = next(k for k, v in enumerate(path) if h.is_ancestor(v, true))  # the lowest correct node
+    name = h.names[path[first]].replace("_", " ")
+    text = _texts(at)
+    assert f"The model's top guess is **{h.names[leaf].replace('_', ' ')}** (p = {row[leaf]:.2f})" in text
+    # the default pick rescues a wrong leaf: right from just above the last wrong node's probability
+    assert first > 0 and f"with **{name}** or coarser, for θ from {row[path[first - 1]]:.2f}" in text
+    story = shipped_page("app_pages/story.py")
+    wrong = es.leaf_pred != es.labels
+    assert f"On these {es.n:,} images the model's top guess is wrong {100 * wrong.mean():.0f} % of the time" in (
+        _texts(story))

@@ -317,3 +317,17 @@ def test_a_huge_table_draws_a_fixed_sample_and_counts_every_model(own_rows):
     small = atlas_figure(table, rule="climbing", ts=True)  # under the cap: every model, no note
     assert sum(len(t.x) for t in small.data) == 120 and not small.layout.annotations
     assert primary_regime("in21k_pretraining;distillation") == "in21k_pretraining"
+
+
+def test_your_models_are_named_beside_their_stars_only_while_few(own_rows):
+    """Issue 35: 14 shipped models' names printed over each other in one smudge; beyond
+    MAX_NAMED_STARS the stars go unnamed (hover names each)."""
+    from hsc_core.report.atlas_figure import MAX_NAMED_STARS, atlas_figure
+
+    many = [{**r, "model": f"m{k}_{r['model']}"} for k in range(3) for r in own_rows]  # 6 models
+    table = load_atlas_table(data=to_csv(many, RESULT_COLUMNS).encode(), name="results.csv")
+    assert len(table) == 6 > MAX_NAMED_STARS
+    for yours, mode in ((table.head(MAX_NAMED_STARS), "markers+text"), (table, "markers")):
+        star = next(t for t in atlas_figure(table, rule="climbing", ts=True, yours=yours).data
+                    if t.name == "your models")
+        assert star.mode == mode and list(star.text) == list(yours["model"])

@@ -95,6 +95,7 @@ MAIN_JS = """(chart) => {
   return { chart: box(main), axes: Array.from(main.querySelectorAll('.xtitle')).map(box),
            sweeps: Array.from(main.querySelectorAll('.slider-container')).map(box),
            controls: q('[data-testid="stMain"] [data-testid="stSlider"] [role="group"]').concat(
+                     q('[data-testid="stMain"] [data-testid="stSelectbox"]'),
                      q('[data-testid="stMain"] [data-testid="stButton"] button')),
            headline: q('[data-testid="stMain"] [data-testid="stAlert"]').slice(0, 2),
            width: document.documentElement.scrollWidth,
@@ -158,7 +159,7 @@ def test_overview_image_and_guarantee_fit_one_presenter_screen(server, browser, 
                 assert _inside(box, w, h), (where, box)
             if chart == "img_tree":
                 assert g["sweeps"], where  # the tree's own θ slider and ▶ Play
-            if chart == "ga_hist":  # the requirement's three sliders and the Run button
+            if chart == "ga_hist":  # the requirement's two sliders, the method and the Run button
                 assert len([b for b in g["controls"] if _inside(b, w, h)]) >= 4, (where, g["controls"])
             assert g["text"] >= 0.95 * 19.2 * min(w / 1280, h / 720), (where, g["text"])
 

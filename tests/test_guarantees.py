@@ -311,7 +311,7 @@ def test_cli_guarantees_and_card(shipped, tmp_path, capsys):
     md = card_md.read_text(encoding="utf-8")
     front = yaml.safe_load(md.split("---\n")[1])
     card = json.loads(card_md.with_suffix(".json").read_text(encoding="utf-8"))
-    assert front["hsc_decision_card"]["theta"] == card["theta"] and card["method"] == "theorem1_pac"
+    assert front["hsc_decision_card"]["theta"] == card["theta"] and card["method"] == "theorem1"  # the page's default
     assert front["model-index"][0]["results"][0]["metrics"][0]["value"] == pytest.approx(
         card["realised"]["accuracy"], abs=1e-6)
     lo, hi = card["realised"]["accuracy_interval"]
@@ -412,3 +412,30 @@ def test_a_calibration_applies_to_other_data_of_the_same_tree():
         else:
             want = shifted.paths[family].predict(fit.theta)[0]
         np.testing.assert_array_equal(fit.predict(shifted), want)
+
+
+def test_card_without_delta_has_evidence_and_the_managers_sentence():
+    """Issue 35: the default method (theorem1) reads no δ; its card, evidence included, renders, and says
+    in one sentence the θ, the share answered (at a leaf / coarser / none) and the kind of promise."""
+    from hsc_core.core.hierarchy import Hierarchy
+    from hsc_core.core.synthetic import synthetic_logits
+    from hsc_core.evaluation.card import answer_line, card_markdown, decision_card
+    from hsc_core.evaluation.model import ModelEvaluation
+
+    h = Hierarchy.from_parents([4, 4, 5, 5, 6, 6, -1], 4)  # leaves 0–3 under 4 and 5, root 6
+    logits, labels = synthetic_logits(h, 600, seed=0)
+    ev = ModelEvaluation(h, logits, labels, name="toy")
+    card = decision_card(ev, target_accuracy=0.9, n_cal=200, reps=5, n_resamples=50)
+    assert card["method"] == "theorem1" and card["delta"] is None and card["evidence"]["reps"] == 5
+    md = card_markdown(card)
+    assert "δ =" not in md.split("## Evidence")[1].split("##")[0]
+    res = ev.setting(card["ts"]).threshold(0.9, "theorem1", n=200, seed=0)
+    count = h.leaf_count[res.test_nodes]
+    answered, leaf = float(np.mean(count < 4)), float(np.mean(count == 1))
+    assert (card["realised"]["answered"], card["realised"]["answered_at_leaf"]) == (answered, leaf)
+    assert answer_line(card) in md and answer_line(card).startswith(f"**Deploy θ = {res.theta:.4f}**")
+    assert f"({leaf:.0%} at a leaf, {answered - leaf:.0%} at a coarser node, {1 - answered:.0%} none)" in md
+    old = {**card, "realised": {k: v for k, v in card["realised"].items() if not k.startswith("answered")}}
+    assert answer_line(old) == (f"**Deploy θ = {res.theta:.4f}**: on average over calibration sets at least 90.0% "
+                                "of the answers are correct (a marginal statement: no confidence for this one "
+                                "calibration).")

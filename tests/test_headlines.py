@@ -42,3 +42,92 @@ def test_holds_says_which_promise_was_kept():
         "yes: 4% of the sets fell below the target, within δ = 10% (PAC)"
     assert headlines.holds_text("heuristic", "", 0.3, 0.1).startswith("no guarantee")
     assert headlines.kind_words("marginal").startswith("marginal: on average")
+
+
+# A path from the top-1 leaf "tabby" up to the root: p = 0.40, 0.70, 0.95, 1.
+PATH = ["tabby", "cat", "animal", "root"]
+PROBS = np.array([0.40, 0.70, 0.95, 1.0])
+
+
+def test_climb_headline_says_for_which_theta_backing_off_is_right():
+    wrong = headlines.climb_headline(PATH, PROBS, np.array([False, True, True, True]))
+    # θ ≤ 0.40: the wrong leaf; (0.40, 0.95]: cat or animal, both right; above 0.95: the root
+    assert wrong == ("The model's top guess is **tabby** (p = 0.40), and it is wrong; backing off when unsure "
+                     "(Climbing) answers correctly, with **cat** or coarser, for θ from 0.40 to 0.95 and rejects the "
+                     "image above it.")
+    right = headlines.climb_headline(PATH, PROBS, np.array([True, True, True, True]))
+    assert "it is right" in right and "leaf for θ up to 0.40" in right and "coarser class for θ up to 0.95" in right
+    hopeless = headlines.climb_headline(PATH, PROBS, np.array([False, False, False, True]))
+    assert hopeless.endswith("can only reject it (for θ above 0.95).")
+    unknown = headlines.climb_headline(PATH, PROBS, None)
+    assert "keeps it for θ up to 0.40 and answers a coarser class for θ up to 0.95 and rejects" in unknown
+    almost = headlines.climb_headline(PATH, np.array([0.4, 0.7, 0.9996, 1.0]), np.array([True] * 4))
+    assert "coarser class for θ up to 0.9996 and rejects" in almost  # not "up to 1.00 and rejects above it"
+    sure = headlines.climb_headline(["a", "b", "root"], np.array([0.5, 1.0, 1.0]), np.array([True, True, True]))
+    assert sure.endswith("never rejects it (every node on the path has probability 1).")
+
+
+def test_story_calibrators_per_rank_and_sensitivity_headlines():
+    story = headlines.story_headline(1705, 0.2463, 0.41, 0.5)
+    assert ("wrong 25 % of the time; answering with a coarser class when unsure (Climbing, threshold 0.50) makes "
+            "41 % of those mistakes right" in story)
+    rows = [{"calibrator": "ts", "confidence": "softmax", "haurc": 0.040},
+            {"calibrator": "none", "confidence": "entropy", "haurc": 0.050},
+            {"calibrator": "x", "confidence": "y", "haurc": float("nan")}]
+    cal = headlines.calibrators_headline(rows, str.upper, str.title)
+    assert "**TS + Softmax** is best (hAURC 40.0 ×10⁻³), 20 % below the worst, **NONE + Entropy** (50.0)" in cal
+    assert "Here" not in headlines.calibrators_headline(rows[:1], str.upper, str.title)
+    share = {"genus": 0.1, "species": 0.7, "root (abstain)": 0.2}
+    ranks = headlines.per_rank_headline(share, True, 0.9, 0.1, 0.93)
+    assert ranks == ("**80% of the samples get an answer** (70% at species, 10% at a coarser rank, 20% abstain); "
+                     "with 90% confidence at least 90.0% of the answers on new data are correct (measured on this "
+                     "table: 93.0%).")
+    assert headlines.per_rank_headline(share, False, 0.99, 0.05, 1.0).startswith("**No θ per rank can promise 99.0%")
+    gains = {"WordNet": 12.0, "Random": -3.0, "Induced": 15.0}
+    assert headlines.sensitivity_headline(gains, "Climbing", "Random").endswith(
+        "under the 2 real trees **Climbing** saves from 12.0 % (WordNet) to 15.0 % (Induced); with the classes "
+        "shuffled (Random) it makes 3.0 % more: the gain comes from what the tree means.")
+    assert headlines.sensitivity_headline({**gains, "Random": 13.0}, "Climbing", "Random").endswith(
+        "it saves 13.0 %: part of the gain does not depend on what the tree means.")
+    assert headlines.sensitivity_headline({"WordNet": 12.0}, "Climbing").endswith(
+        "under the tree **Climbing** saves 12.0 % (WordNet).")
+
+
+def test_the_sidebar_says_both_counts_in_words():
+    """Issue 35: 1,894 in the sidebar vs 1,705 on the pages — the shipped sample's split, in words."""
+    from pathlib import Path
+
+    import pytest
+
+    from dashboard import sidebar
+    from hsc_core.datasets.logits_io import load_logits
+
+    shipped = Path(__file__).resolve().parents[1] / "cached_logits" / "efficientnet_lite0.npz"
+    if not shipped.is_file():
+        pytest.skip("shipped logits absent")
+    assert sidebar.split_counts(load_logits(shipped), "all") == (1894, 189)
+    assert sidebar.split_words(1894, 189) == ("1,894 images: 189 fit the temperature T (10 % calibration split), "
+                                              "1,705 are evaluated on every page.")
+
+
+def test_rescued_share_is_climbing_walked_by_hand():
+    """The story's numbers: the top-1 error, and the share of those mistakes Climbing at θ answers with a
+    correct node below the root, against a walk up each sample's path (toy tree, synthetic logits)."""
+    from dashboard import views
+    from hsc_core.core.hierarchy import Hierarchy
+    from hsc_core.core.synthetic import synthetic_logits
+    from hsc_core.evaluation.model import ModelEvaluation
+
+    h = Hierarchy.from_parents([4, 4, 5, 5, 6, 6, -1], 4)  # leaves 0–3 under 4 and 5, root 6
+    logits, labels = synthetic_logits(h, 400, top1=0.6, seed=3)
+    view = ModelEvaluation(h, logits, labels, name="toy").setting(False)
+    error, rescued = views.rescued_share(view, 0.7)
+    wrong = [p for p in range(view.n) if view.leaf_pred[p] != view.labels[p]]
+    hits = 0
+    for p in wrong:
+        row, node = view.node_row(p), int(view.leaf_pred[p])
+        while row[node] < 0.7:  # Climbing: up from the top-1 leaf to the first node of probability ≥ θ
+            node = int(h.parent[node])
+        hits += node != h.root and bool(h.is_ancestor(node, int(view.labels[p])))
+    assert error == len(wrong) / view.n and 0 < error < 1
+    assert rescued == hits / len(wrong) and 0 < rescued < 1

@@ -97,9 +97,13 @@ def test_cli_card_without_delta_for_a_method_that_does_not_read_it(tmp_path, cap
     assert card["delta"] is None and card["kind"] == "marginal"
     res = threshold_for_accuracy(imagenet_hierarchy(), *_arrays(), 0.9, n=500)
     assert card["theta"] == res.theta  # the one-call θ is the card's θ
-    # The default method (theorem1_pac) reads δ: one line, exit 2, before any work.
+    # The default method is the page's theorem1 (no δ); theorem1_pac reads δ: one line, exit 2, before any work.
     capsys.readouterr()
-    assert main(["card", str(LITE0), "--target-accuracy", "0.9", "--out", str(out)]) == 2
+    assert main(["card", str(LITE0), "--target-accuracy", "0.9", "--reps", "0", "--n-cal", "500",
+                 "--out", str(out)]) == 0
+    assert json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))["theta"] == res.theta
+    capsys.readouterr()
+    assert main(["card", str(LITE0), "--target-accuracy", "0.9", "--method", "theorem1_pac", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "--delta is needed for theorem1_pac" in err
     # hsc guarantees: methods without δ run without --delta; the default list has PAC ones, so it asks.

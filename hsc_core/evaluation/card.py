@@ -30,7 +30,9 @@ __all__ = ["CARD_FORMAT", "CARD_REPS", "DEFAULT_METHOD", "card_json", "card_mark
            "guarantee_sentence", "md_text"]
 
 CARD_FORMAT = "hsc-decision-card/1"
-DEFAULT_METHOD = "theorem1_pac"
+# The method a card deploys when none is named: the paper's Algorithm 2 θ̂ (marginal), the one the
+# dashboard's Guaranteed-accuracy page starts with, so `hsc card` without --method states the page's θ.
+DEFAULT_METHOD = "theorem1"
 CARD_REPS = 200
 CONFIDENCE = 0.95
 
@@ -92,7 +94,7 @@ def decision_card(
 
     Examples
     --------
-    One call from logits (δ only for the PAC methods, such as the default ``theorem1_pac``):
+    One call from logits (δ only for the PAC methods, such as ``theorem1_pac``; the default ``theorem1`` needs none):
 
     >>> from hsc_core.core.synthetic import synthetic_logits
     >>> from hsc_core.core.hierarchy import Hierarchy
@@ -175,6 +177,9 @@ def decision_card(
             "accuracy": k / m, "accuracy_interval": list(_proportion_interval(k, m)),
             "coverage": float(cov.mean()), "coverage_interval": list(_mean_interval(cov)),
             "set_size": float(h.leaf_count[nodes].mean()), "confidence": CONFIDENCE,
+            # the manager's "how many get an answer, at which level": below the root, and at a leaf
+            "answered": float(np.mean(h.leaf_count[nodes] < h.n_leaves)),
+            "answered_at_leaf": float(np.mean(h.leaf_count[nodes] == 1)),
         },
         "haurc_climbing": {"value": boot.estimate, "interval": [boot.low, boot.high],
                            "confidence": CONFIDENCE},
@@ -202,6 +207,28 @@ def md_text(value: Any, limit: int = 200) -> str:
 def _yaml(value: Any) -> str:
     """A YAML scalar: JSON's quoting is valid YAML (double-quoted, escaped), numbers as they are."""
     return json.dumps(value, ensure_ascii=False)
+
+
+def answer_line(card: dict[str, Any]) -> str:
+    """The card's one sentence for a manager: θ, the share of held-out samples that get an answer and
+    at which level, and what is guaranteed with what confidence (the dashboard page's sentence).
+
+    Cards written before the shares were recorded (no ``answered``) get the guarantee part only."""
+    r, g = card["realised"], card.get("guaranteed") or {}
+    name = "λ" if card["method"] == "darts" else "θ"
+    if g.get("confidence") is not None:
+        promise = (f"with {g['confidence']:.0%} confidence, at least {card['target_accuracy']:.1%} of the answers on "
+                   "new data are correct")
+    elif g.get("holds") == "on average":
+        promise = (f"on average over calibration sets at least {card['target_accuracy']:.1%} of the answers are "
+                   "correct (a marginal statement: no confidence for this one calibration)")
+    else:
+        promise = "nothing is guaranteed (a heuristic)"
+    if "answered" not in r:
+        return f"**Deploy {name} = {card['theta']:.4f}**: {promise}."
+    answered, leaf = r["answered"], r["answered_at_leaf"]
+    return (f"**Deploy {name} = {card['theta']:.4f}**: **{answered:.0%} of the held-out samples get an answer** "
+            f"({leaf:.0%} at a leaf, {answered - leaf:.0%} at a coarser node, {1 - answered:.0%} none); {promise}.")
 
 
 def _guaranteed_line(card: dict[str, Any]) -> str:
@@ -253,6 +280,8 @@ def card_markdown(card: dict[str, Any]) -> str:
         f"**Ship {'λ' if card['method'] == 'darts' else 'θ'} = {card['theta']:.6g}** with "
         f"*{md_text(card['method_label'])}* (`{card['method']}`; {md_text(card['method_source'])}).",
         "",
+        answer_line(card),
+        "",
         "## Guarantee",
         "",
         md_text(card["guarantee"], 400),
@@ -282,8 +311,9 @@ def card_markdown(card: dict[str, Any]) -> str:
             "",
             f"Over {ev['reps']:,} calibration sets of {card['n_cal']:,} drawn with replacement (the data set as the "
             f"deployment distribution): accuracy fell below {card['target_accuracy']:.4g} in "
-            f"{ev['violation_rate']:.1%} of them (95 % upper limit {ev['violation_high_95']:.1%}; δ = "
-            f"{card['delta']:.4g}); mean accuracy {ev['accuracy_mean']:.4f}, mean coverage {ev['coverage_mean']:.4f}.",
+            f"{ev['violation_rate']:.1%} of them (95 % upper limit {ev['violation_high_95']:.1%}"
+            + ("" if card["delta"] is None else f"; δ = {card['delta']:.4g}")
+            + f"); mean accuracy {ev['accuracy_mean']:.4f}, mean coverage {ev['coverage_mean']:.4f}.",
             "",
         ]
     lines += [

@@ -39,6 +39,8 @@ MAX_POINTS = 20_000
 Y_METRICS = {"haurc": "hAURC×1000 (lower: better)", "gain_percent": "gain % (higher: better)"}
 
 
+MAX_NAMED_STARS = 4  # your models named beside their stars when there are at most this many
+
 def primary_regime(keys: str) -> str:
     """The first of a model's ``;``-joined regime keys (the one its marker shows)."""
     return keys.split(";")[0] if keys else PLAIN.key
@@ -89,7 +91,8 @@ def atlas_figure(table: pd.DataFrame, *, rule: str = "climbing", loss: str = "01
         sides = ["top left", "bottom right", "top right", "bottom left"]
         fig.add_trace(go.Scatter(
             x=yours["top-1 accuracy"].to_numpy(float) * 100, y=yours[column].to_numpy(float),
-            mode="markers+text", name="your models", text=names,
+            # more names than that print over each other in one unreadable smudge: hover names them
+            mode="markers+text" if len(names) <= MAX_NAMED_STARS else "markers", name="your models", text=names,
             textposition=[sides[k % len(sides)] for k in range(len(names))],
             hovertemplate="<b>%{text}</b> (yours)<br>top-1 %{x:.2f} %<br>%{y:.2f}<extra></extra>",
             marker=dict(color=YOURS_COLOUR, symbol="star", size=18, line=dict(width=2, color="white"))))

@@ -47,12 +47,17 @@ def degradation_figure(h: Hierarchy, records: Sequence[dict[str, tuple[np.ndarra
         ok = [None if true_leaf is None else bool(h.is_ancestor(v, int(true_leaf))) for v in nodes]
         mark = ["" if c is None else (f" {style.CORRECT_MARK}" if c else f" {style.WRONG_MARK}") for c in ok]
         names = [style.plain(h.names[v].replace("_", " "), 22) for v in nodes]
+        # a name only where the pick changes (repeated names printed over each other), and kept inside the
+        # plot at both ends
+        text = [f"{nm}{mk}" if k == 0 or nodes[k] != nodes[k - 1] else ""
+                for k, (nm, mk) in enumerate(zip(names, mark, strict=True))]
+        where = ["top right" if k == 0 else "top left" if k == n - 1 else "top center" for k in range(len(nodes))]
         return go.Scatter(
             x=sev[: upto + 1], y=h.depth[nodes], mode="lines+markers+text" if rule == "climbing" else "lines+markers",
             name=rule_label(rule), line=dict(color=colour, dash=dash, width=2.5),
             marker=dict(symbol=[symbol if c is not False else f"{symbol}-open" for c in ok], size=11, color=colour),
-            text=[f"{nm}{mk}" for nm, mk in zip(names, mark, strict=True)] if rule == "climbing" else None,
-            textposition="top center", hovertemplate=[f"severity %{{x}}: {nm}{mk}<extra>{rule_label(rule)}</extra>"
+            text=text if rule == "climbing" else None,
+            textposition=where, hovertemplate=[f"severity %{{x}}: {nm}{mk}<extra>{rule_label(rule)}</extra>"
                                                       for nm, mk in zip(names, mark, strict=True)])
 
     shown = [r for r in rules if r in picks]
@@ -67,8 +72,7 @@ def degradation_figure(h: Hierarchy, records: Sequence[dict[str, tuple[np.ndarra
                                                              transition=dict(duration=250))])])])
     layout(fig, title, height=380)
     fig.update_layout(font=dict(size=font_size - 2), margin=dict(t=90 if title else 60))
-    fig.update_xaxes(title_text=f"{kind} severity (ImageNet-C; 0 = the image as it is)", dtick=1,
-                     range=[-0.3, n - 0.7])
+    fig.update_xaxes(title_text=f"{kind} severity (0 = the original)", dtick=1, range=[-0.3, n - 0.7])
     fig.update_yaxes(title_text=f"depth of the pick at θ = {theta:.2f} (0 = reject)", dtick=1,
                      range=[-0.5, float(h.max_depth) + 0.8])
     return fig
