@@ -20,12 +20,14 @@ if __name__ != "__main__":
     warmup.start(("numpy", "pandas", "plotly.graph_objects", "streamlit.elements.plotly_chart", "hsc_core.evaluation",
                   "dashboard.entry", "dashboard.state", "dashboard.sidebar", "dashboard.widgets", "dashboard.presenter",
                   "dashboard.report", "dashboard.session_memory", "dashboard.evaluations", "dashboard.evaluation_cache",
-                  "dashboard.views", "dashboard.snapshot_views", "dashboard.snapshot_pages", "hsc_core.report.figures",
-                  "hsc_core.report.html_report", "hsc_core.report.tree_figure", "hsc_core.report.sweep"))
+                  "dashboard.views", "dashboard.snapshot_views", "dashboard.snapshot_pages", "dashboard.snapshot_learn",
+                  "hsc_core.report.figures", "hsc_core.report.html_report", "hsc_core.report.tree_figure",
+                  "hsc_core.report.sweep"))
 
     def _load_builders() -> None:
         warmup.wait()  # never two threads importing the same module
-        importlib.import_module("dashboard.snapshot_pages")  # every page's builder (snapshot_views' too)
+        for name in ("dashboard.snapshot_pages", "dashboard.snapshot_learn"):  # every page's builder
+            importlib.import_module(name)  # (snapshot_views' too)
 
     app = st.App(__file__, routes=snapshot.routes(snapshot.default_store, _load_builders,
                                                   str(st.get_option("server.baseUrlPath") or "")))
@@ -40,6 +42,7 @@ else:
         report,
         session_memory,
         sidebar,
+        snapshot_learn,  # noqa: F401 - registers the Learn pages' builders (their share links)
         snapshot_pages,  # noqa: F401 - registers the other pages' builders (their share links)
         snapshot_views,
         state,

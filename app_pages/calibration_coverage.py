@@ -4,12 +4,11 @@ and the metric-optimal / Pareto ones)."""
 import pandas as pd
 import streamlit as st
 
-from dashboard import entry, evaluations, headlines, presenter, sidebar, state, widgets
+from dashboard import entry, evaluations, page_sentences, presenter, sidebar, state, widgets
 from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.report.figures import cc_figure
 
 entry.ensure_entrypoint(globals())
-CC_AREA = "area under CC curve (lower is better)"  # the summary's column the headline ranks by
 
 st.title("Calibration–coverage")
 with presenter.controls("Rules, bins and scaling"):
@@ -32,7 +31,7 @@ bins = int(state.get("bins"))
 curves = evaluations.cc_curves(es, bins)
 table = pd.DataFrame(es.view.cc_summary(rules, bins))  # the layer's numbers; the page only names the rules
 # the conclusion first, at the projector too (issue 35); the chart then fills the rest of the screen
-st.markdown(headlines.calibration_headline(dict(zip(table["rule"], table[CC_AREA], strict=True)), rule_label))
+st.markdown(page_sentences.calibration_coverage(table.to_dict("records")))
 context = widgets.export_context(es)
 widgets.figure(cc_figure(curves, rules), f"cc_bins{bins}", key="cc_chart", context=context,
                title=f"Calibration–coverage (ECE, {bins} bins)", height=presenter.fit_height(12.1))

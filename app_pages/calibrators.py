@@ -5,7 +5,7 @@ is a link setting (c_cals, c_scores, c_rule, c_ci, c_scope)."""
 import streamlit as st
 
 from dashboard import calibrators as cal
-from dashboard import entry, headlines, presenter, report, sidebar, state, widgets
+from dashboard import entry, page_sentences, presenter, report, sidebar, state, widgets
 from hsc_core.core.rule_registry import rule_label, rule_names
 
 entry.ensure_entrypoint(globals())
@@ -41,7 +41,7 @@ try:
 except ValueError as exc:  # e.g. an ensemble member that no longer matches its variant
     st.error(str(exc))
     st.stop()
-st.markdown(headlines.calibrators_headline(rows, cal.calibrator_label, cal.confidence_label))
+st.markdown(page_sentences.calibrators(rows))
 st.dataframe(cal.shown_table(rows), hide_index=True, key="calib_table")
 widgets.csv_download(lambda: cal.export_table(rows), "calibrator_benchmark", key="dl_calib",
                      context=widgets.export_context(es))

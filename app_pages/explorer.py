@@ -10,7 +10,7 @@ from dashboard import (
     catalog,
     entry,
     evaluations,
-    headlines,
+    page_sentences,
     perturb,
     plots,
     presenter,
@@ -150,7 +150,7 @@ state.set("sample", sample)
 i = es.view.id_index[sample]
 true_leaf = int(es.view.labels[i])
 pred_leaf = int(es.view.leaf_pred[i])
-lead.markdown(headlines.climb_headline(*views.climb_path(h, es.view.node_row(i), pred_leaf, true_leaf)))
+lead.markdown(page_sentences.climb(h, es.view.node_row(i), pred_leaf, true_leaf))
 
 info, main = st.columns([1, 5] if presenter.presenter() else [1, 4], gap="small")
 with info:

@@ -3,15 +3,13 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import catalog, entry, evaluations, headlines, presenter, sidebar, state, views, widgets
+from dashboard import catalog, entry, evaluations, page_sentences, presenter, sidebar, state, views, widgets
 from hsc_core.core.rule_registry import rule_label
 from hsc_core.datasets.imagenet_trees import TREES
 from hsc_core.evaluation.sensitivity import sensitivity_table
 from hsc_core.report.figures import gain_figure
-from hsc_core.report.html_report import HEADLINE_RULE
 
 entry.ensure_entrypoint(globals())
-RANDOM_TREE = "random"  # the tree whose classes are shuffled: the sentence says whether the gain survives it
 
 st.title("Hierarchy sensitivity")
 with presenter.controls("Trees and temperature scaling"):
@@ -38,9 +36,7 @@ with st.spinner("Evaluating every rule under each tree, with bootstrap intervals
 table = sensitivity_table(rows)
 context = widgets.export_context(es)
 gains = views.sensitivity_gains(table)
-st.markdown(headlines.sensitivity_headline({TREES[d["tree"]].label: d["gain_percent"] for d in table
-                                            if d["rule"] == HEADLINE_RULE}, rule_label(HEADLINE_RULE),
-                                           TREES[RANDOM_TREE].label if RANDOM_TREE in trees else None))
+st.markdown(page_sentences.sensitivity(table, trees))
 # presenter mode: the whole figure, its x-axis title included, above the fold (issue 35 at 1280×720)
 widgets.figure(gain_figure(gains), "hierarchy_sensitivity_gain", key="hs_gain", context=context,
                title="Hierarchical gain vs Selective under each tree, 95 % bootstrap intervals",

@@ -3,7 +3,7 @@ shipped ImageNet example) → the shared-θ RC curve, one θ per rank with a gua
 
 import streamlit as st
 
-from dashboard import entry, headlines, per_rank, presenter, session_keys, state, widgets
+from dashboard import entry, page_sentences, per_rank, presenter, session_keys, state, widgets
 
 entry.ensure_entrypoint(globals())
 
@@ -38,8 +38,7 @@ st.markdown(f"**{scores.n:,} samples** from *{widgets.plain(source)}* · ranks "
 target, delta = float(state.get("r_acc")), float(state.get("r_delta"))
 with st.spinner(f"Calibrating and repeating over {per_rank.REPS:,} random splits…"):
     card = per_rank.card_for(scores, digest, source, target, delta)
-st.info(headlines.per_rank_headline(card["answer_share"], bool(card["certified"]), target, delta,
-                                    float(card["realised_accuracy"])), icon=":material/verified:")
+st.info(page_sentences.per_rank(card, target, delta), icon=":material/verified:")
 left, right = st.columns(2)
 # presenter mode: both figures, their axis labels included, above the fold at 1280×720 (issue 35)
 with left:

@@ -8,7 +8,7 @@ from dashboard import (
     catalog,
     entry,
     evaluations,
-    headlines,
+    page_sentences,
     plots,
     presenter,
     sections,
@@ -53,7 +53,7 @@ loss = state.get("loss")
 dec = None if state.get("dec") == "exact" else 2
 cs = sidebar.curve_set_or_stop(es, loss, dec)
 # the conclusion first, at the projector too (issue 35); the chart and its θ then fill the rest of the screen
-st.markdown(headlines.risk_coverage_headline({r: cs.curves[r].haurc for r in rules}, loss, rule_label))
+st.markdown(page_sentences.risk_coverage(cs, rules, loss))
 
 
 @catalog.cache_resource(max_entries=32, show_spinner=False)

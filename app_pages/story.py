@@ -9,7 +9,7 @@ from dashboard import (
     catalog,
     entry,
     evaluations,
-    headlines,
+    page_sentences,
     presenter,
     session_keys,
     sidebar,
@@ -58,7 +58,7 @@ def _go(k: int) -> None:
 
 st.title("Guided story")
 # the page's sentence (two lines in presenter mode: the steps' figures leave it 3.2 rem)
-st.markdown(headlines.story_headline(es.view.n, *views.rescued_share(es.view, THETA), THETA))
+st.markdown(page_sentences.story(es.view))
 nav = st.columns([1, 6, 1], vertical_alignment="center")
 with nav[0]:
     st.button("← Back", on_click=_go, args=(step - 1,), disabled=step == 1, key="story_back")

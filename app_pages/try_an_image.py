@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import catalog, entry, evaluations, headlines, perturb, presenter, sidebar, state, views, widgets
+from dashboard import catalog, entry, evaluations, page_sentences, perturb, presenter, sidebar, state, views, widgets
 from dashboard.sweep import theta_box
 from hsc_core.core.probabilities import softmax
 from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy
@@ -141,7 +141,7 @@ def _true_leaf(name: str | None) -> int | None:
 true_leaf = _true_leaf(image_name)
 leaf_probs = softmax(np.asarray(logits, dtype=np.float64)[None, :], t)
 row = perturb.node_row(h, logits, t)
-st.markdown(headlines.climb_headline(*views.climb_path(h, row, int(np.argmax(leaf_probs[0])), true_leaf)))
+st.markdown(page_sentences.climb(h, row, int(np.argmax(leaf_probs[0])), true_leaf))
 context = ExportContext(model=model, dataset=catalog.IMAGENET, ts=bool(state.get("ts")),
                         temperature=t if state.get("ts") else None, n_samples=1)
 

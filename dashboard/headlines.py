@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from .plain_text import plain
+
 # What each guarantee kind (``guarantee_methods.METHODS[m].kind``) promises, in words: whether
 # "holds" is about the average over calibration sets, one calibration with probability 1 − δ, or none.
 KIND_WORDS = {
@@ -267,6 +269,7 @@ def atlas_headline(summary: list[dict[str, Any]], n_models: int, rule: str) -> s
         return head + "."
     best = max(rated, key=lambda r: r["gain_percent_mean"])
     worst = min(rated, key=lambda r: r["gain_percent_mean"])
+    best, worst = ({**r, "label": plain(r["label"])} for r in (best, worst))  # labels may come from a user's table
     return (head + f"; it is largest for **{best['label']}** models ({best['gain_percent_mean']:.1f} % on average) "
             f"and smallest for **{worst['label']}** ({worst['gain_percent_mean']:.1f} %).")
 
@@ -293,6 +296,7 @@ def climb_headline(names: list[str], probs: np.ndarray, correct: np.ndarray | No
     'swers correctly, with **cat** or coarser, for θ from 0.40 to 0.95 and rejects the image above it.'
     """
     probs = np.asarray(probs, dtype=float)
+    names = [plain(n) for n in names]  # node names may come from an uploaded tree: shown literally
     head = f"The model's top guess is **{names[0]}** (p = {probs[0]:.2f})"
     below_root = probs[-2] if len(probs) > 1 else 1.0
     reject = (" and never rejects it (every node on the path has probability 1)" if below_root >= 1
@@ -367,7 +371,7 @@ def per_rank_headline(answer_share: dict[str, float], certified: bool, target: f
     '**80% of the samples get an answer** (70% at species, 10% at a coarser rank, '
     """
     shares = list(answer_share.values())
-    ranks = list(answer_share)
+    ranks = [plain(r) for r in answer_share]  # rank names come from the uploaded table's columns
     if not certified:
         return (f"**No θ per rank can promise {target:.1%} accuracy** with {1 - delta:.0%} confidence here: every "
                 "sample abstains; lower the target or add samples.")

@@ -16,35 +16,26 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, cast
-
-import numpy as np
+from typing import Any, Literal
 
 from hsc_core.core.rule_registry import rule_label, rule_names
 
-from . import catalog, evaluations, headlines, plots, session_keys, views, widgets
+from . import catalog, evaluations, headlines, page_sentences, plots, session_keys, views, widgets
 from .snapshot import Snapshot, Unavailable, register
 from .snapshot_views import (
-    SNAPSHOT_WIDTH,
     caption_of,
     context_of,
     font_size,
     model_of,
     model_stamp,
-    sample_image,
     settings,
+    text_lines,
 )
 
 #: The θ̂ rule of the Guaranteed accuracy page's one split when the link does not say (its radio's first option).
 DEFAULT_QUANTILE: Literal["order_statistic"] = "order_statistic"
 #: The repetitions' baselines the Guaranteed accuracy page opens with.
 DEFAULT_BASELINES = ("darts", "crc")
-#: Try an image's uploader (a public widget key of that page).
-IMAGE_UPLOAD = "img_upload"
-
-
-def _lines(rows: list[str]) -> str:
-    return "  \n".join(rows)
 
 
 # ---------------------------------------------------------------------------- Guaranteed accuracy
@@ -82,7 +73,7 @@ def guaranteed_accuracy(params: Mapping[str, str]) -> Snapshot:
     df = split_repetitions(es.view.guarantee_data(), [alpha], n, reps, seed=seed, method=DEFAULT_QUANTILE,
                            baselines=DEFAULT_BASELINES)
     fig = accuracy_histogram(df, target, eps)
-    return Snapshot("Guaranteed accuracy", _lines(numbers), (fig,), caption=caption_of(es),
+    return Snapshot("Guaranteed accuracy", text_lines(numbers), (fig,), caption=caption_of(es),
                     presenter=bool(values["presenter"]))
 
 
@@ -130,7 +121,7 @@ def compare_models(params: Mapping[str, str]) -> Snapshot:
     caption = (f"{len(sets)} model(s) · subset *{widgets.plain(values['subset'])}* · "
                + ("temperature scaling on (each model's own T)" if values["ts"] else "no temperature scaling")
                + " · the shipped models (uploads are not in links)")
-    return Snapshot("Compare models", head + "  \n  \n" + _lines(lines), (fig,), caption=caption,
+    return Snapshot("Compare models", head + "  \n  \n" + text_lines(lines), (fig,), caption=caption,
                     presenter=bool(values["presenter"]))
 
 
@@ -169,7 +160,7 @@ def where_in_tree(params: Mapping[str, str]) -> Snapshot:
     nodes = wedge_nodes(h, table["samples"].to_numpy(), focus)
     fig = tree_map_figure(table, nodes, colour_by=values["wcolour"], kind=values["wkind"],
                           font_size=font_size(values["presenter"]), height=430 if values["presenter"] else 560)
-    return Snapshot("Where the model stops", _lines(lines), (fig,), caption=caption_of(es),
+    return Snapshot("Where the model stops", text_lines(lines), (fig,), caption=caption_of(es),
                     presenter=bool(values["presenter"]))
 
 
@@ -194,7 +185,8 @@ def hierarchy_sensitivity(params: Mapping[str, str]) -> Snapshot:
                                           f"({d['gain_percent_low']:.2f} to {d['gain_percent_high']:.2f})")
              for d in table]
     fig = gain_figure(views.sensitivity_gains(table))
-    return Snapshot("Hierarchy sensitivity", _lines(lines), (fig,), caption=caption_of(es),
+    lines = [page_sentences.sensitivity(table, trees), ""] + lines
+    return Snapshot("Hierarchy sensitivity", text_lines(lines), (fig,), caption=caption_of(es),
                     presenter=bool(values["presenter"]))
 
 
@@ -261,176 +253,6 @@ def model_atlas(params: Mapping[str, str]) -> Snapshot:
     return Snapshot("Model atlas", lead, (fig,), caption=caption, presenter=bool(values["presenter"]))
 
 
-# ---------------------------------------------------------------------------- Try an image
-def _shipped_image(values: Mapping[str, Any]) -> tuple[str, Path]:
-    from hsc_core.datasets.imagenet import default_image_dir
-
-    folder = default_image_dir()
-    files = [] if folder is None else sorted(p.name for p in folder.iterdir()
-                                             if p.suffix.lower() in (".jpeg", ".jpg", ".png"))
-    name = values["timg"] if values["timg"] is not None else (files[0] if files else None)  # as the page opens
-    if folder is None or name not in files:  # the folder's own listing: a link can never name another path
-        raise Unavailable("The image this snapshot showed is not among the shipped validation images any more.")
-    return name, folder / name
-
-
-def _image_model(values: Mapping[str, Any]) -> str:
-    from hsc_core.pipeline.models import list_registered_models
-
-    models = list_registered_models()
-    if not models:
-        raise Unavailable("No registered models: the image classifier cannot run.")
-    if values["tmodel"] in models:
-        return values["tmodel"]
-    return values["model"] if values["model"] in models else models[0]  # as the page picks
-
-
-def image_stamp(params: Mapping[str, str]) -> str:
-    """The shipped image's name, size and time, the classifier, its cached logits' stamp and TS."""
-    from . import perturb
-
-    if not perturb.pipeline_installed():
-        raise Unavailable("Classifying an image needs PyTorch and timm, which are not installed here.")
-    values = settings(params)
-    name, path = _shipped_image(values)
-    model = _image_model(values)
-    location = catalog.model_catalog().get(model)
-    stat = path.stat()
-    return json.dumps([name, stat.st_size, stat.st_mtime_ns, model,
-                       catalog.stamp(location) if location else None, bool(values["ts"])])
-
-
-@register("try_an_image", stamp=image_stamp, upload=IMAGE_UPLOAD)
-def try_an_image(params: Mapping[str, str]) -> Snapshot:
-    """The shipped image, its top-5 classes and every rule's pick at the link's θ, and its tree with
-    the θ frames (the page's ``tree_figure`` call), degraded as the link says."""
-    from hsc_core.core.probabilities import softmax
-    from hsc_core.datasets.imagenet import imagenet_hierarchy
-    from hsc_core.datasets.images import ImageReadError, display_image, open_image_safely
-    from hsc_core.evaluation import subsets
-    from hsc_core.pipeline.inference import classify_image
-    from hsc_core.report.tree_figure import record_rows, tree_figure
-
-    from . import perturb
-
-    values = settings(params)
-    name, path = _shipped_image(values)
-    model = _image_model(values)
-    data = path.read_bytes()
-    try:
-        rgb = open_image_safely(data, name=name)
-    except ImageReadError as exc:
-        raise Unavailable(widgets.public_message(exc)) from exc
-    logits = classify_image(rgb, model)
-    h = imagenet_hierarchy()
-    t, t_note, location = 1.0, "no temperature scaling", catalog.model_catalog().get(model)
-    if values["ts"] and location is not None:
-        t, n_fit = evaluations.temperature(location, subsets.ALL)
-        t_note = f"T = {t:.3f} fitted on the 10 % calibration split of {model}'s cached logits ({n_fit:,} samples)"
-    leaf_probs = softmax(np.asarray(logits, dtype=np.float64)[None, :], t)[0]
-    true_leaf = _true_leaf(location, name)
-    kind, severity = values["degrade"], int(values["severity"])
-    row = perturb.node_row(h, logits, t)
-    if kind != "none":
-        row = perturb.node_row(h, perturb.degraded_sweep(perturb.digest_of(data), data, model, kind)[0][severity], t)
-    theta = round(float(values["theta"]), 2)
-    fig = tree_figure(h, row, record_rows(views.single_sample_paths(h, row), 0), true_leaf, theta,
-                      font_size=font_size(values["presenter"]), max_width=SNAPSHOT_WIDTH)
-    top = np.argsort(-leaf_probs)[:5]
-    lines = ([f"**True class:** {widgets.plain(views.node_name(h, true_leaf))}"] if true_leaf is not None else [])
-    lines += [f"**Top-5** ({t_note})"]
-    lines += [f"{k + 1}. {widgets.plain(views.node_name(h, int(v)))}: {leaf_probs[v]:.4f}" for k, v in enumerate(top)]
-    if kind != "none":
-        lines.append(f"Degraded: {perturb.KINDS[kind]}, severity {severity}.")
-    view = views.sample_view(h, row, views.single_sample_paths(h, row), 0, theta, true_leaf=true_leaf)
-    lines += ["", f"**Every rule's pick at θ = {theta:.2f}**", views.choice_text(h, view)]
-    preview = _jpeg(display_image(rgb, max_side=512))
-    return Snapshot("Try an image", _lines(lines), (fig,), caption=f"{model} · {name}", image=preview,
-                    image_caption=name, presenter=bool(values["presenter"]))
-
-
-def _true_leaf(location: str | None, name: str) -> int | None:
-    if location is None:
-        return None
-    try:
-        bundle = catalog.load_bundle(location)
-    except catalog.LOAD_ERRORS:
-        return None
-    hits = np.flatnonzero(np.asarray(bundle.sample_ids).astype(str) == name)
-    return int(bundle.labels[hits[0]]) if hits.size else None
-
-
-def _jpeg(image) -> bytes:
-    import io
-
-    buf = io.BytesIO()
-    image.save(buf, format="JPEG", quality=85)
-    return buf.getvalue()
-
-
-# ---------------------------------------------------------------------------- Guided story
-STORY_STEPS = {1: "The classifier is unsure", 2: "A selective classifier can only reject",
-               3: "Climb the hierarchy instead", 4: "Across all samples: risk against coverage", 5: "The guarantee"}
-
-
-@register("story", stamp=model_stamp)
-def story(params: Mapping[str, str]) -> Snapshot:
-    """The link's step of the story on its example sample (θ = 0.5, as each step opens): the
-    step's numbers and its chart (the same figure calls as the page)."""
-    from hsc_core.report.figures import leaf_bars_figure
-    from hsc_core.report.tree_figure import record_rows, tree_figure
-
-    values = settings(params)
-    es = context_of(values)
-    v, h = es.view, es.view.hierarchy
-    step, theta, font = int(values["step"]), views.FIGURE1_THETA, font_size(values["presenter"])
-    title = f"Guided story · {step}. {STORY_STEPS[step]}"
-    if step == 5:
-        return _story_guarantee(es, values, title)
-    if step == 4:
-        cs = evaluations.curve_set(es, "01", None)
-        sel, climb = cs.curves["selective"].haurc, cs.curves["climbing"].haurc
-        text = (f"Over all {v.n:,} samples, the area under the curve (hAURC) is {1000 * sel:.1f} ×10⁻³ for "
-                f"{rule_label('selective')} and {1000 * climb:.1f} ×10⁻³ for {rule_label('climbing')}.")
-        fig = plots.rc_sweep(cs, ("selective", "climbing"), "01", font, None, theta)
-        return Snapshot(title, text, (fig,), caption=caption_of(es), presenter=bool(values["presenter"]))
-    i = views.figure1_example(h, cast(np.ndarray, es.node_probs), v.paths, v.labels, v.leaf_pred, v.leaf_conf)
-    if i is None:
-        raise Unavailable("This model has no unsure, wrong top-1 prediction that Climbing corrects at θ = 0.5.")
-    true, pred = int(v.labels[i]), int(v.leaf_pred[i])
-    text = widgets.sample_headline(h, true, pred, float(v.leaf_conf[i]))
-    if step == 1:
-        leaf_p = es.node_probs[i, : h.n_leaves]
-        top = np.argsort(-leaf_p, kind="stable")[:5]
-        fig = leaf_bars_figure([views.node_name(h, k) for k in top], leaf_p[top], top == true, font)
-    else:
-        rules = ("selective",) if step == 2 else ("selective", "climbing")
-        fig = tree_figure(h, v.node_row(i), record_rows(v.paths, i), true, theta, font_size=font, rules=rules,
-                          max_width=SNAPSHOT_WIDTH)
-        picks = views.sample_view(h, v.node_row(i), views.selected_paths(v, rules), i, theta, true_leaf=true)
-        text += f"  \n  \n**At θ = {theta:.2f}**  \n" + views.choice_text(h, picks)
-    image, image_caption = sample_image(es, str(v.sample_ids[i]))
-    return Snapshot(title, text, (fig,), caption=caption_of(es), image=image, image_caption=image_caption,
-                    presenter=bool(values["presenter"]))
-
-
-def _story_guarantee(es: evaluations.ModelContext, values: Mapping[str, Any], title: str) -> Snapshot:
-    from hsc_core.core.thresholds import theorem1_epsilon
-
-    from . import state
-
-    target = state.SETTINGS["acc"].default
-    delta = round(1 - state.SETTINGS["conf"].default, 6)
-    n_cal = int(min(max(10, int(state.SETTINGS["n"].default)), max(20, int(es.view.n * 0.9))))
-    split = es.view.threshold(target, "theorem1", delta=delta, n=n_cal, seed=int(state.SETTINGS["split_seed"].default))
-    eps = theorem1_epsilon(n_cal, round(1 - target, 6), delta)
-    text = _lines([f"Calibrated on **{n_cal:,}** samples for accuracy **{target:.0%}** with confidence "
-                   f"**{1 - delta:.0%}**:", f"**θ̂**: {split.theta:.3f}", f"**ε (Theorem 1)**: {eps:.4f}",
-                   f"**accuracy on the other {split.n_test:,}**: {split.test_accuracy:.1%} "
-                   f"({split.test_accuracy - target:+.1%} vs target)", f"**coverage**: {split.test_coverage:.3f}"])
-    return Snapshot(title, text, (), caption=caption_of(es), presenter=bool(values["presenter"]))
-
-
 # ---------------------------------------------------------------------------- Per-rank thresholds
 def per_rank_stamp(params: Mapping[str, str]) -> str:
     """The shipped example table's size and time (an upload is not in links)."""
@@ -451,10 +273,11 @@ def per_rank(params: Mapping[str, str]) -> Snapshot:
     target, delta = float(values["r_acc"]), float(values["r_delta"])
     card = pr.card_for(scores, digest, source, target, delta)
     lines = [f"**{scores.n:,} samples** from *{widgets.plain(source)}* · ranks "
-             + " → ".join(widgets.plain(r) for r in scores.ranks), "", pr.verdict(card, target, delta, scores.n), ""]
+             + " → ".join(widgets.plain(r) for r in scores.ranks), "", page_sentences.per_rank(card, target, delta), "",
+                                                            pr.verdict(card, target, delta, scores.n), ""]
     lines += [", ".join(f"{k} {widgets.plain(str(val))}" for k, val in row.items()) for row in pr.thetas_rows(card)]
     font = font_size(values["presenter"])
-    return Snapshot("Per-rank thresholds", _lines(lines), (pr.rc_figure(scores, font), pr.stops_figure(card, font)),
+    return Snapshot("Per-rank thresholds", text_lines(lines), (pr.rc_figure(scores, font), pr.stops_figure(card, font)),
                     presenter=bool(values["presenter"]))
 
 
@@ -486,7 +309,7 @@ def calibrators(params: Mapping[str, str]) -> Snapshot:
     except ValueError as exc:
         raise Unavailable(str(exc)) from exc
     table = cal.shown_table(rows)
-    head = [f"**Rule**: {rule_label(rule)}"]
+    head = [page_sentences.calibrators(rows), "", f"**Rule**: {rule_label(rule)}"]
     for rec in table.to_dict("records"):  # one line per pair, the page's cells (★: the column's best)
         pair = f"**{widgets.plain(str(rec.pop('calibrator', '')))} · {widgets.plain(str(rec.pop('confidence', '')))}**"
         model = rec.pop("model", None)
@@ -494,5 +317,5 @@ def calibrators(params: Mapping[str, str]) -> Snapshot:
         head.append(prefix + pair + ": " + ", ".join(f"{k} {widgets.plain(str(val))}" for k, val in rec.items()))
     caption = (caption_of(contexts[0]) if len(contexts) == 1
                else f"{len(contexts)} models · the shipped models (uploads are not in links)")
-    return Snapshot("Calibrators and confidence scores", _lines(head + lines), (), caption=caption,
+    return Snapshot("Calibrators and confidence scores", text_lines(head + lines), (), caption=caption,
                     presenter=bool(values["presenter"]))

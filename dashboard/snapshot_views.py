@@ -20,7 +20,7 @@ from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.evaluation import column_label
 from hsc_core.report import style
 
-from . import catalog, evaluations, plots, state, views, widgets
+from . import catalog, evaluations, page_sentences, plots, state, views, widgets
 from .snapshot import BUILDERS, Snapshot, Unavailable, View, default_store, register
 
 #: Pages whose snapshot shows one θ (their sidebar link says which).
@@ -51,6 +51,11 @@ def settings(params: Mapping[str, str]) -> dict[str, Any]:
         except state.Invalid:
             out[key] = default
     return out
+
+
+def text_lines(rows: list[str]) -> str:
+    """Markdown lines as one headline text (a hard line break between them)."""
+    return "  \n".join(rows)
 
 
 def current_params() -> dict[str, str]:
@@ -128,7 +133,8 @@ def explorer(params: Mapping[str, str]) -> Snapshot:
     picks = views.sample_view(h, es.view.node_row(i), views.selected_paths(es.view, rules), i, theta,
                               true_leaf=true_leaf)
     image, image_caption = sample_image(es, sample)
-    headline = (widgets.sample_headline(h, true_leaf, pred_leaf, float(es.view.leaf_conf[i]))
+    headline = (page_sentences.climb(h, es.view.node_row(i), pred_leaf, true_leaf) + "  \n  \n"
+                + widgets.sample_headline(h, true_leaf, pred_leaf, float(es.view.leaf_conf[i]))
                 + f"  \n  \n**Every rule's pick at θ = {theta:.2f}**  \n" + views.choice_text(h, picks))
     return Snapshot("Explorer", headline, (fig,), caption=caption_of(es), image=image, image_caption=image_caption,
                     presenter=bool(values["presenter"]))
@@ -152,7 +158,8 @@ def risk_coverage(params: Mapping[str, str]) -> Snapshot:
     table = cs.haurc_table(rules)
     areas = "  \n".join(f"**{row['rule']}**: hAURC×1000 {row[column_label('haurc')]:.3f}, "
                         f"gain {row[column_label('gain_percent')]:.2f} %" for row in table.to_dict("records"))
-    headline = (f"**Operating points** (θ = {theta:.2f}; ▶ Play on the chart sweeps θ)  \n"
+    headline = (page_sentences.risk_coverage(cs, rules, loss) + "  \n  \n"
+                + f"**Operating points** (θ = {theta:.2f}; ▶ Play on the chart sweeps θ)  \n"
                 + views.operating_point_text(points) + "  \n  \n**Area under the curves**  \n" + areas)
     return Snapshot("Risk–coverage", headline, (fig,), caption=caption_of(es), presenter=bool(values["presenter"]))
 
@@ -170,11 +177,12 @@ def calibration_coverage(params: Mapping[str, str]) -> Snapshot:
         raise Unavailable("This snapshot's link selects no rule.")
     bins = int(values["bins"])
     fig = cc_figure(evaluations.cc_curves(es, bins), rules)
-    lines = []
-    for row in es.view.cc_summary(rules, bins):  # the layer's numbers, as the page's table
+    lines, summary = [], es.view.cc_summary(rules, bins)
+    for row in summary:  # the layer's numbers, as the page's table
         cells = [f"{k} {v:.4f}" for k, v in row.items() if k != "rule" and isinstance(v, (int, float))]
         lines.append(f"**{rule_label(row['rule'])}**: " + ", ".join(cells))
-    headline = f"**Calibration–coverage summary** ({bins} bins)  \n" + "  \n".join(lines)
+    headline = (page_sentences.calibration_coverage(summary) + "  \n  \n"
+                + f"**Calibration–coverage summary** ({bins} bins)  \n" + "  \n".join(lines))
     return Snapshot("Calibration–coverage", headline, (fig,), caption=caption_of(es),
                     presenter=bool(values["presenter"]))
 

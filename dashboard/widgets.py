@@ -18,6 +18,7 @@ from hsc_core.report.figures import titled
 from . import session_keys as keys
 from . import state
 from .assets import static_text
+from .plain_text import plain
 from .plots import plot_config
 from .presenter import font_size, presenter
 
@@ -104,25 +105,6 @@ CHOICE_COLUMNS = {
     "confidence": st.column_config.NumberColumn(format="%.4f"),
     "coverage": st.column_config.NumberColumn(format="%.3f"),
 }
-
-# Characters that can start markdown/HTML syntax anywhere in a line: emphasis, code, links and
-# images (all need "["), HTML and autolinks ("<"), entities, math, strike-through, Streamlit's
-# ":red[…]" / ":emoji:" (broken by a word joiner after ":"). "_" between two letters or digits cannot
-# (CommonMark's intraword rule), so names like alpha_net and plain prose stay readable.
-_MARKDOWN_CHARS = re.compile(r"[\\`*{}\[\]<>|~$&]|(?<![^\W_])_|_(?![^\W_])")
-# GFM turns bare URLs and e-mail addresses into links, and Streamlit ":smile:" into emoji, even
-# when every character is escaped: an invisible word joiner after ":", "www" and "@" keeps them text.
-_AUTOLINK = re.compile(r"(?i)(?<=www)(?=\.)|(?<=:)(?=//)|(?<=@)|(?<=:)(?=\w)")
-_LINE_START = re.compile(r"^(?:(\d+)(?=[.)])|(?=[#+\-=]))")  # lists, headings, rules at the start
-
-
-def plain(text: object) -> str:
-    """User-provided text (model and file names, sample ids, source tags, link values) for a
-    markdown body, shown literally: one line, markdown/HTML syntax escaped, no autolinks."""
-    one_line = _AUTOLINK.sub("\u2060", " ".join(str(text).split()))
-    escaped = _MARKDOWN_CHARS.sub(lambda m: "\\" + m.group(0), one_line)
-    return _LINE_START.sub(lambda m: (m.group(1) or "") + "\\", escaped, count=1)
-
 
 def count(n: int, noun: str, plural: str | None = None) -> str:
     """``1 class``, ``1,000 classes``: the number with its noun in the right number."""

@@ -14,11 +14,12 @@ from app_support import open_page
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from dashboard import snapshot, snapshot_pages, snapshot_views  # noqa: E402
+from dashboard import snapshot, snapshot_learn, snapshot_pages, snapshot_views  # noqa: E402
 
 SHIPPED = ROOT / "cached_logits"
 LITE0 = "efficientnet_lite0"
-assert "story" in snapshot.BUILDERS and snapshot_pages.IMAGE_UPLOAD  # every page's builder is registered
+assert {"story", "calibrators"} <= set(snapshot.BUILDERS)  # both builder modules registered
+assert snapshot_learn.IMAGE_UPLOAD and snapshot_pages.DEFAULT_QUANTILE
 
 
 @pytest.fixture

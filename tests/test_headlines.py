@@ -131,3 +131,12 @@ def test_rescued_share_is_climbing_walked_by_hand():
         hits += node != h.root and bool(h.is_ancestor(node, int(view.labels[p])))
     assert error == len(wrong) / view.n and 0 < error < 1
     assert rescued == hits / len(wrong) and 0 < rescued < 1
+
+
+def test_names_from_an_upload_are_shown_literally_in_the_sentences():
+    """A node or rank name from an uploaded tree or table is text, never markdown (no link, no bold)."""
+    evil = "[click](javascript:alert(1)) **x**"
+    text = headlines.climb_headline([evil, "root"], np.array([0.4, 1.0]), None)
+    assert "[click]" not in text and "\\[click\\]" in text and "\\*\\*x\\*\\*" in text
+    text = headlines.per_rank_headline({"genus": 0.1, evil: 0.7, "root (abstain)": 0.2}, True, 0.9, 0.1, 0.93)
+    assert "\\[click\\]" in text and "[click]" not in text

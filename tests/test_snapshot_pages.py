@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import navigation, snapshot, snapshot_pages, snapshot_views
+from dashboard import navigation, snapshot, snapshot_learn, snapshot_pages, snapshot_views
 from dashboard.snapshot import BUILDERS
+from hsc_core.core.rule_registry import rule_names
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "cached_logits"
@@ -29,7 +30,7 @@ def test_every_page_of_the_navigation_has_a_snapshot_builder():
 def test_an_upload_page_offers_no_link_while_an_upload_is_in_use():
     assert snapshot_views.shows_upload("per_rank", {snapshot_pages.session_keys.PER_RANK_UPLOAD: object()})
     assert snapshot_views.shows_upload("model_atlas", {snapshot_pages.session_keys.ATLAS_UPLOAD: object()})
-    assert snapshot_views.shows_upload("try_an_image", {snapshot_pages.IMAGE_UPLOAD: object()})
+    assert snapshot_views.shows_upload("try_an_image", {snapshot_learn.IMAGE_UPLOAD: object()})
     assert not snapshot_views.shows_upload("per_rank", {snapshot_pages.session_keys.PER_RANK_UPLOAD: None})
     assert not snapshot_views.shows_upload("where_in_tree", {snapshot_pages.session_keys.PER_RANK_UPLOAD: 1})
     assert "uploads are not in links" in snapshot_views.UPLOAD_NOTE
@@ -204,3 +205,30 @@ def test_try_an_image_link_to_a_missing_image_is_one_sentence(env):
         return
     link = snapshot_views.share_link("try_an_image", {"timg": "../../etc/passwd"})
     assert link is None  # not a shipped image: no link (the stamp refuses it)
+
+
+def test_each_snapshot_opens_with_its_pages_sentence(env):
+    """The snapshot's text starts with the sentence the live page opens with (``page_sentences``,
+    one function for both): Explorer, Risk–Coverage, Calibration–Coverage, the story, Per-rank."""
+    from dashboard import evaluations, page_sentences
+    from dashboard import per_rank as pr
+    from dashboard.snapshot import markdown_html
+
+    values = snapshot_views.settings({"model": LITE0})
+    es = snapshot_views.context_of(values)
+    v = es.view
+    i = 7  # any evaluation sample: the link names it
+    cs = evaluations.curve_set(es, values["loss"], None if values["dec"] == "exact" else 2)
+    rules = [r for r in rule_names() if r in values["rules"]]
+    scores, source, digest = pr.load_scores(None, None, False)
+    card = pr.card_for(scores, digest, source, float(values["r_acc"]), float(values["r_delta"]))
+    expected = {
+        "risk_coverage": page_sentences.risk_coverage(cs, rules, values["loss"]),
+        "calibration_coverage": page_sentences.calibration_coverage(v.cc_summary(rules, int(values["bins"]))),
+        "story": page_sentences.story(v),
+        "per_rank": page_sentences.per_rank(card, float(values["r_acc"]), float(values["r_delta"])),
+    }
+    expected["explorer"] = page_sentences.climb(v.hierarchy, v.node_row(i), int(v.leaf_pred[i]), int(v.labels[i]))
+    for page_name, sentence in expected.items():
+        status, page = snap(page_name, sample=str(v.sample_ids[i]))
+        assert status == 200 and markdown_html(sentence) in headline(page), page_name
