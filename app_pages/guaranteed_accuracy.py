@@ -6,6 +6,7 @@ The sections are ``dashboard.guarantees_view``'s."""
 import streamlit as st
 
 from dashboard import entry, guarantees_view, presenter, sections, sidebar, state
+from hsc_core.evaluation.threshold import MAX_CAL_SHARE
 
 entry.ensure_entrypoint(globals())
 
@@ -27,7 +28,7 @@ N = es.view.n
 if N < 40:
     st.error(f"Only {N} samples: too few to split into calibration and test sets.")
     st.stop()
-N_MAX = max(20, int(N * 0.9))
+N_MAX = max(20, int(N * MAX_CAL_SHARE))
 with intro:
     st.caption(
         f"{N:,} samples here: n goes up to {N_MAX:,} and the rest are the test set. The paper calibrates on 5,000 of "

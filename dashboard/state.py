@@ -25,6 +25,7 @@ from hsc_core.core.confidence import confidence_names
 from hsc_core.core.rule_registry import rule_names
 from hsc_core.evaluation.card import DEFAULT_METHOD
 from hsc_core.evaluation.guarantees import DEFAULT_METHODS, METHODS, SAMPLINGS
+from hsc_core.evaluation.threshold import DEFAULT_N_CAL
 
 from . import session_keys as keys
 
@@ -228,7 +229,7 @@ SETTINGS: dict[str, Setting] = {
     # Guaranteed accuracy (n is further limited by the data, in the page)
     "acc": _float_setting(0.95, 0.70, 0.995),
     "conf": _float_setting(0.9, 0.50, 0.99),
-    "n": Setting(1000, _int_in(10, 10_000_000)),
+    "n": Setting(DEFAULT_N_CAL, _int_in(10, 10_000_000)),
     "split_seed": _int_setting(0, 0, MAX_SEED),
     "ga_shift": Setting("gaussian_blur-3", _shift),
     "reps": _int_setting(200, 10, 1000),

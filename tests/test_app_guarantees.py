@@ -169,7 +169,8 @@ def test_the_page_and_its_card_state_one_theta_and_the_managers_answer(page, mod
 
 def test_the_page_at_its_defaults_and_hsc_card_without_method_ship_one_theta(monkeypatch, tmp_path, capsys):
     """Issue 35: the page opened with no link (1 − α 0.95, 1 − δ 0.9, n 1,000, seed 0, its default method)
-    shows θ̂ 0.8570, and `hsc card` without --method deploys that method and states that θ."""
+    shows θ̂ 0.8570, and `hsc card` without --method or --n-cal deploys that method on that calibration
+    size and states that θ."""
     from hsc_core.cli import main
     from hsc_core.evaluation.card import DEFAULT_METHOD
 
@@ -188,7 +189,8 @@ def test_the_page_at_its_defaults_and_hsc_card_without_method_ship_one_theta(mon
     headline = next(i.value for i in at.info if "Deploy" in i.value)
     assert "θ = 0.8570" in headline
     out = tmp_path / "card.md"
-    assert main(["card", str(shipped / "efficientnet_lite0.npz"), "--target-accuracy", "0.95", "--n-cal", "1000",
+    # neither --method nor --n-cal: the card's defaults are the page's (threshold.default_n_cal: 1,000 here)
+    assert main(["card", str(shipped / "efficientnet_lite0.npz"), "--target-accuracy", "0.95",
                  "--reps", "0", "--out", str(out)]) == 0
     card = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
     assert card["method"] == "theorem1" and f"{card['theta']:.4f}" == "0.8570"

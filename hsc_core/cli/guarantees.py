@@ -37,7 +37,11 @@ from ..evaluation.model import ModelEvaluation
 from ..evaluation.resolve import load_user_hierarchy, resolve_hierarchy
 from ..evaluation.results import to_csv
 from ..evaluation.shootout import SUMMARY_COLUMNS, shootout
+from ..evaluation.threshold import default_n_cal
 from .args import add_hierarchy, add_seed, add_ts
+
+N_CAL_EPILOG = ("--n-cal defaults to 1,000, at most 90 % of the evaluation split (as the dashboard's Guaranteed "
+                "accuracy page).")
 
 
 def _level(flag: str):
@@ -143,7 +147,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="iid (default): draws with replacement, realised numbers on the whole data set (the "
                              "guarantees' own law); split: the paper's calibration/test splits")
     parser.add_argument("--out", metavar="CSV", help="write the summary here (and every repetition to CSV.reps.csv)")
-    parser.epilog = "--n-cal defaults to half the evaluation split, at most 1,000."
+    parser.epilog = N_CAL_EPILOG
 
 
 def _format(summary) -> str:
@@ -174,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
     settings = GuaranteeSettings(alpha=1.0 - args.target_accuracy, delta=args.delta, **_settings(args))
     ev = load_evaluation(args)
     es = ev.setting(args.ts)
-    n_cal = int(args.n_cal or min(1000, es.n // 2))
+    n_cal = int(args.n_cal or default_n_cal(es.n))
     if n_cal >= es.n:
         raise ValueError(f"--n-cal must be below the evaluation split's {es.n:,} samples, got {n_cal:,}")
     data = es.guarantee_data()
@@ -203,7 +207,7 @@ def configure_card_parser(parser: argparse.ArgumentParser) -> None:
                         help=f"repetitions of the evidence shoot-out (default {CARD_REPS}; 0: none)")
     parser.add_argument("--out", default="decision_card.md", metavar="MD",
                         help="the Markdown card (default decision_card.md); its JSON twin goes next to it")
-    parser.epilog = "--n-cal defaults to half the evaluation split, at most 1,000."
+    parser.epilog = N_CAL_EPILOG
 
 
 def run_card(args: argparse.Namespace) -> int:

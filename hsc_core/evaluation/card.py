@@ -78,8 +78,8 @@ def decision_card(
         the PAC methods only, ``guarantees.needs_delta``).
     method : a name of ``guarantees.METHODS``.
     n_cal : calibration samples drawn from the evaluation split (``threshold.calibration_draw``:
-        stratified, ``seed``); default half of it, at most 1,000. The rest measure the realised
-        numbers. θ is ``threshold.threshold``'s: the Guaranteed-accuracy page's θ̂ for the same
+        stratified, ``seed``); default ``threshold.default_n_cal``: 1,000, at most 90 % of it. The
+        rest measure the realised numbers. θ is ``threshold.threshold``'s: the Guaranteed-accuracy page's θ̂ for the same
         settings.
     ts : with temperature scaling.
     reps : repetitions of the evidence shoot-out (0: none).

@@ -24,7 +24,8 @@ from ..core.validation import quote
 from .calibration import Calibration, calibrate
 from .guarantee_methods import METHODS, GuaranteeData, GuaranteeSettings, check_methods, needs_delta
 
-__all__ = ["ThresholdResult", "calibration_draw", "default_n_cal", "guarantee_sentence", "threshold"]
+__all__ = ["DEFAULT_N_CAL", "MAX_CAL_SHARE", "ThresholdResult", "calibration_draw", "default_n_cal",
+           "guarantee_sentence", "threshold"]
 
 
 def guarantee_sentence(kind: str, target: float, delta: float | None, depth: int) -> str:
@@ -73,9 +74,21 @@ def calibration_draw(labels: np.ndarray, n_cal: int, seed: int = 0) -> tuple[np.
     return cal, test
 
 
+#: The calibration size the Guaranteed-accuracy page opens with, and the most any default draws.
+DEFAULT_N_CAL = 1000
+#: The share of the samples a default calibration may take: the rest measure the realised numbers.
+MAX_CAL_SHARE = 0.9
+
+
 def default_n_cal(n: int) -> int:
-    """The calibration size when none is given: half the samples, at most 1,000 (as ``hsc card``)."""
-    return int(min(1000, n // 2))
+    """The calibration size when none is given: 1,000, at most 90 % of the ``n`` samples, the
+    Guaranteed-accuracy page's default, so the page, ``hsc card``, ``hsc guarantees`` and
+    ``decision_card`` state one θ for the same settings.
+
+    >>> default_n_cal(50_000), default_n_cal(1705), default_n_cal(100)
+    (1000, 1000, 90)
+    """
+    return int(min(DEFAULT_N_CAL, max(1, int(MAX_CAL_SHARE * n))))
 
 
 @dataclass(frozen=True)
@@ -174,7 +187,7 @@ def threshold(
     method : a name of ``guarantees.METHODS`` (default ``"theorem1"``, the paper's Algorithm 2).
     delta : δ, needed by the PAC methods only (``guarantees.needs_delta``); the others ignore it,
         except ``theorem1``, whose result then carries Theorem 1's ε.
-    n : calibration size (default ``default_n_cal``: half the samples, at most 1,000).
+    n : calibration size (default ``default_n_cal``: 1,000, at most 90 % of the samples).
     seed : the calibration draw (``calibration_draw``).
     options : further ``guarantees.GuaranteeSettings`` fields (``min_coverage``, ``p_value``,
         ``mondrian_depth``, ``quantile`` …).
