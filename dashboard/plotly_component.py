@@ -1,8 +1,10 @@
-"""Item 3 of issue 29, an A/B experiment: the two large charts (Explorer tree, Risk–Coverage) drawn
-with plotly.js's basic bundle through a Streamlit custom component instead of ``st.plotly_chart``.
-On only with ``HSC_PLOTLY_COMPONENT=1`` (``hsc_core.config.plotly_component``; bench/browser_latency.py --ab):
-it gained in an interleaved A/B (docs/guide/snapshots.md), but the browser tests still look for these two
-charts in the page, not in the component's iframe.
+"""Item 3 of issue 29: the two large charts (Explorer tree, Risk–Coverage) drawn with plotly.js's basic
+bundle through a Streamlit custom component instead of ``st.plotly_chart``. On by default, because a live
+link drew faster this way in an interleaved A/B (docs/guide/snapshots.md; bench/browser_latency.py --ab);
+``HSC_PLOTLY_COMPONENT=0`` (``hsc_core.config.plotly_component``) draws them with ``st.plotly_chart``.
+The component draws with Streamlit's chart theme, scaled with the page's type (presenter mode), in the
+page's fonts (``main.js``, ``streamlit_theme.js``); browser tests find the chart wherever it is drawn
+with ``tests/browser_support.chart``.
 
 The component (``static/plotly_component``: ``index.html``, ``main.js`` and the bundle) speaks Streamlit's
 component protocol by hand (componentReady, render, setFrameHeight); ``static/theta_sweep.js`` finds the

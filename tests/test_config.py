@@ -133,11 +133,16 @@ def test_launcher_passes_a_set_logits_folder_on_as_an_absolute_path(monkeypatch,
     assert env[config.CACHED_LOGITS_DIR] == str((tmp_path / "logits").resolve())
 
 
-@pytest.mark.parametrize(("value", "on"), [("1", True), ("on", True), ("", False), ("0", False), ("no", False)])
+@pytest.mark.parametrize(("value", "on"), [("1", True), ("on", True), ("", True), (None, True), ("0", False),
+                                           ("no", False), (" OFF ", False), ("false", False)])
 def test_the_plotly_component_switch(monkeypatch, value, on):
+    """On by default (unset or blank); 0/false/no/off turn it off."""
     from dashboard import plotly_component
 
-    monkeypatch.setenv(config.PLOTLY_COMPONENT, value)
+    if value is None:
+        monkeypatch.delenv(config.PLOTLY_COMPONENT, raising=False)
+    else:
+        monkeypatch.setenv(config.PLOTLY_COMPONENT, value)
     assert config.plotly_component() is on
     assert plotly_component.enabled("rc_chart") is on and plotly_component.enabled("explorer_tree") is on
     assert not plotly_component.enabled("where_chart")  # only the two large charts
