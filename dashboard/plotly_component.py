@@ -19,6 +19,9 @@ from typing import Any
 COMPONENT_DIR = Path(__file__).resolve().parent / "static" / "plotly_component"
 #: The charts the component may draw (their widget keys).
 CHARTS = frozenset({"explorer_tree", "rc_chart"})
+#: The pages (url paths) whose large chart it draws: a session landing there needs no warm-up of
+#: Streamlit's full plotly.js (``widgets.warm_plotly``); any other page still gets one.
+PAGES = frozenset({"explorer", "risk_coverage"})
 
 
 def enabled(key: str | None) -> bool:
@@ -26,6 +29,16 @@ def enabled(key: str | None) -> bool:
     from hsc_core.config import plotly_component
 
     return key in CHARTS and plotly_component()
+
+
+def draws_landing_page(url: str) -> bool:
+    """Whether the page at ``url`` (the browser's address) has its large chart drawn by the component."""
+    from urllib.parse import urlparse
+
+    from hsc_core.config import plotly_component
+
+    page = urlparse(url).path.rstrip("/").rsplit("/", 1)[-1]
+    return plotly_component() and page in PAGES
 
 
 @functools.cache
