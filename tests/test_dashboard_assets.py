@@ -13,12 +13,13 @@ from dashboard import assets, presenter, sweep
 # out of the old ui.py's strings: the same text must still arrive.
 BEFORE = {
     # (presenter mode, viewport known, just resized) → the <style> block presenter_style injects; issue 29
-    # (component on by default): the chart component's iframe is a block, and hidden until sized like a chart
+    # (component on by default): the chart component's iframe is a block, hidden until sized like a chart;
+    # presenter mode's help icons at 1 rem
     (False, False, False): ("cc97154c4f7139c9", 296),
     (False, True, True): ("cc97154c4f7139c9", 296),
-    (True, False, False): ("8ff650d274473c39", 1007),
-    (True, True, False): ("0e513eabf8964a48", 816),
-    (True, True, True): ("16425159ffbfa625", 948),
+    (True, False, False): ("3b4aa7fb653597ca", 1285),
+    (True, True, False): ("8a1fe1d557d3277f", 1094),
+    (True, True, True): ("566ebd5f157b89d2", 1226),
 }
 VIEWPORT_JS = ("283eb4d829f3d2cb", 480)
 SWEEP_JS = ("00e591c57ff42427", 11119)  # issue 35: one owner of θ at a time; issue 29: the chart may sit in an iframe
