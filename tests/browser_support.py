@@ -137,7 +137,8 @@ def find_chart(pg, key: str):
     the component's frame; ``find_chart(pg, key).locator(".main-svg")`` etc. look inside it."""
     if in_frame(key):
         return pg.frame_locator(f".st-key-{key} iframe").locator(".js-plotly-plot")
-    return pg.locator(f".st-key-{key} .js-plotly-plot")
+    # the first visible one: a presenter-mode rerun may briefly hold the old, hidden chart beside the new one
+    return pg.locator(f".st-key-{key} .js-plotly-plot:visible").first
 
 
 def new_context(browser, **kwargs):
