@@ -1,8 +1,10 @@
-"""Item 3 of issue 29, an A/B experiment: the two large charts (Explorer tree, Risk–Coverage) drawn
-with plotly.js's basic bundle through a Streamlit custom component instead of ``st.plotly_chart``.
-On only with ``HSC_PLOTLY_COMPONENT=1`` (``hsc_core.config.plotly_component``; bench/browser_latency.py --ab):
-it gained in an interleaved A/B (docs/guide/snapshots.md), but the browser tests still look for these two
-charts in the page, not in the component's iframe.
+"""Item 3 of issue 29: the two large charts (Explorer tree, Risk–Coverage) drawn with plotly.js's basic
+bundle through a Streamlit custom component instead of ``st.plotly_chart``. On by default, because a live
+link drew faster this way in an interleaved A/B (docs/guide/snapshots.md; bench/browser_latency.py --ab);
+``HSC_PLOTLY_COMPONENT=0`` (``hsc_core.config.plotly_component``) draws them with ``st.plotly_chart``.
+The component draws with Streamlit's chart theme, scaled with the page's type (presenter mode), in the
+page's fonts (``main.js``, ``streamlit_theme.js``); browser tests find the chart wherever it is drawn
+with ``tests/browser_support.chart``.
 
 The component (``static/plotly_component``: ``index.html``, ``main.js`` and the bundle) speaks Streamlit's
 component protocol by hand (componentReady, render, setFrameHeight); ``static/theta_sweep.js`` finds the
@@ -17,6 +19,9 @@ from typing import Any
 COMPONENT_DIR = Path(__file__).resolve().parent / "static" / "plotly_component"
 #: The charts the component may draw (their widget keys).
 CHARTS = frozenset({"explorer_tree", "rc_chart"})
+#: The pages (url paths) whose large chart it draws: a session landing there needs no warm-up of
+#: Streamlit's full plotly.js (``widgets.warm_plotly``); any other page still gets one.
+PAGES = frozenset({"explorer", "risk_coverage"})
 
 
 def enabled(key: str | None) -> bool:
@@ -24,6 +29,16 @@ def enabled(key: str | None) -> bool:
     from hsc_core.config import plotly_component
 
     return key in CHARTS and plotly_component()
+
+
+def draws_landing_page(url: str) -> bool:
+    """Whether the page at ``url`` (the browser's address) has its large chart drawn by the component."""
+    from urllib.parse import urlparse
+
+    from hsc_core.config import plotly_component
+
+    page = urlparse(url).path.rstrip("/").rsplit("/", 1)[-1]
+    return plotly_component() and page in PAGES
 
 
 @functools.cache

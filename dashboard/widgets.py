@@ -118,10 +118,17 @@ WARM = keys.PLOTLY_WARM
 def warm_plotly() -> None:
     """In a session's first run only: an invisible, empty Plotly chart sent before anything else,
     so the browser fetches and starts plotly.js (≈ 4.7 MB, seconds on a slow machine) while the
-    server still computes the page; a shared link's chart then draws as soon as it arrives."""
-    from hsc_core.config import plotly_component
+    server still computes the page; a shared link's chart then draws as soon as it arrives. Not for
+    a link to a page whose large chart the basic-bundle component draws (it brings its own plotly.js)."""
+    from .plotly_component import draws_landing_page
 
-    if st.session_state.get(WARM) or plotly_component():  # the component brings its own plotly.js
+    if st.session_state.get(WARM):
+        return
+    try:
+        url = str(st.context.url or "")
+    except Exception:  # no browser address (a script run without one): warm as before
+        url = ""
+    if draws_landing_page(url):
         return
     st.session_state[WARM] = True
     import plotly.graph_objects as go

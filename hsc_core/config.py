@@ -26,8 +26,9 @@ variable                          meaning                                       
                                   samples instead of the catalog
 ``HSC_SYNTHETIC_TAXONOMY``        with ``HSC_SYNTHETIC``: the 10,000-leaf synthetic tree   unset
 ``HSC_DEBUG``                     the ``hsc`` command shows tracebacks                     unset
-``HSC_PLOTLY_COMPONENT``          the dashboard draws the Explorer tree and Risk–Coverage  unset
-                                  with plotly.js's basic bundle in a custom component
+``HSC_PLOTLY_COMPONENT``          ``0``: the dashboard draws the Explorer tree and         on
+                                  Risk–Coverage with ``st.plotly_chart`` instead of
+                                  plotly.js's basic bundle in a custom component
 ================================  =======================================================  ==========================
 """
 
@@ -166,5 +167,6 @@ def debug() -> bool:
 
 
 def plotly_component() -> bool:
-    """``HSC_PLOTLY_COMPONENT`` is on: the two large charts are drawn by the basic-bundle component."""
-    return _text(PLOTLY_COMPONENT).lower() in ("1", "true", "yes", "on")
+    """The two large charts are drawn by the basic-bundle component (on unless ``HSC_PLOTLY_COMPONENT``
+    is ``0``/``false``/``no``/``off``: it drew a live link faster in an interleaved A/B, docs/guide/snapshots.md)."""
+    return _text(PLOTLY_COMPONENT).lower() not in ("0", "false", "no", "off")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from pathlib import Path
+from types import SimpleNamespace
 
 from streamlit.testing.v1 import AppTest
 
@@ -28,3 +30,24 @@ def download_rows(payload) -> list[dict]:
     """The rows of a CSV download captured by the ``downloads`` fixture (bytes or a callable)."""
     text = (payload() if callable(payload) else payload).decode("utf-8")
     return list(csv.DictReader(io.StringIO(text)))
+
+
+def plotly_figures(at: AppTest) -> list[SimpleNamespace]:
+    """The run's Plotly figures in page order, each as ``.id`` (the element id, its key at the end) and
+    ``.spec`` (the figure's JSON): st.plotly_chart's and those the basic-bundle component draws
+    (dashboard/plotly_component.py, on by default for the Explorer tree and Risk–Coverage); app.py's
+    invisible plotly.js warm-up chart left out."""
+    found: list[SimpleNamespace] = []
+
+    def walk(node) -> None:
+        children = getattr(node, "children", None)
+        for child in (children.values() if isinstance(children, dict) else []):
+            kind, proto = getattr(child, "type", None), getattr(child, "proto", None)
+            if kind == "plotly_chart" and "hsc_plotly_warm" not in proto.id:
+                found.append(SimpleNamespace(id=proto.id, spec=proto.spec))
+            elif kind == "component_instance" and proto.component_name.endswith("hsc_plotly"):
+                found.append(SimpleNamespace(id=proto.id, spec=json.loads(proto.json_args)["spec"]))
+            walk(child)
+
+    walk(at._tree)
+    return found

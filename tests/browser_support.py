@@ -92,9 +92,65 @@ def chromium(sync_api) -> Iterator:
             b.close()
 
 
+# Page functions every test page has (``new_page``/``new_context``), so a test finds a chart wherever it is
+# drawn: by st.plotly_chart in the page, or by the basic-bundle component inside its iframe (same origin,
+# dashboard/plotly_component.py). hscChart(key): widget ``key``'s chart element (or null); hscCharts():
+# every chart element, the page's and the frames'; hscBox(el): an element's box in the page's coordinates.
+CHART_JS = """
+window.hscChart = (key) => {
+  const host = document.querySelector(`.st-key-${key}`);
+  if (!host) return null;
+  const gd = host.querySelector('.js-plotly-plot');
+  if (gd) return gd;
+  const f = host.querySelector('iframe');
+  try { return f && f.contentDocument ? f.contentDocument.querySelector(".js-plotly-plot") : null; }
+  catch (e) { return null; }
+};
+window.hscCharts = (selector = '.js-plotly-plot') => {
+  const found = Array.from(document.querySelectorAll(selector));
+  for (const f of document.querySelectorAll('iframe')) {
+    try { if (f.contentDocument) found.push(...f.contentDocument.querySelectorAll(selector)); }
+    catch (e) { /* other origin */ }
+  }
+  return found;
+};
+window.hscBox = (el) => {
+  const r = el.getBoundingClientRect();
+  const f = el.ownerDocument.defaultView.frameElement;
+  const o = f && f.ownerDocument === document ? f.getBoundingClientRect() : { left: 0, top: 0 };
+  return { left: r.left + o.left, top: r.top + o.top, right: r.right + o.left, bottom: r.bottom + o.top,
+           x: r.x + o.left, y: r.y + o.top, width: r.width, height: r.height };
+};
+"""
+
+
+def in_frame(key: str) -> bool:
+    """Whether chart ``key`` is drawn by the basic-bundle component (in an iframe) in a server started
+    from this environment (``dashboard.plotly_component.enabled``)."""
+    from dashboard import plotly_component
+
+    return plotly_component.enabled(key)
+
+
+def find_chart(pg, key: str):
+    """A Playwright locator for widget ``key``'s chart (its ``.js-plotly-plot``), in the page or inside
+    the component's frame; ``find_chart(pg, key).locator(".main-svg")`` etc. look inside it."""
+    if in_frame(key):
+        return pg.frame_locator(f".st-key-{key} iframe").locator(".js-plotly-plot")
+    # the first visible one: a presenter-mode rerun may briefly hold the old, hidden chart beside the new one
+    return pg.locator(f".st-key-{key} .js-plotly-plot:visible").first
+
+
+def new_context(browser, **kwargs):
+    """``browser.new_context(**kwargs)`` with the page functions of ``CHART_JS``."""
+    ctx = browser.new_context(**kwargs)
+    ctx.add_init_script(CHART_JS)
+    return ctx
+
+
 @contextlib.contextmanager
 def new_page(browser, width: int = 1400, height: int = 1000) -> Iterator:
-    ctx = browser.new_context(viewport={"width": width, "height": height})
+    ctx = new_context(browser, viewport={"width": width, "height": height})
     pg = ctx.new_page()
     pg.set_default_timeout(60_000)
     try:

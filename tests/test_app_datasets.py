@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from app_support import open_page as _open_page
+from app_support import plotly_figures
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -200,7 +201,7 @@ def test_explorer_shows_cifar100_superclasses(use_dir, cifar_dir):
     assert not at.error, errors(at)
     info = "\n".join(m.value for m in at.markdown)
     assert "**True class:** maple tree" in info
-    fig = at.get("plotly_chart")[0].proto.spec
+    fig = plotly_figures(at)[0].spec
     assert "maple tree" in fig and "trees" in fig  # the leaf → root path passes the superclass
     table = frame(at, "node id")
     for rule in RULES:
@@ -223,7 +224,7 @@ def test_user_dataset_folder_next_to_cached_logits(use_dir, mixed_dir):
     assert_haurc_equals_library(at, toy_hierarchy(), mixed_dir / "toy_net.npz")
     at.switch_page("app_pages/explorer.py").run()
     assert not at.exception and not at.error, errors(at)
-    fig = at.get("plotly_chart")[0].proto.spec
+    fig = plotly_figures(at)[0].spec
     assert "animal" in fig or "vehicle" in fig
     for page in PAGES:
         at.switch_page(page).run()

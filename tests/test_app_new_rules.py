@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from app_support import download_rows, open_page
+from app_support import download_rows, open_page, plotly_figures
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -179,5 +179,5 @@ def test_explorer_marks_the_rules_of_the_link(use_dir):
         node, conf = any_decision_paths(h, probs, rule, pruned=False).predict(0.3)
         row = table[table["rule"] == RULE_LABELS[rule]].iloc[0]
         assert row["node id"] == h.node_ids[int(node[i])] and row["confidence"] == pytest.approx(float(conf[i]))
-    chart = at.get("plotly_chart")[0].proto.spec
+    chart = plotly_figures(at)[0].spec
     assert "hF1-optimal" in chart and "Pareto (Valmadre)" in chart   # the tree's key names every marked rule

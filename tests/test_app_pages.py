@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from app_support import open_page
+from app_support import open_page, plotly_figures
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -238,7 +238,7 @@ def test_explorer_shows_each_rules_choice(use_dir, model_dir):
             assert row["confidence"] == pytest.approx(float(conf[i]))
             assert row["correct"] == ("yes" if h.is_ancestor(int(node[i]), int(labels[i])) else "no")
     assert texts(at) != before  # the chosen nodes moved up the path
-    assert len(at.get("plotly_chart")) == 1
+    assert len(plotly_figures(at)) == 1
 
 
 def test_explorer_unknown_sample_in_link_is_reported(use_dir, model_dir):

@@ -13,7 +13,15 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_support import ROOT, assert_no_exception, require_browser, streamlit_server, wait_idle
+from browser_support import (
+    ROOT,
+    assert_no_exception,
+    find_chart,
+    new_context,
+    require_browser,
+    streamlit_server,
+    wait_idle,
+)
 
 # A deep link first: the fresh server's first request is /explorer, which must run through app.py
 # (the pages live in app_pages/, so Streamlit has no legacy pages/ mode to run the file alone) and
@@ -71,7 +79,7 @@ def test_every_page_renders(server, page):
 # The data of the first plotted trace whose name or hover template starts with a prefix, read
 # from the Plotly graph in the page (what the user sees, not what the server meant to send).
 _TRACE_JS = """(prefix) => {
-  for (const g of document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')) {
+  for (const g of hscCharts()) {  // in the page or in the component's frame (browser_support.CHART_JS)
     for (const t of (g.data || [])) {
       if ((t.name || '').startsWith(prefix) || (t.hovertemplate || '').startsWith(prefix))
         return {x: Array.from(t.x), y: Array.from(t.y)};
@@ -143,7 +151,7 @@ def test_explorer_choice_follows_theta(server, page):
 
 # The tree's headline (θ and each rule's pick), as Plotly shows it now (frames restyle it).
 _HEAD_JS = """() => {
-  const g = document.querySelector('.st-key-explorer_tree .js-plotly-plot');
+  const g = hscChart('explorer_tree');
   const t = g && (g.data || []).find(d => d.name === 'headline');
   return t ? String(t.text[0]).replace(/<[^>]+>/g, '') : null;
 }"""
@@ -156,9 +164,9 @@ def test_theta_sweep_runs_in_the_browser(server, page):
     page.on("websocket", lambda ws: ws.on("framesent", lambda payload: sent.append(payload)))
     page.goto(f"{server}/explorer?theta=0.3&pick=random&seed=0")
     wait_idle(page)
-    chart = page.locator(".st-key-explorer_tree .js-plotly-plot")
+    chart = find_chart(page, "explorer_tree")
     page.wait_for_function(f"() => ({_HEAD_JS})() && ({_HEAD_JS})().startsWith('θ = 0.30')", timeout=30_000)
-    frames = page.evaluate("() => document.querySelector('.st-key-explorer_tree .js-plotly-plot')"
+    frames = page.evaluate("() => hscChart('explorer_tree')"
                            "._transitionData._frames.map(f => f.name)")
     assert len(frames) == 101 and frames[0] == "0.00" and frames[-1] == "1.00"
     before = len(sent)
@@ -175,7 +183,7 @@ def test_theta_sweep_runs_in_the_browser(server, page):
     # ▶ Play: θ climbs to 1 in the browser, still without a server message until it rests.
     before = len(sent)
     heads = set()
-    page.locator(".st-key-explorer_tree .updatemenu-button").first.click()
+    find_chart(page, "explorer_tree").locator(".updatemenu-button").first.click()
     t0 = time.time()
     while time.time() - t0 < 1.0:
         heads.add(page.evaluate(_HEAD_JS)[:8])
@@ -197,7 +205,7 @@ SHOTS = {"explorer": "explorer?pick=rescue&ts=0", "risk_coverage": "risk_coverag
 def test_screenshots(server, browser, tmp_path, width, height):
     """Screenshots of the teaching views at projector and laptop sizes (kept in tmp_path, or in
     $HSC_SCREENSHOT_DIR when set); in presenter mode the θ sweep and the tree share the screen."""
-    ctx = browser.new_context(viewport={"width": width, "height": height})
+    ctx = new_context(browser, viewport={"width": width, "height": height})
     pg = ctx.new_page()
     pg.set_default_timeout(60_000)
     out = Path(os.environ.get("HSC_SCREENSHOT_DIR") or tmp_path)
@@ -206,10 +214,10 @@ def test_screenshots(server, browser, tmp_path, width, height):
         for name, path in SHOTS.items():
             pg.goto(f"{server}/{path}")
             wait_idle(pg)
-            pg.wait_for_selector('[data-testid="stPlotlyChart"] .js-plotly-plot .slider-group')
+            pg.wait_for_function("() => hscCharts('.js-plotly-plot .slider-group').length > 0")
             # Presenter mode: the browser reports its size and the page reruns once at that scale.
             wait_idle(pg, settle=1.5)
-            pg.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .slider-group').length === 1")
+            pg.wait_for_function("() => hscCharts('.js-plotly-plot .slider-group').length === 1")
             time.sleep(0.5)
             assert_no_exception(pg)
             file = out / f"{name}_{width}x{height}.png"
@@ -222,13 +230,13 @@ def test_screenshots(server, browser, tmp_path, width, height):
                 assert len(boxes) == 5 and len({round(b["y"]) for b in boxes}) == 1, boxes
                 assert all(b["x"] + b["width"] <= group["x"] + group["width"] + 1 for b in boxes), (group, boxes)
             if name == "explorer":  # the tree keeps its natural width: full names, no stretched gaps
-                texts = pg.locator(".st-key-explorer_tree .scatterlayer .textpoint").all_text_contents()
+                texts = find_chart(pg, "explorer_tree").locator(".scatterlayer .textpoint").all_text_contents()
                 assert any("American Staffordshire terrier" in t for t in texts), texts
-                tree = pg.locator(".st-key-explorer_tree .js-plotly-plot").bounding_box()
+                tree = find_chart(pg, "explorer_tree").bounding_box()
                 assert tree["width"] <= 1000, tree
             if name == "explorer_presenter":
-                slider = pg.locator(".st-key-explorer_tree .slider-group").bounding_box()
-                labels = pg.locator(".st-key-explorer_tree .scatterlayer .textpoint")
+                slider = find_chart(pg, "explorer_tree").locator(".slider-group").bounding_box()
+                labels = find_chart(pg, "explorer_tree").locator(".scatterlayer .textpoint")
                 boxes = [labels.nth(k).bounding_box() for k in range(labels.count())]
                 on_screen = [b for b in boxes if b and b["y"] + b["height"] <= height]
                 assert slider["y"] + slider["height"] <= height, slider

@@ -6,7 +6,7 @@ results folder: ``../shared/reference`` with the authors' table when present, el
 from __future__ import annotations
 
 import pytest
-from browser_support import assert_no_exception, new_page, require_browser, streamlit_server, wait_idle
+from browser_support import assert_no_exception, find_chart, new_page, require_browser, streamlit_server, wait_idle
 from conftest import SHARED, random_tree
 
 sync_api = require_browser()
@@ -44,7 +44,7 @@ def test_atlas_deep_link_in_presenter_mode_at_1280x720(server, browser, tmp_path
         assert_no_exception(pg)
         assert pg.locator('[data-testid="stAlertContentError"]').count() == 0
         assert pg.locator("h1").first.inner_text().strip() == "Model atlas"
-        chart = pg.locator(".st-key-atlas_chart .js-plotly-plot")
+        chart = find_chart(pg, "atlas_chart")
         chart.wait_for(state="visible")
         box = chart.bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 1280
@@ -97,12 +97,12 @@ def test_try_an_image_deep_link_degraded_at_1280x720(server, browser, tmp_path):
         wait_idle(pg)
         assert_no_exception(pg)
         assert pg.locator('[data-testid="stAlertContentError"]').count() == 0
-        tree = pg.locator(".st-key-img_tree .js-plotly-plot")
+        tree = find_chart(pg, "img_tree")
         tree.wait_for(state="visible")
         assert "Play" in (pg.locator(".st-key-img_tree .updatemenu-button").first.text_content() or "")
         box = tree.bounding_box()
         assert box is not None and box["x"] + box["width"] <= 1280
         assert "True class" in pg.locator('[data-testid="stMainBlockContainer"]').inner_text()
-        pg.locator(".st-key-img_climb .js-plotly-plot").wait_for(state="visible")
+        find_chart(pg, "img_climb").wait_for(state="visible")
         assert f"timg={name}" in pg.url and "degrade=blur" in pg.url
         pg.screenshot(path=str(tmp_path / "try.png"))

@@ -83,13 +83,10 @@ def test_explorer_on_cifar100(server, page, cifar_model):
     assert_no_error(page)
     body = page.locator('[data-testid="stMain"]').inner_text()
     assert "True class: maple tree" in body, body[:2000]
-    # The path figure's labels: maple tree → trees → root, drawn by Plotly in the page.
-    page.wait_for_function(
-        "() => Array.from(document.querySelectorAll('[data-testid=\"stPlotlyChart\"] .js-plotly-plot'))"
-        ".some(g => JSON.stringify(g.data || []).includes('trees'))", timeout=30_000)
-    labels = page.evaluate(
-        "() => Array.from(document.querySelectorAll('[data-testid=\"stPlotlyChart\"] .js-plotly-plot'))"
-        ".map(g => JSON.stringify(g.data || [])).join(' ')")
+    # The path figure's labels: maple tree → trees → root, drawn by Plotly (in the page or the component's frame).
+    page.wait_for_function("() => hscCharts().some(g => JSON.stringify(g.data || []).includes('trees'))",
+                           timeout=30_000)
+    labels = page.evaluate("() => hscCharts().map(g => JSON.stringify(g.data || [])).join(' ')")
     assert "maple tree" in labels and "trees" in labels
 
 

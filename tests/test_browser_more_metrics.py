@@ -27,8 +27,9 @@ MODES = {"normal": "", "presenter": "presenter=1&"}
 BOXES_JS = """() => Array.from(document.querySelectorAll(
     '[data-testid="stMain"] [data-testid="stElementContainer"], [data-testid="stMain"] [data-testid="stDataFrame"],'
     + ' [data-testid="stMain"] .js-plotly-plot'))
+  .concat(hscCharts().filter((e) => e.ownerDocument !== document))  // drawn in the component's frame
   .filter((e) => !e.closest('.st-key-hsc_plotly_warm') && e.getBoundingClientRect().width > 0)
-  .map((e) => { const r = e.getBoundingClientRect();
+  .map((e) => { const r = hscBox(e);
                 return [e.className.split(' ').find((c) => c.startsWith('st-key-')) || e.dataset.testid || '',
                         r.left, r.right]; })"""
 # The cells glide-data-grid has drawn (it keeps an accessible copy of the visible ones in the DOM),
@@ -54,7 +55,7 @@ def server(tmp_path_factory):
 def _open(pg, url: str, path: str) -> None:
     pg.goto(f"{url}/{path}")
     wait_idle(pg, settle=1.0)
-    pg.wait_for_function("() => Array.from(document.querySelectorAll('.js-plotly-plot .main-svg'))"
+    pg.wait_for_function("() => hscCharts('.js-plotly-plot .main-svg')"
                          ".some((e) => !e.closest('.st-key-hsc_plotly_warm'))")
     wait_idle(pg, settle=1.0)
 
@@ -133,7 +134,7 @@ def _choose(pg, key: str, label: str) -> None:
 
 def _drawn_traces(pg, chart: str) -> dict[str, int]:
     """Trace name → points of its longest drawn trace in the chart (Plotly's data after rendering)."""
-    got = pg.evaluate("""(c) => document.querySelector(`.st-key-${c} .js-plotly-plot`)._fullData
+    got = pg.evaluate("""(c) => hscChart(c)._fullData
         .filter((t) => t.visible === true).map((t) => [t.name || '', t._length || 0])""", chart)
     out: dict[str, int] = {}
     for name, k in got:
@@ -186,8 +187,8 @@ def test_choosing_hf1_draws_its_curve(server, browser, mode):
         _open(pg, server, f"risk_coverage?{MODES[mode]}rules=selective,climbing&theta=0.5")
         assert not any(n.startswith("hF1-optimal") for n in _drawn_traces(pg, "rc_chart"))
         _choose(pg, "_w-rc-rules", "hF1-optimal")
-        pg.wait_for_function("() => Array.from(document.querySelectorAll('.st-key-rc_chart .legendtext'))"
-                             ".some((e) => e.textContent.startsWith('hF1-optimal'))", timeout=120_000)
+        pg.wait_for_function("() => { const g = hscChart('rc_chart'); return !!g && Array.from(g.querySelectorAll("
+                             "'.legendtext')).some((e) => e.textContent.startsWith('hF1-optimal')); }", timeout=120_000)
         traces = _drawn_traces(pg, "rc_chart")
         assert any(n.startswith("hF1-optimal") and k > 10 for n, k in traces.items()), traces
         assert_no_exception(pg)

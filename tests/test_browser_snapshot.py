@@ -7,7 +7,16 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_support import ROOT, assert_no_exception, chromium, new_page, require_browser, streamlit_server, wait_idle
+from browser_support import (
+    ROOT,
+    assert_no_exception,
+    chromium,
+    find_chart,
+    new_page,
+    require_browser,
+    streamlit_server,
+    wait_idle,
+)
 
 sync_api = require_browser()
 if not (ROOT / "cached_logits" / "efficientnet_lite0.npz").exists():
@@ -36,7 +45,7 @@ def _live(pg, server: str, path: str, chart: str | None) -> tuple[str, str]:
     pg.goto(f"{server}/{path}")
     wait_idle(pg)
     if chart is not None:
-        pg.wait_for_selector(f".st-key-{chart} .js-plotly-plot")
+        find_chart(pg, chart).wait_for()
     assert_no_exception(pg)
     link = pg.locator("a", has_text="Snapshot link")
     link.wait_for(state="attached")

@@ -15,7 +15,15 @@ import time
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from browser_support import ROOT, assert_no_exception, new_page, require_browser, streamlit_server, wait_idle
+from browser_support import (
+    ROOT,
+    assert_no_exception,
+    find_chart,
+    new_page,
+    require_browser,
+    streamlit_server,
+    wait_idle,
+)
 
 sync_api = require_browser()
 if not any((ROOT / "cached_logits").glob("*.npz")):
@@ -28,7 +36,7 @@ CHART = "explorer_tree"
 PAGE = "pick=random&seed=0"
 # Every θ the page shows, and whether it is busy: an animation running, a θ hidden as "ahead".
 THETAS_JS = """(chart) => {
-  const gd = document.querySelector(`.st-key-${chart} .js-plotly-plot`);
+  const gd = hscChart(chart);
   if (!gd || !gd._fullLayout || !gd._fullLayout.sliders) return null;
   const sl = gd._fullLayout.sliders[0];
   const head = gd.data.find((t) => t.name === 'headline');
@@ -85,7 +93,7 @@ def _act(pg, rng: random.Random, url: str) -> str:
     """One random user action; returns what it did."""
     kind = rng.choice(["chart_keys"] * 3 + ["page_keys"] * 3 + ["play"] * 2 + ["pause", "chart_click", "page_click"] * 2
                       + ["fresh_link"])
-    chart = pg.locator(f".st-key-{CHART} .js-plotly-plot")
+    chart = find_chart(pg, CHART)
     if kind == "chart_keys":
         presses = [rng.choice(["ArrowRight", "ArrowLeft", "PageUp", "PageDown", "Home", "End"])
                    for _ in range(rng.randint(1, 10))]
@@ -103,11 +111,11 @@ def _act(pg, rng: random.Random, url: str) -> str:
             pg.keyboard.press(key)
         return f"page keys {presses}"
     if kind in ("play", "pause"):
-        buttons = pg.locator(f".st-key-{CHART} .updatemenu-button")
+        buttons = find_chart(pg, CHART).locator(".updatemenu-button")
         buttons.nth(0 if kind == "play" else 1).click()
         return kind
     if kind == "chart_click":
-        rail = pg.locator(f".st-key-{CHART} .slider-rail-touch-rect").bounding_box()
+        rail = find_chart(pg, CHART).locator(".slider-rail-touch-rect").bounding_box()
         x = rng.random()
         pg.mouse.click(rail["x"] + x * rail["width"], rail["y"] + rail["height"] / 2)
         return f"chart slider click at {x:.2f}"
@@ -120,7 +128,7 @@ def _act(pg, rng: random.Random, url: str) -> str:
         return f"page slider click at {x:.2f}"
     theta = rng.randint(0, 100) / 100
     pg.goto(f"{url}/explorer?{PAGE}&theta={theta:.2f}")
-    pg.wait_for_selector(f".st-key-{CHART} .js-plotly-plot .main-svg")
+    find_chart(pg, CHART).locator(".main-svg").first.wait_for()
     return f"fresh link θ={theta:.2f}"
 
 
@@ -129,7 +137,7 @@ def test_every_theta_agrees_after_random_keys_clicks_and_play(server, browser):
     with new_page(browser, 1280, 720) as pg:
         pg.goto(f"{server}/explorer?{PAGE}&theta=0.37")
         wait_idle(pg, settle=1.0)
-        pg.wait_for_selector(f".st-key-{CHART} .js-plotly-plot .main-svg")
+        find_chart(pg, CHART).locator(".main-svg").first.wait_for()
         first = _settled_thetas(pg)
         assert first["chart"] == first["tree"] == first["page"] == first["link"] == "0.37", first
         failures = []

@@ -24,6 +24,7 @@ from browser_support import (
     ROOT,
     assert_no_exception,
     click_until,
+    find_chart,
     new_page,
     require_browser,
     streamlit_server,
@@ -47,8 +48,8 @@ PRESENTER_PAGES = {
 }
 
 GEOMETRY_JS = """() => {
-  const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
-  const all = (s) => Array.from(document.querySelectorAll(s)).filter((e) => !e.closest('.st-key-hsc_plotly_warm'));
+  const box = (e) => { const r = hscBox(e); return [r.left, r.top, r.right, r.bottom]; };
+  const all = (s) => hscCharts(s).filter((e) => !e.closest('.st-key-hsc_plotly_warm'));
   const p = document.querySelector('[data-testid="stMarkdownContainer"] p');
   return { charts: all('.js-plotly-plot').map(box), axes: all('.js-plotly-plot .xtitle').map(box),
            sweeps: all('.js-plotly-plot .slider-container').map(box),
@@ -70,9 +71,9 @@ def _open(pg, url: str, path: str, chart: str | None = None) -> None:
     pg.goto(f"{url}/{path}")
     wait_idle(pg, settle=1.0)
     if chart is not None:
-        pg.wait_for_selector(f".st-key-{chart} .js-plotly-plot .main-svg")
+        find_chart(pg, chart).locator(".main-svg").first.wait_for()
     else:  # a page chart (not app.py's invisible plotly.js warm-up chart)
-        pg.wait_for_function("() => Array.from(document.querySelectorAll('.js-plotly-plot .main-svg'))"
+        pg.wait_for_function("() => hscCharts('.js-plotly-plot .main-svg')"
                              ".some((e) => !e.closest('.st-key-hsc_plotly_warm'))")
     wait_idle(pg, settle=1.0)  # the viewport's report may rerun the page once at the new scale
     time.sleep(0.5)
@@ -90,7 +91,7 @@ FITTED_PAGES = {
 }
 MAIN_JS = """(chart) => {
   const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
-  const main = document.querySelector(`.st-key-${chart} .js-plotly-plot`);
+  const main = hscChart(chart);
   const q = (s) => Array.from(document.querySelectorAll(s)).filter((e) => e.getClientRects().length).map(box);
   return { chart: box(main), axes: Array.from(main.querySelectorAll('.xtitle')).map(box),
            sweeps: Array.from(main.querySelectorAll('.slider-container')).map(box),
@@ -146,9 +147,9 @@ def test_overview_image_and_guarantee_fit_one_presenter_screen(server, browser, 
             wait_idle(pg, settle=1.0)
             if chart == "ga_hist":  # the histogram is drawn by a run (20 repetitions here)
                 # the viewport's rerun may briefly hold the old button beside the new one: the newest
-                drawn = f"() => !!document.querySelector('.st-key-{chart} .js-plotly-plot .main-svg')"
+                drawn = f"() => {{ const g = hscChart('{chart}'); return !!g && !!g.querySelector('.main-svg'); }}"
                 click_until(pg, pg.get_by_role("button", name="Run repetitions").last, drawn)
-            pg.wait_for_selector(f".st-key-{chart} .js-plotly-plot .main-svg", timeout=120_000)
+            find_chart(pg, chart).locator(".main-svg").first.wait_for(timeout=120_000)
             wait_idle(pg, settle=1.0)
             time.sleep(0.5)
             assert_no_exception(pg)
@@ -186,7 +187,7 @@ def test_story_shows_one_theta_during_play(server, browser, path, chart):
     with new_page(browser, 1280, 720) as pg:
         _open(pg, server, path, chart)
         assert set(pg.evaluate(STORY_THETAS_JS)) == {0.5}
-        pg.locator(f".st-key-{chart} .updatemenu-button").first.click()
+        find_chart(pg, chart).locator(".updatemenu-button").first.click()
         seen = set()
         for _ in range(8):  # sample the sweep while it runs
             time.sleep(0.25)
@@ -206,8 +207,10 @@ SIZES_SEEN_JS = """() => {
   // Every size the Explorer's tree is shown at, from the first frame on.
   window.__treeSizes = new Set();
   const look = () => {
-    const g = document.querySelector('.st-key-explorer_tree .js-plotly-plot .main-svg');
-    if (g && getComputedStyle(g).visibility !== 'hidden' && g.getClientRects().length) {
+    const gd = hscChart('explorer_tree'), g = gd && gd.querySelector('.main-svg');
+    const frame = g && g.ownerDocument.defaultView.frameElement;  // the component's iframe, hidden or not
+    if (g && getComputedStyle(g).visibility !== 'hidden' && g.getClientRects().length
+        && (!frame || getComputedStyle(frame).visibility !== 'hidden')) {
       const r = g.getBoundingClientRect();
       window.__treeSizes.add(`${Math.round(r.width)}x${Math.round(r.height)}`);
     }
@@ -228,7 +231,7 @@ def test_presenter_chart_is_drawn_once_at_the_screens_size(server, browser):
 
 
 CLIPPED_JS = """(chart) => {
-  const g = document.querySelector(`.st-key-${chart} .js-plotly-plot`);
+  const g = hscChart(chart);
   const frame = g.getBoundingClientRect();
   return Array.from(g.querySelectorAll('.textpoint text')).filter((t) => t.textContent.trim()).map((t) => {
     const r = t.getBoundingClientRect();
@@ -248,7 +251,7 @@ def test_tree_labels_are_never_cut_at_the_edge(server, browser, size):
 
 
 def _chart_theta(pg, chart: str) -> str:
-    return pg.evaluate("""(chart) => { const g = document.querySelector(`.st-key-${chart} .js-plotly-plot`);
+    return pg.evaluate("""(chart) => { const g = hscChart(chart);
         const sl = g._fullLayout.sliders[0]; return sl.steps[sl.active].value; }""", chart)
 
 
@@ -266,11 +269,11 @@ def test_one_theta_on_screen_during_a_sweep(server, browser):
         _open(pg, server, "risk_coverage?presenter=1&theta=0.2", "rc_chart")
         # the link's θ everywhere once the page has settled (on a loaded machine the sweep's listener
         # may still be reconciling a redraw when the app first goes idle)
-        pg.wait_for_function("""() => { const g = document.querySelector('.st-key-rc_chart .js-plotly-plot');
+        pg.wait_for_function("""() => { const g = hscChart('rc_chart');
             const sl = g._fullLayout.sliders[0]; return sl.steps[sl.active].value === '0.20'; }""", timeout=20_000)
         assert _chart_theta(pg, "rc_chart") == "0.20" and _shown_theta(pg) == "0.20"
         # The chart sweeps ahead (a key on the chart): the page's θ slider and θ text hide at once…
-        pg.locator(".st-key-rc_chart .js-plotly-plot").focus()
+        find_chart(pg, "rc_chart").focus()
         pg.keyboard.press("PageUp")
         pg.wait_for_function("() => document.querySelector('.st-key-rc_chart_follow').classList.contains('hsc-stale')")
         assert _chart_theta(pg, "rc_chart") == "0.30"
@@ -288,7 +291,7 @@ def test_one_theta_on_screen_during_a_sweep(server, browser):
         pg.mouse.move(thumb["x"] + thumb["width"] / 2, y)
         pg.mouse.down()
         pg.mouse.move(track["x"] + 0.7 * track["width"], y, steps=10)
-        pg.wait_for_function("() => { const g = document.querySelector('.st-key-rc_chart .js-plotly-plot');"
+        pg.wait_for_function("() => { const g = hscChart('rc_chart');"
                              " const sl = g._fullLayout.sliders[0];"
                              " return parseFloat(sl.steps[sl.active].value) > 0.5; }")
         dragged = _chart_theta(pg, "rc_chart")
@@ -327,7 +330,7 @@ def test_overview_link_and_explorer_link_keep_the_view(server, browser):
         # A sweep to θ = 1 that comes to rest redraws the curated list for that θ (no stale "of N").
         before = pg.locator('[data-testid="stMain"]').inner_text()
         assert re.search(r"Example \(of [0-9,]+\)", before)
-        pg.locator(".st-key-explorer_tree .js-plotly-plot").focus()
+        find_chart(pg, "explorer_tree").focus()
         pg.keyboard.press("End")
         n = _rescue_count("efficientnet_lite1", 1.0)
         shown = "case at θ = 1.00" if n == 0 else f"Example (of {n:,})"
@@ -339,16 +342,18 @@ def test_camera_exports_a_titled_figure_without_the_sweep_controls(server, brows
     with new_page(browser, 1440, 900) as pg:
         _open(pg, server, "risk_coverage?theta=0.4", "rc_chart")
         # Record what the camera button hands to Plotly's image export.
-        pg.evaluate("""() => { window.__exported = null; const orig = window.Plotly.downloadImage;
-            window.Plotly.downloadImage = (fig, opts) => {
+        pg.evaluate("""() => { window.__exported = null;
+            const P = hscChart('rc_chart').ownerDocument.defaultView.Plotly;  // the Plotly that drew it
+            const orig = P.downloadImage;
+            P.downloadImage = (fig, opts) => {
               window.__exported = { sliders: (fig.layout.sliders || []).length,
                                     menus: (fig.layout.updatemenus || []).length,
                                     title: fig.layout.title && fig.layout.title.text, filename: opts.filename };
               return orig(fig, opts); }; }""")
-        chart = pg.locator(".st-key-rc_chart .js-plotly-plot")
+        chart = find_chart(pg, "rc_chart")
         chart.hover()
         with pg.expect_download() as dl:
-            pg.locator('.st-key-rc_chart .modebar-btn[data-title^="Download plot"]').first.click()
+            chart.locator('.modebar-btn[data-title^="Download plot"]').first.click()
         exported = pg.evaluate("() => window.__exported")
         assert exported["sliders"] == 0 and exported["menus"] == 0
         assert "Risk–coverage curves" in exported["title"] and "efficientnet_lite0" in exported["title"]

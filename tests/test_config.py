@@ -133,11 +133,30 @@ def test_launcher_passes_a_set_logits_folder_on_as_an_absolute_path(monkeypatch,
     assert env[config.CACHED_LOGITS_DIR] == str((tmp_path / "logits").resolve())
 
 
-@pytest.mark.parametrize(("value", "on"), [("1", True), ("on", True), ("", False), ("0", False), ("no", False)])
+@pytest.mark.parametrize(("value", "on"), [("1", True), ("on", True), ("", True), (None, True), ("0", False),
+                                           ("no", False), (" OFF ", False), ("false", False)])
 def test_the_plotly_component_switch(monkeypatch, value, on):
+    """On by default (unset or blank); 0/false/no/off turn it off."""
     from dashboard import plotly_component
 
-    monkeypatch.setenv(config.PLOTLY_COMPONENT, value)
+    if value is None:
+        monkeypatch.delenv(config.PLOTLY_COMPONENT, raising=False)
+    else:
+        monkeypatch.setenv(config.PLOTLY_COMPONENT, value)
     assert config.plotly_component() is on
     assert plotly_component.enabled("rc_chart") is on and plotly_component.enabled("explorer_tree") is on
     assert not plotly_component.enabled("where_chart")  # only the two large charts
+
+
+@pytest.mark.parametrize(("url", "value", "skip"), [
+    ("http://h:8501/explorer?theta=0.4", None, True), ("http://h:8501/risk_coverage", "1", True),
+    ("http://h:8501/base/risk_coverage/", None, True), ("http://h:8501/explorer", "0", False),
+    ("http://h:8501/guaranteed_accuracy", None, False), ("http://h:8501/", None, False), ("", None, False)])
+def test_only_a_link_to_a_component_page_skips_the_plotly_warm_up(monkeypatch, url, value, skip):
+    from dashboard import plotly_component
+
+    if value is None:
+        monkeypatch.delenv(config.PLOTLY_COMPONENT, raising=False)
+    else:
+        monkeypatch.setenv(config.PLOTLY_COMPONENT, value)
+    assert plotly_component.draws_landing_page(url) is skip

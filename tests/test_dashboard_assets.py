@@ -12,13 +12,14 @@ from dashboard import assets, presenter, sweep
 # sha256 (first 16 hex digits) and length of what the page received before the CSS and JS moved
 # out of the old ui.py's strings: the same text must still arrive.
 BEFORE = {
-    # (presenter mode, viewport known, just resized) → the <style> block presenter_style injects
-    (False, False, False): ("f015f259aa70d17f", 76),
-    (False, True, True): ("f015f259aa70d17f", 76),
-    # issue 35: presenter.css gained its "names wrap, never '…'" rules (671 characters)
-    (True, False, False): ("e34e21c4139895b9", 1421),
-    (True, True, False): ("e1b731ec59ebd0eb", 1267),
-    (True, True, True): ("215da4ad9a65d851", 1342),
+    # (presenter mode, viewport known, just resized) → the <style> block presenter_style injects; issue 29
+    # (component on by default): the chart component's iframe is a block, hidden until sized like a chart;
+    # presenter mode's help icons at 1 rem; issue 35: presenter.css's "names wrap, never '…'" rules (671 characters)
+    (False, False, False): ("cc97154c4f7139c9", 296),
+    (False, True, True): ("cc97154c4f7139c9", 296),
+    (True, False, False): ("a98aea4c64b7fa4e", 1956),
+    (True, True, False): ("b86e0d8b607f2361", 1765),
+    (True, True, True): ("4e433fd4c71358b7", 1897),
 }
 VIEWPORT_JS = ("283eb4d829f3d2cb", 480)
 SWEEP_JS = ("00e591c57ff42427", 11119)  # issue 35: one owner of θ at a time; issue 29: the chart may sit in an iframe

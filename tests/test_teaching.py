@@ -33,6 +33,7 @@ from hsc_core.report.tree_figure import (  # noqa: E402
     tree_figure,
     tree_layout,
 )
+from tests.app_support import plotly_figures  # noqa: E402
 from tests.conftest import TOY_LABELS, TOY_LEAF_PROBS  # noqa: E402
 
 
@@ -224,8 +225,8 @@ def model_dir(tmp_path_factory):
 
 
 def _charts(at) -> list:
-    """The page's charts (a session's first run also sends app.py's invisible plotly.js warm-up chart)."""
-    return [c for c in at.get("plotly_chart") if "hsc_plotly_warm" not in c.proto.id]
+    """The page's charts, drawn by st.plotly_chart or the basic-bundle component (``plotly_figures``)."""
+    return plotly_figures(at)
 
 
 @pytest.fixture
