@@ -116,17 +116,18 @@ def _cpu_seconds(pid: int) -> float:
 
 
 # True once the chart's own θ slider shows the frame named ``theta`` (the chart drawn at that θ).
-# The chart may sit in a custom component's iframe (same origin: --ab's component).
-AT_THETA_JS = """([chart, theta]) => { const host = document.querySelector(`.st-key-${chart}`);
+# The chart may sit in a custom component's iframe (same origin: the default for the two large charts).
+FIND_CHART_JS = """const host = document.querySelector(`.st-key-${chart}`);
   let g = host && host.querySelector('.js-plotly-plot');
   if (!g && host) { const f = host.querySelector('iframe'), d = f && f.contentDocument;
-                    g = d && d.querySelector('.js-plotly-plot'); }
+                    g = d && d.querySelector('.js-plotly-plot'); }"""
+AT_THETA_JS = """([chart, theta]) => { """ + FIND_CHART_JS + """
   const sl = g && g._fullLayout && g._fullLayout.sliders && g._fullLayout.sliders[0];
   return !!sl && sl.steps[sl.active] && sl.steps[sl.active].value === theta; }"""
 
 
 # The chart as the browser holds it (data, layout, frames), to serve it again in one_chart_app.py.
-FIGURE_JS = """(chart) => { const g = document.querySelector(`.st-key-${chart} .js-plotly-plot`);
+FIGURE_JS = """(chart) => { """ + FIND_CHART_JS + """
   return JSON.stringify({data: g.data, layout: g.layout, frames: g._transitionData._frames}); }"""
 
 
@@ -328,6 +329,11 @@ def main() -> int:
             if args.only_links:
                 browser.close()
                 return 0
+            # The key-press sweeps below read the charts in the page: st.plotly_chart's drawing.
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=20)
+            proc = start_server(args.port, HSC_PLOTLY_COMPONENT="0")
+            print("Sweeps below: the two charts drawn by st.plotly_chart (HSC_PLOTLY_COMPONENT=0)")
             pg = browser.new_page(viewport={"width": 1440, "height": 900})
             sent: list[float] = []
             pg.on("websocket", lambda ws: ws.on("framesent", lambda _: sent.append(time.time())))
