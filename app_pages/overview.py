@@ -63,6 +63,17 @@ def _illustration() -> None:
 
 
 # ---------------------------------------------------------------------------- the headline
+def message_box(box, lead: str, sentence: str) -> None:
+    """The plain-language ``lead`` and the technical ``sentence`` (plain text). Presenter mode shares one
+    screen with the illustration: the lead alone, in the box (issue 35: the projector's first words are
+    the plain ones); otherwise the lead as a heading above the sentence's box."""
+    if PRESENTER:
+        box(lead, icon=":material/campaign:")
+        return
+    st.markdown("#### " + lead)
+    box(widgets.plain(sentence), icon=":material/campaign:")
+
+
 def headline(slot) -> None:
     """One sentence computed from the current model's data (TS on), honest about its interval, in
     ``slot``: the point estimate first, then (seconds of bootstrap) the sentence with its interval."""
@@ -71,10 +82,8 @@ def headline(slot) -> None:
     try:
         sets = {ts: evaluations.model_context(name, location, subset, ts) for ts in (True, False)}
         with slot.container():
-            if not PRESENTER:  # presenter mode: the message box and the illustration share one screen
-                st.markdown("#### " + headlines.overview_lead(rule_label(HEADLINE_RULE),
-                                                              sets[True].view.gain(HEADLINE_RULE)))
-            st.info(widgets.plain(point_sentence(sets[True], True)), icon=":material/campaign:")
+            lead = headlines.overview_lead(rule_label(HEADLINE_RULE), sets[True].view.gain(HEADLINE_RULE))
+            message_box(st.info, lead, point_sentence(sets[True], True))
             st.caption(widgets.plain(point_sentence(sets[False], False)))
             if not intervals_ready(name, sets[True]):
                 if st.button(f"Compute 95 % intervals ({N_RESAMPLES:,} bootstrap resamples)",
@@ -94,10 +103,7 @@ def headline(slot) -> None:
     text = headline_sentence(name, on.dataset.name, on.view.n, True, gain)
     box = st.success if gain.low > 0 else (st.warning if gain.high < 0 else st.info)
     with slot.container():
-        if not PRESENTER:  # presenter mode: the message box and the illustration share one screen
-            st.markdown("#### " + headlines.overview_lead(rule_label(HEADLINE_RULE), gain.estimate, gain.low,
-                                                          gain.high))
-        box(widgets.plain(text), icon=":material/campaign:")
+        message_box(box, headlines.overview_lead(rule_label(HEADLINE_RULE), gain.estimate, gain.low, gain.high), text)
         off_gain = boots[False].gain[HEADLINE_RULE]
         st.caption(widgets.plain(headline_sentence(name, on.dataset.name, on.view.n, False, off_gain)))
 

@@ -63,6 +63,16 @@ def test_overview_opens_without_jargon(shipped_page, lite0):
     assert f"{abs(gain):.0f} % fewer mistakes (averaged" in lead
 
 
+def test_overview_opens_without_jargon_at_the_projector_too(shipped_page, lite0):
+    """Presenter mode: the message box itself holds the plain sentence (no risk–coverage area in it)."""
+    at = shipped_page("app_pages/overview.py", {"presenter": "1"})
+    boxes = [b.value for kind in (at.info, at.success, at.warning) for b in kind]
+    gain = lite0.setting(True).gain("climbing")
+    lead = next(v for v in boxes if "Answering with a coarser class when unsure (Climbing) makes" in v)
+    assert f"{abs(gain):.0f} % fewer mistakes (averaged" in lead and "risk–coverage" not in lead
+    assert not any(m.value.startswith("#### ") for m in at.markdown)  # the lead is in the box, once
+
+
 def test_compare_models_names_the_lowest_and_the_near_identical(shipped_page, lite0, tmp_path):
     """Two shipped models (the fixture's folder gets Lite1 too): the sentence names the lower curve."""
     lite1_file = SHIPPED / "efficientnet_lite1.npz"
