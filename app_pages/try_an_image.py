@@ -126,19 +126,7 @@ if state.get("ts"):
             t_note = f"T = 1 ({widgets.plain(widgets.public_message(exc))})"
 
 
-def _true_leaf(name: str | None) -> int | None:
-    """A shipped validation image's label, from the model's cached logits (None for an upload)."""
-    if upload is not None or name is None or location is None:
-        return None
-    try:
-        bundle = catalog.load_bundle(location)
-    except catalog.LOAD_ERRORS:
-        return None
-    hits = np.flatnonzero(np.asarray(bundle.sample_ids).astype(str) == name)
-    return int(bundle.labels[hits[0]]) if hits.size else None
-
-
-true_leaf = _true_leaf(image_name)
+true_leaf = None if upload is not None else catalog.sample_label(location, image_name)  # an upload has none
 leaf_probs = softmax(np.asarray(logits, dtype=np.float64)[None, :], t)
 row = perturb.node_row(h, logits, t)
 st.markdown(page_sentences.climb(h, row, int(np.argmax(leaf_probs[0])), true_leaf))

@@ -343,6 +343,19 @@ def load_bundle(location: str) -> LogitsBundle:
     return _bundle(location, stamp(location))
 
 
+def sample_label(location: str | None, sample_id: str | None) -> int | None:
+    """The label (leaf index) of sample ``sample_id`` in the cached logits at ``location`` (a shipped
+    validation image's true class), None when there is no such file or sample."""
+    if location is None or sample_id is None:
+        return None
+    try:
+        bundle = load_bundle(location)
+    except LOAD_ERRORS:
+        return None
+    hits = np.flatnonzero(np.asarray(bundle.sample_ids).astype(str) == sample_id)
+    return int(bundle.labels[hits[0]]) if hits.size else None
+
+
 # ---------------------------------------------------------------------------- a file's subsets
 def subset_options(bundle: LogitsBundle) -> dict[str, str]:
     """Subset key → label with its sample count: ``subsets.file_subsets`` (``all`` always; one per source tag)."""

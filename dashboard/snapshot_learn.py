@@ -97,7 +97,7 @@ def try_an_image(params: Mapping[str, str]) -> Snapshot:
         t, n_fit = evaluations.temperature(location, subsets.ALL)
         t_note = f"T = {t:.3f} fitted on the 10 % calibration split of {model}'s cached logits ({n_fit:,} samples)"
     leaf_probs = softmax(np.asarray(logits, dtype=np.float64)[None, :], t)[0]
-    true_leaf = _true_leaf(location, name)
+    true_leaf = catalog.sample_label(location, name)
     kind, severity = values["degrade"], int(values["severity"])
     row = perturb.node_row(h, logits, t)
     if kind != "none":
@@ -117,17 +117,6 @@ def try_an_image(params: Mapping[str, str]) -> Snapshot:
     preview = _jpeg(display_image(rgb, max_side=512))
     return Snapshot("Try an image", text_lines(lines), (fig,), caption=f"{model} · {name}", image=preview,
                     image_caption=name, presenter=bool(values["presenter"]))
-
-
-def _true_leaf(location: str | None, name: str) -> int | None:
-    if location is None:
-        return None
-    try:
-        bundle = catalog.load_bundle(location)
-    except catalog.LOAD_ERRORS:
-        return None
-    hits = np.flatnonzero(np.asarray(bundle.sample_ids).astype(str) == name)
-    return int(bundle.labels[hits[0]]) if hits.size else None
 
 
 def _jpeg(image) -> bytes:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from app_support import download_rows, open_page
+from app_support import download_rows, open_page, plotly_figures
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -62,5 +62,5 @@ def test_explorer_degrades_its_shipped_image():
     at = open_page("app_pages/explorer.py", {"model": "efficientnet_lite0", "degrade": "blur", "severity": "2",
                                              "pick": "easy", "theta": "0.5"})
     assert not at.exception, [e.value for e in at.exception]
-    assert len(at.get("plotly_chart")) == 2  # the tree and the climb
+    assert len(plotly_figures(at)) == 2  # the tree (drawn by the basic-bundle component) and the climb
     assert any("ms per severity step" in c.value for c in at.caption)
