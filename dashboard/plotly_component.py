@@ -25,20 +25,31 @@ PAGES = frozenset({"explorer", "risk_coverage"})
 
 
 def enabled(key: str | None) -> bool:
-    """Whether chart ``key`` is drawn by the component (the experiment's switch is on)."""
+    """Whether chart ``key`` is drawn by the component: the switch is on and the page is not in
+    presenter mode (presenter mode's fit-the-screen sizing is measured with ``st.plotly_chart``'s
+    chart; the component's gain is for shared links, which open in normal mode)."""
     from hsc_core.config import plotly_component
 
-    return key in CHARTS and plotly_component()
+    from .presenter import presenter
+
+    return key in CHARTS and plotly_component() and not presenter()
 
 
 def draws_landing_page(url: str) -> bool:
     """Whether the page at ``url`` (the browser's address) has its large chart drawn by the component."""
-    from urllib.parse import urlparse
+    from urllib.parse import parse_qs, urlparse
 
     from hsc_core.config import plotly_component
 
-    page = urlparse(url).path.rstrip("/").rsplit("/", 1)[-1]
-    return plotly_component() and page in PAGES
+    from .state import SETTINGS, Invalid
+
+    parts = urlparse(url)
+    page = parts.path.rstrip("/").rsplit("/", 1)[-1]
+    try:  # presenter mode draws with st.plotly_chart (``enabled``)
+        shown = bool(SETTINGS["presenter"].parse(parse_qs(parts.query).get("presenter", ["0"])[-1]))
+    except Invalid:
+        shown = False
+    return plotly_component() and page in PAGES and not shown
 
 
 @functools.cache

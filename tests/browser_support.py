@@ -124,18 +124,26 @@ window.hscBox = (el) => {
 """
 
 
-def in_frame(key: str) -> bool:
+def in_frame(key: str, url: str = "") -> bool:
     """Whether chart ``key`` is drawn by the basic-bundle component (in an iframe) in a server started
-    from this environment (``dashboard.plotly_component.enabled``)."""
-    from dashboard import plotly_component
+    from this environment, on the page at ``url`` (``dashboard.plotly_component.enabled``: never in
+    presenter mode, which a page's address names as ``presenter=1``)."""
+    from urllib.parse import parse_qs, urlparse
 
-    return plotly_component.enabled(key)
+    from dashboard import plotly_component, state
+    from hsc_core.config import plotly_component as switch_on
+
+    try:
+        presenting = state.SETTINGS["presenter"].parse(parse_qs(urlparse(url).query).get("presenter", ["0"])[-1])
+    except state.Invalid:
+        presenting = False
+    return key in plotly_component.CHARTS and switch_on() and not presenting
 
 
 def find_chart(pg, key: str):
     """A Playwright locator for widget ``key``'s chart (its ``.js-plotly-plot``), in the page or inside
     the component's frame; ``find_chart(pg, key).locator(".main-svg")`` etc. look inside it."""
-    if in_frame(key):
+    if in_frame(key, pg.url):
         return pg.frame_locator(f".st-key-{key} iframe").locator(".js-plotly-plot")
     # the first visible one: a presenter-mode rerun may briefly hold the old, hidden chart beside the new one
     return pg.locator(f".st-key-{key} .js-plotly-plot:visible").first

@@ -151,7 +151,9 @@ def test_the_plotly_component_switch(monkeypatch, value, on):
 @pytest.mark.parametrize(("url", "value", "skip"), [
     ("http://h:8501/explorer?theta=0.4", None, True), ("http://h:8501/risk_coverage", "1", True),
     ("http://h:8501/base/risk_coverage/", None, True), ("http://h:8501/explorer", "0", False),
-    ("http://h:8501/guaranteed_accuracy", None, False), ("http://h:8501/", None, False), ("", None, False)])
+    ("http://h:8501/guaranteed_accuracy", None, False), ("http://h:8501/", None, False), ("", None, False),
+    ("http://h:8501/explorer?presenter=1", None, False),  # presenter mode draws with st.plotly_chart
+    ("http://h:8501/explorer?presenter=0&theta=0.3", None, True), ("http://h:8501/explorer?presenter=x", None, True)])
 def test_only_a_link_to_a_component_page_skips_the_plotly_warm_up(monkeypatch, url, value, skip):
     from dashboard import plotly_component
 

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+import hsc_core
+
 REPO = Path(__file__).resolve().parents[1]
 TOP_LEVEL = {"hsc_core", "dashboard", "hsc_dashboard_app"}
 _SKIP_COPY = shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__", ".hypothesis",
@@ -86,6 +88,9 @@ def test_wheel_holds_the_library_data_and_dashboard_and_nothing_else(wheel):
     # The dashboard's CSS and JavaScript (dashboard/static/), read at run time.
     expected |= {f"dashboard/static/{p.name}" for p in (REPO / "dashboard/static").iterdir()
                  if p.suffix in (".css", ".js")}
+    # The basic-bundle chart component (its page, scripts and plotly.js's basic bundle; issue 29).
+    expected |= {f"dashboard/static/plotly_component/{p.name}"
+                 for p in (REPO / "dashboard/static/plotly_component").iterdir() if p.suffix in (".html", ".js")}
     # py.typed: the package's type hints are public (PEP 561).
     expected |= {"hsc_dashboard_app/.streamlit/config.toml", "hsc_core/datasets/data/README.md", "hsc_core/py.typed"}
     expected |= {f"hsc_core/datasets/data/{p.name}" for p in (REPO / "hsc_core/datasets/data").iterdir()
@@ -109,7 +114,6 @@ def test_wheel_holds_the_library_data_and_dashboard_and_nothing_else(wheel):
     assert "Requires-Python: >=3.10" in meta
     extras = {line.split(":", 1)[1].strip() for line in meta.splitlines() if line.startswith("Provides-Extra:")}
     assert extras == {"dashboard", "pipeline", "distributed", "test", "docs", "all"}
-    import hsc_core
 
     assert f"Version: {hsc_core.__version__}" in meta
     # the version is the changelog's newest release
@@ -142,7 +146,7 @@ def test_installed_commands_run_outside_the_repository(installed):
     assert res.returncode == 0 and all(line.startswith(str(target)) for line in res.stdout.split())
     # The version, and hsc evaluate on the installed example logits (two rules keep it quick).
     res = _run([hsc, "--version"], elsewhere, env)
-    assert res.returncode == 0 and res.stdout.strip() == "hsc 1.0.0", res.stderr[-2000:]
+    assert res.returncode == 0 and res.stdout.strip() == f"hsc {hsc_core.__version__}", res.stderr[-2000:]
     example = target / "hsc_dashboard_app" / "cached_logits" / "efficientnet_lite0.npz"
     _evaluate_the_example(hsc, example, elsewhere, env)
     # Bad input: one line, exit 2.
@@ -198,10 +202,10 @@ def test_wheel_installs_in_a_fresh_venv_with_its_dependencies(wheel, tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     # only the base dependencies came in: no torch, no Streamlit
     listed = _run([pip, "list", "--format=freeze"], tmp_path, env).stdout.lower()
-    assert "hsc-toolkit==1.0.0" in listed and "numpy==" in listed
+    assert f"hsc-toolkit=={hsc_core.__version__}" in listed and "numpy==" in listed
     assert "torch==" not in listed and "streamlit==" not in listed
     res = _run([hsc, "--version"], tmp_path, env)
-    assert res.returncode == 0 and res.stdout.strip() == "hsc 1.0.0", res.stderr[-2000:]
+    assert res.returncode == 0 and res.stdout.strip() == f"hsc {hsc_core.__version__}", res.stderr[-2000:]
     example = next((fresh / "lib").glob("python3*/site-packages/hsc_dashboard_app/cached_logits/"
                                         "efficientnet_lite0.npz"))
     _evaluate_the_example(hsc, example, tmp_path, env)  # the same gain as in the development venv
