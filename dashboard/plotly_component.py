@@ -1,7 +1,7 @@
 """Item 3 of issue 29: the two large charts (Explorer tree, Risk–Coverage) drawn with plotly.js's basic
-bundle through a Streamlit custom component instead of ``st.plotly_chart``. On by default, because a live
-link drew faster this way in an interleaved A/B (docs/guide/snapshots.md; bench/browser_latency.py --ab);
-``HSC_PLOTLY_COMPONENT=0`` (``hsc_core.config.plotly_component``) draws them with ``st.plotly_chart``.
+bundle through a Streamlit custom component instead of ``st.plotly_chart``. A live link drew faster this
+way in an interleaved A/B (docs/guide/snapshots.md; bench/browser_latency.py --ab); opt-in with
+``HSC_PLOTLY_COMPONENT=1`` (``hsc_core.config.plotly_component``), by default ``st.plotly_chart`` draws them.
 The component draws with Streamlit's chart theme, scaled with the page's type (presenter mode), in the
 page's fonts (``main.js``, ``streamlit_theme.js``); browser tests find the chart wherever it is drawn
 with ``tests/browser_support.chart``.
