@@ -232,14 +232,19 @@ def shared_links(browser, url: str, server_pid: int, repeats: int, port: int) ->
     return medians
 
 
+# Charts in the page and in the basic-bundle component's iframes (same origin; dashboard/plotly_component.py).
+PAGE_CHARTS_JS = """[...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot'),
+  ...[...document.querySelectorAll('[data-testid="stMain"] iframe')].flatMap((f) => {
+    try { return f.contentDocument ? [...f.contentDocument.querySelectorAll('.js-plotly-plot')] : []; }
+    catch (e) { return []; } })]"""
 # The first chart on "/" as the browser holds it, for the one-chart app's cold start.
-FIRST_FIGURE_JS = """() => { const g = [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].find(
+FIRST_FIGURE_JS = """() => { const g = """ + PAGE_CHARTS_JS + """.find(
   g => !g.closest('.st-key-hsc_plotly_warm'));
   return JSON.stringify({data: g.data, layout: g.layout, frames: (g._transitionData || {})._frames || []}); }"""
 
 
 # The first chart of the page drawn (Plotly's main SVG in place), the invisible plotly.js warm-up chart aside.
-FIRST_CHART_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].some(
+FIRST_CHART_JS = """() => """ + PAGE_CHARTS_JS + """.some(
   g => !g.closest('.st-key-hsc_plotly_warm') && g.querySelector('.main-svg'))"""
 
 

@@ -1,7 +1,8 @@
-"""Item 3 of issue 29: the two large charts (Explorer tree, Risk–Coverage) drawn with plotly.js's basic
-bundle through a Streamlit custom component instead of ``st.plotly_chart``. A live link drew faster this
-way in an interleaved A/B (docs/guide/snapshots.md; bench/browser_latency.py --ab); opt-in with
-``HSC_PLOTLY_COMPONENT=1`` (``hsc_core.config.plotly_component``), by default ``st.plotly_chart`` draws them.
+"""Item 3 of issue 29: the two large charts (Explorer tree, Risk–Coverage) and the Overview's two charts
+drawn with plotly.js's basic bundle through a Streamlit custom component instead of ``st.plotly_chart``. A
+live link drew faster this way in an interleaved A/B (docs/guide/snapshots.md; bench/browser_latency.py
+--ab), and so does the cold start's first chart (the Overview's); on by default, ``HSC_PLOTLY_COMPONENT=0``
+(``hsc_core.config.plotly_component``) draws them with ``st.plotly_chart``; presenter mode always does.
 The component draws with Streamlit's chart theme, scaled with the page's type (presenter mode), in the
 page's fonts (``main.js``, ``streamlit_theme.js``); browser tests find the chart wherever it is drawn
 with ``tests/browser_support.chart``.
@@ -17,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 COMPONENT_DIR = Path(__file__).resolve().parent / "static" / "plotly_component"
-#: The charts the component may draw (their widget keys).
-CHARTS = frozenset({"explorer_tree", "rc_chart"})
-#: The pages (url paths) whose large chart it draws: a session landing there needs no warm-up of
-#: Streamlit's full plotly.js (``widgets.warm_plotly``); any other page still gets one.
-PAGES = frozenset({"explorer", "risk_coverage"})
+#: The charts the component may draw (their widget keys): the two large ones, and the Overview's two (the
+#: first chart after ``streamlit run app.py``: a cold start draws it about 1 s sooner than with the full plotly.js).
+CHARTS = frozenset({"explorer_tree", "rc_chart", "overview_illustration", "overview_gains"})
+#: The pages (url paths; "" is the Overview at "/") whose charts it draws: a session landing there needs no
+#: warm-up of Streamlit's full plotly.js (``widgets.warm_plotly``); any other page still gets one.
+PAGES = frozenset({"explorer", "risk_coverage", "", "overview"})
 
 
 def enabled(key: str | None) -> bool:
@@ -43,6 +45,8 @@ def draws_landing_page(url: str) -> bool:
 
     from .state import SETTINGS, Invalid
 
+    if not url:  # no browser address (a script run without one)
+        return False
     parts = urlparse(url)
     page = parts.path.rstrip("/").rsplit("/", 1)[-1]
     try:  # presenter mode draws with st.plotly_chart (``enabled``)

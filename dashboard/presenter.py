@@ -101,9 +101,11 @@ def presenter_style() -> None:
     st.html(f"<style>{SWEEP_CSS}{PRESENTER_CSS if presenter() else ''}{sizing}</style>")
     if presenter():
         viewport_probe()
+        chart_guard()
 
 
 _viewport_component = None
+_guard_component = None
 
 
 def viewport_probe() -> None:
@@ -116,6 +118,15 @@ def viewport_probe() -> None:
     # Nothing known yet: the browser reports at once (also a 1280×720 one), which shows the charts.
     known = getattr(st.session_state.get(VIEWPORT_KEY), "size", None) or ""
     _viewport_component(key=VIEWPORT_KEY, data={"known": known}, on_size_change=_size_reported, height=0)
+
+
+def chart_guard() -> None:
+    """Hide a chart while it is drawn wider than its box (``static/chart_guard.js``): Streamlit's first
+    draw of a new figure sized by itself uses the column's width, a frame before the figure's own."""
+    global _guard_component
+    if _guard_component is None:
+        _guard_component = st.components.v2.component("hsc_chart_guard", js=static_text("chart_guard.js"))
+    _guard_component(key=keys.CHART_GUARD, height=0)
 
 
 def _size_reported() -> None:

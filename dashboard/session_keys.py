@@ -47,6 +47,7 @@ DS_MSG = "_ds_msg"  #: (st function name, message) about the last data set added
 # ---------------------------------------------------------------------------- first paint, presenter mode, θ sweep
 PLOTLY_WARM = "_plotly_warm"  #: True once this session's first run sent the warm-up chart (widgets.warm_plotly)
 VIEWPORT = "_viewport"  #: the viewport probe component's state: ``.size`` = "WxH" (presenter)
+CHART_GUARD = "_chart_guard"  #: the presenter-mode chart guard component (static/chart_guard.js)
 VIEWPORT_FRESH = "_viewport_fresh"  #: True in the run a new browser size started (presenter)
 SWEEP_PREFIX = "_sweep_"  #: prefix of a chart's θ-sweep component: ``sweep`` (sweep.sweep_sync)
 

@@ -167,7 +167,7 @@ def debug() -> bool:
 
 
 def plotly_component() -> bool:
-    """The two large charts are drawn by the basic-bundle component when ``HSC_PLOTLY_COMPONENT`` is
-    ``1``/``true``/``yes``/``on`` (it drew a live link faster in an interleaved A/B, docs/guide/snapshots.md;
-    off by default until a presenter-mode double draw it brings is fixed)."""
-    return _text(PLOTLY_COMPONENT).lower() in ("1", "true", "yes", "on")
+    """The two large charts are drawn by the basic-bundle component (it drew a live link faster in an
+    interleaved A/B, docs/guide/snapshots.md) unless ``HSC_PLOTLY_COMPONENT`` is ``0``/``false``/``no``/``off``:
+    then ``st.plotly_chart`` draws them."""
+    return _text(PLOTLY_COMPONENT).lower() not in ("0", "false", "no", "off")

@@ -230,6 +230,37 @@ def test_presenter_chart_is_drawn_once_at_the_screens_size(server, browser):
             "() => Array.from(window.__treeSizes)")
 
 
+GUARD_PAGE = """<div id="box" style="width: 400px; overflow: hidden">
+  <div class="js-plotly-plot" id="gd" style="width: 100%"><svg class="main-svg" width="400" height="50"></svg></div>
+</div><style>.js-plotly-plot.hsc-oversized { visibility: hidden; }</style>"""
+
+
+def test_the_chart_guard_hides_a_chart_only_while_it_is_drawn_wider_than_its_box(browser):
+    """static/chart_guard.js (presenter mode): Streamlit's first draw of a new "content"-width figure uses
+    the column's width; the guard hides it until the chart fits its box, and shows a chart that never
+    fits after its grace time. Each width change is read before the browser paints the next frame."""
+    from dashboard.assets import static_text
+
+    with new_page(browser, 800, 300) as pg:
+        pg.set_content(GUARD_PAGE)
+        pg.evaluate("""async (js) => {
+            const url = URL.createObjectURL(new Blob([js], { type: 'text/javascript' }));
+            (await import(url)).default({}); }""", static_text("chart_guard.js"))
+        hidden = "() => document.getElementById('gd').classList.contains('hsc-oversized')"
+        width = "(w) => document.querySelector('.main-svg').setAttribute('width', String(w))"
+        assert pg.evaluate(hidden) is False  # fits its 400-pixel box
+        # drawn at 600 px, then at its own 400: hidden in the same task as the change (before a paint) …
+        assert pg.evaluate(f"""() => {{ ({width})(600);
+            return new Promise((done) => queueMicrotask(() => done(({hidden})()))); }}""") is True
+        pg.evaluate(width, 400)
+        assert pg.evaluate(hidden) is False  # … and shown once it fits
+        pg.evaluate(width, 401)
+        assert pg.evaluate(hidden) is False  # a pixel of rounding is not "wider"
+        pg.evaluate(width, 900)  # a figure wider than its column for good: shown after the grace time
+        assert pg.evaluate(hidden) is True
+        pg.wait_for_function(f"() => !({hidden})()", timeout=3_000)
+
+
 CLIPPED_JS = """(chart) => {
   const g = hscChart(chart);
   const frame = g.getBoundingClientRect();

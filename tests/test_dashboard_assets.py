@@ -14,14 +14,16 @@ from dashboard import assets, presenter, sweep
 BEFORE = {
     # (presenter mode, viewport known, just resized) → the <style> block presenter_style injects; issue 29
     # (component on by default): the chart component's iframe is a block, hidden until sized like a chart;
-    # presenter mode's help icons at 1 rem; issue 35: presenter.css's "names wrap, never '…'" rules (671 characters)
+    # presenter mode's help icons at 1 rem; issue 35: presenter.css's "names wrap, never '…'" rules (671 characters);
+    # issue 29: presenter.css hides a chart drawn wider than its box (.hsc-oversized) and the guard takes no place (283 characters)
     (False, False, False): ("cc97154c4f7139c9", 296),
     (False, True, True): ("cc97154c4f7139c9", 296),
-    (True, False, False): ("a98aea4c64b7fa4e", 1956),
-    (True, True, False): ("b86e0d8b607f2361", 1765),
-    (True, True, True): ("4e433fd4c71358b7", 1897),
+    (True, False, False): ("df68723cc50a494f", 2239),
+    (True, True, False): ("8a72800e042f64df", 2048),
+    (True, True, True): ("41fd850c309cf706", 2180),
 }
 VIEWPORT_JS = ("283eb4d829f3d2cb", 480)
+CHART_GUARD_JS = ("da6ec22cb71f907f", 1973)
 SWEEP_JS = ("00e591c57ff42427", 11119)  # issue 35: one owner of θ at a time; issue 29: the chart may sit in an iframe
 
 
@@ -41,7 +43,7 @@ def _fake_st(session_state: dict, html: list, components: dict) -> SimpleNamespa
 def test_static_files_are_read_once_and_ship_with_the_package():
     names = {p.name for p in assets.STATIC_DIR.iterdir() if p.is_file()}  # plotly_component/: a component
     assert {"presenter.css", "sweep.css", "unsized.css", "resized.css", "plotly_warm.css", "viewport.js",
-            "theta_sweep.js"} <= names
+            "chart_guard.js", "theta_sweep.js"} <= names
     for name in names:
         assert assets.static_text(name) == (assets.STATIC_DIR / name).read_text(encoding="utf-8")
         assert assets.static_text(name) is assets.static_text(name)  # cached: one read per process
@@ -61,15 +63,18 @@ def test_presenter_style_injects_the_files_text_as_before(monkeypatch, mode):
     monkeypatch.setattr(presenter, "st", _fake_st(ss, html, components))
     monkeypatch.setattr(presenter, "presenter", lambda: on)
     monkeypatch.setattr(presenter, "_viewport_component", None)
+    monkeypatch.setattr(presenter, "_guard_component", None)
     presenter.presenter_style()
     assert len(html) == 1 and _digest(html[0]) == BEFORE[mode]
     sizing = ("" if not on else assets.static_text("unsized.css") if not known
               else assets.static_text("resized.css") if resized else "")
     assert html[0] == (f"<style>{assets.static_text('sweep.css')}"
                        f"{assets.static_text('presenter.css') if on else ''}{sizing}</style>")
-    if on:  # the viewport probe is mounted with the file's script
-        assert components == {"hsc_viewport": assets.static_text("viewport.js")}
+    if on:  # the viewport probe and the chart guard are mounted with their files' scripts
+        assert components == {"hsc_viewport": assets.static_text("viewport.js"),
+                              "hsc_chart_guard": assets.static_text("chart_guard.js")}
         assert _digest(components["hsc_viewport"]) == VIEWPORT_JS
+        assert _digest(components["hsc_chart_guard"]) == CHART_GUARD_JS
     else:
         assert components == {}
 

@@ -77,6 +77,11 @@
     var fig = JSON.parse(shown), layout = fig.layout || {};
     var template = layout.template || {};
     layout.template = Object.assign({}, template, {layout: merge(template.layout || {}, themeAt(pageRem()))});
+    // st.plotly_chart sets a figure's title in bold (<b>…</b>), so the component does too.
+    if (layout.title !== undefined && layout.title !== null) {
+      var title = typeof layout.title === "string" ? {text: layout.title} : layout.title;
+      layout.title = Object.assign({}, title, {text: "<b>" + (typeof title.text === "string" ? title.text : "") + "</b>"});
+    }
     // A figure that sets its own width (the tree) keeps it, or less in a narrower column (st.plotly_chart's
     // width="content"); any other fills the column. The frame's width follows the column (responsive).
     div.style.maxWidth = layout.width ? layout.width + "px" : "";
