@@ -15,7 +15,8 @@ BEFORE = {
     # (presenter mode, viewport known, just resized) → the <style> block presenter_style injects; issue 29
     # (component on by default): the chart component's iframe is a block, hidden until sized like a chart;
     # presenter mode's help icons at 1 rem; issue 35: presenter.css's "names wrap, never '…'" rules (671 characters);
-    # issue 29: presenter.css hides a chart drawn wider than its box (.hsc-oversized) and the guard takes no place (283 characters)
+    # issue 29: presenter.css hides a chart drawn wider than its box (.hsc-oversized), the guard takes no
+    # place (283 characters)
     (False, False, False): ("cc97154c4f7139c9", 296),
     (False, True, True): ("cc97154c4f7139c9", 296),
     (True, False, False): ("df68723cc50a494f", 2239),
