@@ -329,14 +329,19 @@ def main() -> int:
                     pg.wait_for_function(FIRST_CHART_JS, timeout=300_000, polling=20)
                     figure.write_text(pg.evaluate(FIRST_FIGURE_JS), encoding="utf-8")
                     pg.close()
+                    # The visit to "/" started the Overview's bootstrap intervals on this server: stop it,
+                    # so its work does not run beside the cold starts (they measure a quiet machine).
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    proc.wait(timeout=20)
                     cold = cold_starts(browser, args.port + 1, args.cold, figure)
             summary(links, cold)
             if args.only_links:
                 browser.close()
                 return 0
             # The key-press sweeps below read the charts in the page: st.plotly_chart's drawing.
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=20)
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=20)
             proc = start_server(args.port, HSC_PLOTLY_COMPONENT="0")
             print("Sweeps below: the two charts drawn by st.plotly_chart (HSC_PLOTLY_COMPONENT=0)")
             pg = browser.new_page(viewport={"width": 1440, "height": 900})
@@ -424,8 +429,9 @@ def main() -> int:
                   "(0.10 expected)")
             browser.close()
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=20)
     return 0
 
 
