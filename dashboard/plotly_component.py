@@ -5,7 +5,7 @@ live link drew faster this way in an interleaved A/B (docs/guide/snapshots.md; b
 (``hsc_core.config.plotly_component``) draws them with ``st.plotly_chart``; presenter mode always does.
 The component draws with Streamlit's chart theme, scaled with the page's type (presenter mode), in the
 page's fonts (``main.js``, ``streamlit_theme.js``); browser tests find the chart wherever it is drawn
-with ``tests/browser_support.chart``.
+with ``tests/browser_support.find_chart``.
 
 The component (``static/plotly_component``: ``index.html``, ``main.js`` and the bundle) speaks Streamlit's
 component protocol by hand (componentReady, render, setFrameHeight); ``static/theta_sweep.js`` finds the

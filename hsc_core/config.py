@@ -26,9 +26,10 @@ variable                          meaning                                       
                                   samples instead of the catalog
 ``HSC_SYNTHETIC_TAXONOMY``        with ``HSC_SYNTHETIC``: the 10,000-leaf synthetic tree   unset
 ``HSC_DEBUG``                     the ``hsc`` command shows tracebacks                     unset
-``HSC_PLOTLY_COMPONENT``          ``0``: the dashboard draws the Explorer tree and         on
-                                  Risk–Coverage with ``st.plotly_chart`` instead of
-                                  plotly.js's basic bundle in a custom component
+``HSC_PLOTLY_COMPONENT``          ``0``: the dashboard draws the Explorer tree,            on
+                                  Risk–Coverage and the Overview's charts with
+                                  ``st.plotly_chart`` instead of plotly.js's basic bundle
+                                  in a custom component
 ================================  =======================================================  ==========================
 """
 
@@ -167,7 +168,7 @@ def debug() -> bool:
 
 
 def plotly_component() -> bool:
-    """The two large charts are drawn by the basic-bundle component (it drew a live link faster in an
-    interleaved A/B, docs/guide/snapshots.md) unless ``HSC_PLOTLY_COMPONENT`` is ``0``/``false``/``no``/``off``:
-    then ``st.plotly_chart`` draws them."""
+    """The Explorer tree, Risk–Coverage and the Overview's charts are drawn by the basic-bundle component
+    (a live link and a cold start drew faster so, docs/guide/snapshots.md) unless ``HSC_PLOTLY_COMPONENT``
+    is ``0``/``false``/``no``/``off``: then ``st.plotly_chart`` draws them."""
     return _text(PLOTLY_COMPONENT).lower() not in ("0", "false", "no", "off")
