@@ -69,7 +69,8 @@ def test_overview_on_cifar100(server, page):
     sidebar = page.locator('[data-testid="stSidebar"]').inner_text()
     assert "Data set: cifar100" in sidebar and "model=cifar_net" in page.url
     # The illustration climbs CIFAR-100's tree: its first class "apple" under "fruit and vegetables".
-    page.wait_for_function("() => document.body.innerText.includes('fruit and vegetables')", timeout=30_000)
+    page.wait_for_function("() => hscCharts().some((g) => g.textContent.includes('fruit and vegetables'))",
+                           timeout=30_000)
     # The models table and the per-rule table (drawn after the illustration: wait for them, do not race them).
     page.wait_for_function("() => document.querySelectorAll('[data-testid=\"stDataFrame\"]').length >= 2",
                            timeout=60_000)

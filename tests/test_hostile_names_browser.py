@@ -15,7 +15,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_support import ROOT, assert_no_exception, new_page, require_browser, streamlit_server, wait_idle
+from browser_support import (
+    ROOT,
+    assert_no_exception,
+    find_chart,
+    new_page,
+    require_browser,
+    streamlit_server,
+    wait_idle,
+)
 
 sync_api = require_browser()
 
@@ -56,9 +64,11 @@ def page(page):
 def chart_markup(pg, key: str) -> dict:
     """What Plotly drew in the chart rendered with ``key``: its <a> elements, any text styled at
     60 px, and its text."""
-    pg.locator(f".st-key-{key} .js-plotly-plot .main-svg").first.wait_for()
+    find_chart(pg, key).locator(".main-svg").first.wait_for()
     return pg.evaluate("""(key) => {
-        const root = document.querySelector(`.st-key-${key}`);
+        // the chart's element in the page, or the basic-bundle component's frame (dashboard/plotly_component.py)
+        const gd = hscChart(key);
+        const root = gd.ownerDocument === document ? document.querySelector(`.st-key-${key}`) : gd.ownerDocument.body;
         const styled = Array.from(root.querySelectorAll('tspan, text'))
             .filter(t => (t.getAttribute('style') || '').includes('60px'));
         return {links: root.querySelectorAll('a').length, big: styled.length, text: root.textContent};
