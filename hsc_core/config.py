@@ -26,10 +26,10 @@ variable                          meaning                                       
                                   samples instead of the catalog
 ``HSC_SYNTHETIC_TAXONOMY``        with ``HSC_SYNTHETIC``: the 10,000-leaf synthetic tree   unset
 ``HSC_DEBUG``                     the ``hsc`` command shows tracebacks                     unset
-``HSC_PLOTLY_COMPONENT``          ``0``: the dashboard draws the Explorer tree,            on
+``HSC_PLOTLY_COMPONENT``          ``1``: the dashboard draws the Explorer tree,            off
                                   Risk–Coverage and the Overview's charts with
-                                  ``st.plotly_chart`` instead of plotly.js's basic bundle
-                                  in a custom component
+                                  plotly.js's basic bundle in a custom component instead
+                                  of ``st.plotly_chart``
 ================================  =======================================================  ==========================
 """
 
@@ -169,6 +169,6 @@ def debug() -> bool:
 
 def plotly_component() -> bool:
     """The Explorer tree, Risk–Coverage and the Overview's charts are drawn by the basic-bundle component
-    (a live link and a cold start drew faster so, docs/guide/snapshots.md) unless ``HSC_PLOTLY_COMPONENT``
-    is ``0``/``false``/``no``/``off``: then ``st.plotly_chart`` draws them."""
-    return _text(PLOTLY_COMPONENT).lower() not in ("0", "false", "no", "off")
+    when ``HSC_PLOTLY_COMPONENT`` is ``1``/``true``/``yes``/``on`` (a live link and a cold start drew faster
+    so, docs/guide/snapshots.md); off by default while a θ-sweep stall it shows under load is open."""
+    return _text(PLOTLY_COMPONENT).lower() in ("1", "true", "yes", "on")
