@@ -38,23 +38,29 @@ def enabled(key: str | None) -> bool:
     return key in CHARTS and plotly_component() and not presenter()
 
 
-def draws_landing_page(url: str) -> bool:
-    """Whether the page at ``url`` (the browser's address) has its large chart drawn by the component."""
+def presenter_in_url(url: str) -> bool:
+    """Whether the address ``url`` names presenter mode (``presenter=1``; an invalid value is not)."""
     from urllib.parse import parse_qs, urlparse
-
-    from hsc_core.config import plotly_component
 
     from .state import SETTINGS, Invalid
 
+    try:
+        return bool(SETTINGS["presenter"].parse(parse_qs(urlparse(url).query).get("presenter", ["0"])[-1]))
+    except Invalid:
+        return False
+
+
+def draws_landing_page(url: str) -> bool:
+    """Whether the page at ``url`` (the browser's address) has its large chart drawn by the component."""
+    from urllib.parse import urlparse
+
+    from hsc_core.config import plotly_component
+
     if not url:  # no browser address (a script run without one)
         return False
-    parts = urlparse(url)
-    page = parts.path.rstrip("/").rsplit("/", 1)[-1]
-    try:  # presenter mode draws with st.plotly_chart (``enabled``)
-        shown = bool(SETTINGS["presenter"].parse(parse_qs(parts.query).get("presenter", ["0"])[-1]))
-    except Invalid:
-        shown = False
-    return plotly_component() and page in PAGES and not shown
+    page = urlparse(url).path.rstrip("/").rsplit("/", 1)[-1]
+    # presenter mode draws with st.plotly_chart (``enabled``)
+    return plotly_component() and page in PAGES and not presenter_in_url(url)
 
 
 @functools.cache

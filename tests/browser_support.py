@@ -128,16 +128,10 @@ def in_frame(key: str, url: str = "") -> bool:
     """Whether chart ``key`` is drawn by the basic-bundle component (in an iframe) in a server started
     from this environment, on the page at ``url`` (``dashboard.plotly_component.enabled``: never in
     presenter mode, which a page's address names as ``presenter=1``)."""
-    from urllib.parse import parse_qs, urlparse
-
-    from dashboard import plotly_component, state
+    from dashboard import plotly_component
     from hsc_core.config import plotly_component as switch_on
 
-    try:
-        presenting = state.SETTINGS["presenter"].parse(parse_qs(urlparse(url).query).get("presenter", ["0"])[-1])
-    except state.Invalid:
-        presenting = False
-    return key in plotly_component.CHARTS and switch_on() and not presenting
+    return key in plotly_component.CHARTS and switch_on() and not plotly_component.presenter_in_url(url)
 
 
 def find_chart(pg, key: str):
