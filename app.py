@@ -12,9 +12,17 @@ if __name__ != "__main__":
     # module (so __name__ is "app") to serve it; each browser session then runs the file as
     # "__main__", the dashboard below. The App adds the snapshot links' routes (/s/<key>) to the
     # same server; nothing heavy is imported here (the builders load on the first snapshot asked for).
+    import faulthandler
     import importlib
+    import signal
 
     from dashboard import snapshot, warmup
+    from hsc_core import config
+
+    if config.debug() and hasattr(signal, "SIGUSR1"):
+        # HSC_DEBUG: `kill -USR1 <server pid>` writes every thread's stack to the server's stderr
+        # (what a stuck run is waiting on).
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
 
     # What the first page needs, imported while the browser loads Streamlit's frontend (dashboard.warmup).
     warmup.start(("numpy", "pandas", "plotly.graph_objects", "streamlit.elements.plotly_chart", "hsc_core.evaluation",

@@ -25,7 +25,8 @@ variable                          meaning                                       
 ``HSC_SYNTHETIC``                 dashboard demo/benchmark: one synthetic model of n       unset
                                   samples instead of the catalog
 ``HSC_SYNTHETIC_TAXONOMY``        with ``HSC_SYNTHETIC``: the 10,000-leaf synthetic tree   unset
-``HSC_DEBUG``                     the ``hsc`` command shows tracebacks                     unset
+``HSC_DEBUG``                     the ``hsc`` command shows tracebacks; the dashboard's    unset
+                                  server dumps its threads' stacks on SIGUSR1
 ``HSC_PLOTLY_COMPONENT``          ``1``: the dashboard draws the Explorer tree,            off
                                   Risk–Coverage and the Overview's charts with
                                   plotly.js's basic bundle in a custom component instead
@@ -163,7 +164,8 @@ def synthetic_taxonomy() -> bool:
 
 
 def debug() -> bool:
-    """``HSC_DEBUG`` is set: the command line shows tracebacks."""
+    """``HSC_DEBUG`` is set: the command line shows tracebacks, and the dashboard's server writes every
+    thread's stack to its stderr on SIGUSR1 (app.py)."""
     return bool(_text(DEBUG))
 
 

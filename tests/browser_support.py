@@ -42,6 +42,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+SERVER_PIDS: dict[str, int] = {}  # a running streamlit_server's URL → its process id
+
+
 @contextlib.contextmanager
 def streamlit_server(env: Mapping[str, str] | None = None, log_path: Path | None = None) -> Iterator[str]:
     """Run ``streamlit run app.py`` on a free port until the block ends; yields its URL.
@@ -58,6 +61,7 @@ def streamlit_server(env: Mapping[str, str] | None = None, log_path: Path | None
         cwd=ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
+    SERVER_PIDS[url] = proc.pid
     try:
         deadline = time.time() + 60
         while True:
@@ -77,8 +81,27 @@ def streamlit_server(env: Mapping[str, str] | None = None, log_path: Path | None
             proc.wait(timeout=10)
         except (ProcessLookupError, subprocess.TimeoutExpired):
             os.killpg(proc.pid, signal.SIGKILL)
+        SERVER_PIDS.pop(url, None)
         if log is not subprocess.DEVNULL:
             log.close()
+
+
+def thread_dump(url: str, log_path: Path) -> str:
+    """Every thread's stack of the server at ``url``, started with ``HSC_DEBUG=1`` and ``log_path``
+    (app.py registers faulthandler for SIGUSR1 then): what a run that never ends is waiting on."""
+    before = log_path.stat().st_size if log_path.exists() else 0
+    try:
+        os.kill(SERVER_PIDS[url], signal.SIGUSR1)
+    except (KeyError, ProcessLookupError, AttributeError) as exc:
+        return f"(no thread dump: {exc!r})"
+    time.sleep(1.0)
+    with open(log_path, errors="replace") as f:
+        f.seek(before)
+        threads = f.read().split("\n\n")
+    # The script runs' threads (the app's own code or Streamlit's script runner), not the server's idle pool.
+    runs = [t for t in threads if any(part in t for part in ("script_runner", "/dashboard/", "/app_pages/",
+                                                             "/hsc_core/"))]
+    return "\n\n".join(runs) or f"(no script thread among {len(threads)} threads)"
 
 
 @contextlib.contextmanager

@@ -39,13 +39,16 @@ def browser():
         yield b
 
 
-def _live(pg, server: str, path: str, chart: str | None) -> tuple[str, str]:
-    """(main area's text, the sidebar's snapshot link) of a live page once it is idle and its chart
-    (if any: ``chart``) drawn."""
+def _live(pg, server: str, path: str, chart: str | None, text: str | None = None) -> tuple[str, str]:
+    """(main area's text, the sidebar's snapshot link) of a live page once it is idle, its chart
+    (if any: ``chart``) drawn and ``text`` (if any) shown. (Streamlit loads an element's code when the
+    page first uses it, so under load a metric can still be blank when the run has finished.)"""
     pg.goto(f"{server}/{path}")
     wait_idle(pg)
     if chart is not None:
         find_chart(pg, chart).wait_for()
+    if text is not None:
+        pg.locator('[data-testid="stMain"]').get_by_text(text).first.wait_for()
     assert_no_exception(pg)
     link = pg.locator("a", has_text="Snapshot link")
     link.wait_for(state="attached")
@@ -118,7 +121,8 @@ def test_where_it_stops_and_guaranteed_accuracy_snapshots_show_the_live_numbers(
         assert len(expected) == 1 and "0.60" in expected[0], live
         assert WHERE.findall(_snapshot(pg, server, href)) == expected
         # (its histogram waits for "Run repetitions"; the snapshot draws it for the link's count)
-        live, href = _live(pg, server, f"guaranteed_accuracy?acc=0.9&n=400&reps=10&presenter={presenter}", None)
+        live, href = _live(pg, server, f"guaranteed_accuracy?acc=0.9&n=400&reps=10&presenter={presenter}", None,
+                           "θ̂ (threshold)")
         theta = THETA_HAT.search(live)
         assert theta is not None, live
         shown = _snapshot(pg, server, href)

@@ -22,6 +22,7 @@ from browser_support import (
     new_page,
     require_browser,
     streamlit_server,
+    thread_dump,
     wait_idle,
 )
 
@@ -51,9 +52,25 @@ THETAS_JS = """(chart) => {
 }"""
 
 
+# The sweep listener's state (theta_sweep.js) and the run counter: what a failure report shows.
+LISTENER_JS = """(chart) => {
+  const gd = hscChart(chart), s = gd && gd.__hscSweep;
+  const age = (t) => (t ? Math.round(Date.now() - t) : null);
+  return { generations: window.__hscSweepGen, attached: !!s, ahead: s && s.ahead, want: s && s.want,
+           server: s && s.server, resting: s && s.timer === null, sent_ms_ago: s && age(s.sentAt),
+           playing: !!(gd && gd._transitionData && gd._transitionData._animationRaf) };
+}"""
+
+
 @pytest.fixture(scope="module")
-def server():
-    with streamlit_server() as url:
+def server_log(tmp_path_factory):
+    return tmp_path_factory.mktemp("hammer") / "server.log"
+
+
+@pytest.fixture(scope="module")
+def server(server_log):
+    # HSC_DEBUG: the server dumps its threads' stacks on SIGUSR1 (thread_dump), for a run that never ends.
+    with streamlit_server(env={"HSC_DEBUG": "1"}, log_path=server_log) as url:
         yield url
 
 
@@ -132,7 +149,7 @@ def _act(pg, rng: random.Random, url: str) -> str:
     return f"fresh link θ={theta:.2f}"
 
 
-def test_every_theta_agrees_after_random_keys_clicks_and_play(server, browser):
+def test_every_theta_agrees_after_random_keys_clicks_and_play(server, server_log, browser):
     rng = random.Random(35)
     with new_page(browser, 1280, 720) as pg:
         pg.goto(f"{server}/explorer?{PAGE}&theta=0.37")
@@ -149,6 +166,9 @@ def test_every_theta_agrees_after_random_keys_clicks_and_play(server, browser):
             shown = _settled_thetas(pg)
             values = {k: shown[k] for k in ("chart", "label", "tree", "page", "link")}
             if len(set(values.values())) != 1 or shown["busy"]:
-                failures.append(f"run {run}: {'; '.join(done)} → {shown}")
+                failures.append(f"run {run}: {'; '.join(done)} → {shown}, script running: {_running(pg)}, "
+                                f"listener: {pg.evaluate(LISTENER_JS, CHART)}")
+                if len(failures) == 1:  # what the server was doing then
+                    dump = thread_dump(server, server_log)
         assert_no_exception(pg)
-        assert not failures, "\n".join(failures)
+        assert not failures, "\n".join(failures) + "\n\nThe server's threads at the first failure:\n" + dump
