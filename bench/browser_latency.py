@@ -169,7 +169,7 @@ LINKS = (("Explorer", "explorer?theta=0.37&pick=rescue", "explorer_tree"),
 
 def component_ab(browser, port: int, repeats: int) -> dict[str, dict[str, float]]:
     """Issue 29, item 3: the live links drawn by ``st.plotly_chart`` (A) or by plotly.js's basic
-    bundle in a custom component (B, ``HSC_PLOTLY_COMPONENT=1``; A, the default): two servers, a fresh
+    bundle in a custom component (B, ``HSC_PLOTLY_COMPONENT=1``, the default; A, ``=0``): two servers, a fresh
     context per visit, interleaved A B B A …; the first round warms both and is dropped. Returns medians (ms)."""
     ports = {"st.plotly_chart": port, "basic-bundle component": port + 2}
     servers = [start_server(port, HSC_PLOTLY_COMPONENT="0"), start_server(port + 2, HSC_PLOTLY_COMPONENT="1")]

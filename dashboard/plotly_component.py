@@ -1,9 +1,8 @@
 """Item 3 of issue 29: the two large charts (Explorer tree, Risk–Coverage) and the Overview's two charts
 drawn with plotly.js's basic bundle through a Streamlit custom component instead of ``st.plotly_chart``. A
 live link drew faster this way in an interleaved A/B (docs/guide/snapshots.md; bench/browser_latency.py
---ab), and so does the cold start's first chart (the Overview's); opt-in with ``HSC_PLOTLY_COMPONENT=1``
-(``hsc_core.config.plotly_component``: off by default while a θ-sweep stall under load is open, see
-docs/guide/snapshots.md), else ``st.plotly_chart`` draws them; presenter mode always does.
+--ab), and so does the cold start's first chart (the Overview's); on unless ``HSC_PLOTLY_COMPONENT=0``
+(``hsc_core.config.plotly_component``), when ``st.plotly_chart`` draws them; presenter mode always does.
 The component draws with Streamlit's chart theme, scaled with the page's type (presenter mode), in the
 page's fonts (``main.js``, ``streamlit_theme.js``); browser tests find the chart wherever it is drawn
 with ``tests/browser_support.find_chart``.

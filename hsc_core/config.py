@@ -27,10 +27,10 @@ variable                          meaning                                       
 ``HSC_SYNTHETIC_TAXONOMY``        with ``HSC_SYNTHETIC``: the 10,000-leaf synthetic tree   unset
 ``HSC_DEBUG``                     the ``hsc`` command shows tracebacks; the dashboard's    unset
                                   server dumps its threads' stacks on SIGUSR1
-``HSC_PLOTLY_COMPONENT``          ``1``: the dashboard draws the Explorer tree,            off
+``HSC_PLOTLY_COMPONENT``          ``0``: the dashboard draws the Explorer tree,            on
                                   Risk–Coverage and the Overview's charts with
-                                  plotly.js's basic bundle in a custom component instead
-                                  of ``st.plotly_chart``
+                                  ``st.plotly_chart`` instead of plotly.js's basic bundle
+                                  in a custom component
 ================================  =======================================================  ==========================
 """
 
@@ -171,6 +171,6 @@ def debug() -> bool:
 
 def plotly_component() -> bool:
     """The Explorer tree, Risk–Coverage and the Overview's charts are drawn by the basic-bundle component
-    when ``HSC_PLOTLY_COMPONENT`` is ``1``/``true``/``yes``/``on`` (a live link and a cold start drew faster
-    so, docs/guide/snapshots.md); off by default while a θ-sweep stall it shows under load is open."""
-    return _text(PLOTLY_COMPONENT).lower() in ("1", "true", "yes", "on")
+    (a live link and a cold start draw faster so, docs/guide/snapshots.md) unless ``HSC_PLOTLY_COMPONENT``
+    is ``0``/``false``/``no``/``off``: then ``st.plotly_chart`` draws them. On by default (since 1.1.1)."""
+    return _text(PLOTLY_COMPONENT).lower() not in ("0", "false", "no", "off")

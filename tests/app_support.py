@@ -35,7 +35,7 @@ def download_rows(payload) -> list[dict]:
 def plotly_figures(at: AppTest) -> list[SimpleNamespace]:
     """The run's Plotly figures in page order, each as ``.id`` (the element id, its key at the end) and
     ``.spec`` (the figure's JSON): st.plotly_chart's and those the basic-bundle component draws
-    (dashboard/plotly_component.py, with HSC_PLOTLY_COMPONENT=1: the Explorer tree, Risk–Coverage, the Overview);
+    (dashboard/plotly_component.py, unless HSC_PLOTLY_COMPONENT=0: the Explorer tree, Risk–Coverage, the Overview);
     app.py's invisible plotly.js warm-up chart left out."""
     found: list[SimpleNamespace] = []
 

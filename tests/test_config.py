@@ -133,10 +133,10 @@ def test_launcher_passes_a_set_logits_folder_on_as_an_absolute_path(monkeypatch,
     assert env[config.CACHED_LOGITS_DIR] == str((tmp_path / "logits").resolve())
 
 
-@pytest.mark.parametrize(("value", "on"), [("1", True), ("on", True), (" TRUE ", True), ("", False), (None, False),
+@pytest.mark.parametrize(("value", "on"), [("1", True), ("on", True), (" TRUE ", True), ("", True), (None, True),
                                            ("0", False), ("no", False), (" OFF ", False), ("false", False)])
 def test_the_plotly_component_switch(monkeypatch, value, on):
-    """Off by default (unset or blank); 1/true/yes/on turn it on."""
+    """On by default (unset or blank); 0/false/no/off turn it off."""
     from dashboard import plotly_component
 
     if value is None:
@@ -152,9 +152,9 @@ def test_the_plotly_component_switch(monkeypatch, value, on):
 @pytest.mark.parametrize(("url", "value", "skip"), [
     ("http://h:8501/explorer?theta=0.4", "1", True), ("http://h:8501/risk_coverage", "1", True),
     ("http://h:8501/base/risk_coverage/", "1", True), ("http://h:8501/explorer", "0", False),
-    ("http://h:8501/explorer", None, False),  # off by default
+    ("http://h:8501/explorer", None, True),  # on by default
     ("http://h:8501/guaranteed_accuracy", "1", False), ("http://h:8501/", "1", True), ("", "1", False),
-    ("http://h:8501/overview?model=x", "1", True), ("http://h:8501/", "0", False), ("http://h:8501/", None, False),
+    ("http://h:8501/overview?model=x", "1", True), ("http://h:8501/", "0", False), ("http://h:8501/", None, True),
     ("http://h:8501/explorer?presenter=1", "1", False),  # presenter mode draws with st.plotly_chart
     ("http://h:8501/explorer?presenter=0&theta=0.3", "1", True), ("http://h:8501/explorer?presenter=x", "1", True)])
 def test_only_a_link_to_a_component_page_skips_the_plotly_warm_up(monkeypatch, url, value, skip):
