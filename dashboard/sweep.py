@@ -22,7 +22,8 @@ from .presenter import font_size
 # screen. Dragging the page's slider moves the chart with the thumb (its θ text hides until the
 # release reaches the server). It also makes the chart focusable: ←/→ (±0.01), Page Up/Down
 # (±0.1), Home/End animate to that frame (Plotly's slider moves with it). The camera button
-# exports the figure without the sweep controls, with a title.
+# exports the figure without the sweep controls, with a title. A θ sent that an idle server has not
+# answered for 9 s reloads the page at that θ (with ``link``: the tab had stopped sending its changes).
 _sweep_component = None
 
 

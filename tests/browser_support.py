@@ -86,9 +86,10 @@ def streamlit_server(env: Mapping[str, str] | None = None, log_path: Path | None
             log.close()
 
 
-def thread_dump(url: str, log_path: Path) -> str:
-    """Every thread's stack of the server at ``url``, started with ``HSC_DEBUG=1`` and ``log_path``
-    (app.py registers faulthandler for SIGUSR1 then): what a run that never ends is waiting on."""
+def thread_dump(url: str, log_path: Path, scripts_only: bool = True) -> str:
+    """The threads' stacks of the server at ``url``, started with ``HSC_DEBUG=1`` and ``log_path``
+    (app.py registers faulthandler for SIGUSR1 then): what a run that never ends is waiting on.
+    ``scripts_only``: only the threads running the app's code or Streamlit's script runner."""
     before = log_path.stat().st_size if log_path.exists() else 0
     try:
         os.kill(SERVER_PIDS[url], signal.SIGUSR1)
@@ -98,6 +99,8 @@ def thread_dump(url: str, log_path: Path) -> str:
     with open(log_path, errors="replace") as f:
         f.seek(before)
         threads = f.read().split("\n\n")
+    if not scripts_only:
+        return "\n\n".join(threads)
     # The script runs' threads (the app's own code or Streamlit's script runner), not the server's idle pool.
     runs = [t for t in threads if any(part in t for part in ("script_runner", "/dashboard/", "/app_pages/",
                                                              "/hsc_core/"))]

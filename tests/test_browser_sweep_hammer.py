@@ -86,7 +86,7 @@ def _running(pg) -> bool:
     return pg.locator('[data-testid="stStatusWidget"]').filter(has_text=re.compile("Running|Stop")).count() > 0
 
 
-def _settled_thetas(pg, timeout: float = 12.0) -> dict:
+def _settled_thetas(pg, timeout: float = 30.0) -> dict:
     """The θs once the page has been quiet (no run, no animation, nothing ahead) for 1 s and they
     agree; or, after ``timeout``, what it shows then."""
     deadline, quiet_since, last = time.time() + timeout, None, None
@@ -172,3 +172,52 @@ def test_every_theta_agrees_after_random_keys_clicks_and_play(server, server_log
                     dump = thread_dump(server, server_log)
         assert_no_exception(pg)
         assert not failures, "\n".join(failures) + "\n\nThe server's threads at the first failure:\n" + dump
+
+
+def test_a_debug_server_writes_its_threads_stacks_on_sigusr1(server, server_log):
+    """What the hammer's failure report reads: with HSC_DEBUG, SIGUSR1 writes the stacks and the
+    server keeps serving (without the handler the signal would end the process)."""
+    import urllib.request
+
+    dump = thread_dump(server, server_log, scripts_only=False)
+    # the main thread: Streamlit's server in its asyncio loop
+    assert "most recent call first" in dump and "streamlit/web/bootstrap.py" in dump and "asyncio" in dump, dump[-3000:]
+    with urllib.request.urlopen(f"{server}/_stcore/health", timeout=10) as reply:
+        assert reply.status == 200
+
+
+def test_a_sweep_whose_rerun_requests_are_lost_reloads_the_page_at_its_theta(server, browser):
+    """Under load Streamlit's frontend can stop sending a tab's widget changes (the hammer's run 32:
+    page, chart and link then disagree until a reload). Here the page's messages to the server are
+    dropped after the chart moves: after STALL_MS with the server idle, the listener reloads the page
+    at the chart's θ, and page, chart, link and server agree on it."""
+    state = {"drop": False, "connections": 0}
+
+    def route(ws):
+        state["connections"] += 1
+        first = state["connections"] == 1
+        upstream = ws.connect_to_server()
+
+        def to_server(message):
+            if not (first and state["drop"]):
+                upstream.send(message)
+        ws.on_message(to_server)
+
+    with new_page(browser, 1280, 720) as pg:
+        pg.route_web_socket(re.compile(r"/_stcore/stream"), route)
+        pg.goto(f"{server}/explorer?{PAGE}&theta=0.37")
+        wait_idle(pg, settle=1.0)
+        find_chart(pg, CHART).locator(".main-svg").first.wait_for()
+        first = _settled_thetas(pg)
+        assert first["chart"] == first["page"] == first["link"] == "0.37" and not first["busy"], first
+        state["drop"] = True  # from now on this tab's rerun requests never reach the server
+        find_chart(pg, CHART).focus()
+        pg.keyboard.press("End")  # the chart moves to θ = 1, ahead of the server
+        pg.wait_for_function("() => new URLSearchParams(window.location.search).get('theta') === '1'",
+                             timeout=45_000)
+        assert state["connections"] >= 2  # a reload: a new connection, whose messages pass
+        find_chart(pg, CHART).locator(".main-svg").first.wait_for()
+        shown = _settled_thetas(pg, timeout=30.0)
+        values = {k: shown[k] for k in ("chart", "label", "tree", "page", "link")}
+        assert set(values.values()) == {"1.00"} and not shown["busy"], shown
+        assert_no_exception(pg)

@@ -25,7 +25,8 @@ BEFORE = {
 }
 VIEWPORT_JS = ("283eb4d829f3d2cb", 480)
 CHART_GUARD_JS = ("da6ec22cb71f907f", 1973)
-SWEEP_JS = ("00e591c57ff42427", 11119)  # issue 35: one owner of θ at a time; issue 29: the chart may sit in an iframe
+# issue 35: one owner of θ at a time; issue 29: the chart may sit in an iframe; 1.1.1: a stalled tab reloads
+SWEEP_JS = ("cce6366e84cb5fd3", 12846)
 
 
 def _digest(text: str) -> tuple[str, int]:

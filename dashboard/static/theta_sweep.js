@@ -8,6 +8,10 @@
 //   before the server has the value) or else the server's θ, checked every 250 ms against both the
 //   chart's data and its slider, so a redraw of the chart at its first θ is corrected too; a thumb
 //   the server still has not heard of after 2 s is sent through this listener.
+// * A θ sent again and again with no answer from an idle server for `STALL_MS` (Streamlit's frontend,
+//   under load, can stop sending a tab's widget changes until it is reloaded; docs/guide/snapshots.md)
+//   reloads the page at that θ: the link carries every setting, so nothing is lost.
+const STALL_MS = 9000;
 export default function (component) {
   const { data, setTriggerValue } = component;
   // The chart: in the page, or in the basic-bundle component's iframe (same origin; dashboard/plotly_component.py).
@@ -27,6 +31,9 @@ export default function (component) {
   const frameOf = (gd, v) => slider(gd).steps.findIndex((s) => s.value === v);
   const activeValue = (gd) => { const sl = slider(gd); return sl.steps[sl.active] ? sl.steps[sl.active].value : null; };
   const playing = (gd) => !!(gd._transitionData && gd._transitionData._animationRaf);
+  // Whether Streamlit says a script run is going (then a slow answer is not a lost one).
+  const running = () => Array.from(document.querySelectorAll('[data-testid="stStatusWidget"]'))
+    .some((el) => /Running|Stop/.test(el.textContent));
   // Whether the chart's traces hold frame `name`'s data (only the keys the frame sets).
   const sameData = (want, have) => {
     if (want && typeof want === "object" && !Array.isArray(want)) {
@@ -90,6 +97,19 @@ export default function (component) {
       st.sentAt = Date.now();
       st.send(parseFloat(st.want));
     };
+    // A value sent (`v`, two decimals) that the server has not answered: since when it waits. After
+    // STALL_MS with Streamlit idle, the page is reloaded at `v` (only where the link names θ).
+    st.waiting = (v) => {
+      const now = Date.now();
+      if (st.unanswered !== v) { st.unanswered = v; st.unansweredSince = now; return; }  // a new value: start the clock
+      if (st.link && !st.reloading && !running() && now - st.unansweredSince > STALL_MS
+          && now - st.answeredAt > STALL_MS) {
+        st.reloading = true;
+        const url = new URL(window.location.href);
+        url.searchParams.set(st.link, v);
+        window.location.replace(url.toString());
+      }
+    };
     const rest = () => {
       st.timer = null;
       if (playing(gd)) { st.timer = setTimeout(rest, st.delay); return; }  // ▶ Play still running
@@ -136,7 +156,8 @@ export default function (component) {
         else if (activeValue(gd) !== st.want || !showsData(gd, st.want)) st.show(frameOf(gd, st.want));  // redrawn
         else if (Date.now() - st.sentAt > 3000) st.sendRest();  // the rerun was lost: say it again
       }
-      let target = null;
+      let target = null, pending = null;  // pending: a θ sent that the server has not answered
+      if (st.ahead && resting && st.want !== null && st.want !== st.server && st.sentAt) pending = st.want;
       if (!st.ahead) {
         const thumb = thumbValue(gd), now = Date.now();
         if (thumb !== st.thumbSeen) { st.thumbSeen = thumb; st.thumbSince = now; }
@@ -146,6 +167,7 @@ export default function (component) {
           st.sentAt = now;
           st.send(parseFloat(thumb));
         }
+        if (thumb !== null && thumb !== st.server && now - st.thumbSince > 2000) pending = thumb;
         // The link's θ (st.link names its parameter) behind the server's for 2 s: a rerun's new link
         // was overtaken by an older one; one more rerun at the server's θ writes it again.
         const linked = st.link && new URLSearchParams(window.location.search).get(st.link);
@@ -164,6 +186,8 @@ export default function (component) {
           else st.show(k);
         }
       }
+      if (pending === null) st.unanswered = null;
+      else st.waiting(pending);
       hide(pageSlider, st.ahead);
       hide(follow, st.ahead || (target !== null && target !== st.server));
     };
@@ -184,6 +208,7 @@ export default function (component) {
     st.controls = data.controls;
     st.send = (v) => setTriggerValue("theta", v);
     st.link = data.link || null;
+    if (st.gen !== gen) { st.gen = gen; st.answeredAt = Date.now(); st.unanswered = null; }  // the server answered
     st.server = data.theta;
     // The page slider's thumb label changes while it is dragged: the chart follows at once (not at the next poll).
     const thumb = document.querySelector(`${pageSlider} [data-testid="stSliderThumbValue"]`);
