@@ -152,6 +152,12 @@ def _act(pg, rng: random.Random, url: str) -> str:
 def test_every_theta_agrees_after_random_keys_clicks_and_play(server, server_log, browser):
     rng = random.Random(35)
     with new_page(browser, 1280, 720) as pg:
+        # The tab's uncaught errors and console errors, for the failure report (a send that throws in
+        # Streamlit's batched widget flush would leave every later change unsent).
+        errors: list[str] = []
+        pg.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
+        pg.on("console", lambda msg: errors.append(f"console.{msg.type}: {msg.text}")
+              if msg.type in ("error", "warning") else None)
         pg.goto(f"{server}/explorer?{PAGE}&theta=0.37")
         wait_idle(pg, settle=1.0)
         find_chart(pg, CHART).locator(".main-svg").first.wait_for()
@@ -171,7 +177,8 @@ def test_every_theta_agrees_after_random_keys_clicks_and_play(server, server_log
                 if len(failures) == 1:  # what the server was doing then
                     dump = thread_dump(server, server_log)
         assert_no_exception(pg)
-        assert not failures, "\n".join(failures) + "\n\nThe server's threads at the first failure:\n" + dump
+        assert not failures, ("\n".join(failures) + "\n\nThe tab's errors and warnings (last 15):\n"
+                              + "\n".join(errors[-15:]) + "\n\nThe server's threads at the first failure:\n" + dump)
 
 
 def test_a_debug_server_writes_its_threads_stacks_on_sigusr1(server, server_log):
