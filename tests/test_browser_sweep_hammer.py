@@ -52,6 +52,8 @@ THETAS_JS = """(chart) => {
 }"""
 
 
+THETA_KEYS = ("chart", "label", "tree", "page", "link")  # every θ on screen, and the link's
+
 # The sweep listener's state (theta_sweep.js) and the run counter: what a failure report shows.
 LISTENER_JS = """(chart) => {
   const gd = hscChart(chart), s = gd && gd.__hscSweep;
@@ -93,7 +95,7 @@ def _settled_thetas(pg, timeout: float = 30.0) -> dict:
     while time.time() < deadline:
         shown = _thetas(pg)
         quiet = shown is not None and not shown["busy"] and not _running(pg)
-        key = None if shown is None else tuple(shown[k] for k in ("chart", "label", "tree", "page", "link"))
+        key = None if shown is None else tuple(shown[k] for k in THETA_KEYS)
         if quiet and key == last and len(set(key)) == 1:
             if quiet_since is None:
                 quiet_since = time.time()
@@ -104,6 +106,14 @@ def _settled_thetas(pg, timeout: float = 30.0) -> dict:
         last = key
         time.sleep(0.1)
     return _thetas(pg)
+
+
+def _open_settled(pg, server: str, theta: str) -> dict:
+    """Open the Explorer's random sample at ``theta`` and return its θs once settled."""
+    pg.goto(f"{server}/explorer?{PAGE}&theta={theta}")
+    wait_idle(pg, settle=1.0)
+    find_chart(pg, CHART).locator(".main-svg").first.wait_for()
+    return _settled_thetas(pg)
 
 
 def _act(pg, rng: random.Random, url: str) -> str:
@@ -158,10 +168,7 @@ def test_every_theta_agrees_after_random_keys_clicks_and_play(server, server_log
         pg.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
         pg.on("console", lambda msg: errors.append(f"console.{msg.type}: {msg.text}")
               if msg.type in ("error", "warning") else None)
-        pg.goto(f"{server}/explorer?{PAGE}&theta=0.37")
-        wait_idle(pg, settle=1.0)
-        find_chart(pg, CHART).locator(".main-svg").first.wait_for()
-        first = _settled_thetas(pg)
+        first = _open_settled(pg, server, "0.37")
         assert first["chart"] == first["tree"] == first["page"] == first["link"] == "0.37", first
         failures = []
         for run in range(RUNS):
@@ -170,7 +177,7 @@ def test_every_theta_agrees_after_random_keys_clicks_and_play(server, server_log
                 done.append(_act(pg, rng, server))
                 time.sleep(rng.choice([0.0, 0.05, 0.2, 0.5, 1.0]))
             shown = _settled_thetas(pg)
-            values = {k: shown[k] for k in ("chart", "label", "tree", "page", "link")}
+            values = {k: shown[k] for k in THETA_KEYS}
             if len(set(values.values())) != 1 or shown["busy"]:
                 failures.append(f"run {run}: {'; '.join(done)} → {shown}, script running: {_running(pg)}, "
                                 f"listener: {pg.evaluate(LISTENER_JS, CHART)}")
@@ -212,10 +219,7 @@ def test_a_sweep_whose_rerun_requests_are_lost_reloads_the_page_at_its_theta(ser
 
     with new_page(browser, 1280, 720) as pg:
         pg.route_web_socket(re.compile(r"/_stcore/stream"), route)
-        pg.goto(f"{server}/explorer?{PAGE}&theta=0.37")
-        wait_idle(pg, settle=1.0)
-        find_chart(pg, CHART).locator(".main-svg").first.wait_for()
-        first = _settled_thetas(pg)
+        first = _open_settled(pg, server, "0.37")
         assert first["chart"] == first["page"] == first["link"] == "0.37" and not first["busy"], first
         state["drop"] = True  # from now on this tab's rerun requests never reach the server
         find_chart(pg, CHART).focus()
@@ -224,7 +228,7 @@ def test_a_sweep_whose_rerun_requests_are_lost_reloads_the_page_at_its_theta(ser
                              timeout=45_000)
         assert state["connections"] >= 2  # a reload: a new connection, whose messages pass
         find_chart(pg, CHART).locator(".main-svg").first.wait_for()
-        shown = _settled_thetas(pg, timeout=30.0)
-        values = {k: shown[k] for k in ("chart", "label", "tree", "page", "link")}
+        shown = _settled_thetas(pg)
+        values = {k: shown[k] for k in THETA_KEYS}
         assert set(values.values()) == {"1.00"} and not shown["busy"], shown
         assert_no_exception(pg)

@@ -26,7 +26,7 @@ BEFORE = {
 VIEWPORT_JS = ("283eb4d829f3d2cb", 480)
 CHART_GUARD_JS = ("da6ec22cb71f907f", 1973)
 # issue 35: one owner of θ at a time; issue 29: the chart may sit in an iframe; 1.1.1: a stalled tab reloads
-SWEEP_JS = ("cce6366e84cb5fd3", 12846)
+SWEEP_JS = ("f323222605fa6e4e", 12797)
 
 
 def _digest(text: str) -> tuple[str, int]:

@@ -102,8 +102,7 @@ export default function (component) {
     st.waiting = (v) => {
       const now = Date.now();
       if (st.unanswered !== v) { st.unanswered = v; st.unansweredSince = now; return; }  // a new value: start the clock
-      if (st.link && !st.reloading && !running() && now - st.unansweredSince > STALL_MS
-          && now - st.answeredAt > STALL_MS) {
+      if (st.link && !st.reloading && !running() && now - st.unansweredSince > STALL_MS) {
         st.reloading = true;
         const url = new URL(window.location.href);
         url.searchParams.set(st.link, v);
@@ -208,7 +207,7 @@ export default function (component) {
     st.controls = data.controls;
     st.send = (v) => setTriggerValue("theta", v);
     st.link = data.link || null;
-    if (st.gen !== gen) { st.gen = gen; st.answeredAt = Date.now(); st.unanswered = null; }  // the server answered
+    if (st.gen !== gen) { st.gen = gen; st.unanswered = null; }  // the server answered: the clock starts anew
     st.server = data.theta;
     // The page slider's thumb label changes while it is dragged: the chart follows at once (not at the next poll).
     const thumb = document.querySelector(`${pageSlider} [data-testid="stSliderThumbValue"]`);
