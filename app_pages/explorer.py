@@ -1,8 +1,6 @@
 """Explorer: the paper's Figure 1, live. One sample as a node-link tree, θ swept in the browser,
 every rule's choice."""
 
-from urllib.parse import urlencode
-
 import numpy as np
 import streamlit as st
 
@@ -16,7 +14,6 @@ from dashboard import (
     presenter,
     session_keys,
     sidebar,
-    snapshot_views,
     state,
     sweep,
     views,
@@ -105,8 +102,10 @@ elif mode in views.CURATED:
     st.session_state[LIST_THETA] = round(float(state.get("theta")), 4)
     rows = _curated(es, _es_key(), st.session_state[LIST_THETA])[mode]
     if rows.size == 0:
-        with cols[1]:
-            st.info(f"No sample is a “{PICKS[mode]}” case at θ = {state.get('theta'):.2f}; try another θ.")
+        with cols[1]:  # a widget of the same height as the picker it stands for: nothing above the chart moves
+            st.number_input(f"Example (none at θ = {state.get('theta'):.2f})", value=0, disabled=True,
+                            key="explorer_no_example",
+                            help=f"No sample is a “{PICKS[mode]}” case at this θ; try another θ.")
         if sample not in es.view.id_index:
             sample = str(es.view.sample_ids[0])
     else:
@@ -123,12 +122,6 @@ elif mode in views.CURATED:
             st.button("Figure-1-like example", on_click=_show_figure1, icon=":material/account_tree:",
                       help="An unsure, wrong top-1 leaf that Climbing lifts to a correct ancestor at θ = 0.5, "
                            "as in the paper's Figure 1.")
-            # The link keeps what the page shows (model, data set, subset, TS) and changes only the sample:
-            # a snapshot of that view (opens in about a second), else (an uploaded model) the live view.
-            keep = {k: state.SETTINGS[k].encode(state.get(k)) for k in ("model", "dataset", "subset", "ts", "presenter")
-                    if state.get(k) is not None}
-            view = {**keep, "pick": "rescue", "sample": str(es.view.sample_ids[FIGURE1]), "theta": "0.5"}
-            st.markdown(f"[Link to it]({snapshot_views.share_link('explorer', view) or 'explorer?' + urlencode(view)})")
 else:  # by class
     classes = sorted(es.view.rows_by_class, key=lambda c: h.names[c].lower())
     if state.get("cls") not in es.view.rows_by_class:
@@ -164,48 +157,39 @@ def _follow(theta: float) -> None:
     state.set("theta", round(min(max(theta, 0.0), 1.0), 2))
 
 
+@catalog.cache_resource(max_entries=64, show_spinner=False)
+def _texts(_es: evaluations.ModelContext, key: tuple, i: int, rules: tuple) -> dict[str, str]:
+    """Every rule's pick at every θ of the grid, as the view shows it under the tree."""
+    v = _es.view
+    paths, row, label = views.selected_paths(v, rules), v.node_row(i), int(v.labels[i])
+    return sweep.theta_texts(lambda th: views.choice_text(
+        v.hierarchy, views.sample_view(v.hierarchy, row, paths, i, th, true_leaf=label)))
+
+
 @state.fragment
 def theta_view() -> None:
     now = round(float(state.get("theta")), 4)
     if (mode in views.CURATED and st.session_state.get(LIST_THETA) != now) or (
             state.get("degrade") != "none" and st.session_state.get(PAGE_THETA) != now):
-        st.rerun()  # a sweep moved θ: the curated list (its count) and the degraded image's θ are redrawn
-    # In presenter mode the chart's own θ slider and ▶ Play are the θ control (the page's slider
-    # would push the tree below a 720-pixel screen); θ still reaches the URL where a sweep rests.
+        st.rerun()  # a sweep came to rest at another θ: the curated list (its count) and the degraded image follow
     theta = float(state.get("theta"))
-    if not presenter.presenter():
-        with sweep.theta_box(CHART, "slider"):
-            theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="ex", min_value=0.0,
-                               max_value=1.0, step=0.01, format="%.2f",
-                               help="The tree's own ▶ Play button and slider sweep θ in the browser; where they "
-                                    "stop becomes this slider's value.")
-    _chart(theta)
-    with sweep.theta_box(CHART, "follow"):
-        _details(theta)
-
-
-def _chart(theta: float) -> None:
-    # Presenter mode: the tree, the page's θ slider and the picks' text share one screen.
+    # One view owns θ: the tree, its ▶ Play, θ slider and keys, every rule's pick under it, the share link.
     width = presenter.fit_width(5 / 6 if presenter.presenter() else 4 / 5) - 30  # the info column takes the rest
-    fig = _tree(es, _es_key(), i, presenter.font_size(), presenter.fit_height(9.5), width, round(float(theta), 2),
-                tuple(state.get("rules")))
-    widgets.figure(fig, f"explorer_{sample}", key=CHART, context=widgets.export_context(es), width="content")
-    sweep.sweep_sync(CHART, theta, _follow, image=f"explorer_{sample}", context=widgets.export_context(es, theta),
-                     title=f"Sample {sample}: every rule's pick", link="theta")
-
-
-def _details(theta: float) -> None:
-    view = views.sample_view(h, es.view.node_row(i), views.selected_paths(es.view, state.get("rules")), i, theta,
-                             true_leaf=true_leaf)
+    rules = tuple(state.get("rules"))
+    fig = _tree(es, _es_key(), i, presenter.font_size(), presenter.fit_height(9.5), width, round(theta, 2), rules)
+    sweep.theta_chart(fig, key=CHART, theta=theta, on_theta=_follow, name=f"explorer_{sample}",
+                      context=widgets.export_context(es), title=f"Sample {sample}: every rule's pick",
+                      texts=None if presenter.presenter() else _texts(es, _es_key(), i, rules),
+                      share_page="explorer")
     if presenter.presenter():
         return  # the tree's headline already names every rule's pick at θ
-    st.markdown(views.choice_text(h, view))
-    if not presenter.presenter():
-        st.caption("The predicted leaf's path runs down from the root; the true label's branch hangs off their "
-                   "lowest common ancestor. ✓ = an ancestor of the true leaf (correct), ✗ = wrong; a hollow node "
-                   "is below θ. The marks left of a node show which rule picks it. Predicting the root means "
-                   "rejecting the sample.")
-    with st.expander("Table of the picks"):
+    st.caption("The predicted leaf's path runs down from the root; the true label's branch hangs off their "
+               "lowest common ancestor. ✓ = an ancestor of the true leaf (correct), ✗ = wrong; a hollow node "
+               "is below θ. The marks left of a node show which rule picks it. Predicting the root means "
+               "rejecting the sample.")
+    with st.expander(f"Table of the picks (θ = {theta:.2f})"):
+        view = views.sample_view(h, es.view.node_row(i), views.selected_paths(es.view, rules), i, theta,
+                                 true_leaf=true_leaf)
         table = views.choice_table(h, view)
         st.dataframe(table, hide_index=True, key="explorer_table", column_config=widgets.CHOICE_COLUMNS)
         widgets.csv_download(table, f"explorer_{sample}", key="dl_explorer",

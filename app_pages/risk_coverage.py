@@ -67,30 +67,28 @@ def _follow(theta: float) -> None:
     state.set("theta", round(min(max(theta, 0.0), 1.0), 2))
 
 
+@catalog.cache_resource(max_entries=32, show_spinner=False)
+def _texts(_cs, key: tuple, rules: tuple) -> dict[str, str]:
+    """Each rule's operating point at every θ of the grid, as the view shows it beside the curves."""
+    return sweep.theta_texts(lambda th: f"**Operating points** (θ = {th:.2f})  \n"
+                                        + views.operating_point_text(views.operating_points(_cs, th, rules)))
+
+
 @state.fragment
 def theta_view() -> None:
-    with sweep.theta_box("rc_chart", "slider"):
-        theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="rc", min_value=0.0, max_value=1.0,
-                           step=0.01, format="%.2f",
-                           help="Each marker is that rule's (coverage, risk) at θ; predictions accept a node when "
-                                "its probability is ≥ θ.")
-    points = views.operating_points(cs, theta, rules)
-    chart, text = st.columns([3, 1.2])
-    with chart:
-        # Presenter mode: title, θ slider and the whole chart (its x-axis title included) on one screen.
-        fig = _sweep_figure(cs, (*es.key, loss, state.get("dec")), tuple(rules), loss, presenter.font_size(),
-                            presenter.fit_height(16.6), round(float(theta), 2))
-        name = f"rc_{es.model}_{loss}_{state.get('dec')}"
-        widgets.figure(fig, name, key="rc_chart", context=widgets.export_context(es))
-        sweep.sweep_sync("rc_chart", theta, _follow, image=f"rc_{loss}_{state.get('dec')}",
-                         context=widgets.export_context(es),
-                         title="Risk–coverage curves and each rule's operating point", link="theta")
-    with text, sweep.theta_box("rc_chart", "follow"):
-        st.markdown(f"**Operating points** (θ = {theta:.2f}; ▶ Play on the chart sweeps θ)")
-        st.markdown(views.operating_point_text(points))
-        shown = points.drop(columns="key")
-        widgets.csv_download(shown, "rc_operating_points", key="dl_rc_points",
-                             label="Operating points (CSV)", context=widgets.export_context(es, theta))
+    theta = float(state.get("theta"))
+    key = (*es.key, loss, state.get("dec"))
+    # One view owns θ: the curves with each rule's operating point, ▶ Play, θ slider, keys, the points' text.
+    fig = _sweep_figure(cs, key, tuple(rules), loss, presenter.font_size(), presenter.fit_height(14.2),
+                        round(theta, 2))
+    sweep.theta_chart(fig, key="rc_chart", theta=theta, on_theta=_follow, name=f"rc_{loss}_{state.get('dec')}",
+                      context=widgets.export_context(es),
+                      title="Risk–coverage curves and each rule's operating point",
+                      texts=_texts(cs, key, tuple(rules)), text_side="right", text_ratio="27%",
+                      share_page="risk_coverage")
+    points = views.operating_points(cs, theta, rules).drop(columns="key")
+    widgets.csv_download(points, "rc_operating_points", key="dl_rc_points",
+                         label=f"Operating points at θ = {theta:.2f} (CSV)", context=widgets.export_context(es, theta))
 
 
 theta_view()

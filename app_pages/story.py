@@ -110,9 +110,9 @@ def _gain_words(es) -> str:
             f"{ci} contains 0: no clear difference on this many images.")
 
 
-# The story's charts sweep θ in the browser (keys and ▶ Play); where a sweep comes to rest becomes
-# the step's θ, and its text is rewritten for it (hidden while the chart is ahead, ``sweep.theta_box``),
-# so one θ is on screen. Each step opens at θ = 0.5; the θ is the story's own, not the link's.
+# The story's charts are θ-swept views (``sweep.theta_chart``: keys and ▶ Play, the step's text at every θ
+# in the view); where a sweep comes to rest becomes the step's θ. Each step opens at θ = 0.5; the θ is the
+# story's own, not the link's.
 STORY_THETA = session_keys.STORY_THETA  # session state: (step, θ)
 
 
@@ -123,11 +123,6 @@ def _theta() -> float:
 
 def _stay(theta: float) -> None:
     st.session_state[STORY_THETA] = (step, round(min(max(theta, 0.0), 1.0), 2))
-
-
-def _at_rest(chart: str):
-    """The step's θ-dependent text: hidden while its chart sweeps ahead of the server."""
-    return sweep.theta_box(chart, "follow")
 
 
 theta = _theta()
@@ -152,17 +147,22 @@ def _photo() -> None:
     widgets.sample_image(es, str(es.view.sample_ids[i]), width=width)
 
 
-def _tree_step(rules: tuple, chart: str, text: str) -> None:
-    left, right = _beside()
+def _tree_step(rules: tuple, chart: str, text_at) -> None:
+    left, right = _beside(0.55)
     with left:
-        with _at_rest(chart):
-            st.markdown(text)
         _photo()
     with right:
-        fig = _tree(es, key, i, rules, font, presenter.fit_height(13.8), presenter.fit_width(2.2 / 3.2) - 30)
-        widgets.figure(fig, f"story_{chart}", key=chart, width="content")
-        sweep.sweep_sync(chart, theta, _stay, image=f"story_{chart}", context=widgets.export_context(es, theta),
-                      title=f"Sample {es.view.sample_ids[i]}: " + " vs ".join(rule_label(r) for r in rules))
+        fig = _tree(es, key, i, rules, font, presenter.fit_height(17.5), presenter.fit_width(2.2 / 2.75) - 30)
+        sweep.theta_chart(fig, key=chart, theta=theta, on_theta=_stay, name=f"story_{chart}",
+                          context=widgets.export_context(es),
+                          title=f"Sample {es.view.sample_ids[i]}: " + " vs ".join(rule_label(r) for r in rules),
+                          texts=_texts(es, key, chart, text_at), text_side="above")
+
+
+@catalog.cache_resource(max_entries=16, show_spinner=False)
+def _texts(_es: evaluations.ModelContext, key: tuple, chart: str, _text_at) -> dict[str, str]:
+    """A step's text at every θ (``chart`` names the step's text function)."""
+    return sweep.theta_texts(_text_at)
 
 
 def _selective_text(theta: float) -> str:
@@ -206,9 +206,9 @@ elif step == 1:
             f"(probability {es.node_probs[i, true]:.2f}).\n\n"
             "A low top probability is the model telling us it is unsure. What should it answer?")
 elif step == 2:
-    _tree_step(("selective",), "story_tree_sel", _selective_text(theta))
+    _tree_step(("selective",), "story_tree_sel", _selective_text)
 elif step == 3:
-    _tree_step(("selective", "climbing"), "story_tree_climb", _climbing_text(theta))
+    _tree_step(("selective", "climbing"), "story_tree_climb", _climbing_text)
 elif step == 4:
     cs = sidebar.curve_set_or_stop(es)
     rules = ("selective", "climbing")
@@ -222,10 +222,9 @@ elif step == 4:
     sel, climb = cs.curves["selective"].haurc, cs.curves["climbing"].haurc
     left, right = _beside()
     with right:  # the chart first: the interval in the text may take a few seconds the first time
-        widgets.figure(_rc(cs, key, font, presenter.fit_height(13.7)), "story_step4", key="story_rc",
-                       context=widgets.export_context(es))
-        sweep.sweep_sync("story_rc", theta, _stay, image="story_step4", context=widgets.export_context(es),
-                         title="Risk–coverage: Selective vs Climbing")
+        sweep.theta_chart(_rc(cs, key, font, presenter.fit_height(13.7)), key="story_rc", theta=theta, on_theta=_stay,
+                          name="story_step4", context=widgets.export_context(es),
+                          title="Risk–coverage: Selective vs Climbing")
     with left:
         st.markdown(
             f"Every θ gives each rule a **coverage** (how much it still says, 1 = every leaf answered) and a "
@@ -251,8 +250,7 @@ else:
     st.markdown("Repeat this on many random splits, and compare with DARTS, on the **Guaranteed accuracy** page.")
 
 if i is not None and step <= 3 and not presenter.presenter():
-    # No θ value here: the step's θ moves with its chart, and only the step's text (in its
-    # ``_at_rest`` box) names it, so one θ is on screen.
+    # No θ value here: the step's θ moves with its view, and only the step's text (in the view) names it.
     st.caption(f"The example: sample {widgets.plain(es.view.sample_ids[i])} of {widgets.plain(es.model)}, the most "
                "Figure-1-like image of this data (an unsure, wrong top-1 leaf that Climbing corrects where "
                "each step starts). Open it in the Explorer to change θ or pick another sample.")

@@ -15,7 +15,6 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import catalog, entry, evaluations, page_sentences, perturb, presenter, sidebar, state, views, widgets
-from dashboard.sweep import theta_box
 from hsc_core.core.probabilities import softmax
 from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy
 from hsc_core.datasets.images import ImageReadError, display_image, max_image_pixels, open_image_safely
@@ -159,20 +158,12 @@ CHART = "img_tree"
 
 @state.fragment
 def theta_view() -> None:
-    # Presenter mode, as the Explorer: the tree's own θ slider and ▶ Play are the θ control, the
-    # tree fills the screen's height and the degradation pickers come after it.
+    # One view owns θ: the tree, its ▶ Play, θ slider and keys, every rule's pick under it, the share link.
+    # Presenter mode: the tree fills the screen's height and the degradation pickers come after it.
     theta = float(state.get("theta"))
-    if not presenter.presenter():
-        with theta_box(CHART, "slider"):
-            theta = state.bind(st.slider, "Confidence threshold θ", "theta", scope="img", min_value=0.0,
-                               max_value=1.0, step=0.01, format="%.2f",
-                               help="The tree's own ▶ Play button and slider sweep θ in the browser; where they "
-                                    "stop becomes this slider's value.")
     pickers = st.container()
     tree = st.container()
-    # Everything below the tree shows θ: hidden while the tree sweeps ahead, so one θ is on screen.
-    below = theta_box(CHART, "follow")
-    with pickers if not presenter.presenter() else below:
+    with pickers if not presenter.presenter() else st.container():
         kind, severity = perturb.degrade_controls("img")
     shown = row
     if kind != "none":
@@ -181,19 +172,18 @@ def theta_view() -> None:
     at_theta = dataclasses.replace(context, theta=float(theta))
     with tree:
         perturb.tree_chart(h, shown, true_leaf, theta, key=CHART, name=f"tree_{model}_{image_name}",
-                           context=at_theta, cache_key=(perturb.digest_of(image_bytes), model, t, kind, severity),
+                           context=context, cache_key=(perturb.digest_of(image_bytes), model, t, kind, severity),
                            on_theta=_follow, max_height=presenter.fit_height(9.5),
-                           max_width=presenter.fit_width(RIGHT / (1 + RIGHT)) - 30 if presenter.presenter() else None)
-    view = views.sample_view(h, shown, views.single_sample_paths(h, shown), 0, theta, true_leaf=true_leaf)
-    with below:
-        st.markdown(views.choice_text(h, view))
-        if kind != "none":
-            perturb.climb_view(h, *sweep, kind=kind, severity=severity, theta=theta, true_leaf=true_leaf,
-                               temperature=t, model=model, image_name=image_name, context=at_theta, key="img")
-        with st.expander("Table of the picks"):
-            table = views.choice_table(h, view)
-            st.dataframe(table, hide_index=True, key="img_choices", column_config=widgets.CHOICE_COLUMNS)
-            widgets.csv_download(table, f"choices_{model}_{image_name}", key="dl_img_choices", context=at_theta)
+                           max_width=presenter.fit_width(RIGHT / (1 + RIGHT)) - 30 if presenter.presenter() else None,
+                           share_page="try_an_image" if upload is None else None)
+    if kind != "none":
+        perturb.climb_view(h, *sweep, kind=kind, severity=severity, theta=theta, true_leaf=true_leaf,
+                           temperature=t, model=model, image_name=image_name, context=at_theta, key="img")
+    with st.expander(f"Table of the picks (θ = {theta:.2f})"):
+        view = views.sample_view(h, shown, views.single_sample_paths(h, shown), 0, theta, true_leaf=true_leaf)
+        table = views.choice_table(h, view)
+        st.dataframe(table, hide_index=True, key="img_choices", column_config=widgets.CHOICE_COLUMNS)
+        widgets.csv_download(table, f"choices_{model}_{image_name}", key="dl_img_choices", context=at_theta)
 
 
 with right:

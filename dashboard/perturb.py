@@ -22,7 +22,7 @@ from hsc_core.report.perturbation_figure import degradation_figure, picks_by_sev
 from hsc_core.report.tree_figure import record_rows, tree_figure
 
 from . import presenter, state, views, widgets
-from .sweep import sweep_sync
+from .sweep import theta_chart, theta_texts
 
 KINDS = {"none": "none", "blur": "Gaussian blur", "noise": "Gaussian noise"}
 
@@ -71,15 +71,22 @@ def _tree(key: tuple, _h: Hierarchy, _row: np.ndarray, true_leaf: int | None, th
                        max_height=max_height, max_width=max_width)
 
 
+@st.cache_resource(max_entries=32, show_spinner=False, scope="session")
+def _texts(key: tuple, _h: Hierarchy, _row: np.ndarray, true_leaf: int | None) -> dict[str, str]:
+    paths = views.single_sample_paths(_h, _row)
+    return theta_texts(lambda th: views.choice_text(_h, views.sample_view(_h, _row, paths, 0, th, true_leaf=true_leaf)))
+
+
 def tree_chart(h: Hierarchy, row: np.ndarray, true_leaf: int | None, theta: float, *, key: str, name: str,
                context, cache_key: tuple, on_theta: Callable[[float], None], max_height: int | None = None,
-               max_width: int | None = None) -> None:
-    """The Explorer's tree of one node-probability row (its θ sweep and Play follow ``theta``);
-    ``max_height``/``max_width`` (pixels) as ``tree_figure``'s, e.g. presenter mode's screen."""
+               max_width: int | None = None, share_page: str | None = None) -> None:
+    """The Explorer's tree of one node-probability row as a θ-swept view (``sweep.theta_chart``: its ▶ Play,
+    θ slider, keys and every rule's pick under it), starting at ``theta``; ``max_height``/``max_width``
+    (pixels) as ``tree_figure``'s, e.g. presenter mode's screen."""
     fig = _tree((*cache_key, key), h, row, true_leaf, round(float(theta), 2), presenter.font_size(), max_height,
                 max_width)
-    widgets.figure(fig, name, key=key, context=context, width="content")
-    sweep_sync(key, theta, on_theta)
+    theta_chart(fig, key=key, theta=theta, on_theta=on_theta, name=name, context=context,
+                title="Every rule's pick", texts=_texts((*cache_key, key), h, row, true_leaf), share_page=share_page)
 
 
 def degrade_controls(key: str) -> tuple[str, int]:

@@ -1,15 +1,13 @@
-"""Item 3 of issue 29: the two large charts (Explorer tree, Risk–Coverage) and the Overview's two charts
-drawn with plotly.js's basic bundle through a Streamlit custom component instead of ``st.plotly_chart``. A
-live link drew faster this way in an interleaved A/B (docs/guide/snapshots.md; bench/browser_latency.py
---ab), and so does the cold start's first chart (the Overview's); on unless ``HSC_PLOTLY_COMPONENT=0``
-(``hsc_core.config.plotly_component``), when ``st.plotly_chart`` draws them; presenter mode always does.
-The component draws with Streamlit's chart theme, scaled with the page's type (presenter mode), in the
-page's fonts (``main.js``, ``streamlit_theme.js``); browser tests find the chart wherever it is drawn
-with ``tests/browser_support.find_chart``.
+"""The dashboard's chart component: every θ-swept chart (the Explorer tree, Risk–Coverage, the guided
+story's charts, Try an image's tree) and the Overview's two charts are drawn by one Streamlit custom
+component with plotly.js's basic bundle, in normal and presenter mode alike (a live link and the cold
+start draw sooner than with ``st.plotly_chart``'s full plotly.js: ``bench/browser_latency.py --ab``).
 
-The component (``static/plotly_component``: ``index.html``, ``main.js`` and the bundle) speaks Streamlit's
-component protocol by hand (componentReady, render, setFrameHeight); ``static/theta_sweep.js`` finds the
-chart inside its iframe (same origin) and drives it with the iframe's own Plotly."""
+The component (``static/plotly_component``: ``index.html``, ``view.css``, ``main.js``, the theme and the
+bundle) speaks Streamlit's component protocol by hand (componentReady, render, setFrameHeight,
+setComponentValue). It draws with Streamlit's chart theme, scaled with the page's type (``rem``, sent by
+the server), in Streamlit's own web font (its files' addresses, sent by the server). A swept chart's θ is
+owned by the component (``dashboard/sweep.py`` gives it the server's side)."""
 
 from __future__ import annotations
 
@@ -18,48 +16,40 @@ from pathlib import Path
 from typing import Any
 
 COMPONENT_DIR = Path(__file__).resolve().parent / "static" / "plotly_component"
-#: The charts the component may draw (their widget keys): the two large ones, and the Overview's two (the
-#: first chart after ``streamlit run app.py``: a cold start draws it about 1 s sooner than with the full plotly.js).
-CHARTS = frozenset({"explorer_tree", "rc_chart", "overview_illustration", "overview_gains"})
-#: The pages (url paths; "" is the Overview at "/") whose charts it draws: a session landing there needs no
-#: warm-up of Streamlit's full plotly.js (``widgets.warm_plotly``); any other page still gets one.
-PAGES = frozenset({"explorer", "risk_coverage", "", "overview"})
-
-
-def enabled(key: str | None) -> bool:
-    """Whether chart ``key`` is drawn by the component: the switch is on and the page is not in
-    presenter mode (presenter mode's fit-the-screen sizing is measured with ``st.plotly_chart``'s
-    chart; the component's gain is for shared links, which open in normal mode)."""
-    from hsc_core.config import plotly_component
-
-    from .presenter import presenter
-
-    return key in CHARTS and plotly_component() and not presenter()
-
-
-def presenter_in_url(url: str) -> bool:
-    """Whether the address ``url`` names presenter mode (``presenter=1``; an invalid value is not)."""
-    from urllib.parse import parse_qs, urlparse
-
-    from .state import SETTINGS, Invalid
-
-    try:
-        return bool(SETTINGS["presenter"].parse(parse_qs(urlparse(url).query).get("presenter", ["0"])[-1]))
-    except Invalid:
-        return False
+#: The static charts the component draws (their widget keys): the Overview's two (the first chart after
+#: ``streamlit run app.py``: a cold start draws it about 1 s sooner than with the full plotly.js). Every
+#: θ-swept chart is drawn by it too (``sweep.theta_chart``).
+CHARTS = frozenset({"overview_illustration", "overview_gains"})
+#: The pages (url paths; "" is the Overview at "/") whose first chart it draws: a session landing there
+#: needs no warm-up of Streamlit's full plotly.js (``widgets.warm_plotly``); any other page still gets one.
+PAGES = frozenset({"explorer", "risk_coverage", "", "overview", "try_an_image"})
 
 
 def draws_landing_page(url: str) -> bool:
-    """Whether the page at ``url`` (the browser's address) has its large chart drawn by the component."""
+    """Whether the page at ``url`` (the browser's address) has its first chart drawn by the component."""
     from urllib.parse import urlparse
-
-    from hsc_core.config import plotly_component
 
     if not url:  # no browser address (a script run without one)
         return False
-    page = urlparse(url).path.rstrip("/").rsplit("/", 1)[-1]
-    # presenter mode draws with st.plotly_chart (``enabled``)
-    return plotly_component() and page in PAGES and not presenter_in_url(url)
+    return urlparse(url).path.rstrip("/").rsplit("/", 1)[-1] in PAGES
+
+
+@functools.cache
+def fonts() -> tuple[dict[str, Any], ...]:
+    """Streamlit's own web font files (Source Sans), as addresses relative to the app's root, so the
+    chart is set in the page's type."""
+    import streamlit
+
+    media = Path(streamlit.__file__).resolve().parent / "static" / "static" / "media"
+    found = sorted(media.glob("SourceSansVF-*.woff2")) if media.is_dir() else []
+    return tuple({"src": f"static/media/{p.name}", "italic": "Italic" in p.name} for p in found)
+
+
+def root_px() -> float:
+    """The page's root font size in CSS pixels (presenter mode's type grows with the screen)."""
+    from .presenter import DESIGN_REM_PX, presenter, presenter_scale
+
+    return round(DESIGN_REM_PX * presenter_scale(), 2) if presenter() else 16.0
 
 
 @functools.cache
@@ -69,6 +59,10 @@ def _component() -> Any:
     return declare_component("hsc_plotly", path=str(COMPONENT_DIR))
 
 
-def chart(fig: Any, key: str, config: dict) -> None:
-    """Draw ``fig`` (its frames included) in the component."""
-    _component()(spec=fig.to_json(), config=config, key=key, default=None)
+def chart(spec: str, key: str, config: dict, *, image: dict | None = None, sweep: dict | None = None,
+          on_change: Any = None) -> Any:
+    """Draw the figure ``spec`` (``Figure.to_json()``, its frames included) with widget key ``key``.
+    ``image``: the camera button's format, file name and title; ``sweep``: a θ-swept chart's data
+    (``sweep.theta_chart``), whose rests reach the server through ``on_change``."""
+    return _component()(spec=spec, config=config, rem=root_px(), fonts=list(fonts()), image=image, sweep=sweep,
+                        key=key, default=None, on_change=on_change)

@@ -10,13 +10,11 @@ from . import session_keys as keys
 from . import state
 from .assets import static_text
 
-# The page's CSS (dashboard/static/): presenter mode's type and padding; the sweep's "stale θ" class
-# (while a chart sweeps θ in the browser, the page's θ control and θ text show a stale θ: they are
-# hidden, descendants too, until the server has caught up, ``sweep.sweep_sync``); and presenter
-# mode's chart hiding until the browser has reported its size (``unsized.css``: shown after 4 s
+# The page's CSS (dashboard/static/): presenter mode's type and padding; the chart component's frame as a
+# block (every mode); and presenter mode's chart hiding until the browser has reported its size (``unsized.css``: shown after 4 s
 # anyway) or, in the run a resize starts, while the old-size charts are still on screen (``resized.css``).
 PRESENTER_CSS = static_text("presenter.css")
-SWEEP_CSS = static_text("sweep.css")
+CHART_FRAME_CSS = static_text("chart_frame.css")
 UNSIZED_CSS = static_text("unsized.css")
 RESIZED_CSS = static_text("resized.css")
 
@@ -95,17 +93,15 @@ def viewport_known() -> bool:
 
 def presenter_style() -> None:
     """Bigger type and less padding, so a slider and its chart share a 1280×720 screen; the type
-    grows with the screen. Also the sweep's "stale θ" style (every mode)."""
+    grows with the screen. Also the chart component's frame style (every mode)."""
     resized = st.session_state.pop(VIEWPORT_FRESH, False)
     sizing = "" if not presenter() else UNSIZED_CSS if not viewport_known() else RESIZED_CSS if resized else ""
-    st.html(f"<style>{SWEEP_CSS}{PRESENTER_CSS if presenter() else ''}{sizing}</style>")
+    st.html(f"<style>{CHART_FRAME_CSS}{PRESENTER_CSS if presenter() else ''}{sizing}</style>")
     if presenter():
         viewport_probe()
-        chart_guard()
 
 
 _viewport_component = None
-_guard_component = None
 
 
 def viewport_probe() -> None:
@@ -118,15 +114,6 @@ def viewport_probe() -> None:
     # Nothing known yet: the browser reports at once (also a 1280×720 one), which shows the charts.
     known = getattr(st.session_state.get(VIEWPORT_KEY), "size", None) or ""
     _viewport_component(key=VIEWPORT_KEY, data={"known": known}, on_size_change=_size_reported, height=0)
-
-
-def chart_guard() -> None:
-    """Hide a chart while it is drawn wider than its box (``static/chart_guard.js``): Streamlit's first
-    draw of a new figure sized by itself uses the column's width, a frame before the figure's own."""
-    global _guard_component
-    if _guard_component is None:
-        _guard_component = st.components.v2.component("hsc_chart_guard", js=static_text("chart_guard.js"))
-    _guard_component(key=keys.CHART_GUARD, height=0)
 
 
 def _size_reported() -> None:

@@ -47,9 +47,8 @@ DS_MSG = "_ds_msg"  #: (st function name, message) about the last data set added
 # ---------------------------------------------------------------------------- first paint, presenter mode, θ sweep
 PLOTLY_WARM = "_plotly_warm"  #: True once this session's first run sent the warm-up chart (widgets.warm_plotly)
 VIEWPORT = "_viewport"  #: the viewport probe component's state: ``.size`` = "WxH" (presenter)
-CHART_GUARD = "_chart_guard"  #: the presenter-mode chart guard component (static/chart_guard.js)
 VIEWPORT_FRESH = "_viewport_fresh"  #: True in the run a new browser size started (presenter)
-SWEEP_PREFIX = "_sweep_"  #: prefix of a chart's θ-sweep component: ``sweep`` (sweep.sweep_sync)
+SWEEP_PREFIX = "_sweep_"  #: prefix of a θ-swept view's server side (rev, θ, ack): ``sweep`` (sweep.theta_chart)
 
 # ---------------------------------------------------------------------------- pages
 EXPLORER_RESAMPLE = "_explorer_resample"  #: the Explorer's sample must be drawn again (app_pages/explorer)
@@ -76,7 +75,7 @@ def dataset_pick(location: str) -> str:
 
 
 def sweep(chart_key: str) -> str:
-    """The key of the θ-sweep component of the chart drawn with ``key=chart_key``."""
+    """The key of the server's side of the θ-swept view drawn with ``key=chart_key`` (``sweep.theta_chart``)."""
     return f"{SWEEP_PREFIX}{chart_key}"
 
 

@@ -219,7 +219,10 @@ class Snapshot:
 
     ``headline``: the view's numbers as the live page writes them (markdown: ``**bold**``,
     ``:blue[…]``, line breaks); ``figures``: Plotly figures (their animation frames, slider and
-    ▶ Play kept); ``image``: the sample's image (bytes of ``image_type``), when there is one."""
+    ▶ Play kept); ``image``: the sample's image (bytes of ``image_type``), when there is one.
+    ``theta_texts``: a θ-swept view's θ-dependent text at every θ of its frames (markdown by frame
+    name, ``"0.00"`` … ``"1.00"``), shown under the headline for the θ its first figure shows;
+    ``theta``: the frame it opens at, unless the link's ``?theta=`` names another."""
 
     title: str
     headline: str
@@ -229,6 +232,8 @@ class Snapshot:
     image_type: str = "image/jpeg"
     image_caption: str = ""
     presenter: bool = False
+    theta_texts: Mapping[str, str] | None = None
+    theta: str | None = None
 
 
 @dataclass(frozen=True)
@@ -313,9 +318,33 @@ document.addEventListener("DOMContentLoaded", function () {
   var figs = document.querySelectorAll("div[data-figure]"), left = figs.length;
   function settle() { if (--left <= 0) document.body.setAttribute("data-drawn", "1"); }
   if (!left) settle();
-  figs.forEach(function (div) {
+  // A θ-swept view: its θ text follows the first figure's θ, and "Open interactive" carries that θ.
+  var textsEl = document.getElementById("theta-texts"), texts = textsEl ? JSON.parse(textsEl.textContent) : null;
+  var thetaEl = document.getElementById("theta-text"), open = document.querySelector("a.open");
+  function showTheta(name) {
+    if (!texts || texts[name] === undefined) return;
+    thetaEl.innerHTML = texts[name];  // escaped by the server (markdown_html)
+    document.body.setAttribute("data-theta", name);
+    var url = new URL(open.getAttribute("href"), window.location.href);
+    url.searchParams.set("theta", name);
+    open.setAttribute("href", url.toString());
+  }
+  var asked = new URLSearchParams(window.location.search).get("theta");
+  var start = texts && asked !== null && texts[asked] !== undefined ? asked : null;
+  if (start !== null) showTheta(start);
+  figs.forEach(function (div, n) {
     var fig = JSON.parse(document.getElementById(div.id + "-data").textContent);
+    var steps = fig.layout.sliders && fig.layout.sliders[0] && fig.layout.sliders[0].steps;
+    if (n === 0 && start !== null && steps) {  // open at the link's θ: its frame's data and the slider
+      var k = steps.findIndex(function (s) { return s.value === start; });
+      var frame = (fig.frames || []).find(function (f) { return f.name === start; });
+      if (k >= 0 && frame) {
+        fig.layout.sliders[0].active = k;
+        (frame.traces || []).forEach(function (t, j) { Object.assign(fig.data[t], frame.data[j]); });
+      }
+    }
     Plotly.newPlot(div, fig.data, fig.layout, {displaylogo: false, responsive: true}).then(function () {
+      if (n === 0 && texts) div.on("plotly_sliderchange", function (e) { showTheta(e.step.value); });
       return fig.frames ? Plotly.addFrames(div, fig.frames) : null;
     }).then(settle, settle);
     div.addEventListener("keydown", function (e) {
@@ -330,6 +359,7 @@ document.addEventListener("DOMContentLoaded", function () {
       Plotly.animate(div, step.args[0], {mode: "immediate", frame: {duration: 0, redraw: true},
                                          transition: {duration: 0}});
       Plotly.relayout(div, {"sliders[0].active": to});
+      if (n === 0) showTheta(step.value);
     });
   });
 });
@@ -353,15 +383,23 @@ def render_page(snap: Snapshot, live: str, plotly_src: str) -> str:
         image = (f'<figure><img src="{src}" alt="{esc(snap.image_caption)}">'
                  f"<figcaption class=\"caption\">{esc(snap.image_caption)}</figcaption></figure>")
     caption = f'<p class="caption">{markdown_html(snap.caption)}</p>' if snap.caption else ""
+    swept = ""
+    if snap.theta_texts:
+        start = snap.theta if snap.theta in snap.theta_texts else next(iter(snap.theta_texts))
+        swept = (f'<div class="theta-text" id="theta-text" data-testid="theta-text">'
+                 f"{markdown_html(snap.theta_texts[start])}</div>")
+        data.append('<script type="application/json" id="theta-texts">'
+                    + script_json(json.dumps({k: markdown_html(v) for k, v in snap.theta_texts.items()}))
+                    + "</script>")
     return (
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         f"<title>{esc(snap.title)} · snapshot</title><style>{_STYLE}</style>"
         f"<script src=\"{esc(plotly_src)}\" defer></script></head>\n"
-        f"<body class=\"{'presenter' if snap.presenter else 'normal'}\">\n"
+        f"<body class=\"{'presenter' if snap.presenter else 'normal'}\" data-theta=\"{esc(snap.theta or '')}\">\n"
         f"<header><h1>{esc(snap.title)}</h1><a class=\"open\" href=\"{esc(live)}\">Open interactive</a></header>\n"
         f"{caption}\n<div class=\"view{'' if figures else ' text'}\"><div class=\"info\">{image}"
-        f"<div class=\"headline\" data-testid=\"headline\">{markdown_html(snap.headline)}</div></div>\n"
+        f"<div class=\"headline\" data-testid=\"headline\">{markdown_html(snap.headline)}</div>{swept}</div>\n"
         f"<div class=\"figures\">{''.join(figures)}</div></div>\n{''.join(data)}\n<script>{_SCRIPT}</script>\n"
         "</body></html>\n"
     )

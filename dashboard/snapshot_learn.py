@@ -24,6 +24,7 @@ from .snapshot_views import (
     sample_image,
     settings,
     text_lines,
+    theta_markdown,
 )
 
 #: Try an image's uploader (a public widget key of that page).
@@ -112,11 +113,12 @@ def try_an_image(params: Mapping[str, str]) -> Snapshot:
     lines += [f"{k + 1}. {widgets.plain(views.node_name(h, int(v)))}: {leaf_probs[v]:.4f}" for k, v in enumerate(top)]
     if kind != "none":
         lines.append(f"Degraded: {perturb.KINDS[kind]}, severity {severity}.")
-    view = views.sample_view(h, row, views.single_sample_paths(h, row), 0, theta, true_leaf=true_leaf)
-    lines += ["", f"**Every rule's pick at θ = {theta:.2f}**", views.choice_text(h, view)]
+    paths = views.single_sample_paths(h, row)
+    texts = theta_markdown(lambda th: f"**Every rule's pick at θ = {th:.2f}**  \n" + views.choice_text(
+        h, views.sample_view(h, row, paths, 0, th, true_leaf=true_leaf)))
     preview = _jpeg(display_image(rgb, max_side=512))
     return Snapshot("Try an image", text_lines(lines), (fig,), caption=f"{model} · {name}", image=preview,
-                    image_caption=name, presenter=bool(values["presenter"]))
+                    image_caption=name, presenter=bool(values["presenter"]), theta_texts=texts, theta=f"{theta:.2f}")
 
 
 def _jpeg(image) -> bytes:

@@ -23,8 +23,9 @@ from hsc_core.report import style
 from . import catalog, evaluations, page_sentences, plots, state, views, widgets
 from .snapshot import BUILDERS, Snapshot, Unavailable, View, default_store, register
 
-#: Pages whose snapshot shows one θ (their sidebar link says which).
-THETA_PAGES = frozenset({"explorer", "risk_coverage"})
+#: Pages whose θ-swept view (``sweep.theta_chart``) offers the view's one share link, with the θ on screen;
+#: the sidebar offers none for them.
+THETA_PAGES = frozenset({"explorer", "risk_coverage", "try_an_image"})
 #: The share box's words while a page shows an uploaded file.
 UPLOAD_NOTE = ("No snapshot link while this page shows an uploaded file: uploads are not in links (they stay in "
                "this session only). Without the upload, the page's link works again.")
@@ -56,6 +57,13 @@ def settings(params: Mapping[str, str]) -> dict[str, Any]:
 def text_lines(rows: list[str]) -> str:
     """Markdown lines as one headline text (a hard line break between them)."""
     return "  \n".join(rows)
+
+
+def theta_markdown(markdown_at) -> dict[str, str]:
+    """A θ-swept view's θ-dependent text (markdown) at every θ of its frames, by frame name."""
+    from hsc_core.report.tree_figure import THETA_GRID
+
+    return {f"{t:.2f}": markdown_at(float(t)) for t in THETA_GRID}
 
 
 def current_params() -> dict[str, str]:
@@ -130,14 +138,14 @@ def explorer(params: Mapping[str, str]) -> Snapshot:
     true_leaf, pred_leaf = int(es.view.labels[i]), int(es.view.leaf_pred[i])
     rules = tuple(values["rules"])
     fig = plots.explorer_tree(es, i, font_size(values["presenter"]), None, SNAPSHOT_WIDTH, theta, rules)
-    picks = views.sample_view(h, es.view.node_row(i), views.selected_paths(es.view, rules), i, theta,
-                              true_leaf=true_leaf)
+    paths = views.selected_paths(es.view, rules)
     image, image_caption = sample_image(es, sample)
     headline = (page_sentences.climb(h, es.view.node_row(i), pred_leaf, true_leaf) + "  \n  \n"
-                + widgets.sample_headline(h, true_leaf, pred_leaf, float(es.view.leaf_conf[i]))
-                + f"  \n  \n**Every rule's pick at θ = {theta:.2f}**  \n" + views.choice_text(h, picks))
+                + widgets.sample_headline(h, true_leaf, pred_leaf, float(es.view.leaf_conf[i])))
+    texts = theta_markdown(lambda th: f"**Every rule's pick at θ = {th:.2f}**  \n" + views.choice_text(
+        h, views.sample_view(h, es.view.node_row(i), paths, i, th, true_leaf=true_leaf)))
     return Snapshot("Explorer", headline, (fig,), caption=caption_of(es), image=image, image_caption=image_caption,
-                    presenter=bool(values["presenter"]))
+                    presenter=bool(values["presenter"]), theta_texts=texts, theta=f"{theta:.2f}")
 
 
 @register("risk_coverage", stamp=model_stamp)
@@ -154,14 +162,14 @@ def risk_coverage(params: Mapping[str, str]) -> Snapshot:
     theta = round(float(values["theta"]), 2)
     cs = evaluations.curve_set(es, loss, dec)
     fig = plots.rc_sweep(cs, tuple(rules), loss, font_size(values["presenter"]), None, theta)
-    points = views.operating_points(cs, theta, rules)
     table = cs.haurc_table(rules)
     areas = "  \n".join(f"**{row['rule']}**: hAURC×1000 {row[column_label('haurc')]:.3f}, "
                         f"gain {row[column_label('gain_percent')]:.2f} %" for row in table.to_dict("records"))
-    headline = (page_sentences.risk_coverage(cs, rules, loss) + "  \n  \n"
-                + f"**Operating points** (θ = {theta:.2f}; ▶ Play on the chart sweeps θ)  \n"
-                + views.operating_point_text(points) + "  \n  \n**Area under the curves**  \n" + areas)
-    return Snapshot("Risk–coverage", headline, (fig,), caption=caption_of(es), presenter=bool(values["presenter"]))
+    headline = (page_sentences.risk_coverage(cs, rules, loss) + "  \n  \n**Area under the curves**  \n" + areas)
+    texts = theta_markdown(lambda th: f"**Operating points** (θ = {th:.2f})  \n"
+                                      + views.operating_point_text(views.operating_points(cs, th, rules)))
+    return Snapshot("Risk–coverage", headline, (fig,), caption=caption_of(es), presenter=bool(values["presenter"]),
+                    theta_texts=texts, theta=f"{theta:.2f}")
 
 
 @register("calibration_coverage", stamp=model_stamp)
@@ -281,13 +289,14 @@ def share_box(page: str) -> None:
     if shows_upload(page, st.session_state):
         st.sidebar.caption(UPLOAD_NOTE)
         return
+    if page in THETA_PAGES:  # the view's own link (🔗 above its chart) carries the θ on screen
+        st.sidebar.caption("Share this view: “Link to this view” above the chart (a snapshot at the θ on screen).")
+        return
     link = share_link(page)
     with st.sidebar:
         if link is None:
             st.caption("No snapshot link for an uploaded model (it lives in this session only).")
             return
-        # A θ move inside a page's fragment does not redraw the sidebar: the label says the link's θ.
-        at = f" (θ = {float(state.get('theta')):.2f})" if page in THETA_PAGES else ""
-        st.markdown(f"[Snapshot link]({link}){at}",
-                    help="A static copy of this view (its θ frames included) that opens in about a second; its "
-                         "“Open interactive” button leads back to the live page.")
+        st.markdown(f"[Snapshot link]({link})",
+                    help="A static copy of this view that opens in about a second; its “Open interactive” "
+                         "button leads back to the live page.")

@@ -1,51 +1,100 @@
-"""The θ sweep of a teaching chart: the browser-side listener (``static/theta_sweep.js``) that keeps
-a Plotly chart's θ animation and the page's θ slider in step, and the page's θ containers."""
+"""The θ-swept view of a teaching chart: one component (``plotly_component``) that owns θ in the browser
+(its ▶ Play / ❚❚, θ slider, keys, θ-dependent text and share link), and the server's side of it.
+
+State flows one way. The server gives the component the figure (one frame per θ of the 0.01 grid), the
+text at every θ and the view's snapshot link, and the θ to start at; the component sends θ back only
+when a sweep comes to rest (``on_theta`` then runs, as a widget callback). The server gives a θ again
+only when something else moved it (a link, a button): it then raises ``rev``, which the component takes
+when no sweep of its own is going. Nothing the server sends later moves a sweep in progress.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Mapping
 from typing import Literal
 
 import streamlit as st
 
 from hsc_core.report.export import ExportContext, export_name
+from hsc_core.report.tree_figure import THETA_GRID
 
+from . import plotly_component, state
 from . import session_keys as keys
-from . import state
-from .assets import static_text
+from .plots import plot_config
 from .presenter import font_size
 
-# Plotly's own slider and play button move θ in the browser; the listener (static/theta_sweep.js) sends the θ where the
-# sweep comes to rest (no new frame for ``delay`` ms) to the server, so the Streamlit slider
-# follows on release. While the chart is ahead of the server, the page's θ slider and θ text
-# (containers keyed ``<chart>_slider`` / ``<chart>_follow``) are hidden, so only one θ is ever on
-# screen. Dragging the page's slider moves the chart with the thumb (its θ text hides until the
-# release reaches the server). It also makes the chart focusable: ←/→ (±0.01), Page Up/Down
-# (±0.1), Home/End animate to that frame (Plotly's slider moves with it). The camera button
-# exports the figure without the sweep controls, with a title. A θ sent that an idle server has not
-# answered for 9 s reloads the page at that θ (with ``link``: the tab had stopped sending its changes).
-_sweep_component = None
+#: The θ names of the frames, as the component shows and sends them.
+THETA_NAMES = tuple(f"{t:.2f}" for t in THETA_GRID)
+
+_SPECS: dict[int, tuple[weakref.ref, str]] = {}
 
 
-def sweep_sync(chart_key: str, theta: float, on_theta: Callable[[float], None], delay_ms: int = 600,
-               *, image: str = "figure", title: str | None = None, context: ExportContext | None = None,
-               link: str | None = None) -> None:
-    """Mount the θ-sweep listener for the Plotly chart rendered with ``key=chart_key``: the chart
-    shows the server's ``theta`` (its frame), and ``on_theta(θ)`` runs (as a callback) when an
-    in-browser sweep comes to rest at θ. Put the page's θ slider in ``st.container(key=f"{chart_key}_slider")``
-    and its θ-dependent text in ``…_follow`` (``theta_box``): they hide while the chart is ahead.
-    ``image``/``title``/``context``: the camera button's file name and the exported image's title.
-    ``link``: the URL parameter that mirrors θ (``"theta"``), so a link left behind by a lost rerun is
-    written again."""
-    global _sweep_component
-    if _sweep_component is None:
-        _sweep_component = st.components.v2.component("hsc_theta_sweep", js=static_text("theta_sweep.js"))
-    key = keys.sweep(chart_key)
+def _spec(fig) -> str:
+    """``fig.to_json()``, once per (cached, never changed) figure object: a swept figure holds 101 frames."""
+    hit = _SPECS.get(id(fig))
+    if hit is not None and hit[0]() is fig:
+        return hit[1]
+    spec = fig.to_json()
+    _SPECS[id(fig)] = (weakref.ref(fig, lambda _r, k=id(fig): _SPECS.pop(k, None)), spec)
+    return spec
 
-    def follow() -> None:
-        value = getattr(st.session_state.get(key), "theta", None)
-        if value is not None:
-            on_theta(float(value))
+
+def theta_texts(markdown_at: Callable[[float], str]) -> dict[str, str]:
+    """The θ-dependent text of a view at every θ of the grid (markdown, as the pages write it), as the
+    component shows it: escaped HTML (``snapshot.markdown_html``)."""
+    from .snapshot import markdown_html
+    from .snapshot_views import theta_markdown
+
+    return {name: markdown_html(text) for name, text in theta_markdown(markdown_at).items()}
+
+
+def share_url(page: str | None) -> str | None:
+    """The view's one share link: its snapshot (``s/<key>``, the view without θ, which the component
+    adds as ``?theta=``) as an absolute address; None for a page without snapshots or an uploaded file."""
+    if page is None:
+        return None
+    from urllib.parse import urljoin
+
+    from . import snapshot_views
+
+    if snapshot_views.shows_upload(page, st.session_state):
+        return None
+    params = {k: v for k, v in snapshot_views.current_params().items() if k != "theta"}
+    link = snapshot_views.share_link(page, params)
+    if link is None:
+        return None
+    try:
+        here = str(st.context.url or "")
+    except Exception:  # no browser address (a script run without one)
+        here = ""
+    return urljoin(here, link) if here else None
+
+
+def theta_chart(fig, *, key: str, theta: float, on_theta: Callable[[float], None], name: str,
+                context: ExportContext | None = None, title: str | None = None,
+                texts: Mapping[str, str] | None = None,
+                text_side: Literal["below", "above", "right"] = "below", text_ratio: str | None = None,
+                share_page: str | None = None, delay_ms: int = 400) -> None:
+    """Draw the swept figure ``fig`` (frames named ``"0.00"`` … ``"1.00"``, ``tree_figure.add_theta_sweep``)
+    as one θ-owning view, starting at the server's ``theta``; ``on_theta(θ)`` runs when a sweep in the
+    browser comes to rest at θ. ``texts``: the θ-dependent text (``theta_texts``) shown ``text_side`` of
+    the chart (``text_ratio``: its share of the width on the right, e.g. ``"28%"``); ``share_page``: the
+    page whose snapshot link the view offers; ``name``/``context``/``title``: the camera button's file
+    name and the exported image's title."""
+    record = st.session_state.setdefault(keys.sweep(key), {"rev": 0, "theta": None, "ack": None})
+    at = f"{min(max(float(theta), 0.0), 1.0):.2f}"
+    if record["theta"] != at:  # θ moved by something other than this view's own rest: the view takes it
+        record["rev"] += 1
+        record["theta"] = at
+
+    def rested() -> None:
+        value = st.session_state.get(key)
+        if not isinstance(value, dict) or value.get("theta") not in THETA_NAMES:
+            return  # not a rest this view sent
+        record["theta"] = value["theta"]
+        record["ack"] = value.get("seq")
+        on_theta(float(value["theta"]))
 
     from hsc_core.report import style
 
@@ -53,16 +102,15 @@ def sweep_sync(chart_key: str, theta: float, on_theta: Callable[[float], None], 
         f"<br><span style='font-size:12px'>{style.plain(context.describe(style.NAME_CHARS), None)}</span>"
         if context is not None else "")
     fmt = state.get("fmt")
-    controls = int(round(30 + 2.2 * font_size()))  # the sweep controls' height (tree_figure.add_theta_sweep)
-    _sweep_component(key=key, data={"chart": chart_key, "delay": int(delay_ms), "theta": f"{theta:.2f}",
-                                    "controls": controls, "link": link,
-                                    "image": {"format": fmt if fmt in ("png", "svg") else "png",
-                                              "filename": export_name(image, context), "title": head}},
-                     on_theta_change=follow,
-                     height=0)
+    sweep = {
+        "names": list(THETA_NAMES), "theta": at, "rev": record["rev"], "ack": record["ack"],
+        "delay": int(delay_ms), "frame_ms": 30,
+        "controls": int(round(30 + 2.2 * font_size())),  # Plotly's slider and Play in the figure (not drawn here)
+        "texts": dict(texts) if texts is not None else None, "text_side": text_side, "text_ratio": text_ratio,
+        "share": share_url(share_page),
+        "image": {"format": fmt if fmt in ("png", "svg") else "png", "filename": export_name(name, context),
+                  "title": head},
+    }
+    plotly_component.chart(_spec(fig), key, plot_config(export_name(name, context), fmt), sweep=sweep,
+                           on_change=rested)
 
-
-def theta_box(chart_key: str, part: Literal["slider", "follow"]):
-    """The container of a swept chart's page θ slider (``"slider"``) or θ-dependent text
-    (``"follow"``): ``sweep_sync`` hides it while the chart shows a θ the server has not caught up with."""
-    return st.container(key=f"{chart_key}_{part}")

@@ -62,8 +62,8 @@ def figure(fig, name: str, key: str | None = None, context: ExportContext | None
     config = plot_config(export_name(name, context), state.get("fmt"))
     from . import plotly_component
 
-    if plotly_component.enabled(key):
-        plotly_component.chart(fig, str(key), config)
+    if key in plotly_component.CHARTS:
+        plotly_component.chart(fig.to_json(), str(key), config)
         return
     st.plotly_chart(fig, config=config, key=key, width=width)
 

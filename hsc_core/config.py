@@ -27,10 +27,6 @@ variable                          meaning                                       
 ``HSC_SYNTHETIC_TAXONOMY``        with ``HSC_SYNTHETIC``: the 10,000-leaf synthetic tree   unset
 ``HSC_DEBUG``                     the ``hsc`` command shows tracebacks; the dashboard's    unset
                                   server dumps its threads' stacks on SIGUSR1
-``HSC_PLOTLY_COMPONENT``          ``0``: the dashboard draws the Explorer tree,            on
-                                  Risk–Coverage and the Overview's charts with
-                                  ``st.plotly_chart`` instead of plotly.js's basic bundle
-                                  in a custom component
 ================================  =======================================================  ==========================
 """
 
@@ -54,7 +50,6 @@ SNAPSHOT_DIR = "HSC_SNAPSHOT_DIR"
 SYNTHETIC = "HSC_SYNTHETIC"
 SYNTHETIC_TAXONOMY = "HSC_SYNTHETIC_TAXONOMY"
 DEBUG = "HSC_DEBUG"
-PLOTLY_COMPONENT = "HSC_PLOTLY_COMPONENT"
 
 DEFAULT_MEMORY_BUDGET_MB = 256.0
 DEFAULT_MAX_UPLOAD_MB = 200.0
@@ -167,10 +162,3 @@ def debug() -> bool:
     """``HSC_DEBUG`` is set: the command line shows tracebacks, and the dashboard's server writes every
     thread's stack to its stderr on SIGUSR1 (app.py)."""
     return bool(_text(DEBUG))
-
-
-def plotly_component() -> bool:
-    """The Explorer tree, Risk–Coverage and the Overview's charts are drawn by the basic-bundle component
-    (a live link and a cold start draw faster so, docs/guide/snapshots.md) unless ``HSC_PLOTLY_COMPONENT``
-    is ``0``/``false``/``no``/``off``: then ``st.plotly_chart`` draws them. On by default (since 1.1.1)."""
-    return _text(PLOTLY_COMPONENT).lower() not in ("0", "false", "no", "off")

@@ -34,9 +34,10 @@ def download_rows(payload) -> list[dict]:
 
 def plotly_figures(at: AppTest) -> list[SimpleNamespace]:
     """The run's Plotly figures in page order, each as ``.id`` (the element id, its key at the end) and
-    ``.spec`` (the figure's JSON): st.plotly_chart's and those the basic-bundle component draws
-    (dashboard/plotly_component.py, unless HSC_PLOTLY_COMPONENT=0: the Explorer tree, Risk–Coverage, the Overview);
-    app.py's invisible plotly.js warm-up chart left out."""
+    ``.spec`` (the figure's JSON): st.plotly_chart's and those the chart component draws
+    (dashboard/plotly_component.py: every θ-swept view, the Overview's two charts), whose ``.sweep`` holds
+    a swept view's data (θ, texts, share link; None for a static chart); app.py's invisible plotly.js
+    warm-up chart left out."""
     found: list[SimpleNamespace] = []
 
     def walk(node) -> None:
@@ -44,10 +45,54 @@ def plotly_figures(at: AppTest) -> list[SimpleNamespace]:
         for child in (children.values() if isinstance(children, dict) else []):
             kind, proto = getattr(child, "type", None), getattr(child, "proto", None)
             if kind == "plotly_chart" and "hsc_plotly_warm" not in proto.id:
-                found.append(SimpleNamespace(id=proto.id, spec=proto.spec))
+                found.append(SimpleNamespace(id=proto.id, spec=proto.spec, sweep=None))
             elif kind == "component_instance" and proto.component_name.endswith("hsc_plotly"):
-                found.append(SimpleNamespace(id=proto.id, spec=json.loads(proto.json_args)["spec"]))
+                args = json.loads(proto.json_args)
+                found.append(SimpleNamespace(id=proto.id, spec=args["spec"], sweep=args.get("sweep")))
             walk(child)
 
     walk(at._tree)
     return found
+
+
+def view_texts(at: AppTest) -> str:
+    """The θ-dependent text every θ-swept view of the run shows at its θ (the component's HTML, its
+    ``<strong>`` as markdown's ``**``, other tags dropped), one view a line."""
+    import html
+    import re
+
+    out = []
+    for fig in plotly_figures(at):
+        texts = (fig.sweep or {}).get("texts")
+        if texts:
+            shown = texts[fig.sweep["theta"]].replace("<strong>", "**").replace("</strong>", "**")
+            out.append(html.unescape(re.sub(r"<[^>]+>", "", shown)))
+    return "\n".join(out)
+
+
+def swept_view(at: AppTest, key: str) -> SimpleNamespace:
+    """The θ-swept view drawn with widget key ``key`` (``sweep.theta_chart``): ``.id``, ``.spec``, ``.sweep``."""
+    found = [f for f in plotly_figures(at) if f.sweep is not None and f.id.endswith(f"-{key}")]
+    assert len(found) == 1, [f.id for f in plotly_figures(at)]
+    return found[0]
+
+
+def view_theta(at: AppTest, key: str) -> float:
+    """The θ the server gives the swept view ``key`` (where it starts, or where it last came to rest)."""
+    return float(swept_view(at, key).sweep["theta"])
+
+
+_SEQ = [0]
+
+
+def rest_view(at: AppTest, key: str, theta: float) -> AppTest:
+    """Run the app as the browser does when the swept view ``key`` comes to rest at ``theta``: its
+    component value ``{"theta": "0.70", "seq": n}`` sent with the page's other widget values."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    view = swept_view(at, key)
+    states = at._tree.get_widget_states()
+    _SEQ[0] += 1
+    state = WidgetState(id=view.id, json_value=json.dumps({"theta": f"{theta:.2f}", "seq": _SEQ[0]}))
+    states.widgets.append(state)
+    return at._run(states)

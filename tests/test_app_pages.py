@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from app_support import open_page, plotly_figures
+from app_support import open_page, plotly_figures, rest_view, view_texts, view_theta
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -97,7 +97,8 @@ def use_dir(monkeypatch):
 
 
 def texts(at: AppTest) -> str:
-    return "\n".join(m.value for m in at.markdown)
+    """The page's markdown and the text its θ-swept views show at their θ."""
+    return "\n".join([m.value for m in at.markdown] + [view_texts(at)])
 
 
 def frame(at: AppTest, column: str):
@@ -155,7 +156,7 @@ def test_risk_coverage_operating_points_equal_curve_at_theta(use_dir, model_dir)
     for theta, loss, dec in [(0.73, "01", "exact"), (0.41, "severity", "exact"), (0.9, "01", "2")]:
         at.radio(key="_w.rc.loss").set_value(loss)
         at.radio(key="_w.rc.dec").set_value(dec)
-        at.slider(key="_w.rc.theta").set_value(theta).run()
+        rest_view(at, "rc_chart", theta)
         assert not at.exception
         shown = operating_points(at)
         assert set(shown) == {RULE_LABELS[r] for r in RULES}
@@ -190,7 +191,7 @@ def test_url_state_is_read_on_load(use_dir, model_dir):
     at = open_page("app_pages/risk_coverage.py",
                    {"model": "beta_net", "theta": "0.35", "loss": "severity", "rules": "selective,climbing"})
     assert at.selectbox(key="_w.sb.model").value == "beta_net"
-    assert at.slider(key="_w.rc.theta").value == pytest.approx(0.35)
+    assert view_theta(at, "rc_chart") == pytest.approx(0.35)
     assert at.radio(key="_w.rc.loss").value == "severity"
     h, probs, labels, _, _ = reference(model_dir / "beta_net.npz")
     shown = operating_points(at)
@@ -204,7 +205,7 @@ def test_bad_url_values_fall_back_to_defaults(use_dir, model_dir):
     at = open_page("app_pages/risk_coverage.py", {"model": "nope", "theta": "7", "loss": "x", "rules": "zzz"})
     assert not at.exception
     assert at.selectbox(key="_w.sb.model").value == "alpha_net"
-    assert at.slider(key="_w.rc.theta").value == pytest.approx(0.5)
+    assert view_theta(at, "rc_chart") == pytest.approx(0.5)
     # The page says what it did with the link instead of silently showing something else.
     errors = " ".join(e.value for e in at.error)
     assert "Unknown model **nope**" in errors and "Showing **alpha_net** instead" in errors
@@ -228,7 +229,7 @@ def test_explorer_shows_each_rules_choice(use_dir, model_dir):
     before = texts(at)
     for theta in (0.2, 0.95):
         if theta != 0.2:
-            at.slider(key="_w.ex.theta").set_value(theta).run()
+            rest_view(at, "explorer_tree", theta)
             assert not at.exception
         table = frame(at, "node id")
         for rule in RULES:
@@ -283,7 +284,7 @@ def test_temperature_scaling_fits_t_on_the_calibration_split(use_dir, model_dir)
     captions = "\n".join(c.value for c in at.caption)
     assert f"T = **{t:.3f}**" in captions
     assert f"{len(labels):,} samples" in captions
-    theta = float(at.slider(key="_w.rc.theta").value)
+    theta = float(view_theta(at, "rc_chart"))
     cov, risk = hierarchical_rc_curve(h, probs, labels, "climbing").at(theta)
     assert operating_points(at)["Climbing"][1:] == (f"{cov:.4f}", f"{risk:.4f}")
 
@@ -539,7 +540,7 @@ def test_try_an_image_classifies(use_dir, model_dir):
     assert len(top5) == 5 and top5["probability"].is_monotonic_decreasing
     assert "wnid" not in top5.columns  # the narrow column shows every probability (issue 35); the CSV has wnids
     before = texts(at)
-    at.slider(key="_w.img.theta").set_value(1.0).run()
+    rest_view(at, "img_tree", 1.0)
     assert "**Climbing** → **reject (root)**: abstains" in texts(at) and texts(at) != before
 
 
@@ -555,10 +556,10 @@ def test_shipped_data_is_the_default(use_dir):
     assert operating_points(at)["Climbing"] == ("0.50", f"{cov:.4f}", f"{risk:.4f}")
     # θ = 1: every rule predicts the root. The exact curve's running sums leave a −1e-13 there,
     # which the page must not print as "-0.0000".
-    at.slider(key="_w.rc.theta").set_value(1.0).run()
+    rest_view(at, "rc_chart", 1.0)
     assert all(v == ("1.00", "0.0000", "0.0000") for v in operating_points(at).values()), operating_points(at)
     assert "-0.0000" not in texts(at)
-    at.slider(key="_w.rc.theta").set_value(0.5).run()
+    rest_view(at, "rc_chart", 0.5)
     at.selectbox(key="_w.sb.subset").set_value("typical").run()
     h, probs, labels_, _, _ = reference(SHIPPED / "efficientnet_lite0.npz", subset_tag=TYPICAL)
     assert 500 < len(labels_) < 594  # the typical images outside the calibration split
@@ -582,7 +583,7 @@ def test_page_file_runs_standalone(use_dir, model_dir):
     use_dir(model_dir)
     at = AppTest.from_file(str(ROOT / "app_pages" / "risk_coverage.py"), default_timeout=TIMEOUT).run()
     assert not at.exception and [t.value for t in at.title] == ["Risk–coverage"]
-    at.slider(key="_w.rc.theta").set_value(0.6).run()
+    rest_view(at, "rc_chart", 0.6)
     h, probs, labels, _, _ = reference(model_dir / "alpha_net.npz")
     cov, risk = hierarchical_rc_curve(h, probs, labels, "climbing").at(0.6)
     assert operating_points(at)["Climbing"] == ("0.60", f"{cov:.4f}", f"{risk:.4f}")
@@ -601,13 +602,13 @@ def test_a_fresh_explorer_link_names_only_what_differs_and_a_full_old_link_still
     assert "g_methods" not in fresh and "trees" not in fresh and "rules" not in fresh, fresh
     assert len(urlencode(fresh, doseq=True)) < 150, fresh
     sample = fresh["sample"]
-    at.slider(key="_w.ex.theta").set_value(0.7).run()
+    rest_view(at, "explorer_tree", 0.7)
     assert at.query_params["theta"] in (["0.7"], "0.7")
-    at.slider(key="_w.ex.theta").set_value(0.5).run()  # back to the default: stays in the link, now 0.5
+    rest_view(at, "explorer_tree", 0.5)  # back to the default: stays in the link, now 0.5
     assert at.query_params["theta"] in (["0.5"], "0.5")
     old = {k: s.encode(s.default) for k, s in SETTINGS.items() if s.default is not None}
     assert len(urlencode(old)) > 700  # what every link used to carry
     again = open_page("app_pages/explorer.py", {**old, "sample": sample})
-    assert not again.exception and again.slider(key="_w.ex.theta").value == pytest.approx(0.5)
+    assert not again.exception and view_theta(again, "explorer_tree") == pytest.approx(0.5)
     assert again.query_params["sample"] in ([sample], sample) and texts(again) == texts(open_page(
         "app_pages/explorer.py", {"sample": sample}))

@@ -42,8 +42,9 @@ def test_shipped_image_has_its_label_tree_and_degradation(downloads):
     if at.error:
         pytest.skip(f"model unavailable here: {at.error[0].value}")
     assert any(f"**True class:** {h.names[label].replace('_', ' ')}" in m.value for m in at.markdown)
-    charts = at.get("plotly_chart")
+    charts = plotly_figures(at)
     assert len(charts) == 2  # the Explorer's tree and the climb over severities (no old bar chart)
+    assert charts[0].sweep is not None and charts[0].sweep["theta"] == "0.60"  # the tree is a θ-swept view
     rows = download_rows(downloads["dl_img_degrade"])
     got = [r["node"] for r in rows if r["rule"] == "climbing"]
     logits = degraded_logits(degraded_images((image_dir / name).read_bytes(), "blur", seed=0), "efficientnet_lite0")
@@ -62,5 +63,5 @@ def test_explorer_degrades_its_shipped_image():
     at = open_page("app_pages/explorer.py", {"model": "efficientnet_lite0", "degrade": "blur", "severity": "2",
                                              "pick": "easy", "theta": "0.5"})
     assert not at.exception, [e.value for e in at.exception]
-    assert len(plotly_figures(at)) == 2  # the tree (drawn by the basic-bundle component) and the climb
+    assert len(plotly_figures(at)) == 2  # the tree (a θ-swept view) and the climb
     assert any("ms per severity step" in c.value for c in at.caption)

@@ -11,7 +11,7 @@ from hsc_core import config
 
 VARIABLES = (config.CACHED_LOGITS_DIR, config.DATASETS_DIR, config.IMAGE_DIR, config.MEMORY_BUDGET_MB,
              config.MAX_UPLOAD_MB, config.MAX_IMAGE_MEGAPIXELS, config.SYNTHETIC, config.SYNTHETIC_TAXONOMY,
-             config.DEBUG, config.PLOTLY_COMPONENT)
+             config.DEBUG)
 
 
 @pytest.fixture(autouse=True)
@@ -133,35 +133,13 @@ def test_launcher_passes_a_set_logits_folder_on_as_an_absolute_path(monkeypatch,
     assert env[config.CACHED_LOGITS_DIR] == str((tmp_path / "logits").resolve())
 
 
-@pytest.mark.parametrize(("value", "on"), [("1", True), ("on", True), (" TRUE ", True), ("", True), (None, True),
-                                           ("0", False), ("no", False), (" OFF ", False), ("false", False)])
-def test_the_plotly_component_switch(monkeypatch, value, on):
-    """On by default (unset or blank); 0/false/no/off turn it off."""
+@pytest.mark.parametrize(("url", "skip"), [
+    ("http://h:8501/explorer?theta=0.4", True), ("http://h:8501/risk_coverage", True),
+    ("http://h:8501/base/risk_coverage/", True), ("http://h:8501/guaranteed_accuracy", False),
+    ("http://h:8501/", True), ("", False), ("http://h:8501/overview?model=x", True),
+    ("http://h:8501/explorer?presenter=1", True),  # one renderer in both modes
+    ("http://h:8501/try_an_image?timg=x", True), ("http://h:8501/story", False)])
+def test_only_a_link_to_a_component_page_skips_the_plotly_warm_up(url, skip):
     from dashboard import plotly_component
 
-    if value is None:
-        monkeypatch.delenv(config.PLOTLY_COMPONENT, raising=False)
-    else:
-        monkeypatch.setenv(config.PLOTLY_COMPONENT, value)
-    assert config.plotly_component() is on
-    assert plotly_component.enabled("rc_chart") is on and plotly_component.enabled("explorer_tree") is on
-    assert plotly_component.enabled("overview_illustration") is on and plotly_component.enabled("overview_gains") is on
-    assert not plotly_component.enabled("where_chart")  # only the large charts and the Overview's
-
-
-@pytest.mark.parametrize(("url", "value", "skip"), [
-    ("http://h:8501/explorer?theta=0.4", "1", True), ("http://h:8501/risk_coverage", "1", True),
-    ("http://h:8501/base/risk_coverage/", "1", True), ("http://h:8501/explorer", "0", False),
-    ("http://h:8501/explorer", None, True),  # on by default
-    ("http://h:8501/guaranteed_accuracy", "1", False), ("http://h:8501/", "1", True), ("", "1", False),
-    ("http://h:8501/overview?model=x", "1", True), ("http://h:8501/", "0", False), ("http://h:8501/", None, True),
-    ("http://h:8501/explorer?presenter=1", "1", False),  # presenter mode draws with st.plotly_chart
-    ("http://h:8501/explorer?presenter=0&theta=0.3", "1", True), ("http://h:8501/explorer?presenter=x", "1", True)])
-def test_only_a_link_to_a_component_page_skips_the_plotly_warm_up(monkeypatch, url, value, skip):
-    from dashboard import plotly_component
-
-    if value is None:
-        monkeypatch.delenv(config.PLOTLY_COMPONENT, raising=False)
-    else:
-        monkeypatch.setenv(config.PLOTLY_COMPONENT, value)
     assert plotly_component.draws_landing_page(url) is skip

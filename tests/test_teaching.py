@@ -33,7 +33,7 @@ from hsc_core.report.tree_figure import (  # noqa: E402
     tree_figure,
     tree_layout,
 )
-from tests.app_support import plotly_figures  # noqa: E402
+from tests.app_support import plotly_figures, view_texts, view_theta  # noqa: E402
 from tests.conftest import TOY_LABELS, TOY_LEAF_PROBS  # noqa: E402
 
 
@@ -262,7 +262,7 @@ def test_explorer_default_shows_climbing_rescuing_a_wrong_leaf(open_page, model_
     assert at.selectbox(key="_w.ex.pick").value == "rescue"
     h, probs, labels, ids = _reference(model_dir)
     i = ids.index(at.session_state["sample"])
-    theta = float(at.slider(key="_w.ex.theta").value)
+    theta = view_theta(at, "explorer_tree")
     node = int(decision_paths(h, probs[i: i + 1], "climbing").predict(theta)[0][0])
     leaf = int(probs[i, : h.n_leaves].argmax())
     assert leaf != labels[i] and node != h.root and h.is_ancestor(node, int(labels[i]))
@@ -276,7 +276,7 @@ def test_explorer_default_shows_climbing_rescuing_a_wrong_leaf(open_page, model_
 
 def test_root_prediction_reads_reject(open_page):
     at = open_page("app_pages/explorer.py", {"theta": "1"})
-    text = "\n".join(m.value for m in at.markdown)
+    text = view_texts(at)
     # Selective's only candidates are the leaf and the root: at θ = 1 it abstains.
     assert "**Selective** → **reject (root)**: abstains" in text
     selective = text.split("**Selective**")[1].split("\n")[0]
@@ -306,11 +306,13 @@ def test_presenter_mode_tucks_controls_away(open_page):
     assert at.session_state["presenter"] is True
     assert "Pick a sample" in [e.label for e in at.expander]
     assert at.query_params["presenter"] in ("1", ["1"])
-    # The chart's own θ slider and Play are the θ control there: no page slider pushes the tree down.
-    assert "_w.ex.theta" not in [s.key for s in at.slider]
+    # One θ control in both modes: the view's own (its slider, ▶ Play and keys), no page slider.
+    assert not [s.key for s in at.slider if s.key and s.key.endswith(".theta")]
+    assert view_theta(at, "explorer_tree") == 0.5
     plain = open_page("app_pages/explorer.py")
     assert "Pick a sample" not in [e.label for e in plain.expander]
-    assert "_w.ex.theta" in [s.key for s in plain.slider]
+    assert not [s.key for s in plain.slider if s.key and s.key.endswith(".theta")]
+    assert view_theta(plain, "explorer_tree") == 0.5
 
 
 def test_story_guarantee_uses_the_guaranteed_accuracy_pages_defaults(open_page):
