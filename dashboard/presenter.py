@@ -11,8 +11,9 @@ from . import state
 from .assets import static_text
 
 # The page's CSS (dashboard/static/): presenter mode's type and padding; the chart component's frame as a
-# block (every mode); and presenter mode's chart hiding until the browser has reported its size (``unsized.css``: shown after 4 s
-# anyway) or, in the run a resize starts, while the old-size charts are still on screen (``resized.css``).
+# block (every mode); and presenter mode's chart hiding until the browser has reported its size
+# (``unsized.css``: shown after 4 s anyway) or, in the run a resize starts, while the old-size charts are
+# still on screen (``resized.css``).
 PRESENTER_CSS = static_text("presenter.css")
 CHART_FRAME_CSS = static_text("chart_frame.css")
 UNSIZED_CSS = static_text("unsized.css")

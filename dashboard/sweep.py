@@ -35,8 +35,8 @@ def _spec(fig) -> str:
     hit = _SPECS.get(id(fig))
     if hit is not None and hit[0]() is fig:
         return hit[1]
-    spec = fig.to_json()
-    _SPECS[id(fig)] = (weakref.ref(fig, lambda _r, k=id(fig): _SPECS.pop(k, None)), spec)
+    spec, key = fig.to_json(), id(fig)
+    _SPECS[key] = (weakref.ref(fig, lambda _r: _SPECS.pop(key, None)), spec)
     return spec
 
 

@@ -150,14 +150,14 @@ window.hscBox = (el) => {
 """
 
 
-def in_frame(key: str, url: str = "") -> bool:
-    """Whether chart ``key`` is drawn by the basic-bundle component (in an iframe) in a server started
-    from this environment, on the page at ``url`` (``dashboard.plotly_component.enabled``: never in
-    presenter mode, which a page's address names as ``presenter=1``)."""
-    from dashboard import plotly_component
-    from hsc_core.config import plotly_component as switch_on
+#: The charts drawn by the chart component (in its iframe): every θ-swept view and the Overview's two.
+COMPONENT_CHARTS = frozenset({"explorer_tree", "rc_chart", "img_tree", "story_tree_sel", "story_tree_climb",
+                              "story_rc", "overview_illustration", "overview_gains"})
 
-    return key in plotly_component.CHARTS and switch_on() and not plotly_component.presenter_in_url(url)
+
+def in_frame(key: str, url: str = "") -> bool:
+    """Whether chart ``key`` is drawn by the chart component (in an iframe), in every mode."""
+    return key in COMPONENT_CHARTS
 
 
 def find_chart(pg, key: str):
@@ -167,6 +167,45 @@ def find_chart(pg, key: str):
         return pg.frame_locator(f".st-key-{key} iframe").locator(".js-plotly-plot")
     # the first visible one: a presenter-mode rerun may briefly hold the old, hidden chart beside the new one
     return pg.locator(f".st-key-{key} .js-plotly-plot:visible").first
+
+
+def view(pg, key: str):
+    """The θ-swept view ``key``'s frame (a Playwright FrameLocator): ``#play``, ``#theta`` (its slider),
+    ``#readout``, ``#share``, ``#text``, ``#chart``; ``#root``'s ``data-theta`` is the θ on screen,
+    ``data-playing`` whether ▶ Play runs, ``data-sent`` the last rest sent to the server."""
+    return pg.frame_locator(f".st-key-{key} iframe")
+
+
+def view_state(pg, key: str) -> dict | None:
+    """The view's θ on screen, the θ its drawn tree's headline names (Explorer, Try an image, story), whether it
+    plays, the last rest it sent, its share link; None before it is drawn."""
+    handle = pg.locator(f".st-key-{key} iframe").first
+    try:
+        frame = handle.element_handle(timeout=5_000).content_frame()
+    except Exception:  # noqa: BLE001 - not there (yet)
+        return None
+    if frame is None:
+        return None
+    return frame.evaluate("""() => {
+      const root = document.getElementById('root');
+      if (!root || root.dataset.drawn !== '1') return null;
+      const svg = document.querySelector('#chart .main-svg');
+      const m = svg && /θ = ([0-9.]+)/.exec(svg.textContent);
+      return { theta: root.dataset.theta, drawn: m ? m[1] : null, playing: root.dataset.playing === '1',
+               sent: root.dataset.sent || null, share: document.getElementById('share').href,
+               text: document.getElementById('text').textContent };
+    }""")
+
+
+def wait_view(pg, key: str, timeout: float = 90) -> dict:
+    """Wait until the view ``key`` is drawn; its ``view_state``."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        got = view_state(pg, key)
+        if got is not None:
+            return got
+        time.sleep(0.1)
+    raise AssertionError(f"the view {key} was not drawn within {timeout:.0f} s")
 
 
 def new_context(browser, **kwargs):

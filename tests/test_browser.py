@@ -20,7 +20,10 @@ from browser_support import (
     new_context,
     require_browser,
     streamlit_server,
+    view,
+    view_state,
     wait_idle,
+    wait_view,
 )
 
 # A deep link first: the fresh server's first request is /explorer, which must run through app.py
@@ -51,16 +54,11 @@ def server():
 
 
 
-def theta_slider(pg):
-    slider = pg.locator('[data-testid="stSlider"]').filter(has_text="Confidence threshold θ")
-    return slider.locator('input[type="range"]')
-
-
-def move_slider(pg, slider, key: str, presses: int = 1) -> None:
-    slider.focus()
-    for _ in range(presses):
-        slider.press(key)
-    wait_idle(pg, settle=0.8)
+def press(pg, key: str, keys: list[str]) -> None:
+    """Keys on the θ-swept view ``key`` (its chart focused), as a user presses them."""
+    view(pg, key).locator("#chart").focus()
+    for k in keys:
+        pg.keyboard.press(k)
 
 
 def test_every_page_renders(server, page):
@@ -97,106 +95,79 @@ def trace(pg, prefix: str, y_prefix: str = "") -> dict | None:
     return pg.evaluate(_TRACE_JS, prefix)
 
 
-def _op_text(pg) -> str:
-    texts = pg.locator('[data-testid="stMarkdownContainer"]').filter(has_text=re.compile(r"Climbing at θ = "))
-    return texts.last.inner_text()
-
-
 def test_risk_coverage_operating_point_follows_theta(server, page):
     page.goto(f"{server}/risk_coverage?theta=0.5")
     wait_idle(page)
-    before = _op_text(page)
+    before = wait_view(page, "rc_chart")["text"]
     assert "Climbing at θ = 0.50" in before
     marker = trace(page, "Climbing at θ = 0.50")  # the operating point drawn on the chart
     cov, risk = re.search(r"Climbing at θ = 0\.50: coverage ([0-9.]+), risk ([0-9.]+)", before).groups()
     assert marker and f"{marker['x'][0]:.4f}" == cov and f"{marker['y'][0]:.4f}" == risk
-    slider = theta_slider(page)
-    move_slider(page, slider, "ArrowRight")  # one step: θ = 0.51
-    page.wait_for_function("() => document.body.innerText.includes('Climbing at θ = 0.51')", timeout=30_000)
-    step = _op_text(page)
-    assert step != before
-    move_slider(page, slider, "End")  # θ = 1: every rule predicts the root
-    page.wait_for_function("() => document.body.innerText.includes('Climbing at θ = 1.00')", timeout=30_000)
-    after = _op_text(page)
+    press(page, "rc_chart", ["ArrowRight"])  # one step: θ = 0.51, the view's text at once
+    step = view_state(page, "rc_chart")["text"]
+    assert "Climbing at θ = 0.51" in step and step != before
+    press(page, "rc_chart", ["End"])  # θ = 1: every rule predicts the root
+    after = view_state(page, "rc_chart")["text"]
     first = re.search(r"Climbing at θ = 0\.51: coverage ([0-9.]+), risk ([0-9.]+)", step)
     assert first and "Climbing at θ = 1.00: coverage 0.0000, risk 0.0000" in after, after
     assert float(first.group(1)) > 0
     # The chart's marker moved with θ to the root's (coverage, risk) = (0, 0).
-    page.wait_for_function("() => document.body.innerText.includes('θ = 1.00')")
     moved = trace(page, "Climbing at θ = 1.00")
     # (With temperature scaling a few nodes reach p = 1 in float32, so coverage is 0 only to 4 decimals.)
     assert moved and abs(moved["x"][0]) < 5e-5 and moved["y"][0] == 0, moved
-    # The link follows the server's run; under load an older run's link can land last, and the sweep
-    # listener writes it again after 2 s (theta_sweep.js, "link behind").
+    # At rest the server takes θ: the link and the operating points' CSV say 1.
     page.wait_for_function("() => window.location.search.includes('theta=1')", timeout=30_000)
+    page.get_by_text("Operating points at θ = 1.00 (CSV)").wait_for()
     assert_no_exception(page)
 
 
 def test_explorer_choice_follows_theta(server, page):
     page.goto(f"{server}/explorer?theta=0.5&pick=random&seed=0")
     wait_idle(page)
-    text = lambda: page.locator('[data-testid="stMarkdownContainer"]').filter(  # noqa: E731
-        has_text=re.compile(r"Climbing →")).last.inner_text()
-    before = text()
-    page.wait_for_function(f"() => ({_HEAD_JS})() && ({_HEAD_JS})().startsWith('θ = 0.50')", timeout=30_000)
-    move_slider(page, theta_slider(page), "End")
-    page.wait_for_function("() => document.body.innerText.includes('reject (root)')", timeout=30_000)
-    after = text()
-    assert after != before
+    before = wait_view(page, "explorer_tree")
+    assert before["theta"] == before["drawn"] == "0.50", before
+    press(page, "explorer_tree", ["End"])
+    after = view_state(page, "explorer_tree")
+    assert after["theta"] == "1.00" and after["text"] != before["text"]
     # At θ = 1 Selective abstains: a root prediction reads "reject (root)", never "correct".
-    assert re.search(r"Selective → reject \(root\): abstains", after), after
-    # The tree (built once per sample) shows the server's θ by animating to its frame.
-    page.wait_for_function(f"() => ({_HEAD_JS})().startsWith('θ = 1.00')", timeout=30_000)
-    # (the tree follows the slider's thumb at once; the link is written when the server's run ends)
+    assert re.search(r"Selective → reject \(root\): abstains", after["text"]), after["text"]
+    # The tree (built once per sample) shows θ by its frame.
     page.wait_for_function("() => window.location.search.includes('theta=1')", timeout=30_000)
+    assert view_state(page, "explorer_tree")["drawn"] == "1.00"
+    page.get_by_text("Table of the picks (θ = 1.00)").wait_for()
     assert_no_exception(page)
 
 
-# The tree's headline (θ and each rule's pick), as Plotly shows it now (frames restyle it).
-_HEAD_JS = """() => {
-  const g = hscChart('explorer_tree');
-  const t = g && (g.data || []).find(d => d.name === 'headline');
-  return t ? String(t.text[0]).replace(/<[^>]+>/g, '') : null;
-}"""
-
-
 def test_theta_sweep_runs_in_the_browser(server, page):
-    """The Plotly frames exist; keys and ▶ Play move θ with no message to the server; once the
-    sweep rests, the Streamlit slider follows."""
+    """The view holds 101 frames; keys and ▶ Play move θ with no message to the server; once the sweep
+    rests, one value reaches the server (the link and the table follow)."""
     sent = []
     page.on("websocket", lambda ws: ws.on("framesent", lambda payload: sent.append(payload)))
     page.goto(f"{server}/explorer?theta=0.3&pick=random&seed=0")
     wait_idle(page)
-    chart = find_chart(page, "explorer_tree")
-    page.wait_for_function(f"() => ({_HEAD_JS})() && ({_HEAD_JS})().startsWith('θ = 0.30')", timeout=30_000)
-    frames = page.evaluate("() => hscChart('explorer_tree')"
-                           "._transitionData._frames.map(f => f.name)")
+    assert wait_view(page, "explorer_tree")["drawn"] == "0.30"
+    frames = find_chart(page, "explorer_tree").evaluate("(g) => g._transitionData._frames.map(f => f.name)")
     assert len(frames) == 101 and frames[0] == "0.00" and frames[-1] == "1.00"
-    # the keys are the sweep listener's (static/theta_sweep.js, attached within 250 ms of the chart)
-    page.wait_for_function("() => !!hscChart('explorer_tree').__hscSweep", timeout=30_000)
     before = len(sent)
-    chart.focus()
-    for _ in range(5):
-        page.keyboard.press("ArrowRight")
-    page.wait_for_function(f"() => ({_HEAD_JS})().startsWith('θ = 0.35')", timeout=5_000)
+    press(page, "explorer_tree", ["ArrowRight"] * 5)
+    assert view_state(page, "explorer_tree")["drawn"] == "0.35"
     assert len(sent) == before  # no Streamlit rerun while sweeping
-    # At rest, the server's θ follows (debounced) and the page is rerun once.
+    # At rest, the server's θ follows (after the view's short delay) and the page is rerun once.
     page.wait_for_function("() => window.location.search.includes('theta=0.35')", timeout=30_000)
     wait_idle(page)
     assert len(sent) > before
-    assert "0.35" in page.locator('[data-testid="stSlider"]').filter(has_text="Confidence threshold θ").inner_text()
-    # ▶ Play: θ climbs to 1 in the browser, still without a server message until it rests.
+    # ▶ Play: θ climbs to 1 in the browser, without a server message until it rests.
     before = len(sent)
     heads = set()
-    find_chart(page, "explorer_tree").locator(".updatemenu-button").first.click()
+    view(page, "explorer_tree").locator("#play").click()
     t0 = time.time()
     while time.time() - t0 < 1.0:
-        heads.add(page.evaluate(_HEAD_JS)[:8])
+        heads.add(view_state(page, "explorer_tree")["drawn"])
         time.sleep(0.05)
     assert len(heads) >= 3, heads  # several θ values shown during the first second
     assert len(sent) == before
-    page.wait_for_function(f"() => ({_HEAD_JS})().startsWith('θ = 1.00')", timeout=30_000)
     page.wait_for_function("() => window.location.search.includes('theta=1')", timeout=30_000)
+    assert view_state(page, "explorer_tree")["drawn"] == "1.00"
     assert_no_exception(page)
 
 
@@ -219,11 +190,11 @@ def test_screenshots(server, browser, tmp_path, width, height):
         for name, path in SHOTS.items():
             pg.goto(f"{server}/{path}")
             wait_idle(pg)
-            pg.wait_for_function("() => hscCharts('.js-plotly-plot .slider-group').length > 0")
+            key = {"explorer": "explorer_tree", "risk_coverage": "rc_chart", "story": "story_tree_climb",
+                   "explorer_presenter": "explorer_tree", "story_presenter": "story_rc"}[name]
             # Presenter mode: the browser reports its size and the page reruns once at that scale.
             wait_idle(pg, settle=1.5)
-            pg.wait_for_function("() => hscCharts('.js-plotly-plot .slider-group').length === 1")
-            time.sleep(0.5)
+            wait_view(pg, key)
             assert_no_exception(pg)
             file = out / f"{name}_{width}x{height}.png"
             pg.screenshot(path=str(file))
@@ -240,7 +211,7 @@ def test_screenshots(server, browser, tmp_path, width, height):
                 tree = find_chart(pg, "explorer_tree").bounding_box()
                 assert tree["width"] <= 1000, tree
             if name == "explorer_presenter":
-                slider = find_chart(pg, "explorer_tree").locator(".slider-group").bounding_box()
+                slider = view(pg, "explorer_tree").locator("#theta").bounding_box()
                 labels = find_chart(pg, "explorer_tree").locator(".scatterlayer .textpoint")
                 boxes = [labels.nth(k).bounding_box() for k in range(labels.count())]
                 on_screen = [b for b in boxes if b and b["y"] + b["height"] <= height]

@@ -16,6 +16,7 @@ from browser_support import (
     require_browser,
     streamlit_server,
     wait_idle,
+    wait_view,
 )
 
 sync_api = require_browser()
@@ -50,6 +51,9 @@ def _live(pg, server: str, path: str, chart: str | None, text: str | None = None
     if text is not None:
         pg.locator('[data-testid="stMain"]').get_by_text(text).first.wait_for()
     assert_no_exception(pg)
+    if chart in ("rc_chart", "explorer_tree"):  # a θ-swept view: its own link, and its θ text
+        shown = wait_view(pg, chart)
+        return pg.locator('[data-testid="stMain"]').inner_text() + "\n" + shown["text"], shown["share"]
     link = pg.locator("a", has_text="Snapshot link")
     link.wait_for(state="attached")
     return pg.locator('[data-testid="stMain"]').inner_text(), link.get_attribute("href")
@@ -57,11 +61,12 @@ def _live(pg, server: str, path: str, chart: str | None, text: str | None = None
 
 def _snapshot(pg, server: str, href: str) -> str:
     """The snapshot page's headline text once its figure is drawn (with its frames)."""
-    assert re.fullmatch(r"s/[0-9a-f]{20}", href), href
-    pg.goto(f"{server}/{href}")
+    assert re.fullmatch(r"(http://127\.0\.0\.1:[0-9]+/)?s/[0-9a-f]{20}(\?theta=[01]\.[0-9]{2})?", href), href
+    pg.goto(href if href.startswith("http") else f"{server}/{href}")
     pg.wait_for_selector("body[data-drawn='1']")
     assert "Traceback" not in pg.content()
-    return pg.locator('[data-testid="headline"]').inner_text()
+    swept = pg.locator("#theta-text")
+    return pg.locator('[data-testid="headline"]').inner_text() + ("\n" + swept.inner_text() if swept.count() else "")
 
 
 @pytest.mark.parametrize("presenter", ["0", "1"])
@@ -77,8 +82,10 @@ def test_risk_coverage_snapshot_shows_the_live_numbers(server, browser, presente
         chart.focus()
         pg.keyboard.press("ArrowRight")
         pg.wait_for_function("document.getElementById('fig0').layout.sliders[0].active === 43")
+        pg.wait_for_function("document.body.dataset.theta === '0.43'")  # its θ text follows
+        assert "Climbing at θ = 0.43" in pg.locator("#theta-text").inner_text()
         back = pg.locator("a", has_text="Open interactive").get_attribute("href")
-        assert back.startswith("../risk_coverage?") and "theta=0.42" in back and f"presenter={presenter}" in back
+        assert "/risk_coverage?" in back and "theta=0.43" in back and f"presenter={presenter}" in back
 
 
 @pytest.mark.parametrize("presenter", ["0", "1"])
@@ -90,7 +97,7 @@ def test_explorer_snapshot_shows_the_live_sample(server, browser, presenter):
         assert sample is not None, live
         shown = _snapshot(pg, server, href)
         assert SAMPLE.search(shown).groups() == sample.groups()
-        if presenter == "0":  # presenter mode folds the picks' text away on the live page
+        if presenter == "0":  # presenter mode shows the picks in the tree's headline only
             assert sorted(PICK.findall(shown)) == sorted(PICK.findall(live)) and len(PICK.findall(live)) == 4
             assert all(re.search(r"p = [0-9.]+, coverage [0-9.]+", line) for line in PICK.findall(live))
         assert pg.locator(".info img").count() in (0, 1)

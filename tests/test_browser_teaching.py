@@ -4,12 +4,12 @@
   steps 2–4) and the Compare / Calibration–Coverage charts fit the screen with their θ control, and
   the type grows with the screen.
 * Normal mode at the three sizes: no label of the Explorer's tree is cut at the chart's edge.
-* One θ on screen: while the chart is ahead of the server, the page's θ slider and θ text are hidden;
-  dragging the page's slider moves the chart with it; afterwards all three agree.
+* One θ on screen: the θ-swept view owns θ (its slider, keys, ▶ Play and its θ text move together) and the
+  server takes θ where a sweep rests.
 * The Overview (both addresses), Try an image and Guaranteed accuracy fit one presenter screen at the
   three sizes: the message, the control and the main figure with its x-axis title.
 * The story: mid-▶ Play every θ on screen agrees; a presenter link draws its chart once, at its size.
-* ``/overview`` opens the Overview; "Link to it" keeps the model and TS; the camera button exports
+* ``/overview`` opens the Overview; the view's share link keeps the model and TS; the camera button exports
   the figure with a title and without the Play button and slider.
 """
 
@@ -28,7 +28,10 @@ from browser_support import (
     new_page,
     require_browser,
     streamlit_server,
+    view,
+    view_state,
     wait_idle,
+    wait_view,
 )
 
 sync_api = require_browser()
@@ -52,7 +55,7 @@ GEOMETRY_JS = """() => {
   const all = (s) => hscCharts(s).filter((e) => !e.closest('.st-key-hsc_plotly_warm'));
   const p = document.querySelector('[data-testid="stMarkdownContainer"] p');
   return { charts: all('.js-plotly-plot').map(box), axes: all('.js-plotly-plot .xtitle').map(box),
-           sweeps: all('.js-plotly-plot .slider-container').map(box),
+           sweeps: all('#bar').filter((e) => e.getClientRects().length).map(box),  // a swept view's θ controls
            pageSliders: all('[data-testid="stSlider"] [role="group"]').map(box),
            text: p ? parseFloat(getComputedStyle(p).fontSize) : 0,
            chartText: Math.max(0, ...all('.js-plotly-plot .xtitle, .js-plotly-plot .textpoint text')
@@ -90,11 +93,12 @@ FITTED_PAGES = {
     "guaranteed_accuracy?presenter=1&reps=20": "ga_hist",
 }
 MAIN_JS = """(chart) => {
-  const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const box = (e) => { const r = hscBox(e); return [r.left, r.top, r.right, r.bottom]; };
   const main = hscChart(chart);
   const q = (s) => Array.from(document.querySelectorAll(s)).filter((e) => e.getClientRects().length).map(box);
   return { chart: box(main), axes: Array.from(main.querySelectorAll('.xtitle')).map(box),
-           sweeps: Array.from(main.querySelectorAll('.slider-container')).map(box),
+           sweeps: Array.from(main.ownerDocument.querySelectorAll('#bar')).filter((e) => e.getClientRects().length)
+                        .map(box),
            controls: q('[data-testid="stMain"] [data-testid="stSlider"] [role="group"]').concat(
                      q('[data-testid="stMain"] [data-testid="stSelectbox"]'),
                      q('[data-testid="stMain"] [data-testid="stButton"] button')),
@@ -165,42 +169,30 @@ def test_overview_image_and_guarantee_fit_one_presenter_screen(server, browser, 
             assert g["text"] >= 0.95 * 19.2 * min(w / 1280, h / 720), (where, g["text"])
 
 
-STORY_THETAS_JS = r"""() => {
-  // Every θ number on screen: page text and the charts' own (slider label, headline), if visible.
-  const out = [];
-  const walker = document.createTreeWalker(document.querySelector('[data-testid="stMain"]'), NodeFilter.SHOW_TEXT);
-  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-    const el = n.parentElement;
-    if (!el || el.closest('.st-key-hsc_plotly_warm') || !el.getClientRects().length) continue;
-    if (getComputedStyle(el).visibility === 'hidden') continue;
-    for (const m of n.textContent.matchAll(/θ\s*=\s*([0-9]*\.?[0-9]+)/g)) out.push(parseFloat(m[1]));
-  }
-  return out;
-}"""
-
-
 @pytest.mark.parametrize("path, chart", [("story?presenter=1&step=3", "story_tree_climb"),
                                          ("story?step=2", "story_tree_sel")])
 def test_story_shows_one_theta_during_play(server, browser, path, chart):
-    """Mid-▶ Play every θ number visible on the story page is the chart's; where Play stops (θ = 1)
-    the step's text is rewritten for that θ."""
+    """Mid-▶ Play the step's view shows one θ: its slider's, its drawn tree's and its text's; where Play
+    stops (θ = 1) the step's text is the one for that θ, and the story keeps it."""
     with new_page(browser, 1280, 720) as pg:
         _open(pg, server, path, chart)
-        assert set(pg.evaluate(STORY_THETAS_JS)) == {0.5}
-        find_chart(pg, chart).locator(".updatemenu-button").first.click()
+        first = wait_view(pg, chart)
+        assert first["theta"] == first["drawn"] == "0.50" and "θ = 0.50" in first["text"], first
+        view(pg, chart).locator("#play").click()
         seen = set()
-        for _ in range(8):  # sample the sweep while it runs
-            time.sleep(0.25)
-            shown = pg.evaluate(STORY_THETAS_JS)
-            assert shown and len(set(shown)) == 1, shown
-            seen |= set(shown)
-        assert len(seen) > 1  # it did sweep
-        pg.wait_for_function("(c) => document.querySelector(`.st-key-${c}_follow`) && !document.querySelector("
-                             "`.st-key-${c}_follow`).classList.contains('hsc-stale')", arg=chart, timeout=30_000)
-        wait_idle(pg, settle=1.0)
-        assert _chart_theta(pg, chart) == "1.00"
-        assert set(pg.evaluate(STORY_THETAS_JS)) == {1.0}
-        assert "θ = 1.00" in pg.locator(f".st-key-{chart}_follow").inner_text()
+        for _ in range(40):  # sample the sweep while it runs
+            got = view_state(pg, chart)
+            assert f"θ = {got['theta']}" in got["text"], got
+            seen.add(got["theta"])
+            time.sleep(0.05)
+        assert len(seen) > 3  # it did sweep
+        deadline = time.time() + 30
+        while (got := view_state(pg, chart))["playing"] and time.time() < deadline:
+            time.sleep(0.05)
+        assert got["theta"] == got["drawn"] == "1.00" and "θ = 1.00" in got["text"], got
+        wait_idle(pg, settle=1.0)  # the rest reached the server: the view is drawn again at 1.00
+        again = view_state(pg, chart)
+        assert again["theta"] == "1.00" and again["sent"] == "1.00", again
 
 
 SIZES_SEEN_JS = """() => {
@@ -230,37 +222,6 @@ def test_presenter_chart_is_drawn_once_at_the_screens_size(server, browser):
             "() => Array.from(window.__treeSizes)")
 
 
-GUARD_PAGE = """<div id="box" style="width: 400px; overflow: hidden">
-  <div class="js-plotly-plot" id="gd" style="width: 100%"><svg class="main-svg" width="400" height="50"></svg></div>
-</div><style>.js-plotly-plot.hsc-oversized { visibility: hidden; }</style>"""
-
-
-def test_the_chart_guard_hides_a_chart_only_while_it_is_drawn_wider_than_its_box(browser):
-    """static/chart_guard.js (presenter mode): Streamlit's first draw of a new "content"-width figure uses
-    the column's width; the guard hides it until the chart fits its box, and shows a chart that never
-    fits after its grace time. Each width change is read before the browser paints the next frame."""
-    from dashboard.assets import static_text
-
-    with new_page(browser, 800, 300) as pg:
-        pg.set_content(GUARD_PAGE)
-        pg.evaluate("""async (js) => {
-            const url = URL.createObjectURL(new Blob([js], { type: 'text/javascript' }));
-            (await import(url)).default({}); }""", static_text("chart_guard.js"))
-        hidden = "() => document.getElementById('gd').classList.contains('hsc-oversized')"
-        width = "(w) => document.querySelector('.main-svg').setAttribute('width', String(w))"
-        assert pg.evaluate(hidden) is False  # fits its 400-pixel box
-        # drawn at 600 px, then at its own 400: hidden in the same task as the change (before a paint) …
-        assert pg.evaluate(f"""() => {{ ({width})(600);
-            return new Promise((done) => queueMicrotask(() => done(({hidden})()))); }}""") is True
-        pg.evaluate(width, 400)
-        assert pg.evaluate(hidden) is False  # … and shown once it fits
-        pg.evaluate(width, 401)
-        assert pg.evaluate(hidden) is False  # a pixel of rounding is not "wider"
-        pg.evaluate(width, 900)  # a figure wider than its column for good: shown after the grace time
-        assert pg.evaluate(hidden) is True
-        pg.wait_for_function(f"() => !({hidden})()", timeout=3_000)
-
-
 CLIPPED_JS = """(chart) => {
   const g = hscChart(chart);
   const frame = g.getBoundingClientRect();
@@ -281,58 +242,30 @@ def test_tree_labels_are_never_cut_at_the_edge(server, browser, size):
             assert pg.evaluate(CLIPPED_JS, chart) == [], (path, size)
 
 
-def _chart_theta(pg, chart: str) -> str:
-    return pg.evaluate("""(chart) => { const g = hscChart(chart);
-        const sl = g._fullLayout.sliders[0]; return sl.steps[sl.active].value; }""", chart)
-
-
-def _hidden(pg, selector: str) -> bool:
-    return pg.evaluate("(s) => getComputedStyle(document.querySelector(s)).visibility === 'hidden'", selector)
-
-
-def _shown_theta(pg) -> str:
-    """The θ of the page's operating-point text ("Operating points (θ = 0.20; …")."""
-    return re.search(r"θ = ([0-9.]+);", pg.locator(".st-key-rc_chart_follow").inner_text()).group(1)
-
-
 def test_one_theta_on_screen_during_a_sweep(server, browser):
+    """Keys and a drag on the view: its θ, its markers' frame and its operating-point text move together at
+    once (no server round trip), and the server takes the θ where the sweep rests."""
     with new_page(browser, 1280, 720) as pg:
         _open(pg, server, "risk_coverage?presenter=1&theta=0.2", "rc_chart")
-        # the link's θ everywhere once the page has settled (on a loaded machine the sweep's listener
-        # may still be reconciling a redraw when the app first goes idle)
-        pg.wait_for_function("""() => { const g = hscChart('rc_chart');
-            const sl = g._fullLayout.sliders[0]; return sl.steps[sl.active].value === '0.20'; }""", timeout=20_000)
-        assert _chart_theta(pg, "rc_chart") == "0.20" and _shown_theta(pg) == "0.20"
-        # The chart sweeps ahead (a key on the chart): the page's θ slider and θ text hide at once…
-        find_chart(pg, "rc_chart").focus()
+        got = wait_view(pg, "rc_chart")
+        assert got["theta"] == "0.20" and "Operating points (θ = 0.20)" in got["text"], got
+        view(pg, "rc_chart").locator("#chart").focus()
         pg.keyboard.press("PageUp")
-        pg.wait_for_function("() => document.querySelector('.st-key-rc_chart_follow').classList.contains('hsc-stale')")
-        assert _chart_theta(pg, "rc_chart") == "0.30"
-        assert _hidden(pg, ".st-key-rc_chart_follow") and _hidden(pg, ".st-key-rc_chart_slider")
-        # … and come back, at the chart's θ, once the sweep rests and the server has caught up.
-        pg.wait_for_function("() => !document.querySelector('.st-key-rc_chart_follow').classList.contains('hsc-stale')",
-                             timeout=30_000)
-        wait_idle(pg, settle=1.0)
-        assert _shown_theta(pg) == "0.30" and _chart_theta(pg, "rc_chart") == "0.30"
-        assert not _hidden(pg, ".st-key-rc_chart_slider")
-        # Dragging the page's slider: the chart follows the thumb before the release.
-        track = pg.locator('.st-key-rc_chart_slider [data-testid="stSlider"] [role="group"]').bounding_box()
-        thumb = pg.locator('.st-key-rc_chart_slider [data-testid="stSliderThumbValue"]').bounding_box()
-        y = track["y"] + track["height"] / 2
-        pg.mouse.move(thumb["x"] + thumb["width"] / 2, y)
+        got = view_state(pg, "rc_chart")
+        assert got["theta"] == "0.30" and "Operating points (θ = 0.30)" in got["text"], got
+        pg.wait_for_function("() => window.location.search.includes('theta=0.3')", timeout=30_000)
+        # Dragging the view's slider: θ and text follow the thumb before the release; the server after it.
+        box = view(pg, "rc_chart").locator("#theta").bounding_box()
+        y = box["y"] + box["height"] / 2
+        pg.mouse.move(box["x"] + 0.3 * box["width"], y)
         pg.mouse.down()
-        pg.mouse.move(track["x"] + 0.7 * track["width"], y, steps=10)
-        pg.wait_for_function("() => { const g = hscChart('rc_chart');"
-                             " const sl = g._fullLayout.sliders[0];"
-                             " return parseFloat(sl.steps[sl.active].value) > 0.5; }")
-        dragged = _chart_theta(pg, "rc_chart")
-        assert _hidden(pg, ".st-key-rc_chart_follow")  # the old θ's text is not shown meanwhile
+        pg.mouse.move(box["x"] + 0.7 * box["width"], y, steps=10)
+        dragged = view_state(pg, "rc_chart")
+        assert float(dragged["theta"]) > 0.5 and f"(θ = {dragged['theta']})" in dragged["text"], dragged
         pg.mouse.up()
-        pg.wait_for_function("() => !document.querySelector('.st-key-rc_chart_follow').classList.contains('hsc-stale')",
-                             timeout=30_000)
-        wait_idle(pg, settle=1.0)
-        assert _shown_theta(pg) == _chart_theta(pg, "rc_chart")
-        assert abs(float(_shown_theta(pg)) - float(dragged)) <= 0.02
+        pg.wait_for_function("(t) => new URLSearchParams(window.location.search).get('theta') == t",
+                             arg=str(float(dragged["theta"])).rstrip("0").rstrip("."), timeout=30_000)
+        assert view_state(pg, "rc_chart")["theta"] == dragged["theta"]
 
 
 def _rescue_count(model: str, theta: float) -> int:
@@ -352,19 +285,19 @@ def test_overview_link_and_explorer_link_keep_the_view(server, browser):
         assert "Page not found" not in pg.locator('[data-testid="stApp"]').inner_text()
         assert pg.locator("h1").first.inner_text() == "Hierarchical Selective Classification"
         _open(pg, server, "explorer?model=efficientnet_lite1&ts=1&pick=rescue&theta=0.5", "explorer_tree")
-        # "Link to it" is the Figure-1 view's snapshot link; its "Open interactive" keeps the model and TS.
-        href = pg.locator("a", has_text="Link to it").get_attribute("href")
-        assert re.fullmatch(r"s/[0-9a-f]{20}", href), href
-        with urllib.request.urlopen(f"{server}/{href}", timeout=120) as r:
+        # The view's share link (its snapshot at the θ on screen); its "Open interactive" keeps the model and TS.
+        href = wait_view(pg, "explorer_tree")["share"]
+        assert re.fullmatch(r"http://127\.0\.0\.1:[0-9]+/s/[0-9a-f]{20}\?theta=0\.50", href), href
+        with urllib.request.urlopen(href, timeout=120) as r:
             live = re.search(r'class="open" href="([^"]+)"', r.read().decode("utf-8")).group(1)
         assert "model=efficientnet_lite1" in live and "ts=1" in live and "pick=rescue" in live
         # A sweep to θ = 1 that comes to rest redraws the curated list for that θ (no stale "of N").
         before = pg.locator('[data-testid="stMain"]').inner_text()
         assert re.search(r"Example \(of [0-9,]+\)", before)
-        find_chart(pg, "explorer_tree").focus()
+        view(pg, "explorer_tree").locator("#chart").focus()
         pg.keyboard.press("End")
         n = _rescue_count("efficientnet_lite1", 1.0)
-        shown = "case at θ = 1.00" if n == 0 else f"Example (of {n:,})"
+        shown = "Example (none at θ = 1.00)" if n == 0 else f"Example (of {n:,})"
         pg.wait_for_function("(s) => document.querySelector('[data-testid=\"stMain\"]').innerText.includes(s)",
                              arg=shown, timeout=60_000)
 

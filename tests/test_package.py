@@ -89,8 +89,9 @@ def test_wheel_holds_the_library_data_and_dashboard_and_nothing_else(wheel):
     expected |= {f"dashboard/static/{p.name}" for p in (REPO / "dashboard/static").iterdir()
                  if p.suffix in (".css", ".js")}
     # The chart component (its page, style, scripts and plotly.js's basic bundle; issues 29 and 40).
+    component = REPO / "dashboard/static/plotly_component"
     expected |= {f"dashboard/static/plotly_component/{p.name}"
-                 for p in (REPO / "dashboard/static/plotly_component").iterdir() if p.suffix in (".html", ".js", ".css")}
+                 for p in component.iterdir() if p.suffix in (".html", ".js", ".css")}
     # py.typed: the package's type hints are public (PEP 561).
     expected |= {"hsc_dashboard_app/.streamlit/config.toml", "hsc_core/datasets/data/README.md", "hsc_core/py.typed"}
     expected |= {f"hsc_core/datasets/data/{p.name}" for p in (REPO / "hsc_core/datasets/data").iterdir()
