@@ -148,15 +148,17 @@ def _photo() -> None:
 
 
 def _tree_step(rules: tuple, chart: str, text_at) -> None:
-    left, right = _beside(0.55)
+    # the photo, then one view: the step's text at θ on its left, the tree on its right
+    left, right = _beside(0.5)
     with left:
         _photo()
     with right:
-        fig = _tree(es, key, i, rules, font, presenter.fit_height(17.5), presenter.fit_width(2.2 / 2.75) - 30)
+        fig = _tree(es, key, i, rules, font, presenter.fit_height(13.8),
+                    int(presenter.fit_width(2.2 / 2.7) * 0.62) - 30)
         sweep.theta_chart(fig, key=chart, theta=theta, on_theta=_stay, name=f"story_{chart}",
                           context=widgets.export_context(es),
                           title=f"Sample {es.view.sample_ids[i]}: " + " vs ".join(rule_label(r) for r in rules),
-                          texts=_texts(es, key, chart, text_at), text_side="above")
+                          texts=_texts(es, key, chart, text_at), text_side="left", text_ratio="36%")
 
 
 @catalog.cache_resource(max_entries=16, show_spinner=False)

@@ -74,12 +74,12 @@ def share_url(page: str | None) -> str | None:
 def theta_chart(fig, *, key: str, theta: float, on_theta: Callable[[float], None], name: str,
                 context: ExportContext | None = None, title: str | None = None,
                 texts: Mapping[str, str] | None = None,
-                text_side: Literal["below", "above", "right"] = "below", text_ratio: str | None = None,
+                text_side: Literal["below", "above", "right", "left"] = "below", text_ratio: str | None = None,
                 share_page: str | None = None, delay_ms: int = 400) -> None:
     """Draw the swept figure ``fig`` (frames named ``"0.00"`` … ``"1.00"``, ``tree_figure.add_theta_sweep``)
     as one θ-owning view, starting at the server's ``theta``; ``on_theta(θ)`` runs when a sweep in the
     browser comes to rest at θ. ``texts``: the θ-dependent text (``theta_texts``) shown ``text_side`` of
-    the chart (``text_ratio``: its share of the width on the right, e.g. ``"28%"``); ``share_page``: the
+    the chart (``text_ratio``: its share of the width beside the chart, e.g. ``"28%"``); ``share_page``: the
     page whose snapshot link the view offers; ``name``/``context``/``title``: the camera button's file
     name and the exported image's title."""
     record = st.session_state.setdefault(keys.sweep(key), {"rev": 0, "theta": None, "ack": None})
