@@ -138,10 +138,11 @@ class Cached(ClassifierMixin, BaseEstimator):
 
 def test_pac_guarantee_holds_over_200_random_splits_of_digits(digits, tree):
     """A classifier trained once on 150 digits (top-1 below 0.95, so θ must climb); 200 calibration
-    sets of 700 drawn i.i.d. from the other 1,647 (their empirical distribution is the population, so the accuracy of each shipped θ
-    on all of them is its population accuracy, with no test-set noise): it falls below 0.95 in at
-    most δ of them. (Measured on a finite held-out half instead, the binomial noise of ~700 test
-    samples adds violations near the target: printed, not asserted; issue 41's point 5.)"""
+    sets of 700 drawn i.i.d. from the other 1,647 (their empirical distribution is the population,
+    so the accuracy of each shipped θ on all of them is its population accuracy, with no test-set
+    noise): it falls below 0.95 in at most δ of them. (Measured on the samples a set left out
+    instead, their binomial noise adds violations near the target: printed, not asserted; issue
+    41's point 5.)"""
     X, y = digits
     X_tr, X_pool, y_tr, y_pool = train_test_split(X, y, train_size=150, random_state=0, stratify=y)
     base = _lr().fit(X_tr, y_tr)

@@ -83,8 +83,9 @@ def test_risk_at_coverage_is_the_curves(data):
 
 def test_bad_input_is_one_line():
     metric = HierarchicalAURC(TREE)
-    for preds, target, match in ((torch.zeros(3, 5), torch.zeros(3, dtype=torch.long), "one column per leaf"),
-                                 (torch.zeros(3, 6), torch.zeros(2, dtype=torch.long), r"labels must have shape \(3,\)"),
+    long = torch.long
+    for preds, target, match in ((torch.zeros(3, 5), torch.zeros(3, dtype=long), "one column per leaf"),
+                                 (torch.zeros(3, 6), torch.zeros(2, dtype=long), r"labels must have shape \(3,\)"),
                                  (torch.zeros(3, 6), torch.full((3,), 6), r"leaf indices in \[0, 6\), got 6"),
                                  (torch.zeros(3, 6), torch.zeros(3), "integer leaf indices")):
         with pytest.raises(ValueError, match=match) as exc:

@@ -27,7 +27,8 @@ __all__ = ["hiclass_hierarchy", "hiclass_labels", "hiclass_leaf_probabilities", 
 def _fitted(classifier: Any) -> Any:
     for attr in ("hierarchy_", "root_", "separator_", "global_classes_"):
         if not hasattr(classifier, attr):
-            raise ValueError(f"{type(classifier).__name__} is not a fitted HiClass classifier (no {attr}): fit it first")
+            raise ValueError(f"{type(classifier).__name__} is not a fitted HiClass classifier (no {attr}): "
+                             "fit it first")
     return classifier
 
 

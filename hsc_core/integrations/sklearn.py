@@ -378,5 +378,5 @@ class HierarchicalSelectiveClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError("a decision card needs a target accuracy: set target_accuracy and fit again")
         ev = ModelEvaluation(self.hierarchy_, self.calibration_scores_, self.calibration_labels_,
                              name=type(self.estimator_).__name__)
-        return decision_card(ev, target_accuracy=self.target_accuracy, delta=self.delta, method=self.method_,
+        return decision_card(ev, target_accuracy=self.target_accuracy, delta=self.delta, method=str(self.method_),
                              n_cal=self.n_cal, ts=self.ts, seed=self.seed_, **options)
