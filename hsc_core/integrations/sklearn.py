@@ -23,8 +23,8 @@ Examples
 ...                                   "even": "digit", "odd": "digit"}, [str(d) for d in range(10)])
 >>> clf = HierarchicalSelectiveClassifier(LogisticRegression(max_iter=2000), tree, target_accuracy=0.95,
 ...                                       random_state=0).fit(X, y)
->>> clf.predict(X[:3]).tolist(), clf.method_, 0.0 <= clf.theta_ <= 1.0
-(['0', '1', '2'], 'theorem1', True)
+>>> clf.predict(X[:3]).tolist(), clf.threshold_.target_accuracy, 0.0 <= clf.theta_ <= 1.0   # the engine's method
+(['0', '1', '2'], 0.95, True)
 """
 
 from __future__ import annotations
