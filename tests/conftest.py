@@ -231,6 +231,13 @@ SLOW_TESTS = {  # file -> test functions (every parameter of each)
                                  "test_repeated_split_evaluation_keeps_its_numbers"},
     "test_moved_names.py": {"test_old_thresholds_path_still_offers_the_repeated_split_functions"},
     "test_headlines.py": {"test_the_sidebar_says_both_counts_in_words"},  # the shipped logits loaded
+    # issue 44: scikit-learn fits on digits (200 calibrations; GridSearchCV; scikit-learn's check sweep)
+    "test_integrations_sklearn.py": {"test_pac_guarantee_holds_over_200_random_splits_of_digits",
+                                     "test_haurc_theta_and_score_equal_the_npz_paths",
+                                     "test_grid_search_selects_by_haurc",
+                                     "test_clone_pickle_and_pipeline_round_trips_keep_results",
+                                     "test_scikit_learn_estimator_checks", "test_module_examples"},
+    "test_integrations_hiclass.py": {"test_tree_scores_and_labels_are_hiclass_own"},  # HiClass fits
 }
 
 

@@ -1,10 +1,12 @@
 """The package's layers, checked from its source: no import cycles, no sideways imports, and the
 math never imports torch, Streamlit or the pipeline.
 
-    config ← core ← datasets ← evaluation ← {report, pipeline} ← cli (the ``hsc`` command)
+    config ← core ← datasets ← evaluation ← {report, pipeline, integrations} ← cli (the ``hsc`` command)
 
-A module may import its own layer and the layers to its left; ``report`` and ``pipeline`` sit side
-by side and never import each other. ``cli`` is the top layer: it may import every layer and no
+A module may import its own layer and the layers to its left; ``report``, ``pipeline`` and
+``integrations`` (the scikit-learn estimator, the torchmetrics metrics, HiClass) sit side by side
+and never import each other; nothing imports ``integrations``, which, like ``pipeline``, imports its
+third-party package (scikit-learn, torch) at the top. ``cli`` is the top layer: it may import every layer and no
 layer imports it; the dashboard (``dashboard/``, ``app_pages/``, ``app.py``) never imports it either.
 The package's own ``__init__``/``__main__`` and the deprecated ``dashboard_launcher`` shim sit with
 it. Imports inside functions count too (a lazy import is still a dependency), except the heavy
@@ -30,11 +32,15 @@ ALLOWED = {
     "evaluation": {"config", "core", "datasets"},
     "report": {"config", "core", "datasets", "evaluation"},
     "pipeline": {"config", "core", "datasets", "evaluation"},
+    "integrations": {"config", "core", "datasets", "evaluation"},
     "cli": {"config", "core", "datasets", "evaluation", "report", "pipeline"},
     "package": {"config", "core", "datasets", "evaluation", "report", "pipeline", "cli"},  # __init__, __main__, shims
 }
 # Third-party modules a layer must never import at module level (they may be imported inside a function).
-NOT_AT_IMPORT = {"torch", "torchvision", "timm", "streamlit", "ray"}
+NOT_AT_IMPORT = {"torch", "torchvision", "timm", "streamlit", "ray", "sklearn", "torchmetrics", "hiclass",
+                 "lightning"}
+#: Layers that are front doors to a heavy package and import it at the top (each needs its extra).
+HEAVY_LAYERS = ("pipeline", "integrations")
 
 
 def module_name(path: Path) -> str:
@@ -108,7 +114,7 @@ def test_no_sideways_or_upward_imports(graph):
 
 
 def test_math_data_evaluation_and_report_never_import_heavy_modules_at_import_time(graph):
-    bad = [(n, mod) for n, data in graph.nodes(data=True) if layer(n) != "pipeline"
+    bad = [(n, mod) for n, data in graph.nodes(data=True) if layer(n) not in HEAVY_LAYERS
            for mod, top in data.get("third_party", []) if top and mod in NOT_AT_IMPORT]
     assert not bad, bad
     core_third = {mod for n, d in graph.nodes(data=True) if layer(n) == "core" for mod, _ in d.get("third_party", [])}
@@ -131,3 +137,12 @@ def test_cli_is_the_top_layer():
     bad = [str(p.relative_to(REPO)) for p in front
            if any(m.startswith("hsc_core.cli") or m == "hsc_core.dashboard_launcher" for m, _ in imports(p))]
     assert not bad, bad
+
+
+def test_nothing_imports_the_integrations(graph):
+    """``hsc_core.integrations`` is a leaf: no layer (not the package's ``__init__``, not the CLI)
+    imports it, so ``import hsc_core`` never needs scikit-learn, torch or torchmetrics."""
+    assert layer("hsc_core.integrations.sklearn") == "integrations"
+    users = {a for a, b in graph.edges if layer(b) == "integrations" and layer(a) != "integrations"}
+    assert not users, users
+    assert any(layer(n) == "integrations" for n in graph), "the integrations package is missing"

@@ -114,7 +114,8 @@ def test_wheel_holds_the_library_data_and_dashboard_and_nothing_else(wheel):
     assert dict(entry["console_scripts"]) == {"hsc": "hsc_core.cli:entry_point"}
     assert "Requires-Python: >=3.10" in meta
     extras = {line.split(":", 1)[1].strip() for line in meta.splitlines() if line.startswith("Provides-Extra:")}
-    assert extras == {"dashboard", "pipeline", "distributed", "test", "docs", "all"}
+    assert extras == {"dashboard", "pipeline", "distributed", "sklearn", "torchmetrics", "hiclass", "test", "docs",
+                      "all"}
 
     assert f"Version: {hsc_core.__version__}" in meta
     # the version is the changelog's newest release

@@ -28,10 +28,11 @@ def test_every_public_name_resolves_to_its_defining_module():
         hsc_core.nope  # noqa: B018
 
 
-def test_importing_the_package_and_the_layer_loads_neither_torch_nor_streamlit():
+def test_importing_the_package_and_the_layer_loads_neither_torch_nor_streamlit_nor_sklearn():
     code = ("import sys, hsc_core, hsc_core.evaluation, hsc_core.report.html_report; "
             "from hsc_core import ModelEvaluation, climbing_predict; "
-            "bad = [m for m in ('torch', 'timm', 'torchvision', 'streamlit') if m in sys.modules]; "
+            "bad = [m for m in ('torch', 'timm', 'torchvision', 'streamlit', 'sklearn', 'torchmetrics') "
+            "if m in sys.modules]; "
             "print(bad); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -33,6 +33,39 @@ def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
     return z
 
 
+#: The smallest probability ``probability_logits`` keeps: a 0 becomes log(1e-300) ≈ −690.8, finite.
+PROBABILITY_FLOOR = 1e-300
+
+
+def probability_logits(probs: np.ndarray) -> np.ndarray:
+    """Logits of a classifier that outputs probabilities: their logarithm (float64).
+
+    ``softmax(probability_logits(p))`` gives back ``p`` (rows that sum to 1) up to rounding, so a
+    model that only has ``predict_proba`` (scikit-learn, HiClass) enters every logits path of the
+    toolkit. A probability of 0 is floored at ``PROBABILITY_FLOOR`` so its logit stays finite.
+
+    Parameters
+    ----------
+    probs : (n_samples, n_classes) probabilities, non-negative; any float dtype.
+
+    Returns
+    -------
+    logits : (n_samples, n_classes) float64, log(max(p, 1e-300)).
+
+    Examples
+    --------
+    >>> z = probability_logits(np.array([[0.25, 0.75, 0.0]]))
+    >>> np.round(softmax(z), 12).tolist(), bool(np.isfinite(z).all())
+    ([[0.25, 0.75, 0.0]], True)
+    """
+    p = np.asarray(probs, dtype=np.float64)
+    if p.ndim != 2 or p.size == 0:
+        raise ValueError(f"probabilities must be a non-empty 2-D (n_samples, n_classes) array, got shape {p.shape}")
+    if not np.isfinite(p).all() or (p < 0).any():
+        raise ValueError("probabilities must be finite and non-negative")
+    return np.log(np.maximum(p, PROBABILITY_FLOOR))
+
+
 def node_probabilities(hierarchy: Hierarchy, leaf_probs: np.ndarray) -> np.ndarray:
     """Probability of every node: the sum of its leaves' probabilities.
 

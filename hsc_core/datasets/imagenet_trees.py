@@ -36,11 +36,15 @@ from ..core.hierarchy import Hierarchy, HierarchyError
 from ..core.validation import quote
 from . import imagenet
 
-__all__ = ["TREES", "TreeInfo", "imagenet_tree", "induce_tree", "permuted_leaves_tree", "tree_names"]
+__all__ = ["DIGITS_TREE_JSON", "TREES", "TreeInfo", "confusion_rows", "imagenet_tree", "induce_tree",
+           "permuted_leaves_tree", "tree_names"]
 
 AUTHORS_JSON = imagenet.DATA_DIR / "imagenet_authors_is_a_hierarchy.json"
 INDUCED_JSON = imagenet.DATA_DIR / "imagenet_induced_lite0_hierarchy.json"
 RANDOM_SEED = 0
+#: scikit-learn's ``digits`` (10 classes), a tree induced from a classifier's confusion (``confusion_rows``;
+#: docs/examples/plot_12_digits_estimator.py shows how, tests/test_integrations_sklearn.py rebuilds it).
+DIGITS_TREE_JSON = imagenet.DATA_DIR / "digits_confusion_tree.json"
 
 
 @dataclass(frozen=True)
@@ -126,6 +130,41 @@ def induce_tree(weights: np.ndarray, leaf_ids: Sequence[str], leaf_names: Sequen
     names = list(leaf_names if leaf_names is not None else leaf_ids) + [f"cluster {k}" for k in range(n - 1)]
     return Hierarchy.from_parent_map({ids[i]: ids[int(p)] for i, p in enumerate(parent) if p >= 0},
                                      ids[:n], dict(zip(ids, names, strict=True)))
+
+
+def confusion_rows(probs: np.ndarray, labels: np.ndarray, n_classes: int | None = None) -> np.ndarray:
+    """(C, C) symmetric soft confusion of a classifier, one row per class, for ``induce_tree``.
+
+    Row i of the soft confusion M is the mean predicted distribution of the samples of class i
+    (held-out predictions, e.g. ``cross_val_predict(..., method="predict_proba")``); the rows
+    returned are (M + Mᵀ)/2. Two classes the model confuses share weight on each other's entries,
+    so their rows point the same way and Ward's linkage merges them early: a tree of what the model
+    finds alike (a confusion-based tree, as in Wan et al.'s NBDT, induced with ``induce_tree``).
+
+    Parameters
+    ----------
+    probs : (n, C) predicted probabilities, columns the classes in order.
+    labels : (n,) true class indices; every class needs at least one sample.
+    n_classes : C (default: probs' columns).
+
+    Examples
+    --------
+    >>> p = np.array([[0.8, 0.2, 0.0], [0.3, 0.7, 0.0], [0.0, 0.1, 0.9]])
+    >>> confusion_rows(p, np.array([0, 1, 2])).round(2).tolist()
+    [[0.8, 0.25, 0.0], [0.25, 0.7, 0.05], [0.0, 0.05, 0.9]]
+    """
+    p = np.asarray(probs, dtype=np.float64)
+    y = np.asarray(labels, dtype=np.int64)
+    c = p.shape[1] if n_classes is None else int(n_classes)
+    if p.ndim != 2 or p.shape[1] != c or y.shape != (p.shape[0],):
+        raise ValueError(f"probs must be (n, {c}) and labels (n,), got {p.shape} and {y.shape}")
+    counts = np.bincount(y, minlength=c)
+    if counts.size != c or (counts == 0).any():
+        raise ValueError(f"every class needs a sample to induce a tree; class {int(np.argmin(counts))} has none")
+    m = np.zeros((c, c))
+    np.add.at(m, y, p)
+    m /= counts[:, None]
+    return (m + m.T) / 2.0
 
 
 @lru_cache(maxsize=8)
