@@ -512,7 +512,7 @@ def parse_simulation(spec: str) -> list[tuple[str, int]]:
 def _source_path(model: str, source: str, folder: Path) -> Path:
     if source == "clean":
         return folder / f"{model}.npz"
-    found = sorted((folder / "shifted").glob(f"{model}__*__{source}.npz"))
+    found = sorted(p for p in (folder / "shifted").glob(f"{model}__*.npz") if p.stem.split("__")[-1] == source)
     if not found:
         raise ValueError(f"no shipped shift {quote(clip(source, 40))} for {quote(clip(model, 40))}; choose clean or "
                          f"one of {', '.join(shift_names(model, folder / 'shifted')) or 'none'}")
