@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["BernsteinState", "ConfidenceBounds", "Detection", "DetectorState", "bernstein_bounds", "bernstein_update",
-           "detector_update"]
+           "confidence_sequence", "detector_update"]
 
 #: The largest λ (WSR's c; ½ keeps ψ small and the sequence stable after a few observations).
 LAMBDA_MAX = 0.5
@@ -152,10 +152,27 @@ def bernstein_update(state: BernsteinState, x: np.ndarray, delta: float,
 def bernstein_bounds(x: np.ndarray, delta: float, lam_max: float = LAMBDA_MAX) -> ConfidenceBounds:
     """The confidence sequence of whole streams at once: ``bernstein_update`` from an empty state.
 
-    x : (T,) or (m, T) observations in [0, 1], NaN = not observed; the result has ``x``'s shape.
+    Parameters
+    ----------
+    x : (T,) or (m, T) observations in [0, 1], NaN = not observed.
+    delta : each bound's error probability δ; lam_max : the cap on λ.
+
+    Returns
+    -------
+    ``ConfidenceBounds`` with arrays of ``x``'s shape.
+
+    Examples
+    --------
+    >>> b = confidence_sequence(np.ones(200), delta=0.1)
+    >>> round(float(b.lower[-1]), 3), float(b.upper[-1])
+    (0.976, 1.0)
     """
     arr = np.asarray(x, dtype=float)
     return bernstein_update(BernsteinState.empty(1 if arr.ndim == 1 else arr.shape[0]), arr, delta, lam_max)
+
+
+#: The public name (``hsc_core.confidence_sequence``).
+confidence_sequence = bernstein_bounds
 
 
 # ---------------------------------------------------------------------------- the alarm: a change detector
