@@ -375,7 +375,10 @@ def test_cli_simulated_stream_writes_the_tidy_csv_and_a_verdict(shipped_card, tm
     assert pd.read_csv(out)["theta"].nunique() > 100
 
 
-def test_cli_bad_input_one_line(shipped_card, tmp_path):
+def test_cli_bad_input_one_line(shipped_card, tmp_path, capsys, monkeypatch):
+    from hsc_core.cli import main
+
+    monkeypatch.setenv("HSC_CACHED_LOGITS_DIR", str(REPO / "cached_logits"))
     other = tmp_path / "other.json"
     card = json.loads(shipped_card.read_text())
     other.write_text(json.dumps({**card, "model": "efficientnet_lite2"}))
@@ -385,6 +388,6 @@ def test_cli_bad_input_one_line(shipped_card, tmp_path):
         (("--card", str(shipped_card)), "give a STREAM file or --simulate"),
         (("--card", str(tmp_path / "none.json"), str(SHIPPED)), "not found"),
     ]:
-        done = _hsc(*args, "--out", str(tmp_path / "x.csv"), cwd=tmp_path)
-        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
-        assert message in done.stderr
+        assert main(["monitor", *args, "--out", str(tmp_path / "x.csv")]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and message in err, err
