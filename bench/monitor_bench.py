@@ -117,7 +117,7 @@ def main() -> None:
     full = pd.concat(tabs)
     print(full.pivot(index="shift", columns="policy", values="miscoverage").round(4)
           .join(full.set_index(["shift", "policy"])["bound"].unstack()["aci"].rename("ACI bound").round(4))
-          .join(full.pivot(index="shift", columns="policy", values="coverage").round(3), rsuffix=" cov")
+          .join(full.pivot(index="shift", columns="policy", values="coverage").round(3).add_suffix(" cov"))
           .to_string())
     print(f"(target miscoverage {1 - args.target_accuracy:.2f}; 'cov' = mean hierarchical coverage)")
 
