@@ -39,6 +39,8 @@ SECTIONS: dict[str, list[PageInfo]] = {
                  "the θ to deploy for a target accuracy, and its decision card"),
         PageInfo("compare_models.py", "Compare models", ":material/compare_arrows:", "compare_models",
                  "which model and rule to pick"),
+        PageInfo("monitor.py", "Monitor", ":material/monitor_heart:", "monitor",
+                 "after deployment: when the promise breaks on a stream, and θ adapting"),
         PageInfo("per_rank.py", "Per-rank thresholds", ":material/stacked_bar_chart:", "per_rank",
                  "one θ per rank, with a guarantee, for a classifier that scores each rank"),
     ],

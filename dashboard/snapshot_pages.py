@@ -1,6 +1,6 @@
 """The snapshots of the pages ``snapshot_views`` does not cover: Guaranteed accuracy, Compare
 models, Where it stops, Model atlas, Hierarchy sensitivity, Try an image, the Guided story,
-Per-rank thresholds and Calibrators.
+Per-rank thresholds, Calibrators and Monitor.
 
 Each builder reads its link's parameters as a session does (``snapshot_views.settings``) and draws
 with the function its live page calls (``plots.compare_figure``, ``tree_map_figure``,
@@ -319,3 +319,29 @@ def calibrators(params: Mapping[str, str]) -> Snapshot:
                else f"{len(contexts)} models · the shipped models (uploads are not in links)")
     return Snapshot("Calibrators and confidence scores", text_lines(head + lines), (), caption=caption,
                     presenter=bool(values["presenter"]))
+
+
+# ---------------------------------------------------------------------------- Monitor
+@register("monitor", stamp=model_stamp)
+def monitor(params: Mapping[str, str]) -> Snapshot:
+    """The link's stream and promise played to its time (``m_t``; 0: the end): the page's sentence,
+    its figure and the whole stream's verdict."""
+    from hsc_core.evaluation.monitor import shift_names
+
+    from . import monitor as mon
+
+    values = settings(params)
+    es = context_of(values)
+    stream = str(values["m_stream"])
+    shifts = shift_names(es.model)
+    if stream != mon.IN_ORDER and stream not in shifts:
+        stream = shifts[0] if shifts else mon.IN_ORDER
+    try:
+        res = mon.run(es, float(values["m_acc"]), float(values["m_delta"]), stream, int(values["m_n"]),
+                      int(values["m_labels"]), str(values["m_adapt"]))
+    except ValueError as exc:
+        raise Unavailable(str(exc)) from None
+    n = len(res.frame)
+    t = min(n, int(values["m_t"]) or n)
+    return Snapshot("Monitor", mon.sentence(res, t), (mon.figure(res, t, font_size(values["presenter"])),),
+                    caption=f"Verdict over the whole stream: {res.verdict}.", presenter=bool(values["presenter"]))

@@ -279,6 +279,15 @@ SETTINGS: dict[str, Setting] = {
     "c_rule": Setting("climbing", _choice(*rule_names())),
     "c_ci": Setting(False, _bool, lambda v: "1" if v else "0"),
     "c_scope": Setting("model", _choice("model", "all")),
+    # Monitor (app_pages/monitor): the stream (a shift after clean images, or "in_order": the model's file),
+    # samples per part, the promise, δ, labels every K, the θ policy, and the played time (0: the end)
+    "m_stream": Setting("gaussian_noise-5", _text),
+    "m_n": _int_setting(2000, 200, 5000),
+    "m_acc": _float_setting(0.85, 0.5, 0.99),
+    "m_delta": _float_setting(0.1, 0.01, 0.5),
+    "m_labels": _int_setting(1, 1, 50),
+    "m_adapt": Setting("fixed", _choice("fixed", "aci", "recalibrate")),
+    "m_t": _int_setting(0, 0, 10_000),
 }
 
 

@@ -119,6 +119,11 @@ _EXPORTS: dict[str, str] = {
     "mistake_severity_histogram": "evaluation.diagnostics",
     "hierarchy_sensitivity": "evaluation.sensitivity",
     "guarantee_under_shift": "evaluation.shift",
+    # after deployment: monitoring a θ on a stream
+    "StreamMonitor": "evaluation.monitor",
+    "Deployment": "evaluation.monitor",
+    "monitor_stream": "evaluation.monitor",
+    "confidence_sequence": "core.confseq",
     # per-rank scores (any hierarchical classifier's per-rank labels and confidences)
     "read_per_rank": "datasets.per_rank",
     "PerRankScores": "datasets.per_rank",
@@ -148,6 +153,7 @@ __all__ = [
     "calibration_draw", "rc_curve_and_haurc", "threshold_for_accuracy",
     "load_atlas_table", "training_regimes", "paper_table1", "landing_counts", "mistake_severity_histogram",
     "hierarchy_sensitivity", "guarantee_under_shift",
+    "StreamMonitor", "Deployment", "monitor_stream", "confidence_sequence",
     "read_per_rank", "PerRankScores", "rank_rc_curve", "PerRankThresholds", "fit_rank_thresholds",
 ]
 
@@ -242,6 +248,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the lazy names, statically
         member_node_scores,
     )
     from .core.conformal import lca_set_paths
+    from .core.confseq import confidence_sequence
     from .core.curves import RCCurve, hierarchical_aurc, hierarchical_gain, hierarchical_rc_curve
     from .core.hierarchy import Hierarchy
     from .core.ltt import fwer_reject
@@ -267,6 +274,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the lazy names, statically
     from .evaluation.card import decision_card
     from .evaluation.guarantee_methods import GuaranteeData, GuaranteeSettings
     from .evaluation.model import EvaluationSet, ModelEvaluation
+    from .evaluation.monitor import Deployment, StreamMonitor, monitor_stream
     from .evaluation.one_call import rc_curve_and_haurc, threshold_for_accuracy
     from .evaluation.results import RESULT_COLUMNS, to_csv, wide_table
     from .evaluation.shootout import shootout

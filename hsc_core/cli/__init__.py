@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("hsc_core.cli.report", "one self-contained offline HTML report"),
     "guarantees": ("hsc_core.cli.guarantees", "every accuracy guarantee side by side on repeated calibrations"),
     "card": ("hsc_core.cli.card", "a decision card: the θ to ship and its guarantee (Markdown + JSON)"),
+    "monitor": ("hsc_core.cli.monitor", "watch a card's θ on a stream: anytime-valid bounds, an alarm, adaptive θ"),
     "ranks": ("hsc_core.cli.ranks", "one θ per rank with a guarantee, from per-rank confidences (any classifier)"),
     "atlas": ("hsc_core.cli.atlas", "the model atlas of a per-model results table (e.g. the authors' 1,116)"),
     "hierarchy-sensitivity": ("hsc_core.cli.hierarchy_sensitivity",

@@ -1,0 +1,58 @@
+"""Monitor: watch the θ the Guaranteed-accuracy page ships on a stream (clean images, then a shipped
+shift; or the model's file in its order), with anytime-valid bounds, the alarm, θ adapting (ACI or
+recalibration), a time slider to play the stream, and one sentence (``dashboard.monitor``)."""
+
+import streamlit as st
+
+from dashboard import entry, monitor, presenter, sidebar, state, widgets
+from dashboard.catalog import shift_label
+from hsc_core.evaluation.monitor import shift_names
+
+entry.ensure_entrypoint(globals())
+
+es = sidebar.require_model_context()
+st.title("Monitor")
+with presenter.controls("Stream and promise"):
+    st.caption("After deployment: the θ certified for a target accuracy watched on a stream. The band holds the "
+               "accuracy since deployment at every sample at once; the alarm rings when some recent window's "
+               "accuracy is below the promise with confidence 1 − δ (a false alarm has probability ≤ δ over the "
+               "whole stream). θ can adapt: ACI nudges it after every label (long-run accuracy ≥ target − "
+               "(1 + γ − θ₁)/(γT)); recalibration re-fits it on the last 500 labels.")
+    cols = st.columns(4)
+shifts = shift_names(es.model)  # the model's shipped shifts (run with its bf16 variant)
+options = shifts + [monitor.IN_ORDER]
+if state.get("m_stream") not in options:
+    state.set("m_stream", options[0])
+with cols[0]:
+    state.bind(st.selectbox, "Stream", "m_stream", scope="mon", options=options,
+               format_func=lambda k: "this model's file, in order" if k == monitor.IN_ORDER
+               else f"clean, then {shift_label(k)}")
+    state.bind(st.slider, "Samples per part", "m_n", scope="mon", min_value=200, max_value=5000, step=100)
+with cols[1]:
+    state.bind(st.slider, "Promised accuracy", "m_acc", scope="mon", step=0.005, format="%.3f")
+    state.bind(st.slider, "δ (false-alarm probability)", "m_delta", scope="mon", step=0.01, format="%.2f")
+with cols[2]:
+    state.bind(st.slider, "A label for every K-th sample", "m_labels", scope="mon", min_value=1, max_value=50)
+with cols[3]:
+    state.bind(st.radio, "θ", "m_adapt", scope="mon", options=["fixed", "aci", "recalibrate"],
+               format_func={"fixed": "fixed (the card's)", "aci": "adaptive (ACI)",
+                            "recalibrate": "recalibrated"}.get)
+try:
+    with st.spinner("Playing the stream…"):
+        res = monitor.run(es, float(state.get("m_acc")), float(state.get("m_delta")), str(state.get("m_stream")),
+                          int(state.get("m_n")), int(state.get("m_labels")), str(state.get("m_adapt")))
+except ValueError as exc:
+    st.error(widgets.plain(widgets.public_message(exc)))
+    st.stop()
+n = len(res.frame)
+t = st.slider("▶ Time: play the stream sample by sample", 1, n, value=min(n, int(state.get("m_t")) or n),
+              key="m_t_slider")
+state.set("m_t", int(t) if t < n else 0)
+(st.error if res.first_alarm is not None and res.first_alarm <= t else st.info)(monitor.sentence(res, t))
+widgets.figure(monitor.figure(res, t, presenter.font_size()), "monitor", key="monitor_fig")
+st.caption(f"Verdict over the whole stream: {res.verdict}. Deployed θ = {res.deployment.theta:.4f} "
+           f"(Theorem 1, one-sided: accuracy ≥ {res.deployment.target:.3g} with probability ≥ 1 − δ); the stream "
+           "draws from the images it was not "
+           "calibrated on. The same run from the command line: `hsc monitor --simulate … --card CARD.json`.")
+st.download_button("Download the rows (CSV)", res.frame.to_csv(index=False), "monitor.csv", "text/csv",
+                   key="dl_monitor")

@@ -1,0 +1,106 @@
+"""The Monitor page's helpers: the deployed θ of the current model, the stream (the shipped clean
+images then one shift, or the model's own file in its order: an upload too), the monitor's run
+(``hsc_core.evaluation.monitor``, the same code as ``hsc monitor``), its figure and its sentence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from hsc_core.evaluation.monitor import (
+    QUANTITY_LABELS,
+    Deployment,
+    MonitorResult,
+    monitor_stream,
+    simulate_chunks,
+)
+from hsc_core.evaluation.results import hierarchy_hash
+
+from .catalog import shift_label
+from .evaluations import ModelContext
+
+#: The stream kinds the page offers: the model's file in its order (any model, uploads too).
+IN_ORDER = "in_order"
+_RUNS: dict[tuple, MonitorResult] = {}
+_MAX_RUNS = 8
+
+
+def deployment(es: ModelContext, target: float, delta: float) -> tuple[Deployment, np.ndarray]:
+    """The θ ``hsc card --method theorem1_pac`` ships for ``target`` with confidence 1 − ``delta`` (its
+    default split) as a deployment of this model and tree, and the rows of the images it did not
+    calibrate on (the stream draws from those)."""
+    fit = es.view.threshold(target, "theorem1_pac", delta=delta)
+    dep = Deployment(float(fit.theta), float(target), Deployment.from_theta(0.5, target).promises, float(delta),
+                     temperature=float(es.view.temperature), model=es.model,
+                     hierarchy_hash=hierarchy_hash(es.view.hierarchy))
+    return dep, es.view.rows[fit.test_positions]
+
+
+def run(es: ModelContext, target: float, delta: float, stream: str, n: int, labels_every: int, adapt: str,
+        seed: int = 0) -> MonitorResult:
+    """The monitor over the page's stream (kept for the last few settings: ▶ Play re-reads it)."""
+    key = (es.key, round(target, 6), round(delta, 6), stream, n, labels_every, adapt, seed)
+    if key in _RUNS:
+        return _RUNS[key]
+    dep, rows = deployment(es, target, delta)
+    h = es.view.hierarchy
+    if stream == IN_ORDER:
+        ev = es.view.evaluation
+        idx = es.view.rows[: int(n)]
+        chunks: Any = [{"scores": ev.logits[idx], "ids": np.arange(1, idx.size + 1),
+                        "segment": np.full(idx.size, "file"),
+                        "labels": np.where(np.arange(1, idx.size + 1) % labels_every == 0, ev.labels[idx], -1)}]
+    else:
+        chunks = simulate_chunks([("clean", int(n)), (stream, int(n))], model=es.model, rows=rows,
+                                 labels_every=labels_every, seed=seed)
+    res = monitor_stream(h, chunks, dep, adapt=adapt)
+    if len(_RUNS) >= _MAX_RUNS:
+        _RUNS.pop(next(iter(_RUNS)))
+    _RUNS[key] = res
+    return res
+
+
+def figure(res: MonitorResult, t: int, font_size: int = 14) -> go.Figure:
+    """Accuracy over the stream up to sample ``t``: the running estimate and its anytime-valid band
+    since deployment, the alarm's window bound, the promise, θ_t (right axis), the alarm and the shift."""
+    f = res.frame.iloc[: max(1, int(t))]
+    x = f["t"]
+    target = res.deployment.target
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=x, y=f["accuracy_upper"], line={"width": 0}, showlegend=False, hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=x, y=f["accuracy_lower"], fill="tonexty", line={"width": 0},
+                             fillcolor="rgba(31,119,180,0.2)", name="band since deployment (anytime-valid)"))
+    fig.add_trace(go.Scatter(x=x, y=f["accuracy"], line={"color": "#1f77b4"}, name="accuracy since deployment"))
+    fig.add_trace(go.Scatter(x=x, y=f["accuracy_recent_upper"], line={"color": "#d62728", "dash": "dot"},
+                             name="upper bound of the alarm's window"))
+    fig.add_trace(go.Scatter(x=x, y=f["theta"], line={"color": "#2ca02c"}, name="θ_t", yaxis="y2"))
+    fig.add_hline(y=target, line={"color": "black", "dash": "dash"}, annotation_text=f"promised {target:.3g}")
+    seg = res.frame["segment"].astype(str).to_numpy()
+    for s in np.flatnonzero(seg[1:] != seg[:-1]) + 1:
+        fig.add_vline(x=int(res.frame["t"][s]), line={"color": "gray"},
+                      annotation_text=shift_label(seg[s]), annotation_position="top left")
+    if res.first_alarm is not None and res.first_alarm <= t:
+        fig.add_vline(x=res.first_alarm, line={"color": "#d62728", "width": 3}, annotation_text="alarm")
+    fig.update_layout(xaxis={"title": "sample t", "range": [1, len(res.frame)]},
+                      yaxis={"title": QUANTITY_LABELS["accuracy"], "range": [max(0.0, target - 0.35), 1.0]},
+                      yaxis2={"title": "θ_t", "overlaying": "y", "side": "right", "range": [0, 1.05]},
+                      legend={"orientation": "h", "y": -0.25}, font={"size": font_size}, height=480,
+                      margin={"t": 30})
+    return fig
+
+
+def sentence(res: MonitorResult, t: int) -> str:
+    """One sentence computed from the run at sample ``t``."""
+    f = res.frame.iloc[max(1, int(t)) - 1]
+    conf = 1.0 - res.deployment.delta / len(res.deployment.promises)
+    where = shift_label(str(f["segment"])) if str(f["segment"]) not in ("file", "clean") else "clean images"
+    head = (f"At sample **{int(f['t']):,}** ({where}), θ = {f['theta']:.3f}: accuracy so far {f['accuracy']:.3f}, "
+            f"between {f['accuracy_lower']:.3f} and {f['accuracy_upper']:.3f} with {conf:.0%} confidence each; "
+            f"{f['answered_share']:.0%} of the samples answered.")
+    if res.first_alarm is not None and res.first_alarm <= int(f["t"]):
+        a = res.frame.iloc[res.first_alarm - 1]
+        return (head + f" **Alarm since sample {res.first_alarm:,}**: accuracy ≤ {a['accuracy_recent_upper']:.3f} "
+                f"since sample {int(a['accuracy_since']):,}, below the promised {res.deployment.target:.3g}.")
+    return head + f" No alarm: nothing shows the promised {res.deployment.target:.3g} broken."

@@ -1,0 +1,62 @@
+"""The Monitor page (Decide): the shipped clean images then a shift, the page's sentence at the link's
+time, the alarm, θ adapting, and its snapshot showing the same sentence."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from app_support import open_page, plotly_figures
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from dashboard import snapshot, snapshot_pages, snapshot_views  # noqa: E402, F401 - registers the builders
+
+SHIPPED = ROOT / "cached_logits"
+LITE0 = "efficientnet_lite0"
+
+
+@pytest.fixture
+def shipped(monkeypatch, tmp_path):
+    if not (SHIPPED / f"{LITE0}.npz").is_file():
+        pytest.skip("shipped logits absent")
+    models = tmp_path / "models"
+    models.mkdir()
+    for suffix in (".npz", ".json"):
+        (models / f"{LITE0}{suffix}").symlink_to(SHIPPED / f"{LITE0}{suffix}")
+    (models / "shifted").symlink_to(SHIPPED / "shifted")
+    monkeypatch.delenv("HSC_SYNTHETIC", raising=False)
+    monkeypatch.setenv("HSC_CACHED_LOGITS_DIR", str(models))
+    monkeypatch.setenv("HSC_SNAPSHOT_DIR", str(tmp_path / "snaps"))
+
+
+def _sentence(at) -> str:
+    return next(e.value for e in (*at.info, *at.error) if e.value.startswith("At sample"))
+
+
+def test_monitor_page_alarm_and_snapshot(shipped):
+    query = {"model": LITE0, "m_stream": "gaussian_noise-5", "m_n": "1500", "m_acc": "0.85", "m_delta": "0.1"}
+    at = open_page("app_pages/monitor.py", query)
+    end = _sentence(at)
+    assert end.startswith("At sample **3,000** (Gaussian noise, severity 5)") and "**Alarm since sample" in end
+    fig = json.loads(plotly_figures(at)[0].spec)
+    assert "θ_t" in [d.get("name") for d in fig["data"]]
+    assert "alarm" in [a.get("text") for a in fig["layout"]["annotations"]]
+    text = gzip.decompress(snapshot.snapshot_reply(
+        snapshot_views.store(), snapshot_views.share_link("monitor", query)[2:]).body).decode()
+    assert snapshot.markdown_html(end) in text
+    early = _sentence(open_page("app_pages/monitor.py", {**query, "m_t": "300"}))
+    assert early.startswith("At sample **300** (clean images)") and "No alarm" in early
+
+
+def test_monitor_page_adapts_theta(shipped):
+    at = open_page("app_pages/monitor.py", {"model": LITE0, "m_stream": "gaussian_blur-5", "m_n": "1000",
+                                            "m_acc": "0.85", "m_adapt": "aci"})
+    s = _sentence(at)
+    theta = float(s.split("θ = ")[1].split(":")[0])
+    deployed = float(next(c.value for c in at.caption if "Deployed θ = " in c.value).split("Deployed θ = ")[1][:6])
+    assert theta > deployed + 0.1  # ACI has raised θ to keep the accuracy under blur
