@@ -1,10 +1,10 @@
 """Monitor: watch the θ the Guaranteed-accuracy page ships on a stream (clean images, then a shipped
 shift; or the model's file in its order), with anytime-valid bounds, the alarm, θ adapting (ACI or
-recalibration), a time slider to play the stream, and one sentence (``dashboard.monitor``)."""
+recalibration), ▶ Play over the stream (a swept view), and one sentence (``dashboard.monitor``)."""
 
 import streamlit as st
 
-from dashboard import entry, monitor, presenter, sidebar, state, widgets
+from dashboard import entry, monitor, presenter, sidebar, state, sweep, widgets
 from dashboard.catalog import shift_label
 from hsc_core.evaluation.monitor import shift_names
 
@@ -45,11 +45,17 @@ except ValueError as exc:
     st.error(widgets.plain(widgets.public_message(exc)))
     st.stop()
 n = len(res.frame)
-t = st.slider("▶ Time: play the stream sample by sample", 1, n, value=min(n, int(state.get("m_t")) or n),
-              key="m_t_slider")
-state.set("m_t", int(t) if t < n else 0)
-(st.error if res.first_alarm is not None and res.first_alarm <= t else st.info)(monitor.sentence(res, t))
-widgets.figure(monitor.figure(res, t, presenter.font_size()), "monitor", key="monitor_fig")
+times = monitor.play_times(res)
+# One view plays the stream (▶ Play, its slider, keys), its sentence at each time above the chart; the
+# time where it rests reaches the link (m_t, 0 = the end).
+at = int(state.get("m_t")) or n
+shown = str(min(times, key=lambda tt: abs(tt - at)))
+fig = monitor.figure(res, int(shown), presenter.font_size())
+sweep.swept_chart(fig, key="monitor_fig", names=[str(v) for v in times], value=shown,
+                  on_rest=lambda v: state.set("m_t", int(v) if int(v) < n else 0), name="monitor",
+                  label="t", param="m_t", context=widgets.export_context(es), title="Monitoring the deployed θ",
+                  texts={k: sweep.markdown_html(v) for k, v in monitor.sentences(res).items()}, text_side="above",
+                  share_page="monitor", frame_ms=60)
 st.caption(f"Verdict over the whole stream: {res.verdict}. Deployed θ = {res.deployment.theta:.4f} "
            f"(Theorem 1, one-sided: accuracy ≥ {res.deployment.target:.3g} with probability ≥ 1 − δ); the stream "
            "draws from the images it was not "

@@ -62,33 +62,69 @@ def run(es: ModelContext, target: float, delta: float, stream: str, n: int, labe
     return res
 
 
+#: How many times t a played stream stops at (frames of the swept figure, first and last sample included).
+PLAY_STEPS = 101
+#: At most this many points of each curve are drawn (the CSV has every sample).
+DRAWN_POINTS = 600
+
+
+def play_times(res: MonitorResult) -> list[int]:
+    """The times t (1 … n) the swept figure has a frame for, in order."""
+    n = len(res.frame)
+    return sorted({int(v) for v in np.linspace(1, n, min(n, PLAY_STEPS)).round()})
+
+
 def figure(res: MonitorResult, t: int, font_size: int = 14) -> go.Figure:
-    """Accuracy over the stream up to sample ``t``: the running estimate and its anytime-valid band
-    since deployment, the alarm's window bound, the promise, θ_t (right axis), the alarm and the shift."""
-    f = res.frame.iloc[: max(1, int(t))]
-    x = f["t"]
+    """Accuracy over the stream up to sample ``t``: the running estimate and its anytime-valid band since
+    deployment, the alarm's window bound, the promise, θ_t (right axis), the shifts, a "now" line and the alarm
+    once rung; one frame per time of ``play_times`` (named by t), so the stream plays in the browser."""
+    frame = res.frame
+    n = len(frame)
+    keep = np.unique(np.linspace(0, n - 1, min(n, DRAWN_POINTS)).round().astype(int))
+    x = frame["t"].to_numpy()[keep]
+    cols = {c: frame[c].to_numpy()[keep] for c in ("accuracy_upper", "accuracy_lower", "accuracy",
+                                                   "accuracy_recent_upper", "theta")}
     target = res.deployment.target
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=x, y=f["accuracy_upper"], line={"width": 0}, showlegend=False, hoverinfo="skip"))
-    fig.add_trace(go.Scatter(x=x, y=f["accuracy_lower"], fill="tonexty", line={"width": 0},
-                             fillcolor="rgba(31,119,180,0.2)", name="band since deployment (anytime-valid)"))
-    fig.add_trace(go.Scatter(x=x, y=f["accuracy"], line={"color": "#1f77b4"}, name="accuracy since deployment"))
-    fig.add_trace(go.Scatter(x=x, y=f["accuracy_recent_upper"], line={"color": "#d62728", "dash": "dot"},
-                             name="upper bound of the alarm's window"))
-    fig.add_trace(go.Scatter(x=x, y=f["theta"], line={"color": "#2ca02c"}, name="θ_t", yaxis="y2"))
+    low = max(0.0, target - 0.35)
+    alarm = res.first_alarm
+
+    def upto(tt: int) -> list[dict]:
+        m = int(np.searchsorted(x, tt, side="right"))
+        cut = [{"x": x[:m].tolist(), "y": cols[c][:m].tolist()}
+               for c in ("accuracy_upper", "accuracy_lower", "accuracy", "accuracy_recent_upper", "theta")]
+        rung = alarm is not None and alarm <= tt
+        return [*cut, {"x": [tt, tt], "y": [low, 1.0]},
+                {"x": [alarm, alarm] if rung else [], "y": [low, 1.0] if rung else []}]
+
+    start = upto(int(t))
+    fig = go.Figure([
+        go.Scatter(start[0], line={"width": 0}, showlegend=False, hoverinfo="skip"),
+        go.Scatter(start[1], fill="tonexty", line={"width": 0}, fillcolor="rgba(31,119,180,0.2)",
+                   name="band since deployment (anytime-valid)"),
+        go.Scatter(start[2], line={"color": "#1f77b4"}, name="accuracy since deployment"),
+        go.Scatter(start[3], line={"color": "#d62728", "dash": "dot"}, name="upper bound of the alarm's window"),
+        go.Scatter(start[4], line={"color": "#2ca02c"}, name="θ_t", yaxis="y2"),
+        go.Scatter(start[5], mode="lines", line={"color": "#808495", "width": 1}, name="now", showlegend=False,
+                   hoverinfo="skip"),
+        go.Scatter(start[6], mode="lines", line={"color": "#d62728", "width": 3}, name="alarm"),
+    ])
     fig.add_hline(y=target, line={"color": "black", "dash": "dash"}, annotation_text=f"promised {target:.3g}")
-    seg = res.frame["segment"].astype(str).to_numpy()
+    seg = frame["segment"].astype(str).to_numpy()
     for s in np.flatnonzero(seg[1:] != seg[:-1]) + 1:
-        fig.add_vline(x=int(res.frame["t"][s]), line={"color": "gray"},
+        fig.add_vline(x=int(frame["t"][s]), line={"color": "gray"},
                       annotation_text=shift_label(seg[s]), annotation_position="top left")
-    if res.first_alarm is not None and res.first_alarm <= t:
-        fig.add_vline(x=res.first_alarm, line={"color": "#d62728", "width": 3}, annotation_text="alarm")
-    fig.update_layout(xaxis={"title": "sample t", "range": [1, len(res.frame)]},
-                      yaxis={"title": QUANTITY_LABELS["accuracy"], "range": [max(0.0, target - 0.35), 1.0]},
+    fig.update_layout(xaxis={"title": "sample t", "range": [1, n]},
+                      yaxis={"title": QUANTITY_LABELS["accuracy"], "range": [low, 1.0]},
                       yaxis2={"title": "θ_t", "overlaying": "y", "side": "right", "range": [0, 1.05]},
                       legend={"orientation": "h", "y": -0.25}, font={"size": font_size}, height=480,
                       margin={"t": 30})
+    fig.frames = [go.Frame(name=str(tt), traces=list(range(7)), data=upto(tt)) for tt in play_times(res)]
     return fig
+
+
+def sentences(res: MonitorResult) -> dict[str, str]:
+    """The page's sentence at every time of ``play_times`` (markdown, by frame name)."""
+    return {str(tt): sentence(res, tt) for tt in play_times(res)}
 
 
 def sentence(res: MonitorResult, t: int) -> str:

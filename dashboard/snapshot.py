@@ -222,7 +222,7 @@ class Snapshot:
     ▶ Play kept); ``image``: the sample's image (bytes of ``image_type``), when there is one.
     ``theta_texts``: a θ-swept view's θ-dependent text at every θ of its frames (markdown by frame
     name, ``"0.00"`` … ``"1.00"``), shown under the headline for the θ its first figure shows;
-    ``theta``: the frame it opens at, unless the link's ``?theta=`` names another."""
+    ``theta``: the frame it opens at, unless the link's ``?theta=`` (``param``) names another."""
 
     title: str
     headline: str
@@ -234,6 +234,7 @@ class Snapshot:
     presenter: bool = False
     theta_texts: Mapping[str, str] | None = None
     theta: str | None = None
+    param: str = "theta"
 
 
 @dataclass(frozen=True)
@@ -326,10 +327,10 @@ document.addEventListener("DOMContentLoaded", function () {
     thetaEl.innerHTML = texts[name];  // escaped by the server (markdown_html)
     document.body.setAttribute("data-theta", name);
     var url = new URL(open.getAttribute("href"), window.location.href);
-    url.searchParams.set("theta", name);
+    url.searchParams.set(document.body.dataset.param || "theta", name);
     open.setAttribute("href", url.toString());
   }
-  var asked = new URLSearchParams(window.location.search).get("theta");
+  var asked = new URLSearchParams(window.location.search).get(document.body.dataset.param || "theta");
   var start = texts && asked !== null && texts[asked] !== undefined ? asked : null;
   if (start !== null) showTheta(start);
   figs.forEach(function (div, n) {
@@ -396,7 +397,8 @@ def render_page(snap: Snapshot, live: str, plotly_src: str) -> str:
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         f"<title>{esc(snap.title)} · snapshot</title><style>{_STYLE}</style>"
         f"<script src=\"{esc(plotly_src)}\" defer></script></head>\n"
-        f"<body class=\"{'presenter' if snap.presenter else 'normal'}\" data-theta=\"{esc(snap.theta or '')}\">\n"
+        f"<body class=\"{'presenter' if snap.presenter else 'normal'}\" data-theta=\"{esc(snap.theta or '')}\""
+        f" data-param=\"{esc(snap.param)}\">\n"
         f"<header><h1>{esc(snap.title)}</h1><a class=\"open\" href=\"{esc(live)}\">Open interactive</a></header>\n"
         f"{caption}\n<div class=\"view{'' if figures else ' text'}\"><div class=\"info\">{image}"
         f"<div class=\"headline\" data-testid=\"headline\">{markdown_html(snap.headline)}</div>{swept}</div>\n"

@@ -342,6 +342,8 @@ def monitor(params: Mapping[str, str]) -> Snapshot:
     except ValueError as exc:
         raise Unavailable(str(exc)) from None
     n = len(res.frame)
-    t = min(n, int(values["m_t"]) or n)
-    return Snapshot("Monitor", mon.sentence(res, t), (mon.figure(res, t, font_size(values["presenter"])),),
-                    caption=f"Verdict over the whole stream: {res.verdict}.", presenter=bool(values["presenter"]))
+    at = min(n, int(values["m_t"]) or n)
+    t = min(mon.play_times(res), key=lambda tt: abs(tt - at))
+    return Snapshot("Monitor", "", (mon.figure(res, t, font_size(values["presenter"])),),
+                    caption=f"Verdict over the whole stream: {res.verdict}.", presenter=bool(values["presenter"]),
+                    theta_texts=mon.sentences(res), theta=str(t), param="m_t")

@@ -23,9 +23,9 @@ from hsc_core.report import style
 from . import catalog, evaluations, page_sentences, plots, state, views, widgets
 from .snapshot import BUILDERS, Snapshot, Unavailable, View, default_store, register
 
-#: Pages whose θ-swept view (``sweep.theta_chart``) offers the view's one share link, with the θ on screen;
+#: Pages whose swept view (``sweep.swept_chart``) offers the view's one share link, with the θ (or t) on screen;
 #: the sidebar offers none for them.
-THETA_PAGES = frozenset({"explorer", "risk_coverage", "try_an_image"})
+THETA_PAGES = frozenset({"explorer", "risk_coverage", "try_an_image", "monitor"})
 #: The share box's words while a page shows an uploaded file.
 UPLOAD_NOTE = ("No snapshot link while this page shows an uploaded file: uploads are not in links (they stay in "
                "this session only). Without the upload, the page's link works again.")

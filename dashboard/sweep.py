@@ -11,7 +11,7 @@ when no sweep of its own is going. Nothing the server sends later moves a sweep 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 import streamlit as st
@@ -40,18 +40,24 @@ def _spec(fig) -> str:
     return spec
 
 
+def markdown_html(text: str) -> str:
+    """The pages' markdown as the view shows it: escaped HTML (``snapshot.markdown_html``)."""
+    from .snapshot import markdown_html as to_html
+
+    return to_html(text)
+
+
 def theta_texts(markdown_at: Callable[[float], str]) -> dict[str, str]:
     """The θ-dependent text of a view at every θ of the grid (markdown, as the pages write it), as the
     component shows it: escaped HTML (``snapshot.markdown_html``)."""
-    from .snapshot import markdown_html
     from .snapshot_views import theta_markdown
 
     return {name: markdown_html(text) for name, text in theta_markdown(markdown_at).items()}
 
 
-def share_url(page: str | None) -> str | None:
-    """The view's one share link: its snapshot (``s/<key>``, the view without θ, which the component
-    adds as ``?theta=``) as an absolute address; None for a page without snapshots or an uploaded file."""
+def share_url(page: str | None, param: str = "theta") -> str | None:
+    """The view's one share link: its snapshot (``s/<key>``, the view without its swept ``param``, which the
+    component adds as ``?theta=``) as an absolute address; None for a page without snapshots or an upload."""
     if page is None:
         return None
     from urllib.parse import urljoin
@@ -60,7 +66,7 @@ def share_url(page: str | None) -> str | None:
 
     if snapshot_views.shows_upload(page, st.session_state):
         return None
-    params = {k: v for k, v in snapshot_views.current_params().items() if k != "theta"}
+    params = {k: v for k, v in snapshot_views.current_params().items() if k != param}
     link = snapshot_views.share_link(page, params)
     if link is None:
         return None
@@ -82,19 +88,32 @@ def theta_chart(fig, *, key: str, theta: float, on_theta: Callable[[float], None
     the chart (``text_ratio``: its share of the width beside the chart, e.g. ``"28%"``); ``share_page``: the
     page whose snapshot link the view offers; ``name``/``context``/``title``: the camera button's file
     name and the exported image's title."""
+    swept_chart(fig, key=key, names=THETA_NAMES, value=f"{min(max(float(theta), 0.0), 1.0):.2f}",
+                on_rest=lambda v: on_theta(float(v)), name=name, context=context, title=title, texts=texts,
+                text_side=text_side, text_ratio=text_ratio, share_page=share_page, delay_ms=delay_ms)
+
+
+def swept_chart(fig, *, key: str, names: Sequence[str], value: str, on_rest: Callable[[str], None], name: str,
+                label: str = "θ", param: str = "theta", context: ExportContext | None = None,
+                title: str | None = None, texts: Mapping[str, str] | None = None,
+                text_side: Literal["below", "above", "right", "left"] = "below", text_ratio: str | None = None,
+                share_page: str | None = None, delay_ms: int = 400, frame_ms: int = 30) -> None:
+    """``theta_chart`` for any swept value: ``fig``'s frames are named ``names`` (in sweep order), the view
+    starts at ``value`` and ``on_rest(name)`` runs where a sweep comes to rest; ``label`` names the value on
+    screen (``"θ"``, ``"t"``) and ``param`` in the share link (``?theta=``)."""
     record = st.session_state.setdefault(keys.sweep(key), {"rev": 0, "theta": None, "ack": None})
-    at = f"{min(max(float(theta), 0.0), 1.0):.2f}"
-    if record["theta"] != at:  # θ moved by something other than this view's own rest: the view takes it
+    if record["theta"] != value:  # moved by something other than this view's own rest: the view takes it
         record["rev"] += 1
-        record["theta"] = at
+        record["theta"] = value
+    allowed = frozenset(names)
 
     def rested() -> None:
-        value = st.session_state.get(key)
-        if not isinstance(value, dict) or value.get("theta") not in THETA_NAMES:
+        got = st.session_state.get(key)
+        if not isinstance(got, dict) or got.get("theta") not in allowed:
             return  # not a rest this view sent
-        record["theta"] = value["theta"]
-        record["ack"] = value.get("seq")
-        on_theta(float(value["theta"]))
+        record["theta"] = got["theta"]
+        record["ack"] = got.get("seq")
+        on_rest(str(got["theta"]))
 
     from hsc_core.report import style
 
@@ -103,14 +122,14 @@ def theta_chart(fig, *, key: str, theta: float, on_theta: Callable[[float], None
         if context is not None else "")
     fmt = state.get("fmt")
     sweep = {
-        "names": list(THETA_NAMES), "theta": at, "rev": record["rev"], "ack": record["ack"],
-        "delay": int(delay_ms), "frame_ms": 30,
+        "names": list(names), "theta": value, "rev": record["rev"], "ack": record["ack"], "label": label,
+        "param": param, "aria": f"{label} (arrow keys one step, Page Up/Down ten, Home/End)",
+        "delay": int(delay_ms), "frame_ms": int(frame_ms),
         "controls": int(round(30 + 2.2 * font_size())),  # Plotly's slider and Play in the figure (not drawn here)
         "texts": dict(texts) if texts is not None else None, "text_side": text_side, "text_ratio": text_ratio,
-        "share": share_url(share_page),
+        "share": share_url(share_page, param),
         "image": {"format": fmt if fmt in ("png", "svg") else "png", "filename": export_name(name, context),
                   "title": head},
     }
     plotly_component.chart(_spec(fig), key, plot_config(export_name(name, context), fmt), sweep=sweep,
                            on_change=rested)
-

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from app_support import open_page, plotly_figures
+from app_support import open_page, swept_view, view_texts
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -35,7 +35,8 @@ def shipped(monkeypatch, tmp_path):
 
 
 def _sentence(at) -> str:
-    return next(e.value for e in (*at.info, *at.error) if e.value.startswith("At sample"))
+    """The sentence the page's swept view shows at its time (its ``<strong>`` as ``**``)."""
+    return view_texts(at)
 
 
 def test_monitor_page_alarm_and_snapshot(shipped):
@@ -43,14 +44,17 @@ def test_monitor_page_alarm_and_snapshot(shipped):
     at = open_page("app_pages/monitor.py", query)
     end = _sentence(at)
     assert end.startswith("At sample **3,000** (Gaussian noise, severity 5)") and "**Alarm since sample" in end
-    fig = json.loads(plotly_figures(at)[0].spec)
+    view = swept_view(at, "monitor_fig")
+    fig = json.loads(view.spec)
     assert "θ_t" in [d.get("name") for d in fig["data"]]
-    assert "alarm" in [a.get("text") for a in fig["layout"]["annotations"]]
+    # one frame per time the stream stops at when played; the alarm's line appears in the frames after it
+    assert [f["name"] for f in fig["frames"]] == view.sweep["names"] and view.sweep["names"][-1] == "3000"
+    assert fig["frames"][0]["data"][6]["x"] == [] and fig["frames"][-1]["data"][6]["x"]
     text = gzip.decompress(snapshot.snapshot_reply(
         snapshot_views.store(), snapshot_views.share_link("monitor", query)[2:]).body).decode()
-    assert snapshot.markdown_html(end) in text
-    early = _sentence(open_page("app_pages/monitor.py", {**query, "m_t": "300"}))
-    assert early.startswith("At sample **300** (clean images)") and "No alarm" in early
+    assert view.sweep["texts"]["3000"] in text  # the snapshot opens with the live view's sentence
+    early = _sentence(open_page("app_pages/monitor.py", {**query, "m_t": "300"}))  # the nearest stop: 301
+    assert early.startswith("At sample **301** (clean images)") and "No alarm" in early
 
 
 def test_monitor_page_adapts_theta(shipped):

@@ -5,7 +5,8 @@
 // sends the font files' addresses).
 //
 // A θ-swept chart (`args.sweep`) is one view that owns its θ: the figure's frames (one per θ of the
-// 0.01 grid, named "0.00" … "1.00"), its ▶ Play / ❚❚ button, its θ slider, the keys (←/→ ±0.01,
+// 0.01 grid, named "0.00" … "1.00"; or of another swept value, `sweep.names` and `sweep.label`, such as the
+// Monitor's time t), its ▶ Play / ❚❚ button, its θ slider, the keys (←/→ ±0.01,
 // Page Up/Down ±0.1, Home/End), the θ-dependent text beside or under the chart, and the share link
 // of the view on screen. State flows one way:
 // * the server gives the first θ and the data (figure, texts, link); it gives a θ again only with a new
@@ -87,7 +88,7 @@
     var sw = S.sweep;
     if (!sw || !sw.share) return null;
     var url = new URL(sw.share);
-    url.searchParams.set("theta", name);
+    url.searchParams.set(sw.param || "theta", name);
     return url.toString();
   }
   // Show frame k: the chart (its frame), the slider, the readout, the text, the link, data-theta.
@@ -101,7 +102,7 @@
                                    transition: {duration: 0}});
     }
     range.value = String(k);
-    readout.textContent = "θ = " + name;
+    readout.textContent = ((S.sweep && S.sweep.label) || "θ") + " = " + name;
     var texts = S.sweep && S.sweep.texts;
     if (texts && texts[name] !== undefined) text.innerHTML = texts[name];  // HTML escaped by the server
     var href = shareHref(name);
@@ -260,6 +261,7 @@
         range.max = String(Math.max(0, S.names.length - 1));
       }
       bar.style.fontSize = (args.rem || 16) + "px";
+      range.setAttribute("aria-label", sweep.aria || range.getAttribute("aria-label"));
       text.style.fontSize = (args.rem || 16) + "px";
       share.style.display = copy.style.display = sweep.share ? "" : "none";
       if (first || sweep.rev !== S.rev) {
