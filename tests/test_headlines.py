@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from dashboard import headlines
+
 
 def _split(method="theorem1", kind="marginal", quantity="hierarchical", label="Algorithm 2 θ̂ (paper)",
            certified=True, delta=None):

@@ -76,8 +76,8 @@ def test_threshold_for_accuracy_is_algorithm_2_on_the_seeded_draw_without_delta(
     assert res.theta == pytest.approx(optimal_threshold(h, probs, b.labels[rows][cal], alpha=0.1), abs=1e-6)
     assert res.test_positions.tolist() == np.flatnonzero(test).tolist()
     # δ given: Theorem 1's ε comes with it; a PAC method without δ is one clear error.
-    assert threshold_for_accuracy(h, b.logits, b.labels, 0.9, "theorem1", delta=0.1, n=500, seed=3).epsilon == pytest.approx(
-        hsc_core.theorem1_epsilon(500, 0.1, 0.1))
+    with_delta = threshold_for_accuracy(h, b.logits, b.labels, 0.9, "theorem1", delta=0.1, n=500, seed=3)
+    assert with_delta.epsilon == pytest.approx(hsc_core.theorem1_epsilon(500, 0.1, 0.1))
     with pytest.raises(ValueError, match="δ .delta. is needed for method 'ltt_holm'"):
         threshold_for_accuracy(h, b.logits, b.labels, 0.9, "ltt_holm", n=500)
 

@@ -338,11 +338,10 @@ def card_markdown(card: dict[str, Any]) -> str:
         f"    - {{type: coverage, value: {r['coverage']:.6f}, name: realised coverage}}",
         f"    - {{type: haurc, value: {card['haurc_climbing']['value']:.6f}, name: hAURC Climbing}}",
         "hsc_decision_card:",
-        *(f"  {k}: {_yaml(card.get(k))}" for k in ("format", "method", "kind", "quantity", "theta", "target_accuracy", "delta",
-                                               "certified", "meets_target", "n_cal", "n_test", "seed", "temperature",
-                                               "ts",
-                                               "hierarchy_hash", "protocol", "weights", "toolkit_version",
-                                               "date")),
+        *(f"  {k}: {_yaml(card.get(k))}" for k in (
+            "format", "method", "kind", "quantity", "theta", "target_accuracy", "delta", "certified", "meets_target",
+            "n_cal", "n_test", "seed", "temperature", "ts", "hierarchy_hash", "protocol", "weights", "toolkit_version",
+            "date")),
         "---",
     ]
     acc_lo, acc_hi = r["accuracy_interval"]
@@ -369,7 +368,7 @@ def card_markdown(card: dict[str, Any]) -> str:
         f"| quantity | value | {card['realised']['confidence']:.0%} interval |",
         "|---|---|---|",
         *_answer_rows(card),
-        f"| hierarchical accuracy (abstentions count as correct"
+        "| hierarchical accuracy (abstentions count as correct"
         + (f"; target {card['target_accuracy']:.4g}" if card.get("quantity", "hierarchical") == "hierarchical" else "")
         + f") | {r['accuracy']:.4f} | [{acc_lo:.4f}, {acc_hi:.4f}] |",
         f"| coverage | {r['coverage']:.4f} | [{cov_lo:.4f}, {cov_hi:.4f}] |",
@@ -382,17 +381,16 @@ def card_markdown(card: dict[str, Any]) -> str:
         "",
     ]
     ev = card.get("evidence") or {}
+    noun = "accuracy of the answers" if card.get("quantity") == "answers" else "hierarchical accuracy"
     if ev:
         lines += [
             "## Evidence",
             "",
             f"Over {ev['reps']:,} calibration sets of {card['n_cal']:,} drawn with replacement (the data set as the "
-            f"deployment distribution): the {'accuracy of the answers' if card.get('quantity') == 'answers' else 'hierarchical accuracy'} "
-            f"fell below {card['target_accuracy']:.4g} in "
+            f"deployment distribution): the {noun} fell below {card['target_accuracy']:.4g} in "
             f"{ev['violation_rate']:.1%} of them (95 % upper limit {ev['violation_high_95']:.1%}"
             + ("" if card["delta"] is None else f"; δ = {card['delta']:.4g}")
-            + f"); mean {'accuracy of the answers' if card.get('quantity') == 'answers' else 'hierarchical accuracy'} "
-            f"{ev['accuracy_mean']:.4f}"
+            + f"); mean {noun} {ev['accuracy_mean']:.4f}"
             + (f", mean share answered {ev['answered_mean']:.4f}" if "answered_mean" in ev else "")
             + f", mean coverage {ev['coverage_mean']:.4f}.",
             "",

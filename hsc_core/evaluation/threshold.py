@@ -263,7 +263,8 @@ class ThresholdResult:
                "marginal": " (promised only on average over calibration sets: one calibration can fall below)",
                "marginal per group": " (promised only on average over calibration sets, per superclass)",
                }.get(self.kind, " (no guarantee: a heuristic)")
-        return f"{what} on the test samples, {self.guaranteed_value:.4f}, {verdict} the target {self.target_accuracy:.4g}{how}"
+        return (f"{what} on the test samples, {self.guaranteed_value:.4f}, {verdict} the target "
+                f"{self.target_accuracy:.4g}{how}")
 
 
 def _settings(target_accuracy: float, method: str, delta: float | None, options: dict[str, Any]) -> GuaranteeSettings:
