@@ -364,18 +364,21 @@ def calibrators_headline(rows: list[dict[str, Any]], calibrator_label, confidenc
 
 
 def per_rank_headline(answer_share: dict[str, float], certified: bool, target: float, delta: float,
-                      accuracy: float) -> str:
-    """Per-rank thresholds' sentence: the share answered (at the finest rank and coarser), what is
-    guaranteed with what confidence, and the accuracy measured on the table.
+                      accuracy: float, answered_accuracy: float | None = None) -> str:
+    """Per-rank thresholds' sentence: the shares answered at the finest rank, at a coarser rank and
+    abstained, the accuracy of the answers, and what is guaranteed (hierarchical accuracy, an
+    abstention counting as correct) with what confidence.
 
     Parameters
     ----------
     answer_share : rank → share of samples stopping there, coarsest rank first, the finest last but one,
         "root (abstain)" last.
-    certified : whether a θ per rank was found. target, delta : 1 − α and δ. accuracy : realised.
+    certified : whether a θ per rank was found. target, delta : 1 − α and δ.
+    accuracy : realised hierarchical accuracy (abstentions correct); answered_accuracy : realised
+        accuracy of the answers (None: none answered, or not known).
 
-    >>> per_rank_headline({"genus": 0.1, "species": 0.7, "root (abstain)": 0.2}, True, 0.9, 0.1, 0.93)[:77]
-    '**80% of the samples get an answer** (70% at species, 10% at a coarser rank, '
+    >>> per_rank_headline({"genus": 0.1, "species": 0.7, "root (abstain)": 0.2}, True, 0.9, 0.1, 0.93, 0.9125)[:87]
+    '**70% of the samples get an answer at species, 10% at a coarser rank and 20% abstain**;'
     """
     shares = list(answer_share.values())
     ranks = [plain(r) for r in answer_share]  # rank names come from the uploaded table's columns
@@ -383,9 +386,11 @@ def per_rank_headline(answer_share: dict[str, float], certified: bool, target: f
         return (f"**No θ per rank can promise {target:.1%} accuracy** with {1 - delta:.0%} confidence here: every "
                 "sample abstains; lower the target or add samples.")
     answered, finest = 1 - shares[-1], shares[-2]
-    return (f"**{answered:.0%} of the samples get an answer** ({finest:.0%} at {ranks[-2]}, {answered - finest:.0%} "
-            f"at a coarser rank, {shares[-1]:.0%} abstain); with {1 - delta:.0%} confidence at least {target:.1%} of "
-            f"the answers on new data are correct (measured on this table: {accuracy:.1%}).")
+    right = "" if answered_accuracy is None else f"{answered_accuracy:.1%} of the answers are correct, "
+    return (f"**{finest:.0%} of the samples get an answer at {ranks[-2]}, {answered - finest:.0%} at a coarser rank "
+            f"and {shares[-1]:.0%} abstain**; on this table {right}{accuracy:.1%} counting the abstentions as correct. "
+            f"**Guaranteed with {1 - delta:.0%} confidence: hierarchical accuracy ≥ {target:.1%} on new data**, every "
+            "sample counting and an abstention counting as correct (not the answers' accuracy alone).")
 
 
 def sensitivity_headline(gains: dict[str, float], rule: str, shuffled: str | None = None) -> str:
