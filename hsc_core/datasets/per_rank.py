@@ -117,7 +117,7 @@ class PerRankScores:
         if len(self.ranks) < 2:
             return np.zeros(self.n, dtype=bool)
         nested = np.asarray(self.hierarchy.is_ancestor(self.pred_nodes[:, :-1], self.pred_nodes[:, 1:]), dtype=bool)
-        return ~nested.all(axis=1)
+        return np.asarray(~nested.all(axis=1), dtype=bool)
 
     def subset(self, rows: np.ndarray) -> PerRankScores:
         """The same table restricted to ``rows`` (indices or a boolean mask); the hierarchy is kept."""

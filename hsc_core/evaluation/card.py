@@ -128,7 +128,8 @@ def decision_card(
     correct = h.is_ancestor(nodes, data.labels[fit.test_positions])
     k, m = int(correct.sum()), fit.n_test
     b = fit.breakdown
-    k_ans, m_ans = int(round(b["answered_accuracy"] * b["n_answered"])) if b["n_answered"] else 0, b["n_answered"]
+    m_ans = int(b["n_answered"])
+    k_ans = int(round(b["answered_accuracy"] * m_ans)) if m_ans else 0
     cov = h.coverage[nodes]
     boot = es.bootstrap(n_resamples=N_RESAMPLES if n_resamples is None else n_resamples,
                         seed=BOOTSTRAP_SEED if bootstrap_seed is None else bootstrap_seed).haurc["climbing"]
