@@ -27,7 +27,7 @@ from .shootout import shootout
 from .threshold import DEFAULT_DELTA, DEFAULT_METHOD, breakdown_sentence, default_n_cal, guarantee_sentence, threshold
 
 __all__ = ["CARD_FORMAT", "CARD_REPS", "DEFAULT_METHOD", "answer_line", "card_json", "card_markdown", "decision_card",
-           "guarantee_sentence", "md_text", "promise_words", "realised_words"]
+           "guarantee_sentence", "md_text", "promise_words", "realised_words", "status_words"]
 
 CARD_FORMAT = "hsc-decision-card/1"
 # The method a card deploys when none is named is ``threshold.DEFAULT_METHOD`` (LTT on the accuracy of
@@ -286,20 +286,26 @@ def _guaranteed_line(card: dict[str, Any]) -> str:
     return f"Guaranteed: {', '.join(parts)} {how}{trivially}."
 
 
-def _status_line(card: dict[str, Any]) -> str:
-    """Certified (PAC), calibrated on average only (marginal: the evidence's share below the target
-    said), a heuristic, or not certified with the reason."""
+def status_words(card: dict[str, Any]) -> tuple[str, str]:
+    """(verdict, detail): certified (PAC), calibrated on average only (marginal: the evidence's share
+    below the target said), a heuristic, or not certified with the reason."""
     if not card["certified"]:
-        return f"**Not certified:** {md_text(card['note'], 400)}"
+        return "Not certified", str(card["note"])
     ev = card.get("evidence") or {}
-    below = (f": {ev['violation_rate']:.1%} of the evidence's {ev['reps']:,} calibration sets fell below the target"
+    below = (f"{ev['violation_rate']:.1%} of the evidence's {ev['reps']:,} calibration sets fell below the target"
              if ev else "")
     if card["kind"] == "pac":
-        return f"**Certified** with confidence {1 - card['delta']:.4g}{below}."
+        return f"Certified with confidence {1 - card['delta']:.4g}", below
     if card["kind"].startswith("marginal"):
-        return (f"**Calibrated, not certified for this calibration:** a marginal method promises the target only on "
-                f"average over calibration sets{below}.")
-    return f"**No guarantee** (a heuristic){below}."
+        return ("Calibrated, not certified for this calibration",
+                "a marginal method promises the target only on average over calibration sets" + (f": {below}"
+                                                                                                 if below else ""))
+    return "No guarantee (a heuristic)", below
+
+
+def _status_line(card: dict[str, Any]) -> str:
+    verdict, detail = status_words(card)
+    return f"**{verdict}:** {md_text(detail, 400)}" if detail else f"**{verdict}.**"
 
 
 def _answer_rows(card: dict[str, Any]) -> list[str]:
