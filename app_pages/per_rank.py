@@ -11,8 +11,9 @@ st.title("Per-rank thresholds")
 with presenter.controls("Table and requirement"):  # presenter mode: the how-to folds away with the pickers
     st.caption("Bring your own scores: a table with `sample_id` and, per rank from the coarsest to the finest, "
                "`true_<rank>`, `pred_<rank>`, `conf_<rank>`. Climbing by rank answers at the finest rank whose "
-               "confidence reaches its θ, else abstains; Learn then Test picks one θ per rank so that accuracy "
-               "≥ the target with probability ≥ 1 − δ.")
+               "confidence reaches its θ (each rank's own head: when heads disagree, the finer head's label is the "
+               "answer, judged at that rank), else abstains; Learn then Test picks one θ per rank so that "
+               "hierarchical accuracy (abstentions count as correct) ≥ the target with probability ≥ 1 − δ.")
     top = st.columns([2.0, 1.2, 1.2])
 with top[0]:
     upload = st.file_uploader("Per-rank scores (CSV or Parquet)", type=["csv", "parquet"],
@@ -50,7 +51,9 @@ with right:
 
 (st.success if card["certified"] else st.warning)(per_rank.verdict(card, target, delta, scores.n))
 st.dataframe(per_rank.thetas_rows(card), hide_index=True, key="rank_thetas")
-st.subheader(f"Against hand-picked thresholds ({per_rank.REPS:,} random calibration/test splits)")
+st.subheader(f"Against a shared-θ LTT and hand-picked thresholds ({per_rank.REPS:,} random calibration/test splits)")
+st.caption("Violation rate: accuracy below the target on the whole table, the population the splits are drawn from "
+           "(a guarantee bounds it by δ); on the test half alone the rate adds that half's binomial noise.")
 st.dataframe(per_rank.comparison_rows(card), hide_index=True, key="rank_comparison")
 markdown, as_json = per_rank.card_downloads(card)
 cols = st.columns(2)

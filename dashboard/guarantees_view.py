@@ -193,34 +193,23 @@ def one_split(es: ModelContext, req: Requirement, slots: Slots | None = None) ->
     except ValueError as exc:
         st.error(f"Cannot calibrate: {widgets.public_message(exc)}")
         st.stop()
-    eps, test_acc = theorem1_epsilon(req.n, req.alpha, req.delta), split.test_accuracy
-    inside = abs(test_acc - req.target) <= eps + TOL
+    eps = theorem1_epsilon(req.n, req.alpha, req.delta)
     with slots.split if slots is not None else st.container():
-        return _split_numbers(es, req, split, eps, test_acc, inside, grid=slots is not None,
+        return _split_numbers(req, split, eps, grid=slots is not None,
                               headline=slots.headline if slots is not None else None)
 
 
-def _split_numbers(es: ModelContext, req: Requirement, split: ThresholdResult, eps: float, test_acc: float,
-                   inside: bool, *, grid: bool, headline=None) -> float:
+def _split_numbers(req: Requirement, split: ThresholdResult, eps: float, *, grid: bool, headline=None) -> float:
     # presenter mode: two metrics a row in the narrow left column (the histogram takes the rest)
     with headline if headline is not None else st.container():
-        st.info(headlines.guarantee_headline(split, es.view.hierarchy.leaf_count, req.confidence),
-                icon=":material/verified:")
+        st.info(headlines.guarantee_headline(split, req.confidence), icon=":material/verified:")
     m = [c for _ in range(3) for c in st.columns(2)] if grid else st.columns(5)
-    m[0].metric("θ̂ (threshold)" if split.method != "darts" else "λ (DARTS)", f"{split.theta:.4f}")
-    m[1].metric("ε (Theorem 1)", f"{eps:.4f}")
-    m[2].metric("Test accuracy", f"{test_acc:.4f}", delta=f"{test_acc - req.target:+.4f} vs target",
-                delta_color="off")
-    m[3].metric("Hierarchical coverage", f"{split.test_coverage:.4f}",
-                help="How specific the answers are on the test samples: the mean coverage of the predicted node "
-                     "(1 = a leaf for every sample, 0 = the root). Not the share of samples answered: see the "
-                     "sentence above.")
-    m[4].metric("Within target ± ε", "yes" if inside else "no",
-                help="Theorem 1's two-sided band: with probability ≥ 1 − δ the accuracy on new data lies within ε "
-                     "of the target (for the paper's θ̂; a PAC method aims above the band's middle).")
+    for col, (label, value, delta, help_text) in zip(m, headlines.guarantee_metrics(split, eps), strict=False):
+        col.metric(label, value, delta=delta, delta_color="off", help=help_text)
     lo, hi = max(0.0, req.target - eps), min(1.0, req.target + eps)
+    band = f" Theorem 1's band (ε = {eps:.4f}): [{lo:.4f}, {hi:.4f}]." if split.method == "theorem1" else ""
     st.caption(f"One split: {split.n_cal:,} stratified calibration / {split.n_test:,} test samples (seed {req.seed}), "
-               f"{split.label}. Band: [{lo:.4f}, {hi:.4f}]. {split.answer_sentence()}.")
+               f"{split.label}.{band}")
     if not split.certified and split.note and not (req.root_only and split.method == "theorem1"):
         st.warning(f"**{split.label}**: {split.note}", icon=":material/block:")
     if req.root_only:

@@ -49,58 +49,65 @@ def method_words(label: str, kind: str) -> str:
     return f"{label} — {PROMISE_WORDS.get(kind, kind)}"
 
 
-def answer_shares(nodes: np.ndarray, leaf_count: np.ndarray) -> tuple[float, float]:
-    """The share of samples that get an answer (a node below the root) and the share answered at a leaf.
+def guarantee_headline(split: Any, confidence: float) -> str:
+    """The manager's answer for one calibrated split (``ThresholdResult``): the θ to deploy; the shares
+    of the test samples answered at a leaf, at a coarser node and abstained; the accuracy of the
+    answers; what is guaranteed, about which quantity, with what confidence; and whether the
+    measured value meets the target.
 
     Parameters
     ----------
-    nodes : (n,) int, the node predicted for each sample.
-    leaf_count : (n_nodes,) int, the number of leaves under each node (1 at a leaf; the root has all).
-
-    Returns
-    -------
-    answered, at_leaf : float, shares of the n samples (0 for an empty ``nodes``).
-    """
-    nodes = np.asarray(nodes, dtype=int)
-    if nodes.size == 0:
-        return 0.0, 0.0
-    leaf_count = np.asarray(leaf_count)
-    counts = leaf_count[nodes]
-    return float(np.mean(counts < leaf_count.max())), float(np.mean(counts == 1))  # the root holds every leaf
-
-
-def guarantee_headline(split: Any, leaf_count: np.ndarray, confidence: float) -> str:
-    """The manager's answer for one calibrated split (``ThresholdResult``): the θ to deploy, how many
-    samples get an answer and at which level, and what is guaranteed with what confidence.
-
-    Parameters
-    ----------
-    split : ThresholdResult (``theta``, ``label``, ``kind``, ``target_accuracy``, ``test_nodes``,
-        ``test_accuracy``, ``certified``).
-    leaf_count : (n_nodes,) leaves under each node (``Hierarchy.leaf_count``).
+    split : ThresholdResult (``theta``, ``label``, ``kind``, ``quantity``, ``target_accuracy``,
+        ``breakdown``, ``certified``, ``answer_sentence()``, ``target_sentence()``).
     confidence : 1 − δ of the page.
     """
-    answered, at_leaf = answer_shares(split.test_nodes, leaf_count)
     target = split.target_accuracy
     name = "λ" if split.method == "darts" else "θ"
     if not split.certified:
         return (f"**{split.label} cannot promise {target:.1%} here**: it predicts only the root (no answer); "
                 f"lower the target or raise n.")
+    what = (f"at least {target:.1%} of the answers on new data are correct (abstentions excluded)"
+            if split.quantity == "answers" else
+            f"the hierarchical accuracy on new data is at least {target:.1%} (abstentions count as correct)")
     if split.kind == "pac":
-        promise = (f"with {confidence:.0%} confidence, at least {target:.1%} of the answers on new data are "
-                   f"correct")
+        promise = f"**guaranteed with {confidence:.0%} confidence: {what}**"
     elif split.kind.startswith("marginal"):
-        promise = (f"on average over calibration sets at least {target:.1%} of the answers are correct, but not "
-                   f"with {confidence:.0%} confidence for this one calibration (a marginal statement; a method "
-                   f"“with confidence 1 − δ” promises that)")
+        promise = (f"**guaranteed only on average over calibration sets: {what}**, not with {confidence:.0%} "
+                   "confidence for this one calibration (a marginal statement; a method “with confidence 1 − δ” "
+                   "promises that)")
     else:
-        promise = "nothing is guaranteed (a heuristic)"
-    levels = f"{at_leaf:.0%} at a leaf, {answered - at_leaf:.0%} at a coarser node"
-    if answered < 1:
-        levels += f", {1 - answered:.0%} none (the root: rejected)"
-    return (f"**Deploy {name} = {split.theta:.4f}** ({split.label}): **{answered:.0%} of the samples get an "
-            f"answer** ({levels}); {promise}. Measured on the {split.n_test:,} test samples: "
-            f"{split.test_accuracy:.1%} correct.")
+        promise = "**nothing is guaranteed** (a heuristic)"
+    return (f"**Deploy {name} = {split.theta:.4f}** ({split.label}). {split.answer_sentence()}. {promise[:2]}"
+            f"{promise[2].upper()}{promise[3:]}; {split.target_sentence()}.")
+
+
+def guarantee_metrics(split: Any, eps: float) -> list[tuple[str, str, str | None, str]]:
+    """The split's metrics row, as (label, value, delta, help), for the page and its snapshot: θ, the
+    guaranteed quantity's test value against the target, coverage, and whether it meets the target
+    (Theorem 1's "within target ± ε" for the paper's θ̂ only: its ε is about that method)."""
+    on_answers = split.quantity == "answers"
+    value = split.guaranteed_value
+    rows = [("θ̂ (threshold)" if split.method != "darts" else "λ (DARTS)", f"{split.theta:.4f}", None,
+             "The threshold to deploy."),
+            ("Accuracy of the answers" if on_answers else "Hierarchical accuracy", f"{value:.4f}",
+             f"{value - split.target_accuracy:+.4f} vs target",
+             "On the test samples: the share of the answers that are correct (abstentions excluded)." if on_answers
+             else "On the test samples: every sample counts, an abstention at the root counts as correct."),
+            ("Answered", f"{split.breakdown['answered']:.1%}", None,
+             "Share of the test samples answered below the root (at a leaf or a coarser node); the rest abstain."),
+            ("Hierarchical coverage", f"{split.test_coverage:.4f}", None,
+             "How specific the answers are on the test samples: the mean coverage of the predicted node (1 = a "
+             "leaf for every sample, 0 = the root). Not the share of samples answered: see the sentence above.")]
+    if split.method == "theorem1":
+        inside = abs(split.test_accuracy - split.target_accuracy) <= eps + 1e-9
+        rows.append(("Within target ± ε (on average)", "yes" if inside else "no", None,
+                     "Theorem 1's two-sided band for the paper's marginal θ̂: with probability ≥ 1 − δ the accuracy "
+                     "on new data lies within ε of the target, so it may lie below the target."))
+    else:
+        rows.append(("Meets the target", "yes" if split.meets_target else "no", None,
+                     "Whether the guaranteed quantity, measured on the test samples, reaches the target (the "
+                     "test samples add their own sampling noise)."))
+    return rows
 
 
 def holds_text(kind: str, holds: Any, violation_rate: float, delta: float | None) -> str:
@@ -357,18 +364,21 @@ def calibrators_headline(rows: list[dict[str, Any]], calibrator_label, confidenc
 
 
 def per_rank_headline(answer_share: dict[str, float], certified: bool, target: float, delta: float,
-                      accuracy: float) -> str:
-    """Per-rank thresholds' sentence: the share answered (at the finest rank and coarser), what is
-    guaranteed with what confidence, and the accuracy measured on the table.
+                      accuracy: float, answered_accuracy: float | None = None) -> str:
+    """Per-rank thresholds' sentence: the shares answered at the finest rank, at a coarser rank and
+    abstained, the accuracy of the answers, and what is guaranteed (hierarchical accuracy, an
+    abstention counting as correct) with what confidence.
 
     Parameters
     ----------
     answer_share : rank → share of samples stopping there, coarsest rank first, the finest last but one,
         "root (abstain)" last.
-    certified : whether a θ per rank was found. target, delta : 1 − α and δ. accuracy : realised.
+    certified : whether a θ per rank was found. target, delta : 1 − α and δ.
+    accuracy : realised hierarchical accuracy (abstentions correct); answered_accuracy : realised
+        accuracy of the answers (None: none answered, or not known).
 
-    >>> per_rank_headline({"genus": 0.1, "species": 0.7, "root (abstain)": 0.2}, True, 0.9, 0.1, 0.93)[:77]
-    '**80% of the samples get an answer** (70% at species, 10% at a coarser rank, '
+    >>> per_rank_headline({"genus": 0.1, "species": 0.7, "root (abstain)": 0.2}, True, 0.9, 0.1, 0.93, 0.9125)[:87]
+    '**70% of the samples get an answer at species, 10% at a coarser rank and 20% abstain**;'
     """
     shares = list(answer_share.values())
     ranks = [plain(r) for r in answer_share]  # rank names come from the uploaded table's columns
@@ -376,9 +386,11 @@ def per_rank_headline(answer_share: dict[str, float], certified: bool, target: f
         return (f"**No θ per rank can promise {target:.1%} accuracy** with {1 - delta:.0%} confidence here: every "
                 "sample abstains; lower the target or add samples.")
     answered, finest = 1 - shares[-1], shares[-2]
-    return (f"**{answered:.0%} of the samples get an answer** ({finest:.0%} at {ranks[-2]}, {answered - finest:.0%} "
-            f"at a coarser rank, {shares[-1]:.0%} abstain); with {1 - delta:.0%} confidence at least {target:.1%} of "
-            f"the answers on new data are correct (measured on this table: {accuracy:.1%}).")
+    right = "" if answered_accuracy is None else f"{answered_accuracy:.1%} of the answers are correct, "
+    return (f"**{finest:.0%} of the samples get an answer at {ranks[-2]}, {answered - finest:.0%} at a coarser rank "
+            f"and {shares[-1]:.0%} abstain**; on this table {right}{accuracy:.1%} counting the abstentions as correct. "
+            f"**Guaranteed with {1 - delta:.0%} confidence: hierarchical accuracy ≥ {target:.1%} on new data**, every "
+            "sample counting and an abstention counting as correct (not the answers' accuracy alone).")
 
 
 def sensitivity_headline(gains: dict[str, float], rule: str, shuffled: str | None = None) -> str:

@@ -62,13 +62,9 @@ def guaranteed_accuracy(params: Mapping[str, str]) -> Snapshot:
     except ValueError as exc:
         raise Unavailable(f"Cannot calibrate: {widgets.public_message(exc)}") from exc
     eps = theorem1_epsilon(n, alpha, delta)
-    inside = abs(split.test_accuracy - target) <= eps + 1e-9
-    numbers = [headlines.guarantee_headline(split, es.view.hierarchy.leaf_count, confidence), "",
-               f"**{'θ̂ (threshold)' if split.method != 'darts' else 'λ (DARTS)'}**: {split.theta:.4f}",
-               f"**ε (Theorem 1)**: {eps:.4f}",
-               f"**Test accuracy**: {split.test_accuracy:.4f} ({split.test_accuracy - target:+.4f} vs target)",
-               f"**Hierarchical coverage**: {split.test_coverage:.4f}",
-               f"**Within target ± ε**: {'yes' if inside else 'no'}",
+    numbers = [headlines.guarantee_headline(split, confidence), "",
+               *(f"**{label}**: {value}" + (f" ({d})" if d else "")
+                 for label, value, d, _ in headlines.guarantee_metrics(split, eps)),
                f"One split: {split.n_cal:,} calibration / {split.n_test:,} test samples (seed {seed}), {split.label}."]
     df = split_repetitions(es.view.guarantee_data(), [alpha], n, reps, seed=seed, method=DEFAULT_QUANTILE,
                            baselines=DEFAULT_BASELINES)

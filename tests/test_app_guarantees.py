@@ -46,12 +46,12 @@ def _metric(at, label: str) -> str:
 
 
 def test_small_n_is_said_in_words_and_the_band_agrees(page):
-    at = page()
+    at = page({"split_method": "theorem1"})  # Theorem 1's band is about the paper's θ̂
     at.slider(key="_w.ga.acc").set_value(0.95)
     at.slider(key="_w.ga.n").set_value(10).run()
     assert not at.exception
-    assert _metric(at, "θ̂ (threshold)") == "1.0000" and _metric(at, "Test accuracy") == "1.0000"
-    assert _metric(at, "Within target ± ε") == "yes"  # 1.0 − 0.95 ≤ 0.05, not a float artefact
+    assert _metric(at, "θ̂ (threshold)") == "1.0000" and _metric(at, "Hierarchical accuracy") == "1.0000"
+    assert _metric(at, "Within target ± ε (on average)") == "yes"  # 1.0 − 0.95 ≤ 0.05, not a float artefact
     warnings = " ".join(w.value for w in at.warning)
     assert "n = 10 is too small" in warnings and "n ≥ 19" in warnings
 
@@ -123,11 +123,14 @@ def test_one_splits_theta_is_the_decision_cards_theta(page, model_dir, method):
     res = ev.setting(False).threshold(0.9, method, delta=0.15, n=250, seed=3)
     assert res.theta == card["theta"] and res.test_accuracy == card["realised"]["accuracy"]
     assert _metric(at, "θ̂ (threshold)") == f"{card['theta']:.4f}"
-    assert _metric(at, "Test accuracy") == f"{card['realised']['accuracy']:.4f}"
+    assert _metric(at, "Hierarchical accuracy") == f"{card['realised']['accuracy']:.4f}"
     assert _metric(at, "Hierarchical coverage") == f"{card['realised']['coverage']:.4f}"
-    assert _metric(at, "ε (Theorem 1)") == f"{theorem1_epsilon(250, 0.1, 0.15):.4f}"
+    assert _metric(at, "Answered") == f"{card['realised']['answered']:.1%}"
     captions = " ".join(c.value for c in at.caption)
-    assert f"{res.share_answered_below_root:.1%} of the test samples get an answer below the root" in captions
+    # Theorem 1's band only beside the paper's θ̂ (its ε is about that method)
+    assert (f"Theorem 1's band (ε = {theorem1_epsilon(250, 0.1, 0.15):.4f})" in captions) == (method == "theorem1")
+    headline = next(i.value for i in at.info if "Deploy" in i.value)
+    assert res.answer_sentence() in headline and res.target_sentence() in headline
 
 
 def test_shipped_lite0_page_shows_the_cards_theta(monkeypatch, tmp_path):
@@ -142,7 +145,8 @@ def test_shipped_lite0_page_shows_the_cards_theta(monkeypatch, tmp_path):
     monkeypatch.setenv("HSC_CACHED_LOGITS_DIR", str(tmp_path))
     at = open_page(PAGE, {"acc": "0.95", "conf": "0.9", "n": "1000", "split_seed": "0", "split_method": "theorem1"})
     assert _metric(at, "θ̂ (threshold)") == "0.8570"  # 0.856953, the card's θ
-    assert _metric(at, "Test accuracy") == "0.9447" and _metric(at, "Hierarchical coverage") == "0.7566"
+    assert _metric(at, "Hierarchical accuracy") == "0.9447" and _metric(at, "Hierarchical coverage") == "0.7566"
+    assert _metric(at, "Within target ± ε (on average)") == "yes"
 
 
 def test_the_page_and_its_card_state_one_theta_and_the_managers_answer(page, model_dir):
@@ -155,22 +159,24 @@ def test_the_page_and_its_card_state_one_theta_and_the_managers_answer(page, mod
         at = page({"acc": "0.9", "conf": "0.85", "n": "250", "split_seed": "3", "ts": "0", **query})
         card = decision_card(ev, target_accuracy=0.9, delta=0.15, method=method, n_cal=250, ts=False, seed=3, reps=0)
         res = ev.setting(False).threshold(0.9, method, delta=0.15, n=250, seed=3)
-        nodes = res.test_nodes
-        count = ev.hierarchy.leaf_count[nodes]
-        answered, leaf = np.mean(count < ev.hierarchy.n_leaves), np.mean(count == 1)
+        count = ev.hierarchy.leaf_count[res.test_nodes]
+        leaf, root = np.mean(count == 1), np.mean(res.test_nodes == ev.hierarchy.root)
         headline = next(i.value for i in at.info if "Deploy" in i.value)
         assert f"θ = {card['theta']:.4f}" in headline and _metric(at, "θ̂ (threshold)") == f"{card['theta']:.4f}"
-        assert f"{answered:.0%} of the samples get an answer** ({leaf:.0%} at a leaf" in headline
-        assert ("with 85% confidence, at least 90.0%" in headline) == (method == "theorem1_pac")
-        assert ("a marginal statement" in headline) == (method == "theorem1")
+        assert f"{leaf:.1%} get an answer at a leaf" in headline and f"{root:.1%} abstain (the root)" in headline
+        assert f"{res.answered_accuracy:.1%} of the answers are correct" in headline
+        assert ("Guaranteed with 85% confidence: the hierarchical accuracy on new data is at least 90.0% "
+                "(abstentions count as correct)" in headline) == (method == "theorem1_pac")
+        assert ("a marginal statement" in headline and "only on average" in headline) == (method == "theorem1")
         assert at.query_params["g_card"] in ([method], method)
     assert any("g_card= now sets" in str(e.value) for e in at.info)
 
 
 def test_the_page_at_its_defaults_and_hsc_card_without_method_ship_one_theta(monkeypatch, tmp_path, capsys):
-    """Issue 35: the page opened with no link (1 − α 0.95, 1 − δ 0.9, n 1,000, seed 0, its default method)
-    shows θ̂ 0.8570, and `hsc card` without --method or --n-cal deploys that method on that calibration
-    size and states that θ."""
+    """Issues 35 and 41: the page opened with no link (1 − α 0.95, 1 − δ 0.9, n 1,000, seed 0, its default
+    method: LTT on the answers' accuracy) shows θ̂ 0.9000, and `hsc card` without --method, --delta or
+    --n-cal deploys that method at δ = 0.1 on that calibration size and states that θ and the same
+    sentence. (Before issue 41 the default was the marginal theorem1: θ̂ 0.8570, accuracy 0.9447 < 0.95.)"""
     from hsc_core.cli import main
     from hsc_core.evaluation.card import DEFAULT_METHOD
 
@@ -183,20 +189,24 @@ def test_the_page_at_its_defaults_and_hsc_card_without_method_ship_one_theta(mon
     monkeypatch.setenv("HSC_CACHED_LOGITS_DIR", str(tmp_path))
     at = open_page(PAGE)
     assert not at.exception
-    assert at.selectbox(key="_w.ga.split_method").value == DEFAULT_METHOD == "theorem1"
-    assert _metric(at, "θ̂ (threshold)") == "0.8570"
-    assert _metric(at, "Test accuracy") == "0.9447" and _metric(at, "Hierarchical coverage") == "0.7566"
+    assert at.selectbox(key="_w.ga.split_method").value == DEFAULT_METHOD == "ltt_selective"
+    assert _metric(at, "θ̂ (threshold)") == "0.9000"
+    assert _metric(at, "Accuracy of the answers") == "0.9631" and _metric(at, "Hierarchical coverage") == "0.7169"
+    assert _metric(at, "Meets the target") == "yes"
     headline = next(i.value for i in at.info if "Deploy" in i.value)
-    assert "θ = 0.8570" in headline
+    assert "θ = 0.9000" in headline and "Guaranteed with 90% confidence: at least 95.0% of the answers" in headline
     out = tmp_path / "card.md"
-    # neither --method nor --n-cal: the card's defaults are the page's (threshold.default_n_cal: 1,000 here)
+    # neither --method, --delta nor --n-cal: the card's defaults are the page's (1,000 samples, δ = 0.1 here)
     assert main(["card", str(shipped / "efficientnet_lite0.npz"), "--target-accuracy", "0.95",
                  "--reps", "0", "--out", str(out)]) == 0
     card = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
-    assert card["method"] == "theorem1" and f"{card['theta']:.4f}" == "0.8570"
-    assert f"{card['realised']['accuracy']:.4f}" == "0.9447"
-    # one sentence, the same numbers: θ, the share answered and at which level, the kind of promise
+    assert (card["method"], card["delta"]) == ("ltt_selective", 0.1) and f"{card['theta']:.4f}" == "0.9000"
+    assert f"{card['realised']['answered_accuracy']:.4f}" == "0.9631" and card["meets_target"] is True
+    printed = capsys.readouterr().out
+    assert "held-out accuracy of the answers 0.9631 meets the target 0.95" in printed
+    # one sentence, the same numbers: θ, the shares answered and abstained, the answers' accuracy, the promise
     line = next(x for x in out.read_text(encoding="utf-8").splitlines() if x.startswith("**Deploy"))
-    levels = headline.split("get an answer** (")[1].split(", 0% none")[0].split(");")[0]
-    assert line.startswith("**Deploy θ = 0.8570**") and f"({levels}" in line, (line, headline)
-    assert "a marginal statement" in line and "a marginal statement" in headline
+    shares = headline.split(". ", 1)[1].split(" of the answers are correct")[0]
+    shares = shares.replace("test samples", "held-out samples")
+    assert line.startswith("**Deploy θ = 0.9000**") and shares.split("Of the 705 held-out samples, ")[1] in line
+    assert "with 90% confidence: at least 95.0% of the answers on new data are correct" in line

@@ -36,7 +36,8 @@ def test_example_card_by_deep_link(downloads):
     assert shown == {r: "never" if t is None else f"{t:.4f}" for r, t in card["thetas"].items()}
     assert "| class |" in downloads["dl_rank_md"]
     methods = at.dataframe[1].value["method"].tolist()
-    assert methods[0] == "LTT per rank" and len(methods) == 4 and card["comparison"][0]["reps"] == 1000
+    assert methods[:2] == ["LTT per rank", "LTT shared θ"] and len(methods) == 5
+    assert card["comparison"][0]["reps"] == 1000 and "on the test half (noisier)" in at.dataframe[1].value.columns
 
 
 def test_upload_and_bad_upload(downloads):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from browser_support import ROOT, assert_no_exception, require_browser, streamlit_server, wait_idle
+from browser_support import ROOT, assert_no_exception, require_browser, streamlit_server, wait_idle, wait_view
 
 DATA = ROOT / "hsc_core" / "datasets" / "data"
 
@@ -108,15 +108,13 @@ def server_two_models(cifar_model, tmp_path_factory):
 
 
 def _slider_text(page) -> str:
-    """The value the θ slider's thumb shows."""
-    slider = page.locator('[data-testid="stSlider"]').filter(has_text="Confidence threshold θ")
-    slider.wait_for(timeout=30_000)
-    return slider.locator('[data-testid="stSliderThumbValue"]').inner_text().strip()
+    """The θ the Explorer's view shows (its slider's readout)."""
+    return wait_view(page, "explorer_tree")["theta"]
 
 
 def test_theta_slider_shows_the_pages_theta_after_picking_a_data_set(server_two_models, page):
-    """The Explorer stops while a model's data set is not picked; once picked, its θ slider comes
-    back showing the θ the page uses (it showed 0.00 while the page used 0.50)."""
+    """The Explorer stops while a model's data set is not picked; once picked, its view comes back
+    showing the θ the page uses (a page slider once showed 0.00 while the page used 0.50)."""
     page.goto(f"{server_two_models}/explorer?model=cifar_net&theta=0.5")
     wait_idle(page)
     assert _slider_text(page) == "0.50"
@@ -125,7 +123,7 @@ def test_theta_slider_shows_the_pages_theta_after_picking_a_data_set(server_two_
     page.get_by_role("option").filter(has_text="no_dataset_net").first.click()
     picker = page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').filter(has_text="Data set of")
     picker.wait_for(timeout=30_000)
-    page.wait_for_function("() => !document.body.innerText.includes('Confidence threshold θ')", timeout=30_000)
+    page.locator(".st-key-explorer_tree").wait_for(state="detached", timeout=30_000)
     picker.get_by_role("combobox").click()
     page.get_by_role("option").filter(has_text="cifar100").first.click()
     wait_idle(page)

@@ -126,6 +126,19 @@ def test_unknown_names_raise_one_line_naming_the_choices():
     assert confidence_names() == ("softmax", "margin", "entropy", "doctor", "energy", "member_mean",
                                   "member_disagreement")
     assert not compatible("depth_temperature", "margin") and compatible("depth_temperature", "softmax")
+    assert not compatible("isotonic", "energy") and compatible("isotonic", "margin")
+
+
+def test_energy_after_isotonic_is_refused_in_one_line(toy_eval):
+    """Isotonic's calibrated logits are log-probabilities: every energy is log 1 = 0 up to rounding, so the
+    score would rank by floating-point noise (issue 41)."""
+    from hsc_core.core.calibrators import fit_calibrator
+
+    cal = fit_calibrator("isotonic", toy_eval.hierarchy, toy_eval.logits[:300], toy_eval.labels[:300])
+    assert np.abs(energy(cal.logits(toy_eval.logits[:50]))).max() < 1e-12
+    with pytest.raises(ValueError, match="confidence 'energy' after calibrator 'isotonic' is refused") as info:
+        toy_eval.scored("isotonic", "energy").haurc("climbing")
+    assert "\n" not in str(info.value)
 
 
 def test_matrix_fit_refuses_a_class_count_over_the_memory_budget(monkeypatch):

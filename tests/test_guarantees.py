@@ -311,7 +311,13 @@ def test_cli_guarantees_and_card(shipped, tmp_path, capsys):
     md = card_md.read_text(encoding="utf-8")
     front = yaml.safe_load(md.split("---\n")[1])
     card = json.loads(card_md.with_suffix(".json").read_text(encoding="utf-8"))
-    assert front["hsc_decision_card"]["theta"] == card["theta"] and card["method"] == "theorem1"  # the page's default
+    # the page's default since issue 41: LTT on the answers' accuracy, with the δ given
+    assert front["hsc_decision_card"]["theta"] == card["theta"] and card["method"] == "ltt_selective"
+    assert front["hsc_decision_card"]["quantity"] == "answers" and card["delta"] == 0.1
+    assert card["meets_target"] == (card["realised"]["answered_accuracy"] >= 0.9)
+    line = capsys.readouterr().out
+    assert "guaranteed with 90% confidence: at least 90.0% of the answers on new data are correct" in line
+    assert f"held-out accuracy of the answers {card['realised']['answered_accuracy']:.4f} meets the target 0.9" in line
     assert front["model-index"][0]["results"][0]["metrics"][0]["value"] == pytest.approx(
         card["realised"]["accuracy"], abs=1e-6)
     lo, hi = card["realised"]["accuracy_interval"]
@@ -414,9 +420,11 @@ def test_a_calibration_applies_to_other_data_of_the_same_tree():
         np.testing.assert_array_equal(fit.predict(shifted), want)
 
 
-def test_card_without_delta_has_evidence_and_the_managers_sentence():
-    """Issue 35: the default method (theorem1) reads no δ; its card, evidence included, renders, and says
-    in one sentence the θ, the share answered (at a leaf / coarser / none) and the kind of promise."""
+def test_card_says_shares_answers_accuracy_and_which_promise():
+    """Issue 41: the default method (LTT on the answers' accuracy, δ = 0.1) and the paper's marginal
+    θ̂ (no δ) both render, evidence included; the sentence states the shares answered at a leaf, at a
+    coarser node and abstained, the accuracy of the answers, what is promised about which quantity
+    with what confidence, and whether the held-out value meets the target."""
     from hsc_core.core.hierarchy import Hierarchy
     from hsc_core.core.synthetic import synthetic_logits
     from hsc_core.evaluation.card import answer_line, card_markdown, decision_card
@@ -425,17 +433,32 @@ def test_card_without_delta_has_evidence_and_the_managers_sentence():
     h = Hierarchy.from_parents([4, 4, 5, 5, 6, 6, -1], 4)  # leaves 0–3 under 4 and 5, root 6
     logits, labels = synthetic_logits(h, 600, seed=0)
     ev = ModelEvaluation(h, logits, labels, name="toy")
-    card = decision_card(ev, target_accuracy=0.9, n_cal=200, reps=5, n_resamples=50)
+    default = decision_card(ev, target_accuracy=0.9, n_cal=200, reps=5, n_resamples=50)
+    assert (default["method"], default["kind"], default["quantity"], default["delta"]) == (
+        "ltt_selective", "pac", "answers", 0.1)
+    assert "with 90% confidence: at least 90.0% of the answers on new data are correct (abstentions excluded)" \
+        in answer_line(default)
+    card = decision_card(ev, target_accuracy=0.9, method="theorem1", n_cal=200, reps=5, n_resamples=50)
     assert card["method"] == "theorem1" and card["delta"] is None and card["evidence"]["reps"] == 5
     md = card_markdown(card)
     assert "δ =" not in md.split("## Evidence")[1].split("##")[0]
     res = ev.setting(card["ts"]).threshold(0.9, "theorem1", n=200, seed=0)
     count = h.leaf_count[res.test_nodes]
-    answered, leaf = float(np.mean(count < 4)), float(np.mean(count == 1))
-    assert (card["realised"]["answered"], card["realised"]["answered_at_leaf"]) == (answered, leaf)
-    assert answer_line(card) in md and answer_line(card).startswith(f"**Deploy θ = {res.theta:.4f}**")
-    assert f"({leaf:.0%} at a leaf, {answered - leaf:.0%} at a coarser node, {1 - answered:.0%} none)" in md
-    old = {**card, "realised": {k: v for k, v in card["realised"].items() if not k.startswith("answered")}}
-    assert answer_line(old) == (f"**Deploy θ = {res.theta:.4f}**: on average over calibration sets at least 90.0% "
-                                "of the answers are correct (a marginal statement: no confidence for this one "
-                                "calibration).")
+    leaf, root = float(np.mean(count == 1)), float(np.mean(res.test_nodes == h.root))
+    r = card["realised"]
+    assert (r["answered_at_leaf"], r["abstained"]) == (leaf, root)
+    assert r["answered_coarser"] == pytest.approx(1 - leaf - root)
+    assert r["answered_accuracy"] == pytest.approx(res.answered_accuracy)
+    line = answer_line(card)
+    assert line in md and line.startswith(f"**Deploy θ = {res.theta:.4f}**")
+    assert f"{leaf:.1%} get an answer at a leaf" in line and f"{root:.1%} abstain (the root)" in line
+    assert f"{res.answered_accuracy:.1%} of the answers are correct" in line
+    assert "**Guaranteed only on average over calibration sets" in line
+    assert ("meets the target" if res.test_accuracy >= 0.9 else "is BELOW the target") in line
+    assert "Certified" not in md and "only on average" in md  # a marginal card is never "Certified"
+    old = {k: v for k, v in card.items() if k != "meets_target"}
+    old["realised"] = {k: v for k, v in card["realised"].items() if not k.startswith("answered") and k != "abstained"}
+    assert answer_line(old) == (f"**Deploy θ = {res.theta:.4f}**: guaranteed only on average over calibration "
+                                "sets: the hierarchical accuracy on new data is at least 90.0% (abstentions count "
+                                "as correct); this one calibration can fall below it (a marginal statement, no "
+                                "confidence).")

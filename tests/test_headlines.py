@@ -2,37 +2,50 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 
 from dashboard import headlines
 
-# A toy tree: root 4 over inner 3 (leaves 0, 1) and leaf 2 → leaves under each node.
-LEAF_COUNT = np.array([1, 1, 1, 2, 3])
+
+def _split(method="theorem1", kind="marginal", quantity="hierarchical", label="Algorithm 2 θ̂ (paper)",
+           certified=True, delta=None):
+    """A ThresholdResult on the toy tree: 4 test samples at leaf 0 (right), leaf 1 (wrong), inner 3
+    (right) and the root (abstain), so 2/4 at a leaf, 1/4 coarser, 1/4 abstained, 2 of 3 answers right."""
+    from hsc_core.core.hierarchy import Hierarchy
+    from hsc_core.evaluation.threshold import ThresholdResult, answer_breakdown
+
+    h = Hierarchy.from_parents([3, 3, 4, 4, -1], 3)
+    nodes, truth = np.array([0, 1, 3, 4]), np.array([0, 0, 1, 2])
+    b = answer_breakdown(h, nodes, truth)
+    return ThresholdResult(method=method, label=label, kind=kind, quantity=quantity, theta=0.8573, epsilon=None,
+                           target_accuracy=0.95, delta=delta, n_cal=10, n_test=4, seed=0, certified=certified, note="",
+                           test_accuracy=b["accuracy"], test_coverage=0.5, share_answered_below_root=b["answered"],
+                           share_by_depth={0: 0.25, 1: 0.25, 2: 0.5}, guarantee="", breakdown=b, test_nodes=nodes)
 
 
-def _split(**kw):
-    base = dict(theta=0.8573, label="Algorithm 2 θ̂ (paper)", kind="marginal", method="theorem1",
-                target_accuracy=0.95, test_nodes=np.array([0, 1, 3, 4]), test_accuracy=0.9461, certified=True,
-                n_test=4)
-    return SimpleNamespace(**{**base, **kw})
-
-
-def test_answer_shares_count_the_root_as_no_answer_and_leaves_apart():
-    assert headlines.answer_shares(np.array([0, 1, 3, 4]), LEAF_COUNT) == (0.75, 0.5)
-    assert headlines.answer_shares(np.array([], dtype=int), LEAF_COUNT) == (0.0, 0.0)
-
-
-def test_guarantee_headline_says_theta_share_level_and_the_kind_of_promise():
-    marginal = headlines.guarantee_headline(_split(), LEAF_COUNT, 0.9)
+def test_guarantee_headline_says_shares_answers_accuracy_and_the_kind_of_promise():
+    marginal = headlines.guarantee_headline(_split(), 0.9)
     assert marginal.startswith("**Deploy θ = 0.8573**")
-    assert "**75% of the samples get an answer** (50% at a leaf, 25% at a coarser node, 25% none" in marginal
-    assert "a marginal statement" in marginal and "94.6% correct" in marginal
-    pac = headlines.guarantee_headline(_split(kind="pac", label="Theorem 1, one-sided (PAC)"), LEAF_COUNT, 0.9)
-    assert "with 90% confidence, at least 95.0% of the answers" in pac
-    assert "cannot promise 95.0%" in headlines.guarantee_headline(_split(certified=False), LEAF_COUNT, 0.9)
-    assert "**Deploy λ = " in headlines.guarantee_headline(_split(method="darts", kind="heuristic"), LEAF_COUNT, 0.9)
+    assert ("Of the 4 test samples, 50.0% get an answer at a leaf, 25.0% at a coarser node and 25.0% abstain (the "
+            "root); 66.7% of the answers are correct (75.0% counting the abstentions as correct") in marginal
+    assert "**Guaranteed only on average over calibration sets" in marginal and "a marginal statement" in marginal
+    assert "hierarchical accuracy on the test samples, 0.7500, is BELOW the target 0.95 (promised only on average" \
+        in marginal
+    pac = headlines.guarantee_headline(_split("ltt_selective", "pac", "answers", "LTT", delta=0.1), 0.9)
+    assert "**Guaranteed with 90% confidence: at least 95.0% of the answers on new data are correct (abstentions " \
+           "excluded)**" in pac
+    assert "accuracy of the answers on the test samples, 0.6667, is BELOW the target" in pac
+    assert "cannot promise 95.0%" in headlines.guarantee_headline(_split(certified=False), 0.9)
+    assert "**Deploy λ = " in headlines.guarantee_headline(_split(method="darts", kind="heuristic"), 0.9)
+
+
+def test_guarantee_metrics_show_the_guaranteed_quantity_and_the_band_only_for_the_papers_theta():
+    marginal = {label: value for label, value, _, _ in headlines.guarantee_metrics(_split(), 0.3)}
+    assert marginal["Hierarchical accuracy"] == "0.7500" and marginal["Within target ± ε (on average)"] == "yes"
+    pac = {label: value for label, value, _, _ in headlines.guarantee_metrics(
+        _split("ltt_selective", "pac", "answers", delta=0.1), 0.3)}
+    assert pac["Accuracy of the answers"] == "0.6667" and pac["Meets the target"] == "no" and pac["Answered"] == "75.0%"
+    assert not any(k.startswith("Within") for k in pac)
 
 
 def test_holds_says_which_promise_was_kept():
@@ -78,10 +91,11 @@ def test_story_calibrators_per_rank_and_sensitivity_headlines():
     assert "**TS + Softmax** is best (hAURC 40.0 ×10⁻³), 20 % below the worst, **NONE + Entropy** (50.0)" in cal
     assert "Here" not in headlines.calibrators_headline(rows[:1], str.upper, str.title)
     share = {"genus": 0.1, "species": 0.7, "root (abstain)": 0.2}
-    ranks = headlines.per_rank_headline(share, True, 0.9, 0.1, 0.93)
-    assert ranks == ("**80% of the samples get an answer** (70% at species, 10% at a coarser rank, 20% abstain); "
-                     "with 90% confidence at least 90.0% of the answers on new data are correct (measured on this "
-                     "table: 93.0%).")
+    ranks = headlines.per_rank_headline(share, True, 0.9, 0.1, 0.93, 0.9125)  # 0.73 right of 0.8 answered
+    assert ranks == ("**70% of the samples get an answer at species, 10% at a coarser rank and 20% abstain**; on this "
+                     "table 91.2% of the answers are correct, 93.0% counting the abstentions as correct. **Guaranteed "
+                     "with 90% confidence: hierarchical accuracy ≥ 90.0% on new data**, every sample counting and an "
+                     "abstention counting as correct (not the answers' accuracy alone).")
     assert headlines.per_rank_headline(share, False, 0.99, 0.05, 1.0).startswith("**No θ per rank can promise 99.0%")
     gains = {"WordNet": 12.0, "Random": -3.0, "Induced": 15.0}
     assert headlines.sensitivity_headline(gains, "Climbing", "Random").endswith(

@@ -66,9 +66,11 @@ def chart_markup(pg, key: str) -> dict:
     60 px, and its text."""
     find_chart(pg, key).locator(".main-svg").first.wait_for()
     return pg.evaluate("""(key) => {
-        // the chart's element in the page, or the basic-bundle component's frame (dashboard/plotly_component.py)
+        // the chart's element in the page, or in the chart component's frame (dashboard/plotly_component.py): there
+        // the chart and a swept view's text (its control bar holds the view's own share link)
         const gd = hscChart(key);
-        const root = gd.ownerDocument === document ? document.querySelector(`.st-key-${key}`) : gd.ownerDocument.body;
+        const root = gd.ownerDocument === document ? document.querySelector(`.st-key-${key}`)
+                                                   : gd.ownerDocument.getElementById('body');
         const styled = Array.from(root.querySelectorAll('tspan, text'))
             .filter(t => (t.getAttribute('style') || '').includes('60px'));
         return {links: root.querySelectorAll('a').length, big: styled.length, text: root.textContent};

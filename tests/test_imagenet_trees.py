@@ -175,7 +175,7 @@ def test_guarantee_under_shift_without_shift_is_the_clean_split():
     theta = select_threshold(es.tight_thresholds()[cal], 0.1)
     rows = np.flatnonzero(test)
     nodes = es.predict("climbing", theta)[0][rows]
-    assert res.theta_hat == theta == es.threshold(0.9, n=300, seed=2).theta
+    assert res.theta_hat == theta == es.threshold(0.9, "theorem1", n=300, seed=2).theta
     assert res.epsilon == theorem1_epsilon(300, 0.1, 0.1)
     assert res.clean_accuracy == pytest.approx(es.correctness(nodes, rows).mean())
     assert res.n_cal + res.n_test == es.n

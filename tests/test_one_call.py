@@ -61,9 +61,13 @@ def test_dense_path_and_layer_differ_by_the_evaluated_rows_and_agree_on_the_same
 
 def test_threshold_for_accuracy_is_algorithm_2_on_the_seeded_draw_without_delta(lite0):
     h, b = lite0
-    res = threshold_for_accuracy(h, b.logits, b.labels, 0.9, n=500, seed=3)
+    res = threshold_for_accuracy(h, b.logits, b.labels, 0.9, "theorem1", n=500, seed=3)
     assert (res.method, res.kind, res.delta, res.epsilon, res.n_cal, res.n_test) == (
         "theorem1", "marginal", None, None, 500, 1205)
+    # named no method: LTT on the answers' accuracy with δ = 0.1 (issue 41), on the same draw
+    default = threshold_for_accuracy(h, b.logits, b.labels, 0.9, n=500, seed=3)
+    assert (default.method, default.kind, default.quantity, default.delta) == ("ltt_selective", "pac", "answers", 0.1)
+    assert default.test_positions.tolist() == res.test_positions.tolist()
     # Brute force: Algorithm 2 on the same calibration samples (evaluation split, with T).
     ev = ModelEvaluation.from_bundle(b, h)
     rows = ev.rows_for(True)
@@ -72,8 +76,8 @@ def test_threshold_for_accuracy_is_algorithm_2_on_the_seeded_draw_without_delta(
     assert res.theta == pytest.approx(optimal_threshold(h, probs, b.labels[rows][cal], alpha=0.1), abs=1e-6)
     assert res.test_positions.tolist() == np.flatnonzero(test).tolist()
     # δ given: Theorem 1's ε comes with it; a PAC method without δ is one clear error.
-    assert threshold_for_accuracy(h, b.logits, b.labels, 0.9, delta=0.1, n=500, seed=3).epsilon == pytest.approx(
-        hsc_core.theorem1_epsilon(500, 0.1, 0.1))
+    with_delta = threshold_for_accuracy(h, b.logits, b.labels, 0.9, "theorem1", delta=0.1, n=500, seed=3)
+    assert with_delta.epsilon == pytest.approx(hsc_core.theorem1_epsilon(500, 0.1, 0.1))
     with pytest.raises(ValueError, match="δ .delta. is needed for method 'ltt_holm'"):
         threshold_for_accuracy(h, b.logits, b.labels, 0.9, "ltt_holm", n=500)
 
@@ -95,13 +99,16 @@ def test_cli_card_without_delta_for_a_method_that_does_not_read_it(tmp_path, cap
                  "--n-cal", "500", "--out", str(out)]) == 0
     card = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
     assert card["delta"] is None and card["kind"] == "marginal"
-    res = threshold_for_accuracy(imagenet_hierarchy(), *_arrays(), 0.9, n=500)
+    res = threshold_for_accuracy(imagenet_hierarchy(), *_arrays(), 0.9, "theorem1", n=500)
     assert card["theta"] == res.theta  # the one-call θ is the card's θ
-    # The default method is the page's theorem1 (no δ); theorem1_pac reads δ: one line, exit 2, before any work.
+    # The default method is the page's (LTT on the answers' accuracy, δ = 0.1 when none is given);
+    # a named PAC method reads δ: one line, exit 2, before any work.
     capsys.readouterr()
     assert main(["card", str(LITE0), "--target-accuracy", "0.9", "--reps", "0", "--n-cal", "500",
                  "--out", str(out)]) == 0
-    assert json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))["theta"] == res.theta
+    default = threshold_for_accuracy(imagenet_hierarchy(), *_arrays(), 0.9, n=500)
+    got = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    assert (got["theta"], got["method"], got["delta"]) == (default.theta, "ltt_selective", 0.1)
     capsys.readouterr()
     assert main(["card", str(LITE0), "--target-accuracy", "0.9", "--method", "theorem1_pac", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()

@@ -150,8 +150,45 @@ def test_hierarchy_file_gives_the_same_numbers(tmp_path, toy):
     assert from_file.correct.tolist() == toy.correct.tolist()
     np.testing.assert_allclose(from_file.coverage, toy.coverage)
     edges.write_text("parent,child\nF1,G1\nF2,G2\nF2,G3\nG1,S1\nG1,S2\nG2,S3\nG3,S4\nG3,S5\n")  # G2 under F2
-    with pytest.raises(ScoresFileError, match="row 3: labels are not nested: pred_genus 'G2' is not under"):
+    # row 3 predicts F1 and G2, now under F2: independent heads (issue 41), accepted, each judged at its rank
+    heads = read_per_rank(path, hierarchy=edges)
+    assert heads.correct[2].tolist() == [False, False, False]
+    assert heads.disagreement.tolist() == [False, False, True, False]
+    # the truth must still nest: row 1's true genus G2 (under F2) under its true family F1 is refused
+    path.write_text(TOY.replace("s1,F1,F1,0.9,G1,G1", "s1,F1,F1,0.9,G2,G1"))
+    with pytest.raises(ScoresFileError, match="row 1: labels are not nested: true_genus 'G2' is not under"):
         read_per_rank(path, hierarchy=edges)
+
+
+def test_independent_heads_are_read_and_each_rank_is_judged_at_that_rank(tmp_path):
+    """A genus head and a species head that disagree (issue 41): s1's genus head says G1 while its species
+    head says S4 (a species of G3): the table is read, with and without a hierarchy file; the final answer
+    at θ is the finest rank whose confidence reaches it, judged at that rank only."""
+    path = tmp_path / "heads.csv"
+    path.write_text(TOY.replace("G1,G1,0.7,S1,S2,0.5", "G1,G1,0.7,S1,S4,0.5"))
+    derived = read_per_rank(path)
+    edges = tmp_path / "tree.csv"
+    edges.write_text("parent,child\nF1,G1\nF1,G2\nF2,G3\nG1,S1\nG1,S2\nG2,S3\nG3,S4\nG3,S5\n")
+    from_file = read_per_rank(path, hierarchy=edges)
+    for scores in (derived, from_file):
+        assert scores.correct.tolist()[0] == [True, True, False]  # F1 and G1 right, S4 wrong for S1
+        assert scores.disagreement.tolist() == [True, False, False, False]
+        # θ = 0.45 at every rank: s1 answers at species (S4, 0.5 ≥ 0.45) and is wrong, though its genus is right
+        ev = evaluate_thetas(scores.conf, scores.correct, scores.coverage, [0.45, 0.45, 0.45])
+        assert ev["ranks"].tolist() == [2, 2, -1, 2]
+        assert ev["answered_accuracy"] == pytest.approx(1 / 3) and ev["accuracy"] == pytest.approx(0.5)
+    assert derived.hierarchy.n_leaves == 5 and from_file.hierarchy.n_leaves == 5
+
+
+def test_a_predicted_label_the_truth_never_names_hangs_under_its_most_common_parent(tmp_path):
+    extra = ("s5,F1,F1,0.9,G1,G1,0.7,S1,S9,0.5\ns6,F1,F1,0.9,G1,G2,0.7,S1,S9,0.5\n"
+             "s7,F1,F1,0.9,G1,G2,0.7,S1,S9,0.5\n")
+    path = tmp_path / "extra.csv"
+    path.write_text(TOY + extra)
+    scores = read_per_rank(path)
+    h = scores.hierarchy
+    s9, g2 = h.node_ids.index("S9"), h.node_ids.index("G2")
+    assert h.parent[s9] == g2 and h.n_leaves == 6  # G2 twice, G1 once
 
 
 # ------------------------------------------------------------------------------------ LTT per rank
@@ -192,11 +229,37 @@ def test_nothing_certified_abstains_everywhere(toy):
 def test_guarantee_holds_over_splits_and_hand_picked_do_not(synthetic):
     delta, reps = 0.1, 400
     table = compare_rank_thresholds(synthetic, 0.9, delta, reps=reps, cal_fraction=0.25, seed=1).set_index("method")
+    for name in ("LTT per rank", "LTT shared θ"):  # judged on the population (the whole table)
+        assert table.loc[name, "violation_rate"] <= delta + 3 * math.sqrt(delta * (1 - delta) / reps)
+        assert table.loc[name, "violation_rate_test"] >= table.loc[name, "violation_rate"]  # the test half's noise
+    assert table.loc["LTT per rank", "test_noise"] == pytest.approx(math.sqrt(0.9 * 0.1 / 3000))
     ltt = table.loc["LTT per rank"]
-    assert ltt["violation_rate"] <= delta + 3 * math.sqrt(delta * (1 - delta) / reps)
     assert ltt["certified"] == 1.0 and ltt["mean_accuracy"] >= 0.9 and ltt["mean_coverage"] > 0.2
     for name in HAND_PICKED:  # this classifier is over-confident: hand-picked thresholds miss 90 %
         assert table.loc[name, "violation_rate"] > 0.5
+
+
+def test_the_search_is_never_less_specific_than_a_shared_theta_ltt_at_its_share_of_delta(synthetic):
+    """Issue 41: on every calibration set, the vector LTT per rank ships covers at least as much of the
+    calibration set as a shared-θ LTT at δ·SHARED_SHARE (the shared path is in the search at that level),
+    and the levels of the paths sum to δ."""
+    from hsc_core.core.per_rank import SHARED_SHARE, ltt_select, path_levels, vector_outcomes
+
+    assert path_levels(4, 0.1).sum() == pytest.approx(0.1) and path_levels(1, 0.1).tolist() == [0.1]
+    paths = theta_paths(3, 100)
+    errors, cov = vector_outcomes(synthetic.conf, synthetic.correct, synthetic.coverage, paths)
+    rng = np.random.default_rng(5)
+    mask = np.zeros((300, synthetic.n), dtype=np.float32)
+    for r in range(300):
+        mask[r, rng.choice(synthetic.n, 600, replace=False)] = 1
+    cal_e = np.rint(mask @ errors.T.astype(np.float32)).astype(np.int64).reshape(300, *paths.shape[:2])
+    cal_c = (mask @ cov.T.astype(np.float32)).astype(float).reshape(300, *paths.shape[:2])
+    for alpha in (0.1, 0.15):
+        choice, found = ltt_select(cal_e, cal_c, 600, alpha, 0.1)
+        flat, flat_found = ltt_select(cal_e[:, :1], cal_c[:, :1], 600, alpha, 0.1 * SHARED_SHARE)
+        got = np.where(found, cal_c.reshape(300, -1)[np.arange(300), choice], 0.0)
+        shared = np.where(flat_found, cal_c[:, 0][np.arange(300), flat], 0.0)
+        assert (found >= flat_found).all() and (got >= shared - 1e-9).all()
 
 
 def test_hand_picked_finest_three_leaves_coarser_ranks_silent():
@@ -217,7 +280,12 @@ def test_hsc_ranks_writes_the_card(tmp_path, capsys):
     assert card["thetas"] == ctl.thetas_dict() and list(card["thetas"]) == ["family", "genus", "species"]
     assert card["realised_accuracy"] == ctl.evaluate(scores_obj)["accuracy"]
     assert sum(card["answer_share"].values()) == pytest.approx(1.0)
-    assert [r["method"] for r in card["comparison"]] == ["LTT per rank", *HAND_PICKED]
+    assert [r["method"] for r in card["comparison"]] == ["LTT per rank", "LTT shared θ", *HAND_PICKED]
+    flat = fit_rank_thresholds(scores_obj, 0.9, 0.1, tilts=(1.0,))
+    assert card["shared_theta"]["theta"] == flat.thetas_dict()["family"]
+    text = out.read_text()
+    assert "Guaranteed with 90% confidence" in text and "an abstention counting as correct" in text
+    assert "of the answers are correct" in text and "on the test half" in text
     assert all(r["reps"] == 1000 for r in card["comparison"])
     assert "| species |" in out.read_text()
 

@@ -21,7 +21,7 @@ from typing import Any
 from ..core.ltt import P_VALUES
 from ..core.validation import clip_path
 from ..datasets.logits_io import load_logits
-from ..evaluation.card import CARD_REPS, DEFAULT_METHOD, card_json, card_markdown, decision_card
+from ..evaluation.card import CARD_REPS, card_json, card_markdown, decision_card, promise_words, realised_words
 from ..evaluation.guarantee_methods import (
     DEFAULT_METHODS,
     METHODS,
@@ -37,7 +37,7 @@ from ..evaluation.model import ModelEvaluation
 from ..evaluation.resolve import load_user_hierarchy, resolve_hierarchy
 from ..evaluation.results import to_csv
 from ..evaluation.shootout import SUMMARY_COLUMNS, shootout
-from ..evaluation.threshold import default_n_cal
+from ..evaluation.threshold import DEFAULT_DELTA, DEFAULT_METHOD, default_n_cal
 from .args import add_hierarchy, add_seed, add_ts
 
 N_CAL_EPILOG = ("--n-cal defaults to 1,000, at most 90 % of the evaluation split (as the dashboard's Guaranteed "
@@ -71,8 +71,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target-accuracy", required=True, type=_level("--target-accuracy"), metavar="A",
                         help="the accuracy 1 − α to guarantee, e.g. 0.95")
     parser.add_argument("--delta", type=_level("--delta"), metavar="D",
-                        help="failure probability δ of the PAC guarantees (theorem1_pac, LTT), e.g. 0.1; "
-                             "needed only when such a method runs")
+                        help="failure probability δ of the PAC guarantees (ltt_selective, theorem1_pac, LTT), "
+                             "e.g. 0.1; needed when such a method is named (hsc card's default method takes "
+                             f"δ = {DEFAULT_DELTA} unless given)")
     parser.add_argument("--n-cal", type=_positive, metavar="N", help="calibration size (default: see below)")
     add_seed(parser, 0, "the calibration draws")
     add_hierarchy(parser, dag_and_header=False)
@@ -151,21 +152,27 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def _format(summary) -> str:
-    cols = [("method", 20, "s"), ("kind", 9, "s"), ("violation_rate", 9, ".3f"), ("violation_se", 7, ".3f"),
-            ("guarantee_holds", 5, "s"),
-            ("accuracy_mean", 8, ".4f"), ("accuracy_std", 7, ".4f"), ("coverage_mean", 8, ".4f"),
+    cols = [("method", 20, "s"), ("kind", 9, "s"), ("quantity", 8, "s"), ("violation_rate", 9, ".3f"),
+            ("violation_se", 7, ".3f"), ("guarantee_holds", 5, "s"),
+            ("accuracy_mean", 8, ".4f"), ("accuracy_std", 7, ".4f"), ("answered_mean", 8, ".3f"),
+            ("answered_accuracy_mean", 8, ".4f"), ("coverage_mean", 8, ".4f"),
             ("set_size_mean", 8, ".1f"), ("seconds", 7, ".2f")]
     head = "  ".join(f"{c[:w]:>{w}}" if f != "s" else f"{c[:w]:<{w}}" for c, w, f in
-                     [("method", 20, "s"), ("guarantee", 9, "s"), ("viol.", 9, ""), ("± se", 7, ""), ("holds", 5, "s"),
-                      ("acc", 8, ""), ("acc sd", 7, ""), ("coverage", 8, ""), ("leaves", 8, ""), ("s", 7, "")])
+                     [("method", 20, "s"), ("guarantee", 9, "s"), ("on", 8, "s"), ("viol.", 9, ""), ("± se", 7, ""),
+                      ("holds", 5, "s"), ("acc", 8, ""), ("acc sd", 7, ""), ("answered", 8, ""), ("ans. acc", 8, ""),
+                      ("coverage", 8, ""), ("leaves", 8, ""), ("s", 7, "")])
     lines = [head]
     for _, r in summary.iterrows():
         kind = {"marginal per group": "per group"}.get(r["kind"], r["kind"])
-        shown = {"kind": kind, "guarantee_holds": {True: "yes", False: "NO"}.get(r["guarantee_holds"], "–")}
-        lines.append("  ".join(f"{str(shown.get(c, r[c]))[:w]:<{w}}" if f == "s" else f"{r[c]:>{w}{f}}"
+        shown = {"kind": kind, "guarantee_holds": {True: "yes", False: "NO"}.get(r["guarantee_holds"], "–"),
+                 "quantity": "answers" if METHODS[r["method"]].quantity == "answers" else "all"}
+        lines.append("  ".join(f"{str(shown[c] if c in shown else r[c])[:w]:<{w}}" if f == "s" else f"{r[c]:>{w}{f}}"
                                for c, w, f in cols))
     notes = [f"- {r['method']}: {r['note']}" for _, r in summary.iterrows() if r["note"]]
-    return "\n".join(lines + ([""] + notes if notes else []))
+    legend = ("acc: the guaranteed quantity (on answers: the accuracy of the answers given, abstentions excluded; "
+              "on all: hierarchical accuracy, an abstention counting as correct); answered: share below the root; "
+              "ans. acc: accuracy of the answers.")
+    return "\n".join(lines + ["", legend] + ([""] + notes if notes else []))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -201,8 +208,9 @@ def run(args: argparse.Namespace) -> int:
 def configure_card_parser(parser: argparse.ArgumentParser) -> None:
     _common(parser)
     parser.description = "A decision card: the θ to ship, its guarantee and the evidence (Markdown + JSON)."
-    parser.add_argument("--method", default=DEFAULT_METHOD, choices=list(METHODS),
-                        help=f"the method to deploy (default {DEFAULT_METHOD})")
+    parser.add_argument("--method", default=None, choices=list(METHODS),
+                        help=f"the method to deploy (default {DEFAULT_METHOD}: LTT on the accuracy of the answers "
+                             f"given, with confidence 1 − δ; theorem1 is the paper's θ̂, on average only)")
     parser.add_argument("--reps", type=int, default=CARD_REPS, metavar="R",
                         help=f"repetitions of the evidence shoot-out (default {CARD_REPS}; 0: none)")
     parser.add_argument("--out", default="decision_card.md", metavar="MD",
@@ -213,19 +221,35 @@ def configure_card_parser(parser: argparse.ArgumentParser) -> None:
 def run_card(args: argparse.Namespace) -> int:
     if args.reps < 0:
         raise ValueError(f"--reps must be 0 or more, got {args.reps}")
-    _require_delta([args.method], args.delta)
+    method, delta = args.method, args.delta
+    if method is None:  # the default: the answers' accuracy with confidence 1 − δ
+        method, delta = DEFAULT_METHOD, DEFAULT_DELTA if delta is None else delta
+    _require_delta([method], delta)
     _check_out(args.out)
     ev = load_evaluation(args)
     progress = _bar("card")
     progress(0, 1)
-    card = decision_card(ev, target_accuracy=args.target_accuracy, delta=args.delta, method=args.method,
+    card = decision_card(ev, target_accuracy=args.target_accuracy, delta=delta, method=method,
                          n_cal=args.n_cal, ts=args.ts, seed=args.seed, reps=args.reps, **_settings(args))
     progress(1, 1)
     out = Path(args.out)
     out.write_text(card_markdown(card), encoding="utf-8")
     out.with_suffix(".json").write_text(card_json(card), encoding="utf-8")
-    print(f"{card['model']}: ship θ = {card['theta']:.6g} ({card['method']}); realised accuracy "
-          f"{card['realised']['accuracy']:.4f}, coverage {card['realised']['coverage']:.4f}"
-          + ("" if card["certified"] else f" — NOT certified: {card['note']}"))
+    print(card_line(card))
     print(f"wrote {out} and {out.with_suffix('.json')}", file=sys.stderr)
     return 0
+
+
+def card_line(card: dict[str, Any]) -> str:
+    """``hsc card``'s summary: θ, where the held-out answers land, their accuracy, what is guaranteed
+    (which quantity, with what confidence or only on average) and whether the held-out value meets
+    the target."""
+    r = card["realised"]
+    acc = "none answered" if r["answered_accuracy"] is None else f"accuracy of the answers {r['answered_accuracy']:.4f}"
+    head = (f"{card['model']}: ship θ = {card['theta']:.6g} ({card['method']}); held-out: "
+            f"{r['answered_at_leaf']:.1%} answered at a leaf, {r['answered_coarser']:.1%} at a coarser node, "
+            f"{r['abstained']:.1%} abstained; {acc}, hierarchical accuracy {r['accuracy']:.4f} (abstentions correct), "
+            f"coverage {r['coverage']:.4f}")
+    if not card["certified"]:
+        return head + f" — NOT certified: {card['note']}"
+    return f"{head}\n  {promise_words(card)}\n  {realised_words(card)}"

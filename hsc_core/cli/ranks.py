@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from ..datasets.per_rank import read_per_rank
-from ..evaluation.per_rank import N_REPS, SEED, rank_card, rank_card_json, rank_card_markdown
+from ..evaluation.per_rank import N_REPS, SEED, rank_breakdown, rank_card, rank_card_json, rank_card_markdown
 from .args import add_seed
 from .guarantees import _check_out, _level
 
@@ -26,7 +26,8 @@ from .guarantees import _check_out, _level
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("scores", metavar="SCORES", help="per-rank scores table (.csv, or .parquet with pyarrow)")
     parser.add_argument("--target-accuracy", type=_level("--target-accuracy"), required=True, metavar="A",
-                        help="hierarchical accuracy to guarantee, e.g. 0.95 (abstentions count as correct)")
+                        help="hierarchical accuracy to guarantee, e.g. 0.95 (every sample counts; an abstention "
+                             "counts as correct)")
     parser.add_argument("--delta", type=_level("--delta"), required=True, metavar="D",
                         help="the guarantee may fail with probability at most D over the calibration set")
     parser.add_argument("--out", default="rank_card.md", metavar="MD",
@@ -52,8 +53,12 @@ def run(args: argparse.Namespace) -> int:
     out.write_text(rank_card_markdown(card), encoding="utf-8")
     out.with_suffix(".json").write_text(rank_card_json(card), encoding="utf-8")
     thetas = ", ".join(f"{r} {'never' if t is None else f'{t:.4f}'}" for r, t in card["thetas"].items())
-    print(f"{card['source']}: θ per rank {thetas}; accuracy {card['realised_accuracy']:.4f}, coverage "
-          f"{card['realised_coverage']:.4f}" + ("" if card["certified"] else " — NOT certified: every sample abstains"))
+    print(f"{card['source']}: θ per rank {thetas}; coverage {card['realised_coverage']:.4f}"
+          + ("" if card["certified"] else " — NOT certified: every sample abstains"))
+    print(f"  on these rows: {rank_breakdown(card)}")
+    if card["certified"]:
+        print(f"  guaranteed with {1 - args.delta:.0%} confidence: hierarchical accuracy ≥ {args.target_accuracy:.1%} "
+              "on new data (an abstention counts as correct)")
     print(f"wrote {out} and {out.with_suffix('.json')}", file=sys.stderr)
     return 0
 

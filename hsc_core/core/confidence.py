@@ -324,12 +324,26 @@ class MemberScorer:
         return out
 
 
+#: Why (calibrator, confidence) pairs that could run are refused anyway: their score would rank noise.
+REFUSED_PAIRS: dict[tuple[str, str], str] = {
+    ("isotonic", "energy"): "isotonic's calibrated logits are log-probabilities, so every sample's energy "
+                            "(log-sum-exp) is 0 up to rounding (±1e-15) and ranks samples by floating-point noise; "
+                            "pair isotonic with another score, or energy with another calibrator",
+}
+
+
 def compatible(calibrator: str, confidence: str) -> bool:
     """Whether the pair can be scored: ``depth_temperature`` scores nodes directly (one T per
     depth, no single leaf distribution), so it pairs with ``softmax`` and the member scores
-    (which average node scores) only."""
-    return (confidence == "softmax" or get_confidence(confidence).needs_members
-            or get_calibrator(calibrator).key != "depth_temperature")
+    (which average node scores) only; a pair of ``REFUSED_PAIRS`` would rank noise.
+
+    >>> compatible("isotonic", "energy"), compatible("temperature", "energy")
+    (False, True)
+    """
+    cal, conf = get_calibrator(calibrator).key, get_confidence(confidence).key
+    if (cal, conf) in REFUSED_PAIRS:
+        return False
+    return conf == "softmax" or get_confidence(confidence).needs_members or cal != "depth_temperature"
 
 
 def fit_node_scorer(hierarchy: Hierarchy, calibrator: str | FittedCalibrator, confidence: str, logits: np.ndarray,
@@ -341,6 +355,10 @@ def fit_node_scorer(hierarchy: Hierarchy, calibrator: str | FittedCalibrator, co
         the scorer will be applied to (not only the calibration rows).
     """
     spec = get_confidence(confidence)
+    key = calibrator.key if isinstance(calibrator, FittedCalibrator) else get_calibrator(calibrator).key
+    if (key, spec.key) in REFUSED_PAIRS:
+        raise ValueError(f"confidence {quote(spec.key)} after calibrator {quote(key)} is refused: "
+                         f"{REFUSED_PAIRS[key, spec.key]}")
     if spec.needs_members and not members:
         raise ValueError(f"confidence score {quote(confidence)} needs an ensemble's members, and this model has none")
     cal = (calibrator if isinstance(calibrator, FittedCalibrator)

@@ -22,8 +22,8 @@ from scipy import stats
 
 from .validation import quote
 
-FWERProcedure = Literal["bonferroni", "fixed_sequence", "holm"]
-FWER_PROCEDURES: tuple[FWERProcedure, ...] = ("bonferroni", "fixed_sequence", "holm")
+FWERProcedure = Literal["bonferroni", "fixed_sequence", "holm", "fallback"]
+FWER_PROCEDURES: tuple[FWERProcedure, ...] = ("bonferroni", "fixed_sequence", "holm", "fallback")
 PValue = Literal["binomial", "hoeffding_bentkus"]
 P_VALUES: tuple[PValue, ...] = ("binomial", "hoeffding_bentkus")
 
@@ -103,7 +103,11 @@ def fwer_reject(p_values: np.ndarray, delta: float, procedure: FWERProcedure) ->
     level δ and stop at the first p_j > δ — the caller orders the grid from the safest θ to the
     most specific, so the risk grows along it. ``"holm"`` (Holm 1979): step down through the
     sorted p-values, the i-th smallest (0-based) at level δ/(m − i), stopping at the first failure.
-    All three control the FWER at δ; MAPIE's ``control_fwer`` is the oracle in the tests.
+    ``"fallback"`` (Wiens 2003): test in the grid's order, H_j at level δ/m plus the level of
+    H_{j−1} when that was rejected, and go on after a failure: a fixed sequence that survives hypotheses
+    it cannot reject at its start (where a conditional risk has almost no samples).
+    All four control the FWER at δ under any dependence; MAPIE's ``control_fwer`` is the oracle in
+    the tests for the first three, a direct loop for the fallback.
 
     Parameters
     ----------
@@ -120,6 +124,8 @@ def fwer_reject(p_values: np.ndarray, delta: float, procedure: FWERProcedure) ->
     >>> p = np.array([0.001, 0.013, 0.04, 0.5])
     >>> [fwer_reject(p, 0.05, k).tolist() for k in ("bonferroni", "fixed_sequence", "holm")]
     [[True, False, False, False], [True, True, True, False], [True, True, False, False]]
+    >>> fwer_reject(np.array([0.5, 0.01, 0.02, 0.04]), 0.08, "fallback").tolist()   # levels 0.02, 0.02, 0.04, 0.06
+    [False, True, True, True]
     """
     delta = _check_level("delta", delta)
     p = np.asarray(p_values, dtype=float)
@@ -136,6 +142,14 @@ def fwer_reject(p_values: np.ndarray, delta: float, procedure: FWERProcedure) ->
         ok = np.cumprod(sorted_p <= delta / (m - np.arange(m)), axis=-1).astype(bool)
         out = np.zeros_like(ok)
         np.put_along_axis(out, order, ok, axis=-1)
+        return out
+    if procedure == "fallback":
+        out = np.zeros(p.shape, dtype=bool)
+        carried = np.zeros(p.shape[:-1])
+        for j in range(m):  # m steps, each vectorised over the leading (repetition) axes
+            level = delta / m + carried
+            out[..., j] = p[..., j] <= level
+            carried = np.where(out[..., j], level, 0.0)
         return out
     raise ValueError(f"unknown FWER procedure {quote(procedure)}; choose one of {', '.join(FWER_PROCEDURES)}")
 

@@ -26,13 +26,17 @@ from collections.abc import Sequence
 import numpy as np
 
 from .curves import RCCurve
-from .ltt import binomial_p_values, fwer_reject, ltt_theta_grid
+from .ltt import binomial_p_values, ltt_theta_grid
 
 RULE = "climbing_by_rank"
 #: How much more slack 1 − θ each coarser rank gets on LTT's paths: 1 − θ_r = (1 − λ)·ρ^(finest − r).
 TILTS: tuple[float, ...] = (1.0, 1.5, 2.0, 3.0)
 #: Where a sample answers when no rank's confidence reaches its θ.
 ROOT = -1
+#: The share of δ that tests the shared-θ path (tilt 1, first in ``TILTS``); the tilted paths share
+#: the rest evenly. So the search never falls below a shared-θ LTT's coverage by more than the cost of
+#: testing at δ·SHARED_SHARE instead of δ.
+SHARED_SHARE = 0.8
 
 
 def _check(conf: np.ndarray, correct: np.ndarray, coverage: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -90,6 +94,7 @@ def evaluate_thetas(conf: np.ndarray, correct: np.ndarray, coverage: np.ndarray,
     Returns
     -------
     dict with ``accuracy`` (hierarchical, abstentions correct), ``coverage`` (mean φ),
+    ``answered_accuracy`` (the share of the answers that are right, abstentions excluded; NaN: none),
     ``answer_share`` ((R + 1,) share of samples answering at each rank, coarsest first, then the
     root) and ``ranks`` ((n,) the answered rank, −1 = root).
     """
@@ -100,7 +105,9 @@ def evaluate_thetas(conf: np.ndarray, correct: np.ndarray, coverage: np.ndarray,
     ranks = answer_ranks(conf, th)
     ok, cov = outcomes(correct, coverage, ranks)
     share = np.bincount(ranks + 1, minlength=conf.shape[1] + 1) / conf.shape[0]
+    answered = ranks != ROOT
     return {"accuracy": float(ok.mean()), "coverage": float(cov.mean()),
+            "answered_accuracy": float(ok[answered].mean()) if answered.any() else float("nan"),
             "answer_share": np.r_[share[1:], share[0]], "ranks": ranks}
 
 
@@ -175,14 +182,31 @@ def vector_outcomes(conf: np.ndarray, correct: np.ndarray, coverage: np.ndarray,
     return errors, cov
 
 
+def path_levels(n_paths: int, delta: float, shared_share: float = SHARED_SHARE) -> np.ndarray:
+    """(S,) each path's FWER level: the first (shared θ) gets δ·``shared_share``, the others split the
+    rest evenly (weighted Bonferroni: the levels sum to δ). One path gets all of δ.
+
+    >>> path_levels(4, 0.1).round(6).tolist()
+    [0.08, 0.006667, 0.006667, 0.006667]
+    """
+    if n_paths == 1:
+        return np.array([float(delta)])
+    if not 0.0 < shared_share < 1.0:
+        raise ValueError(f"the shared path's share of δ must lie in (0, 1), got {shared_share}")
+    return np.r_[delta * shared_share, np.full(n_paths - 1, delta * (1 - shared_share) / (n_paths - 1))]
+
+
 def ltt_select(cal_errors: np.ndarray, cal_coverage: np.ndarray, n_cal: int | np.ndarray, alpha: float,
-               delta: float) -> tuple[np.ndarray, np.ndarray]:
+               delta: float, shared_share: float = SHARED_SHARE) -> tuple[np.ndarray, np.ndarray]:
     """Learn then Test over the paths: which vector to ship, for each calibration set.
 
-    Each path (tilt) is tested by fixed-sequence testing from its strictest vector at level δ/S
-    (Bonferroni over the S paths), with the exact binomial p-value of H: error rate > α; so with
-    probability ≥ 1 − δ every vector rejected on any path has accuracy ≥ 1 − α. Among the rejected
-    vectors, the one with the highest calibration coverage (the most specific answers) is chosen.
+    Each path (tilt) is tested by fixed-sequence testing from its strictest vector, the shared-θ
+    path (the first) at level δ·``shared_share`` and the tilted ones at the rest of δ split evenly
+    (weighted Bonferroni over the paths, ``path_levels``), with the exact binomial p-value of H:
+    error rate > α; so with probability ≥ 1 − δ every vector rejected on any path has accuracy
+    ≥ 1 − α. Among the rejected vectors, the one with the highest calibration coverage (the most
+    specific answers) is chosen, so the choice is never less specific on the calibration set than a
+    shared-θ LTT at level δ·``shared_share``.
 
     Parameters
     ----------
@@ -190,6 +214,7 @@ def ltt_select(cal_errors: np.ndarray, cal_coverage: np.ndarray, n_cal: int | np
     cal_coverage : (..., S, m) calibration coverage sums (or means) of each vector.
     n_cal : calibration size(s), broadcast against the leading axes.
     alpha, delta : the requirement (error ≤ α with probability ≥ 1 − δ).
+    shared_share : the share of δ of the first (shared-θ) path.
 
     Returns
     -------
@@ -200,11 +225,12 @@ def ltt_select(cal_errors: np.ndarray, cal_coverage: np.ndarray, n_cal: int | np
     n_paths = errors.shape[-2]
     n_arr = np.asarray(n_cal)
     p = binomial_p_values(errors, n_arr.reshape(n_arr.shape + (1, 1)) if n_arr.ndim else n_arr, alpha)
-    rejected = fwer_reject(p, delta / n_paths, "fixed_sequence")
+    levels = path_levels(n_paths, delta, shared_share)
+    rejected = np.cumprod(p <= levels[:, None], axis=-1).astype(bool)  # fixed sequence per path at its level
     flat = rejected.reshape(rejected.shape[:-2] + (-1,))
     score = np.where(flat, np.asarray(cal_coverage, dtype=float).reshape(flat.shape), -np.inf)
     return np.asarray(np.argmax(score, axis=-1)), np.asarray(flat.any(axis=-1))
 
 
-__all__ = ["RULE", "ROOT", "TILTS", "answer_ranks", "evaluate_thetas", "ltt_select", "outcomes", "rank_rc_curve",
-           "theta_paths", "vector_outcomes"]
+__all__ = ["RULE", "ROOT", "SHARED_SHARE", "TILTS", "answer_ranks", "evaluate_thetas", "ltt_select", "outcomes",
+           "path_levels", "rank_rc_curve", "theta_paths", "vector_outcomes"]

@@ -18,13 +18,21 @@ conf_<rank>     the confidence of ``pred_<rank>``, in [0, 1] (0–100 with ``per
 for every rank, coarsest first: the ranks' order is the order in which their columns first appear
 (``true_family, pred_family, conf_family, true_genus, …``). Other columns are ignored.
 
-The hierarchy comes from the labels themselves — the parent of a label is the label one rank up
-in the same row (a label repeated at the next finer rank is the same node, so a shallow class can
-pad the finer ranks), and all the first-rank labels hang under an added root — or from a hierarchy
-file in any format ``hsc_core.datasets.formats.load_hierarchy`` reads, whose node ids (or names)
-the labels must be. The classes (leaves) are the labels without children. A label with two
-parents, labels that are not nested along a row, a confidence outside its range, a missing rank
-column, an empty table or a file over the size bound each raise a one-line :class:`ScoresFileError`.
+The hierarchy comes from the labels themselves — the parent of a true label is the true label one
+rank up in the same row (a label repeated at the next finer rank is the same node, so a shallow
+class can pad the finer ranks), and all the first-rank labels hang under an added root — or from a
+hierarchy file in any format ``hsc_core.datasets.formats.load_hierarchy`` reads, whose node ids (or
+names) the labels must be. The classes (leaves) are the labels without children.
+
+The predictions need not nest: each rank may come from its own head (a genus head and a species
+head that disagree). A rank's prediction is judged at that rank (right iff it is the true label's
+ancestor-or-self, i.e. the true label at that rank), and a predicted label the true columns never
+name hangs under the predicted label one rank up that most rows give it. Climbing by rank's final
+answer is the prediction of the finest rank whose confidence reaches its θ; the coarser heads are
+not consulted, so when heads disagree the answer is the finer head's label (``disagreement``
+counts such rows). A true label with two parents, true labels that are not nested along a row, a
+confidence outside its range, a missing rank column, an empty table or a file over the size bound
+each raise a one-line :class:`ScoresFileError`.
 """
 
 from __future__ import annotations
@@ -101,6 +109,15 @@ class PerRankScores:
     def coverage(self) -> np.ndarray:
         """(n, R) coverage φ(v) = 1 − log|L(v)|/log|L| of each rank's predicted node (definitions §2.2)."""
         return np.asarray(self.hierarchy.coverage, dtype=float)[self.pred_nodes]
+
+    @cached_property
+    def disagreement(self) -> np.ndarray:
+        """(n,) bool: the predicted labels do not nest along the row (some rank's prediction is not an
+        ancestor-or-self of the next finer rank's: independent heads that disagree)."""
+        if len(self.ranks) < 2:
+            return np.zeros(self.n, dtype=bool)
+        nested = np.asarray(self.hierarchy.is_ancestor(self.pred_nodes[:, :-1], self.pred_nodes[:, 1:]), dtype=bool)
+        return np.asarray(~nested.all(axis=1), dtype=bool)
 
     def subset(self, rows: np.ndarray) -> PerRankScores:
         """The same table restricted to ``rows`` (indices or a boolean mask); the hierarchy is kept."""
@@ -230,8 +247,8 @@ def per_rank_from_frame(frame: pd.DataFrame, *, where: str = "scores", percent: 
         tree = hierarchy if isinstance(hierarchy, Hierarchy) else _load_tree(hierarchy)
         node_of = _label_index(tree)
     nodes = {k: _nodes(table, node_of, where, k, ranks) for k, table in labels.items()}
-    for k, idx in nodes.items():
-        _check_nested(tree, idx, where, k, ranks, labels[k])
+    # the truth must nest; the predictions need not: each rank's head may be independent
+    _check_nested(tree, nodes["true"], where, "true", ranks, labels["true"])
     return PerRankScores(ranks, ids, tree, nodes["true"], nodes["pred"], conf)
 
 
@@ -254,23 +271,38 @@ def _confidences(frame: pd.DataFrame, ranks: tuple[str, ...], where: str, percen
     return out
 
 
+def _edges(table: np.ndarray, ranks: tuple[str, ...]) -> pd.DataFrame:
+    """Each row's (label, label one rank up) pairs (the first rank's under the root), with the row."""
+    up = np.concatenate([np.full((table.shape[0], 1), ROOT_ID, dtype=object), table[:, :-1]], axis=1)
+    pairs = pd.DataFrame({"child": table.ravel(), "parent": up.ravel(),
+                          "row": np.arange(table.shape[0]).repeat(len(ranks))})
+    return pairs[pairs["child"] != pairs["parent"]]
+
+
 def _tree_from_labels(true: np.ndarray, pred: np.ndarray, ranks: tuple[str, ...],
                       where: str) -> tuple[Hierarchy, dict[str, int]]:
-    """The tree whose edges are each row's (label, label one rank up), true and predicted rows alike."""
-    both = np.concatenate([true, pred], axis=0)
-    up = np.concatenate([np.full((both.shape[0], 1), ROOT_ID, dtype=object), both[:, :-1]], axis=1)
-    pairs = pd.DataFrame({"child": both.ravel(), "parent": up.ravel(),
-                          "row": np.tile(np.arange(true.shape[0]), 2).repeat(len(ranks))})
-    pairs = pairs[pairs["child"] != pairs["parent"]].drop_duplicates(["child", "parent"])
+    """The tree whose edges are each row's true (label, label one rank up); the true labels must nest.
+
+    A predicted label the true columns never name hangs under the label one rank up in the
+    predicted rows that name it, the most common one (ties: the first): rank heads may be
+    independent (a genus head and a species head that disagree), so a predicted row need not nest."""
+    pairs = _edges(true, ranks).drop_duplicates(["child", "parent"])
     twice = pairs["child"].duplicated(keep=False)
     if twice.any():
         child = pairs.loc[twice, "child"].iloc[0]
         par = pairs.loc[pairs["child"] == child]
-        raise ScoresFileError(f"{where}: labels are not nested: {quote(child)} has two parents, "
+        raise ScoresFileError(f"{where}: true labels are not nested: {quote(child)} has two parents, "
                               f"{quote(par['parent'].iloc[0] or ROOT_NAME)} (row {par['row'].iloc[0] + 1}) and "
                               f"{quote(par['parent'].iloc[1] or ROOT_NAME)} (row {par['row'].iloc[1] + 1})")
     parent_of = dict(zip(pairs["child"], pairs["parent"], strict=True))
+    extra = _edges(pred, ranks)
+    extra = extra[~extra["child"].isin(parent_of.keys())]
+    if len(extra):
+        counts = extra.groupby(["child", "parent"], sort=False).agg(n=("row", "size"), first=("row", "min"))
+        best = counts.reset_index().sort_values(["n", "first"], ascending=[False, True], kind="stable")
+        parent_of.update(best.drop_duplicates("child").set_index("child")["parent"].to_dict())
     has_child = set(parent_of.values())
+    both = np.concatenate([true, pred], axis=0)
     leaves = [c for c in dict.fromkeys(both[:, ::-1].ravel()) if c not in has_child]
     try:
         tree = Hierarchy.from_parent_map(parent_of, leaves, names={ROOT_ID: ROOT_NAME}, collapse_single_child=False)

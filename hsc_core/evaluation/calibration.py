@@ -97,6 +97,30 @@ def _ltt(data: GuaranteeData, weights: np.ndarray, s: GuaranteeSettings, procedu
     return BatchFit(theta[:, None], found)
 
 
+def _ltt_selective(data: GuaranteeData, weights: np.ndarray, s: GuaranteeSettings) -> BatchFit:
+    """LTT on the selective risk P(wrong | answered) of Climbing at each grid θ, Holm at δ.
+
+    Given the number answered at θ, n_A(θ), the answered calibration samples are i.i.d. from the
+    answered population, so their errors are Binomial(n_A(θ), R_sel(θ)): the binomial tail at
+    n_A(θ) is a valid p-value of H: R_sel(θ) > α (valid marginally too; MAPIE's precision control
+    uses the same effective sample size). A θ where nothing is answered gets p = 1. Holm's step-down
+    (MAPIE's default for such conditional risks) needs no ordering: fixed-sequence testing from θ = 1
+    would stop at once, where almost nothing is answered. A wrong node is never the root, so the
+    errors are Climbing's errors."""
+    grid = ltt_theta_grid(s.n_lambdas)
+    paths = data.paths["climbing"]
+    grid_p = grid.astype(paths.values.dtype)
+    errors = weights @ (data.last_incorrect["climbing"][:, None] >= grid_p[None, :]).astype(float)
+    answered = weights @ (data.answer_score("climbing")[:, None] >= grid_p[None, :]).astype(float)
+    some = answered > 0
+    n_eff = np.where(some, answered, 1.0)
+    p = np.where(some, risk_p_values(errors / n_eff, n_eff, s.alpha, s.p_value, binary=True), 1.0)
+    # from θ = 1 (the safest) down to the most specific, as LTT's fixed sequence
+    rejected = fwer_reject(p[:, ::-1], s.delta_for("ltt_selective"), "fallback")[:, ::-1]
+    theta, found = select_safe_theta(grid, rejected)
+    return BatchFit(theta[:, None], found)
+
+
 def _mondrian(data: GuaranteeData, weights: np.ndarray, s: GuaranteeSettings, family: str) -> BatchFit:
     groups = mondrian_groups(data.hierarchy, data.leaf_pred, s.mondrian_depth)
     li = data.last_incorrect[family]
@@ -155,6 +179,8 @@ def calibrate_weights(method: str, data: GuaranteeData, weights: np.ndarray, set
         th, _ = _order_theta(li, w, np.maximum(n_cal - allowed, 1), data.paths["climbing"].values.dtype)
         ok = allowed >= 0
         return BatchFit(np.where(ok, th, 1.0)[:, None], ok)
+    if method == "ltt_selective":
+        return _ltt_selective(data, w, s)
     if method.startswith("ltt_"):
         multi = method == "ltt_multi"
         if multi and s.min_coverage is None and s.max_severity is None:
@@ -259,7 +285,8 @@ def cannot_note(method: str, n_cal: int, s: GuaranteeSettings, found: bool | flo
         return f"cannot certify accuracy {s.target:.4g} at n = {n_cal:,}: it predicts the root {who}"
     # with no error at all the best p-value / Beta tail is (1 − α)^n; it must reach δ (fixed sequence,
     # Theorem 1) or δ/m (Bonferroni and Holm test the best θ at δ/m first): below that n nothing certifies
-    level = s.delta / s.n_lambdas if method in ("ltt_bonferroni", "ltt_holm", "ltt_multi") else s.delta
+    level = s.delta / s.n_lambdas if method in ("ltt_bonferroni", "ltt_holm", "ltt_multi", "ltt_selective") \
+        else s.delta
     need = int(np.ceil(np.log(level) / np.log(1.0 - s.alpha)))
     if method == "theorem1_pac":
         return (f"cannot certify accuracy {s.target:.4g} with confidence {1 - s.delta:.4g} at n = {n_cal:,} "

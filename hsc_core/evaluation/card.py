@@ -20,19 +20,19 @@ from scipy import stats
 
 from ..core.protocol import protocol_text
 from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES
-from .guarantee_methods import METHODS, GuaranteeData, GuaranteeSettings, check_methods
+from .guarantee_methods import METHODS, QUANTITY_WORDS, GuaranteeData, GuaranteeSettings, check_methods
 from .model import ModelEvaluation
 from .results import toolkit_version
 from .shootout import shootout
-from .threshold import default_n_cal, guarantee_sentence, threshold
+from .threshold import DEFAULT_DELTA, DEFAULT_METHOD, breakdown_sentence, default_n_cal, guarantee_sentence, threshold
 
-__all__ = ["CARD_FORMAT", "CARD_REPS", "DEFAULT_METHOD", "card_json", "card_markdown", "decision_card",
-           "guarantee_sentence", "md_text"]
+__all__ = ["CARD_FORMAT", "CARD_REPS", "DEFAULT_METHOD", "answer_line", "card_json", "card_markdown", "decision_card",
+           "guarantee_sentence", "md_text", "promise_words", "realised_words", "status_words"]
 
 CARD_FORMAT = "hsc-decision-card/1"
-# The method a card deploys when none is named: the paper's Algorithm 2 θ̂ (marginal), the one the
-# dashboard's Guaranteed-accuracy page starts with, so `hsc card` without --method states the page's θ.
-DEFAULT_METHOD = "theorem1"
+# The method a card deploys when none is named is ``threshold.DEFAULT_METHOD`` (LTT on the accuracy of
+# the answers, with confidence 1 − δ), the one the dashboard's Guaranteed-accuracy page starts with, so
+# `hsc card` without --method states the page's θ.
 CARD_REPS = 200
 CONFIDENCE = 0.95
 
@@ -59,7 +59,7 @@ def decision_card(
     *,
     target_accuracy: float,
     delta: float | None = None,
-    method: str = DEFAULT_METHOD,
+    method: str | None = None,
     n_cal: int | None = None,
     ts: bool = True,
     seed: int = 0,
@@ -76,7 +76,8 @@ def decision_card(
     evaluation : the model (its protocol fixes the evaluation split and T).
     target_accuracy, delta : the requirement 1 − α and the PAC failure probability δ (needed by
         the PAC methods only, ``guarantees.needs_delta``).
-    method : a name of ``guarantees.METHODS``.
+    method : a name of ``guarantees.METHODS``; None: ``threshold.DEFAULT_METHOD`` (LTT on the
+        answers' accuracy, δ = 0.1 unless given).
     n_cal : calibration samples drawn from the evaluation split (``threshold.calibration_draw``:
         stratified, ``seed``); default ``threshold.default_n_cal``: 1,000, at most 90 % of it. The
         rest measure the realised numbers. θ is ``threshold.threshold``'s: the Guaranteed-accuracy page's θ̂ for the same
@@ -94,7 +95,8 @@ def decision_card(
 
     Examples
     --------
-    One call from logits (δ only for the PAC methods, such as ``theorem1_pac``; the default ``theorem1`` needs none):
+    One call from logits (δ only for the PAC methods, such as the default ``ltt_selective``; the paper's
+    marginal ``theorem1`` needs none):
 
     >>> from hsc_core.core.synthetic import synthetic_logits
     >>> from hsc_core.core.hierarchy import Hierarchy
@@ -107,6 +109,8 @@ def decision_card(
     >>> card_markdown(card).startswith("---")
     True
     """
+    if method is None:
+        method, delta = DEFAULT_METHOD, DEFAULT_DELTA if delta is None else delta
     method = check_methods([method])[0]
     if not 0.0 < float(target_accuracy) < 1.0:
         raise ValueError(f"the target accuracy must lie in (0, 1), got {target_accuracy}")
@@ -123,6 +127,9 @@ def decision_card(
     h = data.hierarchy
     correct = h.is_ancestor(nodes, data.labels[fit.test_positions])
     k, m = int(correct.sum()), fit.n_test
+    b = fit.breakdown
+    m_ans = int(b["n_answered"])
+    k_ans = int(round(b["answered_accuracy"] * m_ans)) if m_ans else 0
     cov = h.coverage[nodes]
     boot = es.bootstrap(n_resamples=N_RESAMPLES if n_resamples is None else n_resamples,
                         seed=BOOTSTRAP_SEED if bootstrap_seed is None else bootstrap_seed).haurc["climbing"]
@@ -133,7 +140,8 @@ def decision_card(
         row = res.summary.iloc[0]
         evidence = {"reps": int(reps), "sampling": "iid", "violation_rate": float(row["violation_rate"]),
                     "violation_high_95": float(row["violation_high"]), "accuracy_mean": float(row["accuracy_mean"]),
-                    "coverage_mean": float(row["coverage_mean"]),
+                    "coverage_mean": float(row["coverage_mean"]), "answered_mean": float(row["answered_mean"]),
+                    "answered_accuracy_mean": float(row["answered_accuracy_mean"]),
                     "guarantee_holds": None if row["guarantee_holds"] == "" else bool(row["guarantee_holds"])}
     manifest = evaluation.manifest or {}
     ds = manifest.get("dataset") if isinstance(manifest.get("dataset"), dict) else {}
@@ -158,14 +166,17 @@ def decision_card(
         "method_label": info.label,
         "method_source": info.source,
         "kind": info.kind,
+        "quantity": info.quantity,
         "theta": float(fit.theta),
         "thetas_by_group": {str(g): t for g, t in fit.thetas_by_group.items()},
         "target_accuracy": settings.target,
         "delta": settings.delta,
         "certified": bool(fit.certified),
+        "meets_target": fit.meets_target,
         "note": fit.note,
         "guarantee": fit.guarantee,
         "guaranteed": {
+            "quantity": QUANTITY_WORDS[info.quantity],
             "accuracy": settings.target,
             "coverage": settings.min_coverage if method == "ltt_multi" else None,
             "severity_at_most": settings.max_severity if method == "ltt_multi" else None,
@@ -177,9 +188,11 @@ def decision_card(
             "accuracy": k / m, "accuracy_interval": list(_proportion_interval(k, m)),
             "coverage": float(cov.mean()), "coverage_interval": list(_mean_interval(cov)),
             "set_size": float(h.leaf_count[nodes].mean()), "confidence": CONFIDENCE,
-            # the manager's "how many get an answer, at which level": below the root, and at a leaf
-            "answered": float(np.mean(h.leaf_count[nodes] < h.n_leaves)),
-            "answered_at_leaf": float(np.mean(h.leaf_count[nodes] == 1)),
+            # the manager's "how many get an answer, at which level, and how many answers are right"
+            "answered": b["answered"], "answered_at_leaf": b["answered_at_leaf"],
+            "answered_coarser": b["answered_coarser"], "abstained": b["abstained"],
+            "answered_accuracy": None if not m_ans else b["answered_accuracy"],
+            "answered_accuracy_interval": None if not m_ans else list(_proportion_interval(k_ans, m_ans)),
         },
         "haurc_climbing": {"value": boot.estimate, "interval": [boot.low, boot.high],
                            "confidence": CONFIDENCE},
@@ -209,39 +222,106 @@ def _yaml(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def promise_words(card: dict[str, Any]) -> str:
+    """What the card's method promises, about which quantity, with what confidence, in plain words."""
+    g, target = card.get("guaranteed") or {}, card["target_accuracy"]
+    on_answers = card.get("quantity") == "answers"
+    what = (f"at least {target:.1%} of the answers on new data are correct (abstentions excluded)" if on_answers else
+            f"the hierarchical accuracy on new data is at least {target:.1%} (abstentions count as correct)")
+    if g.get("confidence") is not None:
+        return f"guaranteed with {g['confidence']:.0%} confidence: {what}"
+    if g.get("holds") == "on average":
+        return (f"guaranteed only on average over calibration sets: {what}; this one calibration can fall below it "
+                "(a marginal statement, no confidence)")
+    return "nothing is guaranteed (a heuristic)"
+
+
+def realised_words(card: dict[str, Any]) -> str:
+    """Whether the held-out value of the guaranteed quantity meets the target ("" for old cards)."""
+    if "meets_target" not in card:
+        return ""
+    r = card["realised"]
+    on_answers = card.get("quantity") == "answers"
+    value = (1.0 if r.get("answered_accuracy") is None else r["answered_accuracy"]) if on_answers else r["accuracy"]
+    what = "accuracy of the answers" if on_answers else "hierarchical accuracy"
+    verdict = "meets the target" if card["meets_target"] else "is BELOW the target"
+    avg = " (the method promises the target only on average)" if card["kind"].startswith("marginal") else ""
+    return f"held-out {what} {value:.4f} {verdict} {card['target_accuracy']:.4g}{avg}"
+
+
 def answer_line(card: dict[str, Any]) -> str:
-    """The card's one sentence for a manager: θ, the share of held-out samples that get an answer and
-    at which level, and what is guaranteed with what confidence (the dashboard page's sentence).
+    """The card's sentence for a manager: θ, the shares of held-out samples answered at a leaf, at a
+    coarser node and abstained, the accuracy of the answers, and what is guaranteed about which
+    quantity with what confidence (the dashboard page's sentence).
 
     Cards written before the shares were recorded (no ``answered``) get the guarantee part only."""
-    r, g = card["realised"], card.get("guaranteed") or {}
+    r = card["realised"]
     name = "λ" if card["method"] == "darts" else "θ"
-    if g.get("confidence") is not None:
-        promise = (f"with {g['confidence']:.0%} confidence, at least {card['target_accuracy']:.1%} of the answers on "
-                   "new data are correct")
-    elif g.get("holds") == "on average":
-        promise = (f"on average over calibration sets at least {card['target_accuracy']:.1%} of the answers are "
-                   "correct (a marginal statement: no confidence for this one calibration)")
-    else:
-        promise = "nothing is guaranteed (a heuristic)"
+    promise = promise_words(card)
     if "answered" not in r:
         return f"**Deploy {name} = {card['theta']:.4f}**: {promise}."
-    answered, leaf = r["answered"], r["answered_at_leaf"]
-    return (f"**Deploy {name} = {card['theta']:.4f}**: **{answered:.0%} of the held-out samples get an answer** "
-            f"({leaf:.0%} at a leaf, {answered - leaf:.0%} at a coarser node, {1 - answered:.0%} none); {promise}.")
+    if "abstained" not in r:  # a card of 1.1: shares only
+        answered, leaf = r["answered"], r["answered_at_leaf"]
+        return (f"**Deploy {name} = {card['theta']:.4f}**: **{answered:.0%} of the held-out samples get an answer** "
+                f"({leaf:.0%} at a leaf, {answered - leaf:.0%} at a coarser node, {1 - answered:.0%} none); {promise}.")
+    b = {**r, "n": card["n_test"], "n_answered": 0 if r["answered_accuracy"] is None else 1,
+         "answered_accuracy": r["answered_accuracy"] if r["answered_accuracy"] is not None else float("nan")}
+    tail = realised_words(card)
+    return (f"**Deploy {name} = {card['theta']:.4f}**: {breakdown_sentence(b)}. **{promise[0].upper()}{promise[1:]}**"
+            + (f"; {tail}." if tail else "."))
 
 
 def _guaranteed_line(card: dict[str, Any]) -> str:
     g = card.get("guaranteed") or {}
-    parts = [f"accuracy ≥ {g.get('accuracy', card['target_accuracy']):.4g}"]
+    noun = "accuracy of the answers" if card.get("quantity") == "answers" else "hierarchical accuracy"
+    parts = [f"{noun} ≥ {g.get('accuracy', card['target_accuracy']):.4g}"]
     if g.get("coverage") is not None:
         parts.append(f"coverage ≥ {g['coverage']:.4g}")
     if g.get("severity_at_most") is not None:
         parts.append(f"mean severity ≤ {g['severity_at_most']:.4g}")
     how = (f"with probability ≥ {g['confidence']:.4g}" if g.get("confidence") is not None
-           else {"on average": "on average", "none": "(no guarantee)"}.get(g.get("holds", ""), ""))
+           else {"on average": "on average over calibration sets only", "none": "(no guarantee)"}.get(
+               g.get("holds", ""), ""))
     trivially = "" if card["certified"] else " — met only trivially: the root is predicted where nothing is certified"
     return f"Guaranteed: {', '.join(parts)} {how}{trivially}."
+
+
+def status_words(card: dict[str, Any]) -> tuple[str, str]:
+    """(verdict, detail): certified (PAC), calibrated on average only (marginal: the evidence's share
+    below the target said), a heuristic, or not certified with the reason."""
+    if not card["certified"]:
+        return "Not certified", str(card["note"])
+    ev = card.get("evidence") or {}
+    below = (f"{ev['violation_rate']:.1%} of the evidence's {ev['reps']:,} calibration sets fell below the target"
+             if ev else "")
+    if card["kind"] == "pac":
+        return f"Certified with confidence {1 - card['delta']:.4g}", below
+    if card["kind"].startswith("marginal"):
+        return ("Calibrated, not certified for this calibration",
+                "a marginal method promises the target only on average over calibration sets" + (f": {below}"
+                                                                                                 if below else ""))
+    return "No guarantee (a heuristic)", below
+
+
+def _status_line(card: dict[str, Any]) -> str:
+    verdict, detail = status_words(card)
+    return f"**{verdict}:** {md_text(detail, 400)}" if detail else f"**{verdict}.**"
+
+
+def _answer_rows(card: dict[str, Any]) -> list[str]:
+    """The realised table's answer rows: shares answered at a leaf / coarser / abstained, and the
+    accuracy of the answers (cards of 1.1 and before have none)."""
+    r = card["realised"]
+    if "abstained" not in r:
+        return []
+    rows = [f"| answered at a leaf | {r['answered_at_leaf']:.4f} | |",
+            f"| answered at a coarser node | {r['answered_coarser']:.4f} | |",
+            f"| abstained (the root) | {r['abstained']:.4f} | |"]
+    if r["answered_accuracy"] is not None:
+        lo, hi = r["answered_accuracy_interval"]
+        target = f" (target {card['target_accuracy']:.4g})" if card.get("quantity") == "answers" else ""
+        rows.append(f"| accuracy of the answers{target} | {r['answered_accuracy']:.4f} | [{lo:.4f}, {hi:.4f}] |")
+    return rows
 
 
 def card_markdown(card: dict[str, Any]) -> str:
@@ -265,10 +345,10 @@ def card_markdown(card: dict[str, Any]) -> str:
         f"    - {{type: coverage, value: {r['coverage']:.6f}, name: realised coverage}}",
         f"    - {{type: haurc, value: {card['haurc_climbing']['value']:.6f}, name: hAURC Climbing}}",
         "hsc_decision_card:",
-        *(f"  {k}: {_yaml(card[k])}" for k in ("format", "method", "kind", "theta", "target_accuracy", "delta",
-                                               "certified", "n_cal", "n_test", "seed", "temperature", "ts",
-                                               "hierarchy_hash", "protocol", "weights", "toolkit_version",
-                                               "date")),
+        *(f"  {k}: {_yaml(card.get(k))}" for k in (
+            "format", "method", "kind", "quantity", "theta", "target_accuracy", "delta", "certified", "meets_target",
+            "n_cal", "n_test", "seed", "temperature", "ts", "hierarchy_hash", "protocol", "weights", "toolkit_version",
+            "date")),
         "---",
     ]
     acc_lo, acc_hi = r["accuracy_interval"]
@@ -286,7 +366,7 @@ def card_markdown(card: dict[str, Any]) -> str:
         "",
         md_text(card["guarantee"], 400),
         "",
-        ("**Certified.**" if card["certified"] else f"**Not certified:** {md_text(card['note'], 400)}"),
+        _status_line(card),
         "",
         _guaranteed_line(card),
         "",
@@ -294,7 +374,10 @@ def card_markdown(card: dict[str, Any]) -> str:
         "",
         f"| quantity | value | {card['realised']['confidence']:.0%} interval |",
         "|---|---|---|",
-        f"| accuracy (target {card['target_accuracy']:.4g}) | {r['accuracy']:.4f} | [{acc_lo:.4f}, {acc_hi:.4f}] |",
+        *_answer_rows(card),
+        "| hierarchical accuracy (abstentions count as correct"
+        + (f"; target {card['target_accuracy']:.4g}" if card.get("quantity", "hierarchical") == "hierarchical" else "")
+        + f") | {r['accuracy']:.4f} | [{acc_lo:.4f}, {acc_hi:.4f}] |",
         f"| coverage | {r['coverage']:.4f} | [{cov_lo:.4f}, {cov_hi:.4f}] |",
         f"| mean set size (leaves) | {r['set_size']:.2f} | |",
         f"| hAURC (Climbing, ×1000) | {1000 * h['value']:.2f} | [{1000 * h['interval'][0]:.2f}, "
@@ -305,15 +388,18 @@ def card_markdown(card: dict[str, Any]) -> str:
         "",
     ]
     ev = card.get("evidence") or {}
+    noun = "accuracy of the answers" if card.get("quantity") == "answers" else "hierarchical accuracy"
     if ev:
         lines += [
             "## Evidence",
             "",
             f"Over {ev['reps']:,} calibration sets of {card['n_cal']:,} drawn with replacement (the data set as the "
-            f"deployment distribution): accuracy fell below {card['target_accuracy']:.4g} in "
+            f"deployment distribution): the {noun} fell below {card['target_accuracy']:.4g} in "
             f"{ev['violation_rate']:.1%} of them (95 % upper limit {ev['violation_high_95']:.1%}"
             + ("" if card["delta"] is None else f"; δ = {card['delta']:.4g}")
-            + f"); mean accuracy {ev['accuracy_mean']:.4f}, mean coverage {ev['coverage_mean']:.4f}.",
+            + f"); mean {noun} {ev['accuracy_mean']:.4f}"
+            + (f", mean share answered {ev['answered_mean']:.4f}" if "answered_mean" in ev else "")
+            + f", mean coverage {ev['coverage_mean']:.4f}.",
             "",
         ]
     lines += [

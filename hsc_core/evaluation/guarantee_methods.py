@@ -25,6 +25,14 @@ from ..core.validation import check_labels, quote
 Sampling = Literal["iid", "split"]
 SAMPLINGS: tuple[Sampling, ...] = ("iid", "split")
 Kind = Literal["pac", "marginal", "marginal per group", "heuristic"]
+#: Which accuracy a method guarantees: ``"hierarchical"``, the paper's (every sample counts, an
+#: abstention at the root counts as correct), or ``"answers"``, the accuracy of the answers given
+#: (samples predicted below the root only; abstentions excluded: a selective risk).
+Quantity = Literal["hierarchical", "answers"]
+QUANTITY_WORDS: dict[str, str] = {
+    "hierarchical": "hierarchical accuracy (every sample counts; an abstention at the root counts as correct)",
+    "answers": "accuracy of the answers given (abstentions at the root excluded)",
+}
 
 #: The most memory DARTS' dense (n, n_nodes) node probabilities may take (at least float32).
 DENSE_LIMIT_BYTES = 1_000_000_000
@@ -38,6 +46,7 @@ class MethodInfo:
     family: str  # "climbing", "lca_set" or "darts"
     kind: Kind
     source: str
+    quantity: Quantity = "hierarchical"
 
 
 METHODS: dict[str, MethodInfo] = {
@@ -52,6 +61,9 @@ METHODS: dict[str, MethodInfo] = {
     "ltt_fixed_sequence": MethodInfo("LTT · fixed sequence", "climbing", "pac",
                                      "Angelopoulos et al. 2021, fixed-sequence testing from θ = 1 down"),
     "ltt_holm": MethodInfo("LTT · Holm", "climbing", "pac", "Angelopoulos et al. 2021, Holm step-down"),
+    "ltt_selective": MethodInfo("LTT on the answers' accuracy (selective)", "climbing", "pac",
+                                "Angelopoulos et al. 2021 on the selective risk P(wrong | answered) (Geifman & "
+                                "El-Yaniv 2017): binomial p-value given the number answered, Holm", "answers"),
     "ltt_multi": MethodInfo("LTT · several risks", "climbing", "pac",
                             "Angelopoulos et al. 2021 §4: max of the risks' p-values, Holm"),
     "conformal_lca": MethodInfo("Conformal node (LCA of the flat set)", "lca_set", "marginal",
@@ -66,7 +78,7 @@ METHODS: dict[str, MethodInfo] = {
 }
 #: Methods the shoot-out runs by default (``ltt_multi`` joins when a second risk is given).
 DEFAULT_METHODS: tuple[str, ...] = (
-    "theorem1", "theorem1_pac", "crc", "ltt_bonferroni", "ltt_fixed_sequence", "ltt_holm",
+    "theorem1", "theorem1_pac", "crc", "ltt_bonferroni", "ltt_fixed_sequence", "ltt_holm", "ltt_selective",
     "conformal_lca", "conformal_top_down", "theorem1_mondrian", "conformal_mondrian", "darts")
 N_REPS = 1000
 SEED = 0
@@ -206,6 +218,12 @@ class GuaranteeData:
             self._probs = np.asarray(self.node_probs() if callable(self.node_probs) else self.node_probs)
         return self._probs
 
+    def answer_score(self, family: str = "climbing") -> np.ndarray:
+        """(n,) the largest record value below the root on each sample's ``family`` path: the rule
+        answers (predicts a node below the root) at θ iff this score ≥ θ (−inf: it never does)."""
+        paths = self.paths[family]
+        return np.where(paths.nodes == self.hierarchy.root, -np.inf, paths.values).max(axis=1)
+
     @classmethod
     def from_arrays(cls, hierarchy: Hierarchy, node_probs: np.ndarray, labels: np.ndarray) -> GuaranteeData:
         """From (n, n_nodes) node probabilities and true leaves (small data, tests, synthetic)."""
@@ -242,6 +260,7 @@ class GuaranteeData:
 
 
 __all__ = [
-    "DEFAULT_METHODS", "METHODS", "MONDRIAN_DEPTH", "N_LAMBDAS", "N_REPS", "SAMPLINGS", "SEED", "GuaranteeData",
-    "GuaranteeSettings", "Kind", "MethodInfo", "Sampling", "check_methods", "needs_delta",
+    "DEFAULT_METHODS", "METHODS", "MONDRIAN_DEPTH", "N_LAMBDAS", "N_REPS", "QUANTITY_WORDS", "SAMPLINGS", "SEED",
+    "GuaranteeData", "GuaranteeSettings", "Kind", "MethodInfo", "Quantity", "Sampling", "check_methods",
+    "needs_delta",
 ]

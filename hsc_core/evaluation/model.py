@@ -480,7 +480,7 @@ class EvaluationSet:
                                    (fair.low, fair.high) if fair.restricted else None))
         return rows
 
-    def threshold(self, target_accuracy: float, method: str = "theorem1", *, delta: float | None = None,
+    def threshold(self, target_accuracy: float, method: str | None = None, *, delta: float | None = None,
                   n: int | None = None, seed: int = 0, **options: Any) -> Any:
         """The θ to ship for accuracy ≥ ``target_accuracy``: ``method`` calibrated on a seeded
         stratified calibration set of ``n`` samples, measured on the others
@@ -490,9 +490,12 @@ class EvaluationSet:
         Parameters
         ----------
         target_accuracy : 1 − α, in (0, 1).
-        method : a name of ``guarantees.METHODS`` (default ``"theorem1"``, the paper's Algorithm 2).
-        delta : δ, asked only by the PAC methods (``theorem1_pac``, LTT); ``theorem1`` then reports ε.
-        n : calibration size (default half the samples, at most 1,000); seed : the draw.
+        method : a name of ``guarantees.METHODS``; None (default): ``threshold.DEFAULT_METHOD``, LTT on
+            the accuracy of the answers given, with confidence 1 − δ (δ = 0.1 unless given).
+        delta : δ, asked only by the PAC methods (``ltt_selective``, ``theorem1_pac``, LTT); ``theorem1``
+            (the paper's marginal θ̂) then reports ε.
+        n : calibration size (default ``threshold.default_n_cal``: 1,000, at most 90 % of the
+            samples); seed : the draw.
         options : further ``guarantees.GuaranteeSettings`` fields (``min_coverage``, ``mondrian_depth`` …).
 
         Returns

@@ -85,7 +85,7 @@ def threshold_for_accuracy(
     logits: np.ndarray,
     labels: np.ndarray,
     target_accuracy: float,
-    method: str = "theorem1",
+    method: str | None = None,
     *,
     delta: float | None = None,
     n: int | None = None,
@@ -93,7 +93,7 @@ def threshold_for_accuracy(
     ts: bool = True,
     **options: Any,
 ) -> ThresholdResult:
-    """The θ to ship for hierarchical accuracy ≥ ``target_accuracy``, with its guarantee, in one call.
+    """The θ to ship for accuracy ≥ ``target_accuracy``, with its guarantee, in one call.
 
     ``method`` is calibrated on a seeded, stratified calibration set of ``n`` samples drawn from the
     protocol's evaluation split and measured on the rest: the Guaranteed-accuracy page's and
@@ -103,11 +103,14 @@ def threshold_for_accuracy(
     ----------
     hierarchy, logits, labels : as in ``rc_curve_and_haurc``.
     target_accuracy : 1 − α, in (0, 1).
-    method : a guarantee method (``hsc_core.evaluation.guarantee_methods.METHODS``); default
-        ``"theorem1"``, the paper's Algorithm 2 (a marginal guarantee, no δ).
-    delta : δ, needed only by the PAC methods (``theorem1_pac`` and the LTT ones); ``theorem1``
-        then also reports Theorem 1's ε. Leave it out for every other method.
-    n : calibration size (default half the evaluation split, at most 1,000).
+    method : a guarantee method (``hsc_core.evaluation.guarantee_methods.METHODS``); None (default):
+        ``"ltt_selective"``, LTT on the accuracy of the answers given (abstentions excluded), which holds
+        with probability ≥ 1 − δ (δ = 0.1 unless given). ``"theorem1"`` is the paper's Algorithm 2 (a
+        marginal guarantee on the hierarchical accuracy, on average over calibration sets; no δ).
+    delta : δ, needed only by the PAC methods (``ltt_selective``, ``theorem1_pac`` and the LTT ones);
+        ``theorem1`` then also reports Theorem 1's ε. Leave it out for every other method.
+    n : calibration size (default ``threshold.default_n_cal``: 1,000, at most 90 % of the evaluation
+        split).
     seed : the seed of the calibration draw (``calibration_draw``).
     ts : with temperature scaling (T fitted on the protocol's calibration split).
     options : further ``GuaranteeSettings`` fields (``min_coverage``, ``mondrian_depth`` …).
@@ -121,7 +124,7 @@ def threshold_for_accuracy(
     >>> from hsc_core.core.synthetic import synthetic_logits
     >>> h = Hierarchy.from_parents([4, 4, 5, 5, 6, 6, -1], 4)
     >>> logits, labels = synthetic_logits(h, 600, seed=0)
-    >>> res = threshold_for_accuracy(h, logits, labels, 0.9, n=200)      # no δ: Algorithm 2 does not read it
+    >>> res = threshold_for_accuracy(h, logits, labels, 0.9, "theorem1", n=200)   # no δ: Algorithm 2 ignores it
     >>> res.kind, res.delta, res.n_cal, res.n_test, round(res.theta, 4)
     ('marginal', None, 200, 340, 0.6805)
     >>> pac = threshold_for_accuracy(h, logits, labels, 0.9, "theorem1_pac", delta=0.1, n=200)

@@ -32,7 +32,7 @@ from ..core.rule_registry import is_rule, rule_label, rule_names
 from ..core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, Interval
 from ..evaluation import RESULT_COLUMNS, ModelEvaluation, ResultRow, column_label, to_csv, wide_table
 from ..evaluation.calibrator_benchmark import benchmark_csv, benchmark_table, calibrator_benchmark
-from ..evaluation.card import card_markdown, decision_card
+from ..evaluation.card import card_markdown, decision_card, realised_words, status_words
 from ..evaluation.results import GAIN_RANGE_COLUMN, display_value, gain_coverage
 from . import export, figures
 
@@ -325,13 +325,18 @@ def card_section(card: dict) -> str:
     Markdown (YAML front matter) embedded as a download."""
     r = card["realised"]
     h = card["haurc_climbing"]
-    status = "Certified." if card["certified"] else f"Not certified: {card['note']}"
+    verdict, detail = status_words(card)
     rows = [
         ["θ to ship" if card["method"] != "darts" else "λ to ship", f"{card['theta']:.6g}"],
         ["method", f"{card['method_label']} ({card['method']}; {card['method_source']})"],
         ["guarantee", card["guarantee"]],
-        ["status", status],
-        ["realised accuracy [95 % CI]", f"{r['accuracy']:.4f} [{r['accuracy_interval'][0]:.4f}, "
+        ["status", f"{verdict}: {detail}" if detail else f"{verdict}."],
+        *([["held-out answers", f"{r['answered_at_leaf']:.1%} at a leaf, {r['answered_coarser']:.1%} at a coarser "
+            f"node, {r['abstained']:.1%} abstained; "
+            + ("none answered" if r["answered_accuracy"] is None else
+               f"{r['answered_accuracy']:.1%} of the answers correct")
+            + (f"; {realised_words(card)}" if realised_words(card) else "")]] if "abstained" in r else []),
+        ["realised hierarchical accuracy [95 % CI]", f"{r['accuracy']:.4f} [{r['accuracy_interval'][0]:.4f}, "
                                         f"{r['accuracy_interval'][1]:.4f}] (target {card['target_accuracy']:.4g})"],
         ["realised coverage [95 % CI]", f"{r['coverage']:.4f} [{r['coverage_interval'][0]:.4f}, "
                                         f"{r['coverage_interval'][1]:.4f}]"],
