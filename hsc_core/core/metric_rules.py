@@ -38,7 +38,7 @@ from .node_scores import Metric, expected_scores, information
 from .pareto import front_from_pairs, pareto_paths
 from .rule_registry import get_rule, rule_names
 from .rule_registry import rule_label as rule_label  # re-exported: the name callers know
-from .rules import RULE_LABELS, DecisionPaths, argmax_leaf, decision_paths, value_dtype
+from .rules import RULE_LABELS, DecisionPaths, argmax_leaf, decision_paths, nonzero_rows_cols, value_dtype
 from .validation import check_node_probs
 
 #: The new rules offered next to the paper's four (``hf<β>`` accepts any β > 0): ``rule_registry``'s.
@@ -273,7 +273,7 @@ def _candidates(hierarchy: Hierarchy, probs: np.ndarray, metric: Metric, beta: f
     if metric == "severity":
         # Every true leaf outside v is one step closer to v's parent, every one under v one step
         # further: the parent wins unless P(v) ≥ 1/2 (hierulz's 0.5 threshold). A chain.
-        r, c = np.nonzero(probs >= 0.5)
+        r, c = nonzero_rows_cols(probs >= 0.5)
     else:
         top, q = _pruning(hierarchy, metric, beta)
         # Scores are ≤ 1 and 0 for leaves under another top node, so E[score(v)] ≤ P(top(v)); the
@@ -287,7 +287,7 @@ def _candidates(hierarchy: Hierarchy, probs: np.ndarray, metric: Metric, beta: f
         q_lo = float(q[q > 0].min()) if (q > 0).any() else 0.0
         slack, tiny = 1.0 - margin, 1e-12 if margin else 0.0
         floor = (m * q_lo * slack * (1.0 - 1e-6) - 2 * tiny).astype(probs.dtype)
-        r, c = np.nonzero(probs >= floor[:, None])
+        r, c = nonzero_rows_cols(probs >= floor[:, None])
         r, c = np.r_[r, np.repeat(rows, free.size)], np.r_[c, np.tile(free, n)]
         p_top = probs[r, top[c]].astype(np.float64)
         ok = (p_top >= m[r] * slack - tiny) & (probs[r, c] >= q[c] * p_top * slack - 2 * tiny)

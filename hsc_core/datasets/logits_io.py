@@ -23,6 +23,7 @@ be finite and within ±``MAX_ABS_LOGIT``.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import io
 import json
 import os
@@ -158,11 +159,12 @@ def save_logits(
         raise LogitsFileError(f"cached logits must be a .npz file, got {quote(path.name)}")
     arrays = _check_arrays(
         np.asarray(logits), np.asarray(labels), np.asarray(sample_ids),
-        None if sources is None else np.asarray(sources), clip_path(path),
+        None if sources is None else np.asarray(sources), clip_path(path), keep_float16=dtype == "float16",
     )
     logits_arr, labels_arr, ids_arr, src_arr = arrays
     # _check_arrays bounds |logits| by MAX_ABS_LOGIT, below float16's largest value (65504): no overflow.
-    stored = logits_arr.astype(dtype)
+    # float16 in, float16 stored: no float32 or second float16 copy (2 GB, not 8, at 100,000 × 10,000).
+    stored = logits_arr.astype(dtype, copy=False)
     out = {
         "logits": stored,
         "labels": labels_arr.astype(_label_dtype(labels_arr)),
@@ -423,11 +425,74 @@ def load_logits_bytes(data: bytes, name: str, n_classes: int | None = None, *,
     of the bytes it hashed), checked against the arrays as ``load_logits`` checks it and kept in
     the bundle; None: no manifest (an upload).
     """
+    return load_logits_stream(io.BytesIO(data), name, n_classes, max_bytes=max_bytes, manifest=manifest)
+
+
+class HashingReader(io.RawIOBase):
+    """A seekable binary file whose bytes are hashed (SHA-256) once each, in file order, as a
+    reader such as ``zipfile`` passes over them: the digest of a whole file read in one pass.
+
+    Reads that start at or before the first byte not yet hashed extend the hashed prefix; reads
+    beyond it (a zip's central directory, read first) are not hashed then, and ``sha256()``
+    hashes whatever is left from the prefix to the end. So a ``.npz`` read member by member is
+    hashed as it is decompressed, its bulk read once; the digest equals ``hashlib.sha256`` of the
+    file's bytes.
+    """
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        super().__init__()
+        self._raw = raw
+        self._hash = hashlib.sha256()
+        self._hashed = 0  # bytes [0, _hashed) are in the hash
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def read(self, size: int | None = -1) -> bytes:
+        start = self._raw.tell()
+        data = self._raw.read(-1 if size is None else size)
+        if start <= self._hashed < start + len(data):
+            self._hash.update(memoryview(data)[self._hashed - start:])
+            self._hashed = start + len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        memoryview(buffer).cast("B")[: len(data)] = data
+        return len(data)
+
+    def sha256(self) -> bytes:
+        """The SHA-256 of the whole file: the bytes not hashed yet are read and hashed now."""
+        self._raw.seek(self._hashed)
+        for block in iter(lambda: self._raw.read(1 << 20), b""):
+            self._hash.update(block)
+            self._hashed += len(block)
+        return self._hash.digest()
+
+
+def load_logits_stream(source: IO[bytes], name: str, n_classes: int | None = None, *,
+                       max_bytes: int | None = None, manifest: Mapping[str, Any] | None = None,
+                       keep_float16: bool = False) -> LogitsBundle:
+    """``load_logits_bytes`` of a seekable binary file, read once (a ``HashingReader`` over a file
+    on disk: the evaluation's workers). The logits are decompressed into their array a block at a
+    time, never held as bytes beside it; ``keep_float16`` keeps float16 logits float16 (2 GB, not
+    4, at 100,000 × 10,000: ``load_logits``). Same checks and messages as ``load_logits``."""
     where = clip(name)
-    if (what := _not_npz(bytes(data[:4]))) is not None:
+    magic = source.read(4)
+    source.seek(0)
+    if (what := _not_npz(bytes(magic))) is not None:
         raise LogitsFileError(f"{where}: not a valid .npz file ({what})")
-    arrays = _read_npz(io.BytesIO(data), where, max_bytes)
-    logits, labels, ids, sources = _check_arrays(*arrays, where)
+    arrays = _read_npz(source, where, max_bytes)
+    logits, labels, ids, sources = _check_arrays(*arrays, where, keep_float16)
     if n_classes is not None and logits.shape[1] != n_classes:
         raise LogitsFileError(f"{where}: logits have {logits.shape[1]} classes, expected {n_classes}")
     manifest = dict(manifest or {})
