@@ -234,6 +234,8 @@ SLOW_TESTS = {  # file -> test functions (every parameter of each)
     # every rule of three shipped models, and of a 20,000 × 10,000 synthetic case (~30 s)
     "test_inat21_pins.py": {"test_shipped_models_keep_every_rules_haurc",
                             "test_synthetic_20k_case_keeps_every_rules_haurc"},
+    # `hsc evaluate` with every rule on a 1,000-deep caterpillar (issue 42)
+    "test_deep_tree_rules.py": {"test_default_rules_evaluate_a_1000_deep_caterpillar"},
 }
 
 
