@@ -33,7 +33,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import numpy as np
 
@@ -432,18 +432,26 @@ class HashingReader(io.RawIOBase):
     """A seekable binary file whose bytes are hashed (SHA-256) once each, in file order, as a
     reader such as ``zipfile`` passes over them: the digest of a whole file read in one pass.
 
-    Reads that start at or before the first byte not yet hashed extend the hashed prefix; reads
-    beyond it (a zip's central directory, read first) are not hashed then, and ``sha256()``
-    hashes whatever is left from the prefix to the end. So a ``.npz`` read member by member is
-    hashed as it is decompressed, its bulk read once; the digest equals ``hashlib.sha256`` of the
-    file's bytes.
+    Reads that start at or before the first byte not yet hashed (or up to ``GAP_BYTES`` after it:
+    the gap is read and hashed then) extend the hashed prefix. Reads further on (a zip's central
+    directory and later members' headers, read first) are kept, up to ``AHEAD_BYTES``, and
+    ``sha256()`` hashes the rest of the file (its size when opened) from them, reading the file
+    only where nothing was read: so the digest is of the bytes the decoder used even when the
+    file is rewritten once they are read, and equals ``hashlib.sha256`` of an unchanged file.
     """
+
+    AHEAD_BYTES = 64 << 20
+    GAP_BYTES = 64 << 10
 
     def __init__(self, raw: IO[bytes]) -> None:
         super().__init__()
         self._raw = raw
         self._hash = hashlib.sha256()
         self._hashed = 0  # bytes [0, _hashed) are in the hash
+        self._ahead: dict[int, bytes] = {}  # position → bytes read beyond the hashed prefix
+        self._ahead_size = 0
+        self._end = raw.seek(0, os.SEEK_END)  # the size when opened: the bytes the digest covers
+        raw.seek(0)
 
     def readable(self) -> bool:
         return True
@@ -460,9 +468,19 @@ class HashingReader(io.RawIOBase):
     def read(self, size: int | None = -1) -> bytes:
         start = self._raw.tell()
         data = self._raw.read(-1 if size is None else size)
+        if data and self._hashed < start <= self._hashed + self.GAP_BYTES:
+            # a few bytes the decoder skips (a zip member's data descriptor): hashed now, in order
+            self._raw.seek(self._hashed)
+            gap = self._raw.read(start - self._hashed)
+            self._raw.seek(start + len(data))
+            self._hash.update(gap)
+            self._hashed += len(gap)
         if start <= self._hashed < start + len(data):
             self._hash.update(memoryview(data)[self._hashed - start:])
             self._hashed = start + len(data)
+        elif start > self._hashed and data and self._ahead_size + len(data) <= self.AHEAD_BYTES:
+            self._ahead[start] = data
+            self._ahead_size += len(data)
         return data
 
     def readinto(self, buffer: Any) -> int:
@@ -471,15 +489,26 @@ class HashingReader(io.RawIOBase):
         return len(data)
 
     def sha256(self) -> bytes:
-        """The SHA-256 of the whole file: the bytes not hashed yet are read and hashed now."""
-        self._raw.seek(self._hashed)
-        for block in iter(lambda: self._raw.read(1 << 20), b""):
+        """The SHA-256 of the whole file: the bytes not hashed yet are taken from what was read
+        ahead, or read now where nothing was."""
+        end = self._end
+        while self._hashed < end:
+            kept = [(p, d) for p, d in self._ahead.items() if p <= self._hashed < p + len(d)]
+            if kept:
+                p, d = max(kept, key=lambda item: item[0] + len(item[1]))
+                block = d[self._hashed - p:]
+            else:
+                upto = min([p for p in self._ahead if p > self._hashed] + [end, self._hashed + (1 << 20)])
+                self._raw.seek(self._hashed)
+                block = self._raw.read(upto - self._hashed)
+                if not block:
+                    break
             self._hash.update(block)
             self._hashed += len(block)
         return self._hash.digest()
 
 
-def load_logits_stream(source: IO[bytes], name: str, n_classes: int | None = None, *,
+def load_logits_stream(source: IO[bytes] | io.RawIOBase, name: str, n_classes: int | None = None, *,
                        max_bytes: int | None = None, manifest: Mapping[str, Any] | None = None,
                        keep_float16: bool = False) -> LogitsBundle:
     """``load_logits_bytes`` of a seekable binary file, read once (a ``HashingReader`` over a file
@@ -491,7 +520,7 @@ def load_logits_stream(source: IO[bytes], name: str, n_classes: int | None = Non
     source.seek(0)
     if (what := _not_npz(bytes(magic))) is not None:
         raise LogitsFileError(f"{where}: not a valid .npz file ({what})")
-    arrays = _read_npz(source, where, max_bytes)
+    arrays = _read_npz(cast("IO[bytes]", source), where, max_bytes)  # any seekable binary file
     logits, labels, ids, sources = _check_arrays(*arrays, where, keep_float16)
     if n_classes is not None and logits.shape[1] != n_classes:
         raise LogitsFileError(f"{where}: logits have {logits.shape[1]} classes, expected {n_classes}")
