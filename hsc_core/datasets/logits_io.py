@@ -191,6 +191,17 @@ def save_logits(
 
 
 # ---------------------------------------------------------------------------- reading
+_HALF_INF = np.uint16(0x7C00)  # the bits of float16 inf; NaNs lie above
+
+
+def _half_bits_at_most(limit: float) -> np.uint16:
+    """The bits of the largest float16 ≤ ``limit``: |x| > limit ⟺ its magnitude bits exceed these."""
+    value = np.float16(limit)
+    if float(value) > limit:
+        value = np.nextafter(value, np.float16(0))
+    return value.view(np.uint16)
+
+
 def _check_logit_values(logits: np.ndarray, where: str) -> None:
     """NaN/inf and the ±``MAX_ABS_LOGIT`` bound, checked a block of rows at a time: whole-array
     ``isfinite`` and ``abs`` temporaries would be as large as the logits (4 GB at iNat21 size)."""
@@ -198,19 +209,24 @@ def _check_logit_values(logits: np.ndarray, where: str) -> None:
     step = rows_per_chunk(c * max(8, logits.dtype.itemsize))
     bad_rows, has_nan = [], False
     peak, peak_abs, first_over = 0.0, -1.0, None
+    half = logits.dtype == np.float16
     for start in range(0, n, step):
         block = logits[start:start + step]
-        finite = np.isfinite(block).all(axis=1)
+        # float16: |x| from the bits (the sign bit cleared), ~10× faster than float16 arithmetic in
+        # numpy; the order of magnitudes is the order of their bit patterns, inf is 0x7C00, NaN above.
+        mag = (block.view(np.uint16) & np.uint16(0x7FFF)) if half else np.abs(block)
+        finite = (mag < _HALF_INF).all(axis=1) if half else np.isfinite(block).all(axis=1)
         if not finite.all():
             bad_rows.append(start + np.flatnonzero(~finite))
-            has_nan = has_nan or bool(np.isnan(block).any())
+            has_nan = has_nan or bool((mag > _HALF_INF).any() if half else np.isnan(block).any())
             continue  # the NaN/inf message wins; values of these rows are not compared
-        mag = np.abs(block)
         k = int(mag.argmax())
-        if float(mag.flat[k]) > peak_abs:  # strict: the first largest, as one argmax over all rows
-            peak, peak_abs = float(block.flat[k]), float(mag.flat[k])
+        if abs(float(block.flat[k])) > peak_abs:  # strict: the first largest, as one argmax over all rows
+            peak = float(block.flat[k])
+            peak_abs = abs(peak)
         if first_over is None and peak_abs > MAX_ABS_LOGIT:
-            first_over = start + int(np.flatnonzero((mag > MAX_ABS_LOGIT).any(axis=1))[0])
+            over = (mag > _half_bits_at_most(MAX_ABS_LOGIT)) if half else (mag > MAX_ABS_LOGIT)
+            first_over = start + int(np.flatnonzero(over.any(axis=1))[0])
     if bad_rows:
         rows = np.concatenate(bad_rows)
         raise LogitsFileError(f"{where}: logits contain {'NaN' if has_nan else 'inf'} in {len(rows)} rows "
