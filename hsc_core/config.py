@@ -16,6 +16,8 @@ variable                          meaning                                       
 ``HSC_RESULTS_DIR``               the dashboard's model atlas: the folder of per-model      ``../shared/reference``
                                   results tables it lists (and the only one it reads)      if present
 ``HSC_MEMORY_BUDGET_MB``          working memory of one chunk of any chunked loop          256
+``HSC_THREADS``                   threads that work on chunks of one model's logits at     the CPUs, at most 4
+                                  once (same numbers for any count; 1: one at a time)
 ``HSC_MAX_UPLOAD_MB``             the cap on an uploaded logits file's inflated arrays     200
 ``HSC_MAX_IMAGE_MEGAPIXELS``      the cap on an image's pixels, checked before decoding    40
 ``HSC_CACHE_DIR``                 the dashboard's on-disk caches (shipped models' results,  ``~/.cache/hsc``
@@ -43,6 +45,7 @@ DATASETS_DIR = "HSC_DATASETS_DIR"
 IMAGE_DIR = "HSC_IMAGE_DIR"
 RESULTS_DIR = "HSC_RESULTS_DIR"
 MEMORY_BUDGET_MB = "HSC_MEMORY_BUDGET_MB"
+THREADS = "HSC_THREADS"
 MAX_UPLOAD_MB = "HSC_MAX_UPLOAD_MB"
 MAX_IMAGE_MEGAPIXELS = "HSC_MAX_IMAGE_MEGAPIXELS"
 CACHE_DIR = "HSC_CACHE_DIR"
@@ -120,6 +123,16 @@ def snapshot_dir() -> Path:
 def memory_budget_bytes() -> int:
     """Working memory of one chunk of any chunked loop: ``$HSC_MEMORY_BUDGET_MB`` MB, else 256 MB."""
     return int(_positive(MEMORY_BUDGET_MB, DEFAULT_MEMORY_BUDGET_MB) * 2**20)
+
+
+def chunk_threads() -> int:
+    """``$HSC_THREADS`` when a positive integer, else the CPUs (at most 4): how many chunks of one
+    model's logits are worked on at once (each holds its own chunk of the memory budget)."""
+    try:
+        value = int(_text(THREADS) or 0)
+    except ValueError:
+        value = 0
+    return value if value > 0 else max(1, min(4, os.cpu_count() or 1))
 
 
 def rows_per_chunk(bytes_per_row: float, budget_bytes: int | None = None) -> int:

@@ -240,6 +240,11 @@ SLOW_TESTS = {  # file -> test functions (every parameter of each)
     "test_integrations_hiclass.py": {"test_tree_scores_and_labels_are_hiclass_own"},  # HiClass fits
     # 1,000 i.i.d. calibration sets × 8 (model, target) cases, ~3 s each (issue 41)
     "test_selective_guarantee.py": {"test_the_answers_accuracy_holds_over_1000_iid_calibration_sets"},
+    # every rule of three shipped models, and of a 20,000 × 10,000 synthetic case (~30 s)
+    "test_inat21_pins.py": {"test_shipped_models_keep_every_rules_haurc",
+                            "test_synthetic_20k_case_keeps_every_rules_haurc"},
+    # `hsc evaluate` with every rule on a 1,000-deep caterpillar (issue 42)
+    "test_deep_tree_rules.py": {"test_default_rules_evaluate_a_1000_deep_caterpillar"},
 }
 
 

@@ -474,27 +474,29 @@ def test_file_replaced_mid_run_is_never_reused(synth, tmp_path, capsys, monkeypa
 
 
 def test_file_replaced_after_the_worker_read_it(synth, tmp_path, capsys, monkeypatch):
-    """Replaced once the worker holds its bytes: the rows and entry are of the bytes read (the
-    original), so a rerun on the replacement recomputes and one on the restored file reuses."""
+    """Replaced once the worker has decoded the file (in one pass that hashes it): the rows and
+    entry are of the bytes read (the original), so a rerun on the replacement recomputes and one
+    on the restored file reuses."""
     _, tree_file, files = synth
     target = tmp_path / "models" / "m0.npz"
     _copy_model(files[0], target)
     clean = tmp_path / "clean.csv"
     assert _cli(capsys, "evaluate", target, "--hierarchy", tree_file, "--out", clean)[0] == 0
 
-    real_load = result_cache.load_logits_bytes
+    real_load = result_cache.load_logits_stream
 
-    def load_then_swap(data, name, *a, **k):
-        _copy_model(files[1], target)
-        return real_load(data, name, *a, **k)
+    def load_then_swap(source, name, *a, **k):
+        bundle = real_load(source, name, *a, **k)
+        _copy_model(files[1], target)  # rewritten in place, before the hash is finished
+        return bundle
 
-    monkeypatch.setattr(result_cache, "load_logits_bytes", load_then_swap)
+    monkeypatch.setattr(result_cache, "load_logits_stream", load_then_swap)
     out = tmp_path / "res.csv"
     argv = ("evaluate", target, "--hierarchy", tree_file, "--out", out, "--workers", 1)
     code, _, err = _cli(capsys, *argv)
     assert code == 0 and err == ""  # what was read is what was looked up
     assert out.read_bytes() == clean.read_bytes()
-    monkeypatch.setattr(result_cache, "load_logits_bytes", real_load)
+    monkeypatch.setattr(result_cache, "load_logits_stream", real_load)
     calls = []
     real = evaluate._model_evaluation  # the one evaluation of each computed model
     monkeypatch.setattr(evaluate, "_model_evaluation", lambda b, *a, **k: calls.append(b.name) or real(b, *a, **k))

@@ -24,8 +24,10 @@ from ..config import rows_per_chunk
 from .curves import RCCurve, rc_curve_from_paths, threshold_grid_keys
 from .hierarchy import Hierarchy
 from .metric_rules import any_decision_paths, check_rule
+from .parallel import ordered_map
 from .probabilities import node_probabilities, softmax
 from .risk import LOSSES, Loss
+from .rule_registry import get_rule
 from .rules import RULES, DecisionPaths, argmax_leaf, concat_decision_paths
 from .validation import check_labels, check_logits, quote
 
@@ -234,34 +236,52 @@ def node_probability_chunks(
     ``decision_paths_from_logits``. ``progress(done, total)`` counts evaluated rows. With a
     ``scorer`` the chunks are a quarter as large (its float64 node-level temporaries).
     """
-    arr = _check_logits_shape(hierarchy, logits)
-    index = _check_rows(rows, arr.shape[0])
-    dtype = _dtype(arr, precision)
-    n = arr.shape[0] if index is None else index.size
-    if chunk_size is None:
-        chunk_size = auto_chunk_size(hierarchy, np.dtype(dtype).name)
-        if scorer is not None:
-            chunk_size = max(1, chunk_size // 4)
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be a positive integer, got {quote(chunk_size)}")
-    if not np.isfinite(temperature) or temperature <= 0:
-        raise ValueError(f"temperature must be a positive finite number, got {quote(temperature)}")
+    plan = _ChunkPlan(hierarchy, logits, temperature, rows, chunk_size, precision, scorer)
     if progress is not None:
-        progress(0, n)
-    for start in range(0, n, int(chunk_size)):
-        take = slice(start, start + chunk_size)
-        block: np.ndarray = (arr[take] if index is None else arr[index[take]]).astype(dtype, copy=False)
+        progress(0, plan.n)
+    for start in plan.starts:
+        yield start, plan.probabilities(start)
+        if progress is not None:
+            progress(min(start + plan.chunk_size, plan.n), plan.n)
+
+
+class _ChunkPlan:
+    """The checked arguments of one chunked pass: chunk starts and each chunk's node probabilities
+    (``probabilities(start)`` depends on nothing but its rows, so chunks can be worked on in any
+    order, by several threads, with the same numbers)."""
+
+    def __init__(self, hierarchy: Hierarchy, logits: np.ndarray, temperature: float, rows: np.ndarray | None,
+                 chunk_size: int | None, precision: Precision | None, scorer: Scorer | None) -> None:
+        self.hierarchy = hierarchy
+        self.arr = _check_logits_shape(hierarchy, logits)
+        self.index = _check_rows(rows, self.arr.shape[0])
+        self.dtype = _dtype(self.arr, precision)
+        self.n = self.arr.shape[0] if self.index is None else self.index.size
+        if chunk_size is None:
+            chunk_size = auto_chunk_size(hierarchy, np.dtype(self.dtype).name)
+            if scorer is not None:
+                chunk_size = max(1, chunk_size // 4)
+        if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
+            raise ValueError(f"chunk_size must be a positive integer, got {quote(chunk_size)}")
+        if not np.isfinite(temperature) or temperature <= 0:
+            raise ValueError(f"temperature must be a positive finite number, got {quote(temperature)}")
+        self.chunk_size, self.temperature, self.scorer = int(chunk_size), temperature, scorer
+        self.starts = range(0, self.n, self.chunk_size)
+
+    def probabilities(self, start: int) -> np.ndarray:
+        """(chunk, n_nodes) node probabilities (or the scorer's node scores) of the chunk at ``start``."""
+        take = slice(start, start + self.chunk_size)
+        index = self.index
+        block: np.ndarray = (self.arr[take] if index is None else self.arr[index[take]]).astype(self.dtype,
+                                                                                                copy=False)
         finite = np.isfinite(block).all(axis=1)
         if not finite.all():
             bad = start + int(np.flatnonzero(~finite)[0])
             raise ValueError(f"logits contain NaN or inf (first: row {bad if index is None else int(index[bad])})")
-        if scorer is None:
-            yield start, node_probabilities(hierarchy, softmax(block, temperature))
-        else:
-            at = np.arange(start, start + block.shape[0]) if index is None else index[take]
-            yield start, apply_scorer(scorer, block, at)
-        if progress is not None:
-            progress(min(start + chunk_size, n), n)
+        if self.scorer is None:
+            return node_probabilities(self.hierarchy, softmax(block, self.temperature))
+        at = np.arange(start, start + block.shape[0]) if index is None else index[take]
+        return apply_scorer(self.scorer, block, at)
 
 
 def _scan(hierarchy: Hierarchy, logits: np.ndarray, temperature: float, rules: tuple[str, ...], dec: int | None,
@@ -278,13 +298,32 @@ def _scan(hierarchy: Hierarchy, logits: np.ndarray, temperature: float, rules: t
             raise ValueError(f"dec must be an integer between 0 and 6, got {quote(dec)}")
         present = np.zeros(10**dec + 1, dtype=bool)
     parts: dict[str, list[DecisionPaths]] = {rule: [] for rule in rules}
-    for _, probs in node_probability_chunks(hierarchy, arr, temperature=temperature, rows=rows, chunk_size=chunk_size,
-                                            progress=progress, precision=precision, scorer=scorer):
+    # A rule that takes another's records (Pareto: Max-Coverage's) reuses them when both are built here.
+    reuse = {rule: spec.records_of for rule in rules
+             if (spec := get_rule(rule)).method == "records_of" and spec.records_of in parts}
+    plan = _ChunkPlan(hierarchy, arr, temperature, rows, chunk_size, precision, scorer)
+
+    def chunk_records(start: int) -> tuple[dict[str, DecisionPaths], np.ndarray | None]:
+        probs = plan.probabilities(start)
         leaf = argmax_leaf(hierarchy, probs)
-        for rule in rules:
-            parts[rule].append(any_decision_paths(hierarchy, probs, rule, leaf=leaf))
-        if dec is not None:
-            threshold_grid_keys(probs, dec, present)
+        out: dict[str, DecisionPaths] = {}
+        for rule in sorted(rules, key=lambda r: r in reuse):  # the records reused are built first
+            if rule in reuse:
+                p = out[reuse[rule]]
+                out[rule] = DecisionPaths(rule=rule, nodes=p.nodes, values=p.values, lengths=p.lengths)
+            else:
+                out[rule] = any_decision_paths(hierarchy, probs, rule, leaf=leaf)
+        return out, None if dec is None else threshold_grid_keys(probs, dec)
+
+    if progress is not None:
+        progress(0, plan.n)
+    for start, (records, keys) in zip(plan.starts, ordered_map(chunk_records, plan.starts), strict=True):
+        for rule, p in records.items():
+            parts[rule].append(p)
+        if keys is not None:
+            present |= keys
+        if progress is not None:
+            progress(min(start + plan.chunk_size, plan.n), plan.n)
     paths = {rule: concat_decision_paths(p) for rule, p in parts.items()}
     grid = None if dec is None else np.flatnonzero(present) / 10**dec
     return paths, grid

@@ -38,7 +38,7 @@ from .node_scores import Metric, expected_scores, information
 from .pareto import front_from_pairs, pareto_paths
 from .rule_registry import get_rule, rule_names
 from .rule_registry import rule_label as rule_label  # re-exported: the name callers know
-from .rules import RULE_LABELS, DecisionPaths, argmax_leaf, decision_paths, value_dtype
+from .rules import RULE_LABELS, DecisionPaths, argmax_leaf, decision_paths, nonzero_rows_cols, value_dtype
 from .validation import check_node_probs
 
 #: The new rules offered next to the paper's four (``hf<β>`` accepts any β > 0): ``rule_registry``'s.
@@ -273,7 +273,7 @@ def _candidates(hierarchy: Hierarchy, probs: np.ndarray, metric: Metric, beta: f
     if metric == "severity":
         # Every true leaf outside v is one step closer to v's parent, every one under v one step
         # further: the parent wins unless P(v) ≥ 1/2 (hierulz's 0.5 threshold). A chain.
-        r, c = np.nonzero(probs >= 0.5)
+        r, c = nonzero_rows_cols(probs >= 0.5)
     else:
         top, q = _pruning(hierarchy, metric, beta)
         # Scores are ≤ 1 and 0 for leaves under another top node, so E[score(v)] ≤ P(top(v)); the
@@ -287,7 +287,7 @@ def _candidates(hierarchy: Hierarchy, probs: np.ndarray, metric: Metric, beta: f
         q_lo = float(q[q > 0].min()) if (q > 0).any() else 0.0
         slack, tiny = 1.0 - margin, 1e-12 if margin else 0.0
         floor = (m * q_lo * slack * (1.0 - 1e-6) - 2 * tiny).astype(probs.dtype)
-        r, c = np.nonzero(probs >= floor[:, None])
+        r, c = nonzero_rows_cols(probs >= floor[:, None])
         r, c = np.r_[r, np.repeat(rows, free.size)], np.r_[c, np.tile(free, n)]
         p_top = probs[r, top[c]].astype(np.float64)
         ok = (p_top >= m[r] * slack - tiny) & (probs[r, c] >= q[c] * p_top * slack - 2 * tiny)
@@ -299,18 +299,35 @@ def _candidates(hierarchy: Hierarchy, probs: np.ndarray, metric: Metric, beta: f
 def _pair_scores(hierarchy: Hierarchy, probs: np.ndarray, r: np.ndarray, c: np.ndarray, metric: Metric,
                  beta: float) -> np.ndarray:
     """Expected scores of candidate (row, node) pairs from their ancestors' probabilities, summed
-    root-first in float64 exactly as ``node_scores.expected_scores`` sums them (same bits)."""
-    anc = hierarchy.paths_to_root(c)  # (pairs, width): node, parent, …, root, padded with the root
+    root-first in float64 exactly as ``node_scores.expected_scores`` sums them (same bits).
+
+    Two ways to the same sums, the cheaper taken: along each pair's path to the root (pairs ×
+    depth), or down the whole tree for the rows that have pairs (rows × nodes, one level at a
+    time: T(v) = T(parent) + P(v)·w(v), the same additions in the same order). On a deep tree
+    (a 1,000-deep caterpillar: ~1,000 pairs per row, each 1,000 deep) the second keeps the work
+    and memory linear in the tree's size per sample.
+    """
     if metric == "information":
         info = information(hierarchy)
         weight = info - np.where(hierarchy.parent >= 0, info[np.maximum(hierarchy.parent, 0)], 0.0)
     else:
         weight = np.ones(hierarchy.n_nodes)
     weight[hierarchy.root] = 0.0
-    total = np.zeros(r.size)
-    for k in range(anc.shape[1] - 1, -1, -1):
-        col = anc[:, k]
-        total = total + probs[r, col].astype(np.float64) * weight[col]
+    rows, where = np.unique(r, return_inverse=True)
+    width = int(hierarchy.depth[c].max()) + 1 if c.size else 1
+    if r.size * width <= rows.size * hierarchy.n_nodes:
+        anc = hierarchy.paths_to_root(c)  # (pairs, width): node, parent, …, root, padded with the root
+        total = np.zeros(r.size)
+        for k in range(anc.shape[1] - 1, -1, -1):
+            col = anc[:, k]
+            total = total + probs[r, col].astype(np.float64) * weight[col]
+    else:
+        down = np.zeros((rows.size, hierarchy.n_nodes))
+        sub = probs[rows]
+        parent = hierarchy.parent
+        for level in _nodes_by_depth(hierarchy)[1:]:
+            down[:, level] = down[:, parent[level]] + sub[:, level].astype(np.float64) * weight[level]
+        total = down[where, c]
     depth = hierarchy.depth[c].astype(np.float64)
     if metric == "severity":
         return 2.0 * total - depth
@@ -321,6 +338,14 @@ def _pair_scores(hierarchy: Hierarchy, probs: np.ndarray, r: np.ndarray, c: np.n
     out = (0.0 + total / (b2 * float(hierarchy.depth[0]) + depth)) * (1.0 + b2)
     out[depth == 0] = 0.0
     return out
+
+
+def _nodes_by_depth(hierarchy: Hierarchy) -> list[np.ndarray]:
+    """The nodes at each depth 0 … max_depth (cached)."""
+    def compute() -> list[np.ndarray]:
+        order = np.argsort(hierarchy.depth, kind="stable")
+        return np.split(order, np.flatnonzero(np.diff(hierarchy.depth[order])) + 1)
+    return hierarchy.memo(("nodes_by_depth",), compute)
 
 
 def _fixed_scale(hierarchy: Hierarchy) -> float:
@@ -362,8 +387,11 @@ def _hf_mixed_scores(hierarchy: Hierarchy, probs: np.ndarray, r: np.ndarray, c: 
     candidate under it read t's leaves, in ``_leaf_layout`` order, into a fixed-point (int64)
     running sum; any node's mass per depth is then one difference of it — exact, and the same bits
     for two nodes with the same leaf probabilities (ties stay ties). Rows go in blocks within the
-    memory budget (``config.rows_per_chunk``).
+    memory budget (``config.rows_per_chunk``). The work per pair is (leaf depths) × (its depth): on a
+    tree whose leaves lie at more than ``HF_LEAF_DEPTH_CLASSES`` depths ``_hf_deep_scores`` takes over.
     """
+    if np.unique(hierarchy.depth[: hierarchy.n_leaves]).size > HF_LEAF_DEPTH_CLASSES:
+        return _hf_deep_scores(hierarchy, probs, r, c, beta)
     perm, lo, hi, dy = _leaf_layout(hierarchy)
     root = hierarchy.root
     top = hierarchy.ancestor_at_depth(c, np.minimum(hierarchy.depth[c], 1))
@@ -411,4 +439,68 @@ def _hf_mixed_scores(hierarchy: Hierarchy, probs: np.ndarray, r: np.ndarray, c: 
         total = total + sums[k] / fixed_scale / (b2 * float(d) + depth)
     out = total * (1.0 + b2)
     out[depth == 0] = 0.0
+    return out
+
+
+#: Above this many distinct leaf depths (a caterpillar has one per leaf), ``_hf_mixed_scores``'
+#: per-depth-class sums would cost (leaf depths) × depth per pair, quadratic in the depth:
+#: ``_hf_deep_scores`` sums per candidate depth instead.
+HF_LEAF_DEPTH_CLASSES = 16
+
+
+def _leaf_preorder(hierarchy: Hierarchy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(perm, lo, hi): the leaves in pre-order, so node u's leaves are positions lo[u] … hi[u] − 1
+    of ``perm``. (n_leaves,), (n_nodes,) × 2; cached."""
+    def compute() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        tin, tout = hierarchy._euler
+        perm = np.argsort(tin[: hierarchy.n_leaves], kind="stable")
+        t = tin[: hierarchy.n_leaves][perm]
+        return perm, np.searchsorted(t, tin), np.searchsorted(t, tout)
+    return hierarchy.memo(("leaf_preorder",), compute)
+
+
+def _hf_deep_scores(hierarchy: Hierarchy, probs: np.ndarray, r: np.ndarray, c: np.ndarray,
+                    beta: float) -> np.ndarray:
+    """``_hf_mixed_scores`` on a tree whose leaves lie at many depths: linear in the depth per pair.
+
+    For the pairs at depth d, E[hFβ(v)] = (1+β²) Σ_{u ∈ anc(v), u ≠ root} W_d(u) with
+    W_d(u) = Σ_{y under u} p_y / (β² d_y + d): each leaf's weight is divided by its own
+    denominator first, made fixed-point (int64, ``_fixed_scale``) and summed in pre-order, so
+    W_d(u) is one difference of the running sum and the pair's score one pass up its path. Per
+    depth-1 node t and candidate depth d, the rows with such a pair read t's leaves once:
+    (rows × candidate depths × t's leaves) + (pairs × depth) in all, exact and tie-preserving.
+    """
+    perm, lo, hi = _leaf_preorder(hierarchy)
+    root, b2 = hierarchy.root, beta**2
+    fixed_scale = _fixed_scale(hierarchy)
+    depth_c = hierarchy.depth[c]
+    top = hierarchy.ancestor_at_depth(c, np.minimum(depth_c, 1))
+    leaf_den = b2 * hierarchy.depth[perm].astype(np.float64)  # β² d_y of each leaf, in pre-order
+    sums = np.zeros(r.size, dtype=np.int64)
+    for t in np.unique(top[c != root]):
+        cols, den, shift = perm[lo[t]: hi[t]], leaf_den[lo[t]: hi[t]], lo[t]
+        under = np.flatnonzero((top == t) & (c != root))
+        for d in np.unique(depth_c[under]):
+            pick = under[depth_c[under] == d]
+            rows, where = np.unique(r[pick], return_inverse=True)
+            block = rows_per_chunk(24 * (cols.size + 1))
+            for a in range(0, rows.size, block):
+                b = min(a + block, rows.size)
+                sel = (where >= a) & (where < b)
+                pp, lr = pick[sel], where[sel] - a
+                w = probs[rows[a:b, None], cols[None, :]].astype(np.float64)
+                w /= den + float(d)
+                w *= fixed_scale
+                running = np.empty((b - a, cols.size + 1), dtype=np.int64)
+                running[:, 0] = 0
+                np.cumsum(w, axis=1, dtype=np.int64, out=running[:, 1:])  # ⌊w·scale⌋ per leaf, summed exactly
+                del w
+                u = hierarchy.paths_to_root(c[pp], width=int(d) + 1)  # (pairs, d + 1): v … root
+                on = u != root
+                u = np.where(on, u, t)
+                at = (lr * running.shape[1] - shift)[:, None]  # flat positions: one 1-D take each
+                flat = running.ravel()
+                sums[pp] = ((flat.take(at + hi[u]) - flat.take(at + lo[u])) * on).sum(axis=1)
+    out = sums / fixed_scale * (1.0 + b2)
+    out[depth_c == 0] = 0.0
     return out

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .rules import DecisionPaths
+from .rules import DecisionPaths, nonzero_rows_cols
 
 #: Scores equal to this many decimals are ties (floating-point sums differ by ~1e-15; distinct
 #: scores of float32 probabilities differ by far more than 1e-10).
@@ -66,7 +66,7 @@ def pareto_records(scores: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, 
     tied = np.where(scores == best[:, None], values, -np.inf)
     first = tied.argmax(axis=1)
     floor = values[rows, first]
-    r, c = np.nonzero(values >= floor[:, None])
+    r, c = nonzero_rows_cols(values >= floor[:, None])
     return front_from_pairs(n, r, c, scores[r, c], values[r, c])
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize_scalar
 
-from ..config import rows_per_chunk
+from ..config import chunk_threads, rows_per_chunk
 from .hierarchy import Hierarchy
+from .parallel import ordered_map
 from .validation import check_labels, check_logits, quote
 
 
@@ -122,25 +125,41 @@ def negative_log_likelihood(logits: np.ndarray, labels: np.ndarray, temperature:
     return _nll(logits, true_logit_sum, float(temperature))
 
 
-def _nll(logits: np.ndarray, true_logit_sum: float, temperature: float) -> float:
+def _nll(logits: np.ndarray, true_logit_sum: float, temperature: float, row_max: np.ndarray | None = None) -> float:
     """NLL = mean_i [logsumexp(z_i / T)] − Σ_i z_{i,y_i} / (T n), in row chunks.
 
     The true-class term is linear in 1/T, so only the log-sum-exp needs the logits at each T.
-    A chunk is scaled into one reused float64 buffer: float32 exp/sum moves the flat optimum of
-    T by up to ~4e-4 (relative) on the shipped logits, float64 keeps it exact to ~1e-12.
+    Rows are scaled into a reused float64 buffer: float32 exp/sum moves the flat optimum of T by
+    up to ~4e-4 (relative) on the shipped logits, float64 keeps it exact to ~1e-12. Each row's
+    log-sum-exp is its own, so blocks of rows are worked on side by side (``parallel.ordered_map``,
+    a buffer per thread) and then summed per chunk of the memory budget, in order: the value is
+    the same for any thread count. ``row_max`` (n,): each row's largest logit, computed once per
+    fit (``fit_temperature``): max_j(z_ij / T) is (max_j z_ij) / T bit for bit (rounding is monotone).
     """
     n, c = logits.shape
-    rows = rows_per_chunk(c * 8)  # one float64 buffer of the memory budget: bounded at any n × C
-    buf = np.empty((min(rows, n), c))
+    rows = rows_per_chunk(c * 8)  # the rows summed together: bounded at any n × C
+    step = max(1, rows // chunk_threads())  # a block of one thread: its float64 buffer, within the budget
     inv_t = 1.0 / temperature
-    lse_sum = 0.0
-    for start in range(0, n, rows):
-        chunk = logits[start:start + rows]
-        z = np.multiply(chunk, inv_t, out=buf[: len(chunk)], dtype=np.float64)
-        top = z.max(axis=1, keepdims=True)
+    local = threading.local()
+
+    def row_lse(start: int) -> np.ndarray:
+        block = logits[start:start + step]
+        buf = getattr(local, "buf", None)
+        if buf is None:
+            buf = local.buf = np.empty((min(step, n), c))
+        z = np.multiply(block, inv_t, out=buf[: len(block)], dtype=np.float64)
+        if row_max is None:
+            top = z.max(axis=1, keepdims=True)
+        else:
+            top = np.multiply(row_max[start:start + step, None], inv_t)
         z -= top
         np.exp(z, out=z)
-        lse_sum += float(np.sum(np.log(z.sum(axis=1)) + top[:, 0]))
+        return np.log(z.sum(axis=1)) + top[:, 0]
+
+    lse = np.concatenate(list(ordered_map(row_lse, range(0, n, step), warm_first=False)))
+    lse_sum = 0.0
+    for start in range(0, n, rows):
+        lse_sum += float(np.sum(lse[start:start + rows]))
     return (lse_sum - true_logit_sum * inv_t) / n
 
 
@@ -154,8 +173,9 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray, bounds: tuple[float,
     logits = check_logits(logits)
     labels = check_labels(labels, logits.shape[0], logits.shape[1])
     true_logit_sum = float(logits[np.arange(len(labels)), labels].sum(dtype=np.float64))
+    row_max = logits.max(axis=1).astype(np.float64)
     res = minimize_scalar(
-        lambda log_t: _nll(logits, true_logit_sum, float(np.exp(log_t))),
+        lambda log_t: _nll(logits, true_logit_sum, float(np.exp(log_t)), row_max),
         bounds=(np.log(bounds[0]), np.log(bounds[1])),
         method="bounded",
         options={"xatol": 1e-6},

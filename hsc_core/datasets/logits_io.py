@@ -23,6 +23,7 @@ be finite and within ±``MAX_ABS_LOGIT``.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import io
 import json
 import os
@@ -32,7 +33,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import numpy as np
 
@@ -158,11 +159,12 @@ def save_logits(
         raise LogitsFileError(f"cached logits must be a .npz file, got {quote(path.name)}")
     arrays = _check_arrays(
         np.asarray(logits), np.asarray(labels), np.asarray(sample_ids),
-        None if sources is None else np.asarray(sources), clip_path(path),
+        None if sources is None else np.asarray(sources), clip_path(path), keep_float16=dtype == "float16",
     )
     logits_arr, labels_arr, ids_arr, src_arr = arrays
     # _check_arrays bounds |logits| by MAX_ABS_LOGIT, below float16's largest value (65504): no overflow.
-    stored = logits_arr.astype(dtype)
+    # float16 in, float16 stored: no float32 or second float16 copy (2 GB, not 8, at 100,000 × 10,000).
+    stored = logits_arr.astype(dtype, copy=False)
     out = {
         "logits": stored,
         "labels": labels_arr.astype(_label_dtype(labels_arr)),
@@ -189,6 +191,17 @@ def save_logits(
 
 
 # ---------------------------------------------------------------------------- reading
+_HALF_INF = np.uint16(0x7C00)  # the bits of float16 inf; NaNs lie above
+
+
+def _half_bits_at_most(limit: float) -> np.uint16:
+    """The bits of the largest float16 ≤ ``limit``: |x| > limit ⟺ its magnitude bits exceed these."""
+    value = np.float16(limit)
+    if float(value) > limit:
+        value = np.nextafter(value, np.float16(0))
+    return value.view(np.uint16)
+
+
 def _check_logit_values(logits: np.ndarray, where: str) -> None:
     """NaN/inf and the ±``MAX_ABS_LOGIT`` bound, checked a block of rows at a time: whole-array
     ``isfinite`` and ``abs`` temporaries would be as large as the logits (4 GB at iNat21 size)."""
@@ -196,19 +209,24 @@ def _check_logit_values(logits: np.ndarray, where: str) -> None:
     step = rows_per_chunk(c * max(8, logits.dtype.itemsize))
     bad_rows, has_nan = [], False
     peak, peak_abs, first_over = 0.0, -1.0, None
+    half = logits.dtype == np.float16
     for start in range(0, n, step):
         block = logits[start:start + step]
-        finite = np.isfinite(block).all(axis=1)
+        # float16: |x| from the bits (the sign bit cleared), ~10× faster than float16 arithmetic in
+        # numpy; the order of magnitudes is the order of their bit patterns, inf is 0x7C00, NaN above.
+        mag = (block.view(np.uint16) & np.uint16(0x7FFF)) if half else np.abs(block)
+        finite = (mag < _HALF_INF).all(axis=1) if half else np.isfinite(block).all(axis=1)
         if not finite.all():
             bad_rows.append(start + np.flatnonzero(~finite))
-            has_nan = has_nan or bool(np.isnan(block).any())
+            has_nan = has_nan or bool((mag > _HALF_INF).any() if half else np.isnan(block).any())
             continue  # the NaN/inf message wins; values of these rows are not compared
-        mag = np.abs(block)
         k = int(mag.argmax())
-        if float(mag.flat[k]) > peak_abs:  # strict: the first largest, as one argmax over all rows
-            peak, peak_abs = float(block.flat[k]), float(mag.flat[k])
+        if abs(float(block.flat[k])) > peak_abs:  # strict: the first largest, as one argmax over all rows
+            peak = float(block.flat[k])
+            peak_abs = abs(peak)
         if first_over is None and peak_abs > MAX_ABS_LOGIT:
-            first_over = start + int(np.flatnonzero((mag > MAX_ABS_LOGIT).any(axis=1))[0])
+            over = (mag > _half_bits_at_most(MAX_ABS_LOGIT)) if half else (mag > MAX_ABS_LOGIT)
+            first_over = start + int(np.flatnonzero(over.any(axis=1))[0])
     if bad_rows:
         rows = np.concatenate(bad_rows)
         raise LogitsFileError(f"{where}: logits contain {'NaN' if has_nan else 'inf'} in {len(rows)} rows "
@@ -423,11 +441,103 @@ def load_logits_bytes(data: bytes, name: str, n_classes: int | None = None, *,
     of the bytes it hashed), checked against the arrays as ``load_logits`` checks it and kept in
     the bundle; None: no manifest (an upload).
     """
+    return load_logits_stream(io.BytesIO(data), name, n_classes, max_bytes=max_bytes, manifest=manifest)
+
+
+class HashingReader(io.RawIOBase):
+    """A seekable binary file whose bytes are hashed (SHA-256) once each, in file order, as a
+    reader such as ``zipfile`` passes over them: the digest of a whole file read in one pass.
+
+    Reads that start at or before the first byte not yet hashed (or up to ``GAP_BYTES`` after it:
+    the gap is read and hashed then) extend the hashed prefix. Reads further on (a zip's central
+    directory and later members' headers, read first) are kept, up to ``AHEAD_BYTES``, and
+    ``sha256()`` hashes the rest of the file (its size when opened) from them, reading the file
+    only where nothing was read: so the digest is of the bytes the decoder used even when the
+    file is rewritten once they are read, and equals ``hashlib.sha256`` of an unchanged file.
+    """
+
+    AHEAD_BYTES = 64 << 20
+    GAP_BYTES = 64 << 10
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        super().__init__()
+        self._raw = raw
+        self._hash = hashlib.sha256()
+        self._hashed = 0  # bytes [0, _hashed) are in the hash
+        self._ahead: dict[int, bytes] = {}  # position → bytes read beyond the hashed prefix
+        self._ahead_size = 0
+        self._end = raw.seek(0, os.SEEK_END)  # the size when opened: the bytes the digest covers
+        raw.seek(0)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def read(self, size: int | None = -1) -> bytes:
+        start = self._raw.tell()
+        data = self._raw.read(-1 if size is None else size)
+        if data and self._hashed < start <= self._hashed + self.GAP_BYTES:
+            # a few bytes the decoder skips (a zip member's data descriptor): hashed now, in order
+            self._raw.seek(self._hashed)
+            gap = self._raw.read(start - self._hashed)
+            self._raw.seek(start + len(data))
+            self._hash.update(gap)
+            self._hashed += len(gap)
+        if start <= self._hashed < start + len(data):
+            self._hash.update(memoryview(data)[self._hashed - start:])
+            self._hashed = start + len(data)
+        elif start > self._hashed and data and self._ahead_size + len(data) <= self.AHEAD_BYTES:
+            self._ahead[start] = data
+            self._ahead_size += len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        memoryview(buffer).cast("B")[: len(data)] = data
+        return len(data)
+
+    def sha256(self) -> bytes:
+        """The SHA-256 of the whole file: the bytes not hashed yet are taken from what was read
+        ahead, or read now where nothing was."""
+        end = self._end
+        while self._hashed < end:
+            kept = [(p, d) for p, d in self._ahead.items() if p <= self._hashed < p + len(d)]
+            if kept:
+                p, d = max(kept, key=lambda item: item[0] + len(item[1]))
+                block = d[self._hashed - p:]
+            else:
+                upto = min([p for p in self._ahead if p > self._hashed] + [end, self._hashed + (1 << 20)])
+                self._raw.seek(self._hashed)
+                block = self._raw.read(upto - self._hashed)
+                if not block:
+                    break
+            self._hash.update(block)
+            self._hashed += len(block)
+        return self._hash.digest()
+
+
+def load_logits_stream(source: IO[bytes] | io.RawIOBase, name: str, n_classes: int | None = None, *,
+                       max_bytes: int | None = None, manifest: Mapping[str, Any] | None = None,
+                       keep_float16: bool = False) -> LogitsBundle:
+    """``load_logits_bytes`` of a seekable binary file, read once (a ``HashingReader`` over a file
+    on disk: the evaluation's workers). The logits are decompressed into their array a block at a
+    time, never held as bytes beside it; ``keep_float16`` keeps float16 logits float16 (2 GB, not
+    4, at 100,000 × 10,000: ``load_logits``). Same checks and messages as ``load_logits``."""
     where = clip(name)
-    if (what := _not_npz(bytes(data[:4]))) is not None:
+    magic = source.read(4)
+    source.seek(0)
+    if (what := _not_npz(bytes(magic))) is not None:
         raise LogitsFileError(f"{where}: not a valid .npz file ({what})")
-    arrays = _read_npz(io.BytesIO(data), where, max_bytes)
-    logits, labels, ids, sources = _check_arrays(*arrays, where)
+    arrays = _read_npz(cast("IO[bytes]", source), where, max_bytes)  # any seekable binary file
+    logits, labels, ids, sources = _check_arrays(*arrays, where, keep_float16)
     if n_classes is not None and logits.shape[1] != n_classes:
         raise LogitsFileError(f"{where}: logits have {logits.shape[1]} classes, expected {n_classes}")
     manifest = dict(manifest or {})

@@ -126,7 +126,7 @@ class EvaluationSet:
     """
 
     def __init__(self, evaluation: ModelEvaluation, ts: bool, rows: np.ndarray, progress: Progress | None,
-                 scorer: NodeScorer | MemberScorer | None = None) -> None:
+                 scorer: NodeScorer | MemberScorer | None = None, rules: Sequence[str] = RULES) -> None:
         self.evaluation = evaluation
         self.ts = bool(ts)
         self.scorer = scorer
@@ -138,8 +138,10 @@ class EvaluationSet:
         if rows.size == 0:
             raise ValueError(f"{clip(evaluation.name)}: no samples to evaluate in subset "
                              f"{quote(evaluation.subset_name)}")
+        # The paper's four and any other ``rules`` asked for up front: one pass over the logits.
+        built = tuple(dict.fromkeys((*RULES, *(check_rule(r) for r in rules))))
         self.paths: dict[str, DecisionPaths] = decision_paths_from_logits(
-            evaluation.hierarchy, evaluation.logits, self.temperature, RULES, progress=progress,
+            evaluation.hierarchy, evaluation.logits, self.temperature, built, progress=progress,
             precision=evaluation.precision, rows=rows, scorer=scorer)
         self._memo = _Memo()
 
@@ -627,15 +629,18 @@ class ModelEvaluation:
             mask = mask & self.subset
         return np.flatnonzero(mask)
 
-    def setting(self, ts: bool, *, progress: Progress | None = None) -> EvaluationSet:
+    def setting(self, ts: bool, *, progress: Progress | None = None, rules: Sequence[str] = RULES) -> EvaluationSet:
         """The ``EvaluationSet`` with (``ts=True``) or without temperature scaling, built once.
 
         ``progress(done, total)`` is called while its decision paths are built (first call only).
+        ``rules``: rules beyond the paper's four to build in the same pass over the logits, when
+        this call builds the set (a rule not built then is built on first use).
         """
-        return self._memo.get(("set", bool(ts)), lambda: EvaluationSet(self, bool(ts), self.rows_for(ts), progress))
+        return self._memo.get(("set", bool(ts)), lambda: EvaluationSet(self, bool(ts), self.rows_for(ts), progress,
+                                                                      rules=rules))
 
     def scored(self, calibrator: str = "temperature", confidence: str = "softmax", *,
-               progress: Progress | None = None) -> EvaluationSet:
+               progress: Progress | None = None, rules: Sequence[str] = RULES) -> EvaluationSet:
         """The ``EvaluationSet`` of a calibrator (``core.calibrators``) and confidence score
         (``core.confidence``), each fitted on the calibration split, built once.
 
@@ -647,10 +652,10 @@ class ModelEvaluation:
         get_calibrator(calibrator)
         get_confidence(confidence)
         if confidence == "softmax" and calibrator in ("none", "temperature"):
-            return self.setting(calibrator == "temperature", progress=progress)
+            return self.setting(calibrator == "temperature", progress=progress, rules=rules)
         ts = calibrator != "none"
         return self._memo.get(("scored", calibrator, confidence), lambda: EvaluationSet(
-            self, ts, self.rows_for(ts), progress, scorer=self.scorer(calibrator, confidence)))
+            self, ts, self.rows_for(ts), progress, scorer=self.scorer(calibrator, confidence), rules=rules))
 
     def scorer(self, calibrator: str, confidence: str) -> NodeScorer | MemberScorer:
         """The fitted ``NodeScorer`` of (calibrator, confidence) on the calibration split, once

@@ -1,8 +1,8 @@
 """The checksummed cache of ``hsc evaluate``: one small JSON of result rows and one ``.npz`` of RC
 tables per finished model, keyed by the content evaluated and the settings.
 
-The cache never hands back wrong results. Each worker reads its ``.npz`` and manifest once into
-memory (``read_content``), hashes those bytes and evaluates the model decoded from them, and its
+The cache never hands back wrong results. Each worker reads its ``.npz`` once (``read_content``),
+hashing the bytes as it decodes them, and its manifest, and evaluates the model decoded from them; its
 entry is saved under the key of those bytes (``result_key``): the up-front hash of the main
 process (``file_digest``) only looks entries up, so a file replaced while a run is under way is
 never mistaken for the original. An entry is reused only when its key is that of the file as it
@@ -31,9 +31,10 @@ from ..core.confidence import compatible, get_confidence
 from ..core.risk import LOSSES
 from ..core.rules import RULES
 from ..datasets.logits_io import (
+    HashingReader,
     LogitsBundle,
     LogitsFileError,
-    load_logits_bytes,
+    load_logits_stream,
     manifest_from_bytes,
     manifest_path,
 )
@@ -66,7 +67,7 @@ LOSS_METRICS: tuple[str, ...] = ("excess_haurc", "achievable_haurc")
 # A cache entry is reused only when it is for the content that would be evaluated now and is intact:
 #
 # * its ``key`` is ``result_key`` of the bytes the worker actually evaluated (the .npz and its
-#   manifest, read once into memory, hashed, and decoded from those same bytes) and the settings;
+#   manifest, read once, hashed as they are decoded) and the settings;
 #   the main process hashes the files up front only to look entries up, so a file replaced
 #   mid-run gets an entry under the replacement's key, which the original never matches;
 # * its ``checksum`` is the SHA-256 of a canonical JSON of everything else in it (format, key,
@@ -102,29 +103,34 @@ def file_digest(path: Path) -> tuple[str, bytes | None]:
     return _digest(digest.digest(), manifest), manifest
 
 
-def read_content(path: Path) -> tuple[bytes, bytes | None]:
-    """The bytes of a logits file and of its manifest (None: none), each read once: the worker
-    hashes exactly these bytes and decodes the model from them."""
+def read_content(path: Path) -> tuple[HashingReader, bytes | None]:
+    """A logits file opened for one pass (a ``HashingReader``: every byte the decoder reads is
+    hashed as it passes, so the worker hashes exactly the bytes it decodes) and its manifest's
+    bytes (None: none). The caller closes the reader."""
     if not path.is_file():
         raise LogitsFileError(f"cached logits file {path} not found")
     try:
-        data = path.read_bytes()
+        reader = HashingReader(path.open("rb"))
     except OSError as exc:
         raise LogitsFileError(f"{path}: cannot open ({exc})") from exc
     try:
         manifest = _read_manifest_bytes(path)
     except OSError as exc:
+        reader.close()
         raise LogitsFileError(f"{manifest_path(path)}: manifest is not valid JSON ({exc})") from exc
-    return data, manifest
+    return reader, manifest
 
 
 def load_content(path: Path) -> tuple[LogitsBundle, str]:
-    """(bundle, content digest) of the bytes read once by ``read_content``; the raw bytes are
-    dropped on return (the bundle holds the decoded arrays only)."""
-    data, manifest_bytes = read_content(path)
-    digest = _digest(hashlib.sha256(data).digest(), manifest_bytes)
-    manifest = {} if manifest_bytes is None else manifest_from_bytes(manifest_bytes, manifest_path(path))
-    return load_logits_bytes(data, str(path), manifest=manifest), digest
+    """(bundle, content digest) of one pass over the file (``read_content``): the arrays are
+    decoded block by block as the bytes are hashed, never held as raw bytes; float16 logits stay
+    float16 (the evaluation casts one chunk at a time, with the same numbers)."""
+    reader, manifest_bytes = read_content(path)
+    with reader:
+        manifest = {} if manifest_bytes is None else manifest_from_bytes(manifest_bytes, manifest_path(path))
+        bundle = load_logits_stream(reader, str(path), manifest=manifest, keep_float16=True)
+        digest = _digest(reader.sha256(), manifest_bytes)
+    return bundle, digest
 
 
 def manifest_dataset(manifest: object) -> str | None:

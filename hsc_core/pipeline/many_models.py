@@ -101,7 +101,7 @@ def evaluation_rows(ev: ModelEvaluation, *, dec: int | None = None, rules: Seque
     rules = tuple(dict.fromkeys(check_rule(r) for r in rules))
     rows: list[dict] = []
     for cal, conf in score_pairs({"calibrators": calibrators, "confidences": confidences}):
-        es = ev.scored(cal, conf)
+        es = ev.scored(cal, conf, rules=rules)  # every rule's records in one pass per setting
         rows += es.results(LOSSES, dec, rules=rules)
         rows += _extra_rows(es, rules, metrics)
     return rows
@@ -156,31 +156,32 @@ def evaluate_model(
     else:
         bundle, file = load_logits(bundle_or_path), str(bundle_or_path)
     ev = _model_evaluation(bundle, hierarchy, file=file, dataset=dataset, protocol=protocol,
-                           cal_fraction=cal_fraction, seed=seed, progress=progress, subset=subset)
+                           cal_fraction=cal_fraction, seed=seed, progress=progress, subset=subset, rules=rules)
     return [{**row, "file": file} for row in evaluation_rows(ev, dec=dec, rules=rules, metrics=metrics)]
 
 
 def _model_evaluation(bundle: LogitsBundle, hierarchy: Hierarchy, *, file: str, dataset: str, protocol: str,
                       cal_fraction: float, seed: int, progress: Progress | None,
-                      subset: str = "all", members_path: str | None = None) -> ModelEvaluation:
+                      subset: str = "all", members_path: str | None = None,
+                      rules: Sequence[str] = PAPER_RULES) -> ModelEvaluation:
     chosen = check_subset(bundle.sources, bundle.n_samples, subset, where=bundle.name)
     ev = ModelEvaluation.from_bundle(bundle, hierarchy, dataset=dataset, protocol=protocol,
                                      cal_fraction=cal_fraction, seed=seed, file=file, members_path=members_path,
                                      subset=subset_mask(bundle.sources, bundle.n_samples, subset),
                                      subset_name=chosen.name)
     if progress is not None:
-        _build_settings(ev, progress)
+        _build_settings(ev, progress, rules)
     return ev
 
 
-def _build_settings(ev: ModelEvaluation, progress: Progress) -> None:
+def _build_settings(ev: ModelEvaluation, progress: Progress, rules: Sequence[str] = PAPER_RULES) -> None:
     """Build both settings (the long part) with one sample count over both; under the paper
     protocol the two differ in size (no TS: every sample), so the offsets are their real sizes."""
     sizes = [int(ev.rows_for(ts).size) for ts in (False, True)]
     for ts, offset in ((False, 0), (True, sizes[0])):
         def report(done: int, _n: int, o: int = offset) -> None:
             progress(o + done, sum(sizes))
-        ev.setting(ts, progress=report)
+        ev.setting(ts, progress=report, rules=rules)
 
 
 def check_dec(dec: int | None) -> None:
@@ -213,7 +214,7 @@ def _evaluate_job(path: str, hierarchy: Hierarchy | None, settings: dict, sample
         check_dec(settings["dec"])
         ev = _model_evaluation(bundle, tree, file="", members_path=path, dataset=dataset, protocol=settings["protocol"],
                                cal_fraction=settings["cal_fraction"], seed=settings["seed"], progress=bar,
-                               subset=settings["subset"])
+                               subset=settings["subset"], rules=settings["rules"])
         rows = evaluation_rows(ev, dec=settings["dec"], rules=settings["rules"], metrics=settings["metrics"],
                                calibrators=settings.get("calibrators", DEFAULT_CALIBRATORS),
                                confidences=settings.get("confidences", DEFAULT_CONFIDENCES))
