@@ -386,7 +386,8 @@ def render_page(snap: Snapshot, live: str, plotly_src: str) -> str:
     caption = f'<p class="caption">{markdown_html(snap.caption)}</p>' if snap.caption else ""
     swept = ""
     if snap.theta_texts:
-        start = snap.theta if snap.theta in snap.theta_texts else next(iter(snap.theta_texts))
+        first = next(iter(snap.theta_texts))
+        start = snap.theta if snap.theta is not None and snap.theta in snap.theta_texts else first
         swept = (f'<div class="theta-text" id="theta-text" data-testid="theta-text">'
                  f"{markdown_html(snap.theta_texts[start])}</div>")
         data.append('<script type="application/json" id="theta-texts">'
