@@ -83,6 +83,13 @@ def main(argv: Sequence[str] | None = None, prog: str = "hsc") -> int:
             raise
         print(f"{prog} {name}: error: {exc}", file=sys.stderr)
         return 2
+    except MemoryError as exc:  # the inputs are bounded before they are decoded; this is the last resort
+        if config.debug():
+            raise
+        shape = str(exc).split(" for an array with ")[-1] if " for an array with " in str(exc) else ""
+        print(f"{prog} {name}: error: out of memory{f' ({shape})' if shape else ''}; give a smaller input or lower "
+              f"{config.MAX_DECODED_MB}", file=sys.stderr)
+        return 2
 
 
 def _one_line_warnings(command: str, fallback):

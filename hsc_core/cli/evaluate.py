@@ -51,11 +51,13 @@ from ..evaluation.summary_text import format_summary
 from ..pipeline.distributed import LOCAL_RAY
 from ..pipeline.many_models import EXTRA_METRICS, MAX_DEC, check_dec, check_metrics, evaluate_all
 from .args import (
+    MAX_WORKERS,
     add_hierarchy,
     add_rules,
     add_scores,
     add_seed,
     add_subset,
+    count,
     parse_calibrators,
     parse_confidences,
     parse_list,
@@ -84,7 +86,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help=f"calibration split that fits T (default {CALIBRATION_FRACTION})")
     add_seed(parser, SPLIT_SEED, "that split")
     add_subset(parser)
-    parser.add_argument("--workers", type=int, metavar="K",
+    parser.add_argument("--workers", type=count("--workers", 1, MAX_WORKERS), metavar="K",
                         help="parallel local processes (default min(#models, #CPUs)); with --ray, the CPUs of a "
                              "local Ray")
     parser.add_argument("--ray", metavar="ADDRESS",
@@ -112,8 +114,6 @@ def run(args: argparse.Namespace) -> int:
     check_protocol(args.protocol)
     if not 0.0 < args.cal_fraction < 1.0:
         raise ValueError(f"--cal-fraction must lie in (0, 1), got {args.cal_fraction}")
-    if args.workers is not None and args.workers < 1:
-        raise ValueError(f"--workers must be at least 1, got {args.workers}")
     if args.classes and not args.hierarchy:
         raise ValueError("--classes orders the leaves of --hierarchy FILE; pass --hierarchy too")
     paths = expand_inputs(args.inputs)
