@@ -183,7 +183,6 @@ def test_an_out_of_memory_error_is_one_line(tmp_path, capsys, monkeypatch):
     ("guarantees", "--n-lambdas", "1000000", "from 1 to 100,000"),
     ("card", "--reps", "-1", "from 0 to 100,000"),
     ("report", "--n-resamples", "10000000", "from 1 to 100,000"),
-    ("evaluate", "--workers", "100000", "from 1 to 256"),
     ("guarantees", "--mondrian-depth", "x", "from 0 to 10,000"),
 ])
 def test_every_count_option_has_an_upper_bound(capsys, command, option, value, bounds):
@@ -195,6 +194,12 @@ def test_every_count_option_has_an_upper_bound(capsys, command, option, value, b
         parser.parse_args([*required, option, value])
     err = capsys.readouterr().err
     assert info.value.code == 2 and f"{option} must be a whole number {bounds}, got {value!r}" in err
+
+
+def test_evaluate_bounds_its_workers_in_one_line(tmp_path, capsys):
+    assert main(["evaluate", str(tmp_path / "m.npz"), "--workers", "100000"]) == 2
+    err = capsys.readouterr().err
+    assert err == "hsc evaluate: error: --workers must be from 1 to 256, got 100000\n"
 
 
 def test_count_accepts_its_bounds():

@@ -57,7 +57,6 @@ from .args import (
     add_scores,
     add_seed,
     add_subset,
-    count,
     parse_calibrators,
     parse_confidences,
     parse_list,
@@ -86,7 +85,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help=f"calibration split that fits T (default {CALIBRATION_FRACTION})")
     add_seed(parser, SPLIT_SEED, "that split")
     add_subset(parser)
-    parser.add_argument("--workers", type=count("--workers", 1, MAX_WORKERS), metavar="K",
+    parser.add_argument("--workers", type=int, metavar="K",
                         help="parallel local processes (default min(#models, #CPUs)); with --ray, the CPUs of a "
                              "local Ray")
     parser.add_argument("--ray", metavar="ADDRESS",
@@ -114,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
     check_protocol(args.protocol)
     if not 0.0 < args.cal_fraction < 1.0:
         raise ValueError(f"--cal-fraction must lie in (0, 1), got {args.cal_fraction}")
+    if args.workers is not None and not 1 <= args.workers <= MAX_WORKERS:
+        raise ValueError(f"--workers must be from 1 to {MAX_WORKERS}, got {args.workers}")
     if args.classes and not args.hierarchy:
         raise ValueError("--classes orders the leaves of --hierarchy FILE; pass --hierarchy too")
     paths = expand_inputs(args.inputs)
