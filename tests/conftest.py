@@ -148,7 +148,8 @@ SLOW_FILES = {"test_package.py", "test_app_overview_scale.py", "test_app_dataset
               "test_app_rule_links.py", "test_app_robust.py", "test_app_per_rank.py", "test_app_headlines.py",
               "test_calibrator_oracles.py",  # torch-uncertainty fits (issue 31)
               "test_app_calibrators.py",
-              "test_app_snapshot_pages.py"}  # AppTest of each page beside its snapshot (shipped logits)
+              "test_app_snapshot_pages.py",  # AppTest of each page beside its snapshot (shipped logits)
+              "test_app_link_costs.py"}  # AppTest of the Calibrators page's costliest link (every shipped model)
 SLOW_FIXTURES = {"test_cache_logits.py": {"synthetic"}}
 SLOW_TESTS = {  # file -> test functions (every parameter of each)
     "test_one_call.py": {"test_cli_card_without_delta_for_a_method_that_does_not_read_it"},  # the card, 4 s
