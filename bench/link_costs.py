@@ -5,9 +5,10 @@ resident memory after it; every link runs in its own process, so one link's cach
 * ``calibrators-all``: ``/calibrators?c_scope=all&c_ci=1&c_cals=<all 7>&c_scores=<all 7>`` on the shipped
   models (first run, then the same session's "Compute the next pairs" runs until nothing is left, or
   ``--runs``);
-* ``cat-overview``, ``cat-where``, ``cat-calibrators``: ``/``, ``/where_in_tree`` and ``/calibrators`` on a
-  1,000-deep caterpillar model (``bench/deep_tree_pages.py``'s tree, ``--samples`` samples: 300 make a
-  file of about 1 MB, the attack's size).
+* ``cat-overview``, ``cat-where``, ``cat-calibrators`` (and ``cat-<page>`` for the Explorer, Risk–Coverage,
+  Calibration–coverage, Guaranteed accuracy, Compare models, Hierarchy sensitivity and the story): ``/``,
+  ``/where_in_tree``, ``/calibrators``, … on a 1,000-deep caterpillar model (``bench/deep_tree_pages.py``'s
+  tree, ``--samples`` samples: 300 make a file of about 1 MB, the attack's size).
 
     .venv/bin/python bench/link_costs.py [--links calibrators-all,cat-overview,cat-where,cat-calibrators]
                                          [--samples 300] [--runs 3]
@@ -34,6 +35,9 @@ LINKS = {
     "cat-overview": ("app_pages/overview.py", {}, True),
     "cat-where": ("app_pages/where_in_tree.py", {}, True),
     "cat-calibrators": ("app_pages/calibrators.py", {}, True),
+    **{f"cat-{page}": (f"app_pages/{page}.py", {}, True)
+       for page in ("explorer", "risk_coverage", "calibration_coverage", "guaranteed_accuracy", "compare_models",
+                    "hierarchy_sensitivity", "story")},
 }
 
 

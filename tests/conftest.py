@@ -232,6 +232,9 @@ SLOW_TESTS = {  # file -> test functions (every parameter of each)
                                  "test_repeated_split_evaluation_keeps_its_numbers"},
     "test_moved_names.py": {"test_old_thresholds_path_still_offers_the_repeated_split_functions"},
     "test_headlines.py": {"test_the_sidebar_says_both_counts_in_words"},  # the shipped logits loaded
+    # issue 42: 24 calibrator pairs over a few runs; `hsc evaluate` twice with a cache it cannot write
+    "test_link_costs.py": {"test_a_run_stops_at_its_budget_and_the_next_goes_on"},
+    "test_evaluate_robust.py": {"test_a_cache_that_cannot_be_written_keeps_the_numbers"},
 }
 
 

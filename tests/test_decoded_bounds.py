@@ -225,3 +225,16 @@ def test_percent_on_percentages_reads_them(tmp_path):
     for col in [c for c in frame.columns if c.startswith("conf_")]:
         frame[col] = (frame[col] * 100).round(2)
     np.testing.assert_allclose(reader.per_rank_from_frame(frame, percent=True).conf, unit.conf, atol=1e-12)
+
+
+def test_the_per_rank_page_refuses_an_inflating_upload_at_its_own_bound(tmp_path):
+    """The attack's upload (the page raised the server by 900 MB): refused by the page's 512 MB bound, in one
+    line, before the table is decoded."""
+    from dashboard import per_rank as page
+
+    path = tmp_path / "inflating.parquet"
+    _inflating_parquet(path, 30_000)  # 120 MB of labels in ~100 kB
+    with pytest.raises(ScoresFileError, match=r"over the 512 MB accepted") as info:
+        page.load_scores("inflating.parquet", path.read_bytes(), False)
+    assert str(info.value).startswith("inflating.parquet: 30,000 rows × 7 columns")
+    assert page.MAX_DECODED_BYTES == 512 * 2**20
