@@ -12,6 +12,27 @@ resident memory after it; every link runs in its own process, so one link's cach
 
     .venv/bin/python bench/link_costs.py [--links calibrators-all,cat-overview,cat-where,cat-calibrators]
                                          [--samples 300] [--runs 3]
+
+Measured on the busy 2-core development machine (AppTest; the peak resident memory of the whole process,
+Streamlit and the app included; the caterpillar built in a process of its own). "Before" is the issue's
+figure (the attack's machine, a browser) and, in brackets, this script's before the fix, where measured:
+
+==========================  ==========================  ===============  ===============================
+link                        before: issue 42 (here)     runs             peak RSS
+==========================  ==========================  ===============  ===============================
+calibrators-all             not settled after 90 s      24.0, 15.6, 9.1  543 MB (Dirichlet refused, 347
+                                                                         pairs left for later runs)
+cat-overview (``/``)        59 s (66 s)                 2.7 s            298 MB (intervals on request)
+cat-where                   39 s (5.6 s)                2.7 s            284 MB
+cat-calibrators             35 s (247 s here)           6.4 s            403 MB (depth_temperature refused)
+cat-explorer                                            9.8 s            730 MB
+cat-risk_coverage                                       10.6 s           280 MB
+cat-calibration_coverage                                6.5 s            273 MB
+cat-guaranteed_accuracy                                 11.6 s           271 MB
+cat-compare_models                                      4.9 s            278 MB
+cat-hierarchy_sensitivity                               7.8 s            260 MB
+cat-story                                               7.2 s            267 MB
+==========================  ==========================  ===============  ===============================
 """
 
 from __future__ import annotations
