@@ -10,8 +10,8 @@ import pytest
 from hsc_core import config
 
 VARIABLES = (config.CACHED_LOGITS_DIR, config.DATASETS_DIR, config.IMAGE_DIR, config.MEMORY_BUDGET_MB,
-             config.MAX_UPLOAD_MB, config.MAX_IMAGE_MEGAPIXELS, config.MAX_DECODED_MB, config.SYNTHETIC, config.SYNTHETIC_TAXONOMY,
-             config.DEBUG, config.PLOTLY_COMPONENT)
+             config.MAX_UPLOAD_MB, config.MAX_IMAGE_MEGAPIXELS, config.MAX_DECODED_MB, config.SYNTHETIC,
+             config.SYNTHETIC_TAXONOMY, config.DEBUG, config.PLOTLY_COMPONENT)
 
 
 @pytest.fixture(autouse=True)
