@@ -35,12 +35,23 @@ if not presenter.presenter():
 if not chosen_cals or not chosen_scores:
     st.info("Select at least one calibrator and one confidence score.")
     st.stop()
-models = es if scope == "model" else report.resolve(sidebar.catalog(), es.subset)[0]
-try:
-    rows = cal.benchmark_rows(models, tuple(chosen_cals), tuple(chosen_scores), rule, intervals)
+listed, left_out = cal.scope_models(sidebar.catalog())
+models = es if scope == "model" else report.resolve(listed, es.subset)[0]
+if scope != "model" and left_out:
+    st.caption(left_out)
+try:  # at most cal.RUN_BUDGET_S of new work a run (any link): the rest waits for the next run
+    bench = cal.benchmark(models, tuple(chosen_cals), tuple(chosen_scores), rule, intervals)
 except ValueError as exc:  # e.g. an ensemble member that no longer matches its variant
     st.error(str(exc))
     st.stop()
+for line in bench.refused:
+    st.warning(line, icon=":material/hourglass_disabled:")
+if cal.left_note(bench):
+    st.info(cal.left_note(bench), icon=":material/hourglass_top:")
+    st.button("Compute the next pairs", key="calib_more")  # a click is a run: it adds the next pairs
+if not bench.rows:
+    st.stop()
+rows = bench.rows
 st.markdown(page_sentences.calibrators(rows))
 st.dataframe(cal.shown_table(rows), hide_index=True, key="calib_table")
 widgets.csv_download(lambda: cal.export_table(rows), "calibrator_benchmark", key="dl_calib",

@@ -61,7 +61,12 @@ V = TypeVar("V")
 
 
 # ---------------------------------------------------------------------------- the evaluation
-@cache_resource(max_entries=12, show_spinner=False)
+#: Models whose evaluation (and what was computed on it) the server keeps; a page that goes over every
+#: listed model takes at most this many, or each run would evict what the last one computed.
+EVALUATIONS_KEPT = 16
+
+
+@cache_resource(max_entries=EVALUATIONS_KEPT, show_spinner=False)
 def _evaluation(location: str, file_stamp: tuple, dataset_key: tuple, subset: str, _model: str) -> ModelEvaluation:
     # Cheap to build: T, decision paths and curves are computed (once) when first asked for.
     bundle = _bundle(location, file_stamp)

@@ -10,13 +10,25 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
+from hsc_core import config
 from hsc_core.core.per_rank import rank_rc_curve
 from hsc_core.datasets.per_rank import EXAMPLE, PerRankScores, read_per_rank
-from hsc_core.evaluation.per_rank import rank_breakdown, rank_card, rank_card_json, rank_card_markdown
+from hsc_core.evaluation.per_rank import (
+    check_study_size,
+    rank_breakdown,
+    rank_card,
+    rank_card_json,
+    rank_card_markdown,
+)
 
 #: The largest table the page reads (the uploader refuses larger files before they reach it).
 MAX_UPLOAD_MB = 20
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 2**20
+#: The most memory one table may take once decoded, and its split study (a Parquet file of 500 kB can
+#: decode to gigabytes: both are checked before they are allocated, as ``hsc ranks`` does with its bound;
+#: ``HSC_MAX_DECODED_MB`` can lower it).
+MAX_DECODED_MB = 512
+MAX_DECODED_BYTES = MAX_DECODED_MB * 2**20
 #: Random calibration/test splits of the comparison (as ``hsc ranks``).
 REPS = 1000
 EXAMPLE_NAME = EXAMPLE.name
@@ -24,12 +36,19 @@ EXAMPLE_NAME = EXAMPLE.name
 
 @st.cache_data(show_spinner=False, max_entries=4)
 def _scores(digest: str, name: str, percent: bool, _payload: bytes) -> PerRankScores:
-    return read_per_rank(_payload, name=name, percent=percent, max_bytes=MAX_UPLOAD_BYTES)
+    budget = min(MAX_DECODED_BYTES, config.max_decoded_bytes())
+    scores = read_per_rank(_payload, name=name, percent=percent, max_bytes=MAX_UPLOAD_BYTES, max_decoded=budget)
+    try:
+        check_study_size(scores.n, len(scores.ranks), budget=budget)
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    return scores
 
 
 def load_scores(name: str | None, payload: bytes | None, percent: bool) -> tuple[PerRankScores, str, str]:
     """(scores, file name, content key) of the uploaded table (``name``, ``payload``), or of the
-    shipped example when there is none; cached by content. Raises ``ScoresFileError`` (one line)."""
+    shipped example when there is none; cached by content. Raises ``ScoresFileError`` (one line), or a
+    ValueError when the table's split study would take more than ``MAX_DECODED_BYTES``."""
     if payload is None:
         name, payload = EXAMPLE_NAME, EXAMPLE.read_bytes()
     name = str(name)

@@ -5,11 +5,15 @@ A page offers its view's link through ``snapshot_views.share_link``: the view (t
 query parameters and a stamp of the data it shows) is written, under the key of its canonical JSON
 (``view_key``), as ``<key>.json`` in the snapshot folder (``SnapshotStore``). The first visit of
 ``/s/<key>`` builds the page with the builder that page registered (``register``: figures from the
-same functions as the live page), keeps it as ``<key>.html.gz`` and serves that from then on. The
-folder is bounded (``MAX_VIEWS``: the least recently used views go first).
+same functions as the live page), keeps it as ``<key>.html.gz`` and serves that from then on.
+
+The folder (``snapshot_store``) is bounded per browser session and in all, so no visitor can expire
+another's links; a damaged or symlinked file there is rebuilt or refused, never served. A page's
+reply carries a Content-Security-Policy (scripts from this server and the page's own, by its hash;
+``frame-ancestors 'self'``) and ``X-Frame-Options``.
 
 What a visitor can send is only the key: it must be ``KEY_LENGTH`` lowercase hex digits, so a link
-can never name a file outside the folder (``SnapshotStore.path`` checks containment anyway). A
+can never name a file outside the folder (and a symbolic link in it is never followed). A
 key without a view, a view whose data changed since the link was made (its stamp differs) or a
 build that fails gets a one-sentence HTML page (404 / 410 / 500), never a traceback. Every name in
 a page is escaped (``html.escape``; figure JSON with ``<``, ``>``, ``&`` as ``\\uXXXX``).
@@ -21,53 +25,25 @@ with ``Cache-Control: immutable``: a browser fetches it once.
 
 from __future__ import annotations
 
+import base64
 import functools
 import gzip
 import hashlib
 import html
 import json
 import logging
-import os
 import re
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 from .snapshot_assets import assets, plotly_src
+from .snapshot_store import SnapshotStore, View, is_key
 
 _LOG = logging.getLogger(__name__)
 
-KEY_LENGTH = 20  # hex digits of a view key: 80 bits of SHA-256
-_KEY = re.compile(rf"[0-9a-f]{{{KEY_LENGTH}}}")
-#: Views kept in the snapshot folder; beyond this many the least recently used go (view and page).
-MAX_VIEWS = 500
-#: The largest view file read back (a view is a page name and a few link parameters).
-MAX_VIEW_BYTES = 64_000
 ASSET_PREFIX = "/s/assets/"
-
-
-# ---------------------------------------------------------------------------- keys
-def is_key(key: object) -> bool:
-    """Whether ``key`` has the form of a view key (``KEY_LENGTH`` lowercase hex digits)."""
-    return isinstance(key, str) and _KEY.fullmatch(key) is not None
-
-
-def view_key(page: str, params: Mapping[str, str], stamp: str = "") -> str:
-    """The key of one view: SHA-256 of its canonical JSON (page, sorted parameters, data stamp),
-    first ``KEY_LENGTH`` hex digits. The same view always gets the same key; changed data
-    (another ``stamp``) a new one.
-
-    >>> view_key("explorer", {"theta": "0.5"}) == view_key("explorer", {"theta": "0.5"})
-    True
-    >>> len(view_key("explorer", {}))
-    20
-    """
-    canonical = json.dumps({"page": page, "params": dict(sorted(params.items())), "stamp": stamp},
-                           sort_keys=True, ensure_ascii=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("ascii")).hexdigest()[:KEY_LENGTH]
 
 
 def live_url(page: str, params: Mapping[str, str]) -> str:
@@ -76,140 +52,11 @@ def live_url(page: str, params: Mapping[str, str]) -> str:
     return f"../{page}" + (f"?{query}" if query else "")
 
 
-# ---------------------------------------------------------------------------- the folder
-@dataclass(frozen=True)
-class View:
-    """What a snapshot link names: a page, its link's query parameters, and the data stamp the
-    view was made with."""
-
-    page: str
-    params: dict[str, str]
-    stamp: str = ""
-
-    @property
-    def key(self) -> str:
-        return view_key(self.page, self.params, self.stamp)
-
-
-class SnapshotStore:
-    """The snapshot folder: ``<key>.json`` (the ``View``) and ``<key>.html.gz`` (its built page).
-
-    Parameters
-    ----------
-    folder : Path
-        Created on the first write.
-    max_views : int
-        At most this many views are kept; a write beyond it removes the least recently used
-        (by modification time, which every read refreshes) with their pages.
-    """
-
-    def __init__(self, folder: Path, max_views: int = MAX_VIEWS):
-        self.folder = Path(folder)
-        self.max_views = max_views
-
-    def path(self, key: str, suffix: str) -> Path:
-        """The file of ``key`` (``.json`` or ``.html.gz``); ValueError for anything not a view key
-        or a path that would leave the folder."""
-        if not is_key(key) or suffix not in (".json", ".html.gz"):
-            raise ValueError("not a snapshot key")
-        path = self.folder / f"{key}{suffix}"
-        if path.resolve().parent != self.folder.resolve():  # belt and braces: a key is hex only
-            raise ValueError("not a snapshot key")
-        return path
-
-    def _write(self, path: Path, data: bytes) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)  # readers see the old file or the whole new one
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-
-    def save_view(self, view: View) -> str:
-        """Keep ``view`` (once: an existing one is only marked used); returns its key."""
-        key = view.key
-        path = self.path(key, ".json")
-        if path.exists():
-            self._touch(path)
-            return key
-        self._write(path, json.dumps({"page": view.page, "params": view.params, "stamp": view.stamp},
-                                     sort_keys=True).encode("utf-8"))
-        self.evict()
-        return key
-
-    def load_view(self, key: str) -> View | None:
-        """The view of ``key``; None for a malformed key, a missing or unreadable view file."""
-        try:
-            path = self.path(key, ".json")
-            if path.stat().st_size > MAX_VIEW_BYTES:
-                return None
-            raw = json.loads(path.read_text(encoding="utf-8"))
-            params = raw["params"]
-            if not (isinstance(raw["page"], str) and isinstance(params, dict) and isinstance(raw["stamp"], str)
-                    and all(isinstance(k, str) and isinstance(v, str) for k, v in params.items())):
-                return None
-            view = View(raw["page"], dict(params), raw["stamp"])
-        except (ValueError, OSError, KeyError, TypeError):
-            return None
-        if view.key != key:  # a hand-edited file: it no longer is the view its name says
-            return None
-        self._touch(path)
-        return view
-
-    def read_page(self, key: str) -> bytes | None:
-        """The built page of ``key`` (gzip bytes), or None."""
-        try:
-            return self.path(key, ".html.gz").read_bytes()
-        except (ValueError, OSError):
-            return None
-
-    def write_page(self, key: str, page_html: str) -> bytes:
-        """Keep ``key``'s built page; returns its gzip bytes."""
-        data = gzip.compress(page_html.encode("utf-8"), compresslevel=6, mtime=0)
-        self._write(self.path(key, ".html.gz"), data)
-        return data
-
-    def drop_page(self, key: str) -> None:
-        with _quiet():
-            self.path(key, ".html.gz").unlink(missing_ok=True)
-
-    def evict(self) -> None:
-        """Remove the least recently used views (and their pages) beyond ``max_views``."""
-        try:
-            views = sorted(self.folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
-        except OSError:
-            return
-        for path in views[: max(0, len(views) - self.max_views)]:
-            key = path.name[: -len(".json")]
-            with _quiet():
-                path.unlink(missing_ok=True)
-                if is_key(key):
-                    self.path(key, ".html.gz").unlink(missing_ok=True)
-
-    @staticmethod
-    def _touch(path: Path) -> None:
-        with _quiet():
-            os.utime(path)
-
-
 def default_store() -> SnapshotStore:
     """The snapshot folder the environment names (``HSC_SNAPSHOT_DIR``, ``hsc_core.config.snapshot_dir``)."""
     from hsc_core.config import snapshot_dir
 
     return SnapshotStore(snapshot_dir())
-
-
-class _quiet:
-    """Ignore a file system error (a file another process removed meanwhile)."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind, exc, tb) -> bool:
-        return kind is not None and issubclass(kind, OSError)
 
 
 # ---------------------------------------------------------------------------- builders
@@ -434,7 +281,7 @@ def snapshot_reply(store: SnapshotStore, key: str) -> Reply:
     """The answer to ``GET /s/<key>``: the (cached) snapshot page, or a one-sentence page."""
     if not is_key(key):
         return _message(404, "This is not a snapshot link: a snapshot link ends in a 20-character key.")
-    view = store.load_view(key)
+    view: View | None = store.load_view(key)
     builder = BUILDERS.get(view.page) if view is not None else None
     if view is None or builder is None:
         return _message(404, "This snapshot link is unknown or has expired; ask for a new one.")
@@ -452,12 +299,17 @@ def snapshot_reply(store: SnapshotStore, key: str) -> Reply:
         return Reply(200, cached, gzipped=True)
     try:
         snap = builder.build(view.params)
+        page = render_page(snap, live, plotly_src(snap.figures))
     except Unavailable as exc:
         return _message(404, str(exc), live)
     except Exception:  # noqa: BLE001 - logged for the operator; the visitor gets one sentence
         _LOG.exception("snapshot %s could not be built", key)
         return _message(500, "This snapshot could not be built; the live page may still work.", live)
-    return Reply(200, store.write_page(key, render_page(snap, live, plotly_src(snap.figures))), gzipped=True)
+    try:
+        return Reply(200, store.write_page(key, page), gzipped=True)
+    except OSError as exc:  # a full or read-only folder: the page is served, only not kept
+        _LOG.warning("snapshot %s: its page could not be kept (%s)", key, exc)
+        return Reply(200, page.encode("utf-8"))
 
 
 def asset_reply(name: str) -> Reply:
@@ -472,12 +324,24 @@ def asset_reply(name: str) -> Reply:
 
 
 IMMUTABLE = "public, max-age=31536000, immutable"
+#: What a snapshot page may load and who may frame it: Plotly from this server, the page's own script (by its
+#: hash: no other inline script runs), styles (Plotly sets them inline), its image as a data: URL; framed by
+#: this site only.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self' 'sha256-"
+    + base64.b64encode(hashlib.sha256(_SCRIPT.encode("utf-8")).digest()).decode("ascii")
+    + "'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; "
+    "worker-src 'self' blob:; frame-ancestors 'self'; base-uri 'none'; form-action 'none'"
+)
+#: The headers of every snapshot page (and its one-sentence pages).
+PAGE_HEADERS = {"Content-Security-Policy": CONTENT_SECURITY_POLICY, "X-Frame-Options": "SAMEORIGIN",
+                "Referrer-Policy": "same-origin"}
 
 
-def _respond(request: Any, reply: Reply, cache_control: str):
+def _respond(request: Any, reply: Reply, cache_control: str, page: bool = False):
     from starlette.responses import Response
 
-    headers = {"Cache-Control": cache_control, "X-Content-Type-Options": "nosniff"}
+    headers = {"Cache-Control": cache_control, "X-Content-Type-Options": "nosniff", **(PAGE_HEADERS if page else {})}
     body = reply.body
     if reply.gzipped:
         if "gzip" in request.headers.get("accept-encoding", ""):
@@ -509,7 +373,7 @@ def routes(store: Callable[[], SnapshotStore], load_builders: Callable[[], objec
 
     async def snapshot(request):
         reply = await run_in_threadpool(build_reply, str(request.path_params.get("key", "")))
-        return _respond(request, reply, "no-cache")
+        return _respond(request, reply, "no-cache", page=True)
 
     async def asset(request):
         reply = await run_in_threadpool(asset_reply, str(request.path_params.get("name", "")))

@@ -290,8 +290,9 @@ def calibrators(params: Mapping[str, str]) -> Snapshot:
     if not chosen_cals or not chosen_scores:
         raise Unavailable("This link selects no calibrator or no confidence score.")
     name, location = model_of(values)
-    models = {name: location} if values["c_scope"] == "model" else _all_models(values)
-    contexts, lines = [], []
+    models, left_out = (({name: location}, None) if values["c_scope"] == "model"
+                        else cal.scope_models(_all_models(values)))
+    contexts, lines = [], [left_out] if left_out else []
     for model, path in models.items():
         try:  # the page fits with TS on
             contexts.append(evaluations.model_context(model, path, values["subset"], True))
@@ -301,10 +302,14 @@ def calibrators(params: Mapping[str, str]) -> Snapshot:
         raise Unavailable("The model this snapshot showed cannot be loaded any more.")
     sets, rule = [es.view.evaluation for es in contexts], values["c_rule"]
     try:
-        rows = cal.benchmark_rows(sets, chosen_cals, chosen_scores, rule, bool(values["c_ci"]))
+        bench = cal.benchmark(sets, chosen_cals, chosen_scores, rule, bool(values["c_ci"]))
     except ValueError as exc:
         raise Unavailable(str(exc)) from exc
+    rows = bench.rows
+    if not rows:
+        raise Unavailable(" ".join(bench.refused) or "This link's choice is more than one run may compute.")
     table = cal.shown_table(rows)
+    lines += [widgets.plain(note) for note in (*bench.refused, cal.left_note(bench)) if note]
     head = [page_sentences.calibrators(rows), "", f"**Rule**: {rule_label(rule)}"]
     for rec in table.to_dict("records"):  # one line per pair, the page's cells (★: the column's best)
         pair = f"**{widgets.plain(str(rec.pop('calibrator', '')))} · {widgets.plain(str(rec.pop('confidence', '')))}**"

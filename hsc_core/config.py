@@ -20,6 +20,10 @@ variable                          meaning                                       
                                   once (same numbers for any count; 1: one at a time)
 ``HSC_MAX_UPLOAD_MB``             the cap on an uploaded logits file's inflated arrays     200
 ``HSC_MAX_IMAGE_MEGAPIXELS``      the cap on an image's pixels, checked before decoding    40
+``HSC_MAX_DECODED_MB``            the cap on what reading one table takes in memory once   2048
+                                  decoded (its cells and their text) and on the per-rank
+                                  study's working memory (rows × θ vectors), each checked
+                                  before the allocation
 ``HSC_CACHE_DIR``                 the dashboard's on-disk caches (shipped models' results,  ``~/.cache/hsc``
                                   keyed by content; snapshot links)
 ``HSC_SNAPSHOT_DIR``              the dashboard's snapshot links (``/s/<key>``): the       ``<cache dir>/
@@ -48,6 +52,7 @@ MEMORY_BUDGET_MB = "HSC_MEMORY_BUDGET_MB"
 THREADS = "HSC_THREADS"
 MAX_UPLOAD_MB = "HSC_MAX_UPLOAD_MB"
 MAX_IMAGE_MEGAPIXELS = "HSC_MAX_IMAGE_MEGAPIXELS"
+MAX_DECODED_MB = "HSC_MAX_DECODED_MB"
 CACHE_DIR = "HSC_CACHE_DIR"
 SNAPSHOT_DIR = "HSC_SNAPSHOT_DIR"
 SYNTHETIC = "HSC_SYNTHETIC"
@@ -57,6 +62,7 @@ DEBUG = "HSC_DEBUG"
 DEFAULT_MEMORY_BUDGET_MB = 256.0
 DEFAULT_MAX_UPLOAD_MB = 200.0
 DEFAULT_MAX_IMAGE_MEGAPIXELS = 40.0
+DEFAULT_MAX_DECODED_MB = 2048.0
 
 
 def _text(name: str) -> str:
@@ -155,6 +161,13 @@ def max_upload_bytes() -> int:
 def max_image_pixels() -> int:
     """The pixel cap: ``$HSC_MAX_IMAGE_MEGAPIXELS`` million when positive, else 40 MP."""
     return int(_positive(MAX_IMAGE_MEGAPIXELS, DEFAULT_MAX_IMAGE_MEGAPIXELS) * 1_000_000)
+
+
+def max_decoded_bytes() -> int:
+    """The cap on one table's decoded size and one per-rank study's working memory:
+    ``$HSC_MAX_DECODED_MB`` MB when positive, else 2,048 MB. A file's bytes say little of this (a
+    Parquet file of 500 kB can decode to gigabytes), so readers check it before they allocate."""
+    return int(_positive(MAX_DECODED_MB, DEFAULT_MAX_DECODED_MB) * 2**20)
 
 
 def synthetic_samples() -> int | None:

@@ -40,21 +40,23 @@ def test_options_are_keyword_only_frozen_and_copy_their_dataset_info():
 
 
 @pytest.mark.parametrize("field, value, message", [
-    ("batch_size", 0, "batch_size must be an integer of at least 1, got 0"),
-    ("batch_size", 2.0, "batch_size must be an integer of at least 1, got 2.0"),
-    ("batch_size", True, "batch_size must be an integer of at least 1, got True"),
-    ("workers", -1, "workers must be an integer of at least 0, got -1"),
+    ("batch_size", 0, "batch_size must be an integer from 1 to 65,536, got 0"),
+    ("batch_size", 2.0, "batch_size must be an integer from 1 to 65,536, got 2.0"),
+    ("batch_size", True, "batch_size must be an integer from 1 to 65,536, got True"),
+    ("workers", -1, "workers must be an integer from 0 to 256, got -1"),
+    ("workers", 257, "workers must be an integer from 0 to 256, got 257"),  # every count is bounded above (issue 42)
+    ("batch_size", 65_537, "batch_size must be an integer from 1 to 65,536, got 65537"),
     ("device", "tpu", "device must be one of auto, cpu, cuda, got 'tpu'"),
     ("amp", 1, "amp must be None, True or False, got 1"),
     ("amp_dtype_name", "float32", "amp_dtype_name must be None or one of float16, bfloat16, got 'float32'"),
     ("channels_last", "yes", "channels_last must be None, True or False, got 'yes'"),
     ("pretrained", None, "pretrained must be True or False, got None"),
-    ("chunk_size", 0, "chunk_size must be None or an integer of at least 1, got 0"),
+    ("chunk_size", 0, "chunk_size must be None or an integer from 1 to 10,000,000, got 0"),
     ("decode", "nvjpeg", "decode must be one of auto, gpu, cpu, got 'nvjpeg'"),
     ("progress", 0, "progress must be True or False, got 0"),
     ("dataset_info", ["a"], "dataset_info must be None or a dict, got ['a']"),
     ("batch_size", np.array([[1, 2], [3, 4]]),
-     "batch_size must be an integer of at least 1, got array([[1, 2], [3, 4]])"),
+     "batch_size must be an integer from 1 to 65,536, got array([[1, 2], [3, 4]])"),
 ])
 def test_each_bad_option_is_a_one_line_value_error(field, value, message):
     with pytest.raises(ValueError) as err:
@@ -66,7 +68,7 @@ def test_cache_logits_checks_its_options_before_loading_anything(tmp_path):
     from hsc_core.pipeline.caching.runner import cache_logits
 
     samples = SampleList((tmp_path / "a.jpg",), np.zeros(1, dtype=np.int64), ("a.jpg",), None, "t")
-    with pytest.raises(ValueError, match="batch_size must be an integer of at least 1, got 0"):
+    with pytest.raises(ValueError, match="batch_size must be an integer from 1 to 65,536, got 0"):
         cache_logits("no_such_model_xyz", samples, tmp_path / "o.npz", batch_size=0)
     with pytest.raises(TypeError, match="options must be a CacheOptions, got int; pass settings by keyword"):
         cache_logits("no_such_model_xyz", samples, tmp_path / "o.npz", 64)  # the old positional batch_size

@@ -10,8 +10,8 @@ import pytest
 from hsc_core import config
 
 VARIABLES = (config.CACHED_LOGITS_DIR, config.DATASETS_DIR, config.IMAGE_DIR, config.MEMORY_BUDGET_MB,
-             config.MAX_UPLOAD_MB, config.MAX_IMAGE_MEGAPIXELS, config.SYNTHETIC, config.SYNTHETIC_TAXONOMY,
-             config.DEBUG)
+             config.MAX_UPLOAD_MB, config.MAX_IMAGE_MEGAPIXELS, config.MAX_DECODED_MB, config.SYNTHETIC,
+             config.SYNTHETIC_TAXONOMY, config.DEBUG)
 
 
 @pytest.fixture(autouse=True)
@@ -33,6 +33,7 @@ def test_defaults():
     assert config.memory_budget_bytes() == 256 * 2**20
     assert config.max_upload_bytes() == 200_000_000
     assert config.max_image_pixels() == 40_000_000
+    assert config.max_decoded_bytes() == 2048 * 2**20
     assert config.synthetic_samples() is None
     assert config.synthetic_taxonomy() is False
     assert config.debug() is False
@@ -45,6 +46,7 @@ def test_overrides(monkeypatch, tmp_path):
     monkeypatch.setenv(config.MEMORY_BUDGET_MB, "1.5")
     monkeypatch.setenv(config.MAX_UPLOAD_MB, "2")
     monkeypatch.setenv(config.MAX_IMAGE_MEGAPIXELS, "0.001")
+    monkeypatch.setenv(config.MAX_DECODED_MB, "3")
     monkeypatch.setenv(config.SYNTHETIC, "5000")
     monkeypatch.setenv(config.SYNTHETIC_TAXONOMY, "Yes")
     monkeypatch.setenv(config.DEBUG, "1")
@@ -53,6 +55,7 @@ def test_overrides(monkeypatch, tmp_path):
     assert config.memory_budget_bytes() == int(1.5 * 2**20)
     assert config.max_upload_bytes() == 2_000_000
     assert config.max_image_pixels() == 1000
+    assert config.max_decoded_bytes() == 3 * 2**20
     assert config.synthetic_samples() == 5000
     assert config.synthetic_taxonomy() is True
     assert config.debug() is True

@@ -15,7 +15,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 import pytest
 
-from dashboard import snapshot, snapshot_assets
+from dashboard import snapshot, snapshot_assets, snapshot_store
 from dashboard.snapshot import Snapshot, SnapshotStore, View
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,9 +47,9 @@ def test_a_store_path_stays_in_its_folder_and_knows_two_suffixes(tmp_path):
 def test_view_key_is_sha256_of_the_canonical_view():
     canonical = '{"page":"explorer","params":{"sample":"a","theta":"0.5"},"stamp":"s"}'
     expected = hashlib.sha256(canonical.encode()).hexdigest()[:20]
-    assert snapshot.view_key("explorer", {"theta": "0.5", "sample": "a"}, "s") == expected
-    assert snapshot.view_key("explorer", {"theta": "0.5", "sample": "a"}, "t") != expected  # new data, new key
-    assert snapshot.view_key("risk_coverage", {"theta": "0.5", "sample": "a"}, "s") != expected
+    assert snapshot_store.view_key("explorer", {"theta": "0.5", "sample": "a"}, "s") == expected
+    assert snapshot_store.view_key("explorer", {"theta": "0.5", "sample": "a"}, "t") != expected  # new data, new key
+    assert snapshot_store.view_key("risk_coverage", {"theta": "0.5", "sample": "a"}, "s") != expected
 
 
 def test_a_view_is_kept_once_and_read_back(tmp_path):
@@ -69,7 +69,7 @@ def test_an_edited_or_oversized_view_file_is_not_read(tmp_path):
     assert store.load_view(key) is None  # the file no longer is the view its name says
     path.write_text(json.dumps({"page": "explorer", "params": {"theta": 0.5}, "stamp": ""}))
     assert store.load_view(key) is None  # values are strings
-    path.write_text("x" * (snapshot.MAX_VIEW_BYTES + 1))
+    path.write_text("x" * (snapshot_store.MAX_VIEW_BYTES + 1))
     assert store.load_view(key) is None
 
 

@@ -175,8 +175,8 @@ def test_calibrators_hold_the_pages_table(env):
 
     status, page = snap("calibrators")
     es = evaluations.model_context(LITE0, str(env / f"{LITE0}.npz"), "all", True)
-    table = cal.shown_table(cal.benchmark_rows(es, cal.DEFAULT_CALIBRATORS, cal.DEFAULT_CONFIDENCES, "climbing",
-                                               False))
+    table = cal.shown_table(cal.benchmark(es, cal.DEFAULT_CALIBRATORS, cal.DEFAULT_CONFIDENCES, "climbing",
+                                          False).rows)
     assert status == 200 and len(table) == 13 and 'class="view text"' in page
     for _, row in table.iterrows():
         assert (f"<strong>{row['calibrator']} · {row['confidence']}</strong>: hAURC×1000 {row['hAURC×1000']}, "
@@ -191,7 +191,7 @@ def test_calibrators_follow_the_links_choices(env):
 
     status, page = snap("calibrators", c_cals="none,temperature", c_scores="margin", c_rule="selective")
     es = evaluations.model_context(LITE0, str(env / f"{LITE0}.npz"), "all", True)
-    table = cal.shown_table(cal.benchmark_rows(es, ("none", "temperature"), ("margin",), "selective", False))
+    table = cal.shown_table(cal.benchmark(es, ("none", "temperature"), ("margin",), "selective", False).rows)
     text = headline(page)
     assert status == 200 and len(table) == 2 and "<strong>Rule</strong>: Selective" in text
     assert text.count(" · Margin</strong>") == 2 and "Softmax" not in text

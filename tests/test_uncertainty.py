@@ -162,11 +162,13 @@ def test_intervals_wait_for_a_request_on_many_samples_or_a_deep_tree():
     from hsc_core.core.synthetic import synthetic_logits
     from hsc_core.core.uncertainty import ON_DEMAND_RECORDS, ON_DEMAND_SAMPLES, intervals_on_request
 
-    assert (ON_DEMAND_SAMPLES, ON_DEMAND_RECORDS) == (20_000, 32)
-    assert not intervals_on_request(20_000, 32)  # the sample bound alone, up to 32 records
+    assert (ON_DEMAND_SAMPLES, ON_DEMAND_RECORDS) == (20_000, 5)
+    assert not intervals_on_request(20_000, 5)  # the sample bound alone, up to 5 records
     assert intervals_on_request(20_001, 2)
-    assert intervals_on_request(20_000, 33)
-    assert not intervals_on_request(640, 1_000) and intervals_on_request(641, 1_000)  # the same work
+    assert intervals_on_request(20_000, 6)
+    assert not intervals_on_request(100, 1_000) and intervals_on_request(101, 1_000)  # the same work
+    assert not intervals_on_request(1_705, 17)  # the shipped ImageNet models: at once
+    assert intervals_on_request(270, 1_001)  # the attack's 1,000-deep caterpillar (issue 42): on request
     # a 60-deep caterpillar: Climbing's paths hold every one of the 61 nodes above a deep leaf
     depth, n_leaves = 60, 61
     parent = np.r_[n_leaves + np.arange(depth), n_leaves + depth - 1, -1, n_leaves + np.arange(depth - 1)]
@@ -175,4 +177,4 @@ def test_intervals_wait_for_a_request_on_many_samples_or_a_deep_tree():
     records = decision_paths(h, node_probabilities(h, softmax(logits)), "climbing").nodes.shape[1]
     assert records == depth + 1
     assert not intervals_on_request(200, records)
-    assert intervals_on_request(20_000 * 32 // records + 1, records)
+    assert intervals_on_request(20_000 * 5 // records + 1, records)

@@ -6,7 +6,8 @@ each, are in ``hsc_core.cli.args``. Only the chosen module is imported, so ``hsc
 loads torch or Streamlit. ``cli`` is the top layer: it may import every other layer, and none
 imports it (the dashboard neither).
 Bad input ends with exit code 2 and one line on stderr (``HSC_DEBUG=1`` shows the traceback); a
-warning meant for the user (a ``UserWarning``, e.g. a CSV row taken as a header) is one line too.
+warning meant for the user (a ``UserWarning``, e.g. a CSV row taken as a header, or a calibration
+split too small to fit on) is one line too, and so is a numpy ``RuntimeWarning`` (once each).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import importlib
 import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 
 from .. import config
 
@@ -71,6 +73,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "hsc") -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default", UserWarning)  # each one once per run, even in a long-lived process
+            warnings.simplefilter("default", RuntimeWarning)  # numpy's too: one line each, once
             warnings.showwarning = _one_line_warnings(f"{prog} {name}", warnings.showwarning)
             return int(module.run(args) or 0)
     except BrokenPipeError:  # `hsc evaluate … | head`: the reader left; the files are written
@@ -84,6 +87,13 @@ def main(argv: Sequence[str] | None = None, prog: str = "hsc") -> int:
             raise
         print(f"{prog} {name}: error: {exc}", file=sys.stderr)
         return 2
+    except MemoryError as exc:  # the inputs are bounded before they are decoded; this is the last resort
+        if config.debug():
+            raise
+        shape = str(exc).split(" for an array with ")[-1] if " for an array with " in str(exc) else ""
+        print(f"{prog} {name}: error: out of memory{f' ({shape})' if shape else ''}; give a smaller input or lower "
+              f"{config.MAX_DECODED_MB}", file=sys.stderr)
+        return 2
 
 
 def _one_line_warnings(command: str, fallback):
@@ -92,6 +102,9 @@ def _one_line_warnings(command: str, fallback):
     def show(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, UserWarning):
             print(f"{command}: warning: {message}", file=sys.stderr if file is None else file)
+        elif issubclass(category, RuntimeWarning):  # numpy's "invalid value encountered …": one line, no source
+            print(f"{command}: warning: {message} (in {Path(filename).stem})",
+                  file=sys.stderr if file is None else file)
         else:
             fallback(message, category, filename, lineno, file, line)
     return show

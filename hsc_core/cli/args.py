@@ -24,6 +24,10 @@ option                 meaning, in every command that takes it
 
 An old spelling keeps working for one release and prints one line on stderr
 (``hsc report: warning: --resamples is deprecated; use --n-resamples``).
+
+Every count option is bounded above as well as below (``count``, with the bounds below), so a
+command never takes on work it cannot finish (``--reps 1000000000``): a value outside is one
+usage line naming the range.
 """
 
 from __future__ import annotations
@@ -39,9 +43,38 @@ from ..core.metric_rules import check_rule
 from ..core.rule_registry import rule_names
 
 __all__ = [
+    "MAX_LAMBDAS", "MAX_REPS", "MAX_RESAMPLES", "MAX_WORKERS", "count",
     "DeprecatedAlias", "add_bootstrap", "add_hierarchy", "add_rules", "add_scores", "add_seed", "add_subset",
     "add_ts", "parse_calibrators", "parse_confidences", "parse_list", "parse_rules",
 ]
+
+
+#: Upper bounds of the count options: random calibration/test splits or draws (``--reps``), bootstrap
+#: resamples (``--n-resamples``), θ grid points (``--n-lambdas``) and local processes (``--workers``).
+MAX_REPS = 100_000
+MAX_RESAMPLES = 100_000
+MAX_LAMBDAS = 100_000
+MAX_WORKERS = 256
+
+
+def count(flag: str, low: int = 1, high: int = MAX_REPS) -> Any:
+    """An argparse ``type``: a whole number in [``low``, ``high``]; anything else is one usage line
+    naming the range (``hsc ranks: error: argument --reps: --reps must be a whole number from 1 to
+    100,000, got '1000000000'``).
+
+    >>> count("--reps", 1, 10)("7")
+    7
+    """
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{flag} must be a whole number from {low:,} to {high:,}, "
+                                             f"got {text[:40]!r}")
+        return value
+    return parse
 
 
 class DeprecatedAlias(argparse.Action):
@@ -70,9 +103,11 @@ def add_bootstrap(parser: argparse.ArgumentParser, *, n_resamples: int, seed: in
                   old_seed: bool = False) -> None:
     """``--n-resamples`` (old ``--resamples``) and, with ``seed``, ``--bootstrap-seed``; with
     ``old_seed``, ``--seed`` is still the bootstrap seed for one release (``hsc report``'s old meaning)."""
-    parser.add_argument("--n-resamples", type=int, default=n_resamples, metavar="B",
-                        help=f"bootstrap resamples for the 95 %% intervals (default {n_resamples})")
-    parser.add_argument("--resamples", type=int, dest="n_resamples", action=DeprecatedAlias, instead="--n-resamples",
+    parser.add_argument("--n-resamples", type=count("--n-resamples", 1, MAX_RESAMPLES), default=n_resamples,
+                        metavar="B", help=f"bootstrap resamples for the 95 %% intervals (default {n_resamples}, "
+                                          f"at most {MAX_RESAMPLES:,})")
+    parser.add_argument("--resamples", type=count("--resamples", 1, MAX_RESAMPLES), dest="n_resamples",
+                        action=DeprecatedAlias, instead="--n-resamples",
                         metavar="B", help=argparse.SUPPRESS)
     if seed is None:
         return

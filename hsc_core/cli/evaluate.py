@@ -51,6 +51,7 @@ from ..evaluation.summary_text import format_summary
 from ..pipeline.distributed import LOCAL_RAY
 from ..pipeline.many_models import EXTRA_METRICS, MAX_DEC, check_dec, check_metrics, evaluate_all
 from .args import (
+    MAX_WORKERS,
     add_hierarchy,
     add_rules,
     add_scores,
@@ -112,8 +113,8 @@ def run(args: argparse.Namespace) -> int:
     check_protocol(args.protocol)
     if not 0.0 < args.cal_fraction < 1.0:
         raise ValueError(f"--cal-fraction must lie in (0, 1), got {args.cal_fraction}")
-    if args.workers is not None and args.workers < 1:
-        raise ValueError(f"--workers must be at least 1, got {args.workers}")
+    if args.workers is not None and not 1 <= args.workers <= MAX_WORKERS:
+        raise ValueError(f"--workers must be from 1 to {MAX_WORKERS}, got {args.workers}")
     if args.classes and not args.hierarchy:
         raise ValueError("--classes orders the leaves of --hierarchy FILE; pass --hierarchy too")
     paths = expand_inputs(args.inputs)

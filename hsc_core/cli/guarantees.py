@@ -38,7 +38,7 @@ from ..evaluation.resolve import load_user_hierarchy, resolve_hierarchy
 from ..evaluation.results import to_csv
 from ..evaluation.shootout import SUMMARY_COLUMNS, shootout
 from ..evaluation.threshold import DEFAULT_DELTA, DEFAULT_METHOD, default_n_cal
-from .args import add_hierarchy, add_seed, add_ts
+from .args import MAX_LAMBDAS, MAX_REPS, add_hierarchy, add_seed, add_ts, count
 
 N_CAL_EPILOG = ("--n-cal defaults to 1,000, at most 90 % of the evaluation split (as the dashboard's Guaranteed "
                 "accuracy page).")
@@ -56,16 +56,6 @@ def _level(flag: str):
     return parse
 
 
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text[:40]!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text[:40]!r}")
-    return v
-
-
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("logits", metavar="LOGITS", help="one cached-logits .npz file")
     parser.add_argument("--target-accuracy", required=True, type=_level("--target-accuracy"), metavar="A",
@@ -74,7 +64,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="failure probability δ of the PAC guarantees (ltt_selective, theorem1_pac, LTT), "
                              "e.g. 0.1; needed when such a method is named (hsc card's default method takes "
                              f"δ = {DEFAULT_DELTA} unless given)")
-    parser.add_argument("--n-cal", type=_positive, metavar="N", help="calibration size (default: see below)")
+    parser.add_argument("--n-cal", type=count("--n-cal", 1, 10**9), metavar="N",
+                        help="calibration size (default: see below; at most the evaluation split's samples)")
     add_seed(parser, 0, "the calibration draws")
     add_hierarchy(parser, dag_and_header=False)
     add_ts(parser, default=True)
@@ -84,10 +75,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="second risk of ltt_multi: mean severity ≤ S")
     parser.add_argument("--p-value", choices=P_VALUES, default="binomial",
                         help="LTT p-values: exact binomial tail (default) or Hoeffding–Bentkus")
-    parser.add_argument("--mondrian-depth", type=int, default=MONDRIAN_DEPTH, metavar="D",
+    parser.add_argument("--mondrian-depth", type=count("--mondrian-depth", 0, 10_000), default=MONDRIAN_DEPTH,
+                        metavar="D",
                         help=f"depth of the superclasses of the Mondrian methods (default {MONDRIAN_DEPTH})")
-    parser.add_argument("--n-lambdas", type=_positive, default=N_LAMBDAS, metavar="M",
-                        help=f"LTT grid size (default {N_LAMBDAS})")
+    parser.add_argument("--n-lambdas", type=count("--n-lambdas", 1, MAX_LAMBDAS), default=N_LAMBDAS, metavar="M",
+                        help=f"LTT grid size (default {N_LAMBDAS}, at most {MAX_LAMBDAS:,})")
 
 
 def load_evaluation(args: argparse.Namespace) -> ModelEvaluation:
@@ -139,8 +131,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     _common(parser)
     parser.description = ("Every accuracy guarantee on the same repeated calibration sets: violation rate vs δ, "
                           "accuracy, coverage, specificity and run time per method.")
-    parser.add_argument("--reps", type=_positive, default=N_REPS, metavar="R",
-                        help=f"calibration sets drawn (default {N_REPS})")
+    parser.add_argument("--reps", type=count("--reps", 1, MAX_REPS), default=N_REPS, metavar="R",
+                        help=f"calibration sets drawn (default {N_REPS}, at most {MAX_REPS:,})")
     parser.add_argument("--methods", nargs="+", metavar="M", default=None,
                         help=f"methods (default: all but ltt_multi, which joins with a second risk): "
                              f"{', '.join(METHODS)}")
@@ -211,16 +203,15 @@ def configure_card_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--method", default=None, choices=list(METHODS),
                         help=f"the method to deploy (default {DEFAULT_METHOD}: LTT on the accuracy of the answers "
                              f"given, with confidence 1 − δ; theorem1 is the paper's θ̂, on average only)")
-    parser.add_argument("--reps", type=int, default=CARD_REPS, metavar="R",
-                        help=f"repetitions of the evidence shoot-out (default {CARD_REPS}; 0: none)")
+    parser.add_argument("--reps", type=count("--reps", 0, MAX_REPS), default=CARD_REPS, metavar="R",
+                        help=f"repetitions of the evidence shoot-out (default {CARD_REPS}; 0: none; at most "
+                             f"{MAX_REPS:,})")
     parser.add_argument("--out", default="decision_card.md", metavar="MD",
                         help="the Markdown card (default decision_card.md); its JSON twin goes next to it")
     parser.epilog = N_CAL_EPILOG
 
 
 def run_card(args: argparse.Namespace) -> int:
-    if args.reps < 0:
-        raise ValueError(f"--reps must be 0 or more, got {args.reps}")
     method, delta = args.method, args.delta
     if method is None:  # the default: the answers' accuracy with confidence 1 − δ
         method, delta = DEFAULT_METHOD, DEFAULT_DELTA if delta is None else delta

@@ -18,8 +18,15 @@ import sys
 from pathlib import Path
 
 from ..datasets.per_rank import read_per_rank
-from ..evaluation.per_rank import N_REPS, SEED, rank_breakdown, rank_card, rank_card_json, rank_card_markdown
-from .args import add_seed
+from ..evaluation.per_rank import (
+    N_REPS,
+    SEED,
+    rank_breakdown,
+    rank_card,
+    rank_card_json,
+    rank_card_markdown,
+)
+from .args import MAX_REPS, add_seed, count
 from .guarantees import _check_out, _level
 
 
@@ -37,14 +44,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hierarchy", metavar="FILE",
                         help="class tree whose node ids are the labels (default: read from the labels, "
                              "each label's parent being the label one rank up)")
-    parser.add_argument("--reps", type=int, default=N_REPS,
-                        help=f"random calibration/test splits of the comparison (default {N_REPS:,})")
+    parser.add_argument("--reps", type=count("--reps", 1, MAX_REPS), default=N_REPS, metavar="R",
+                        help=f"random calibration/test splits of the comparison (default {N_REPS:,}, at most "
+                             f"{MAX_REPS:,})")
     add_seed(parser, SEED, "the calibration/test splits")
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.reps < 1:
-        raise ValueError(f"--reps must be 1 or more, got {args.reps}")
     _check_out(args.out)
     scores = read_per_rank(args.scores, percent=args.percent, hierarchy=args.hierarchy)
     card = rank_card(scores, args.target_accuracy, args.delta, source=Path(args.scores).name, reps=args.reps,

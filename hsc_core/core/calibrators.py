@@ -21,6 +21,11 @@ key                    what it fits (all by NLL on the calibration split)
                        along root paths (the largest score in its subtree)
 =====================  ======================================================================
 
+``depth_temperature`` fits and scores one softmax per depth, work that grows as depth × n × C (on a
+caterpillar, where C grows with the depth, as depth²): it accepts trees at most
+``MAX_TEMPERATURE_DEPTHS`` (64) deep and refuses a deeper one in one line (``calibrator_limit``), before
+any work; every other calibrator's work does not depend on the depth.
+
 The vector, matrix and Dirichlet fits use L-BFGS (``scipy.optimize.minimize``) with analytic
 gradients, float64 sums over row chunks of the memory budget (``config.rows_per_chunk``); the
 matrix and Dirichlet fits refuse a class count whose C × C parameters and L-BFGS history would
@@ -142,12 +147,14 @@ class FittedCalibrator:
 
 @dataclass(frozen=True)
 class CalibratorSpec:
-    """One calibrator: key, display label, citation and its fit ``(hierarchy, logits, labels) → FittedCalibrator``."""
+    """One calibrator: key, display label, citation, its fit ``(hierarchy, logits, labels) → FittedCalibrator``
+    and ``limit(hierarchy)``: why it cannot be fitted on that tree (one line), None when it can."""
 
     key: str
     label: str
     source: str
     fit: Callable[[Hierarchy, np.ndarray, np.ndarray], FittedCalibrator]
+    limit: Callable[[Hierarchy], str | None] = field(default=lambda hierarchy: None)
 
 
 _CALIBRATORS = NamedRegistry[CalibratorSpec]("calibrator")
@@ -168,9 +175,29 @@ def get_calibrator(name: str) -> CalibratorSpec:
     return _CALIBRATORS.get(name)
 
 
+#: The deepest tree ``depth_temperature`` accepts (its work grows as depth × n × C).
+MAX_TEMPERATURE_DEPTHS = 64
+
+
+def calibrator_limit(name: str, hierarchy: Hierarchy) -> str | None:
+    """Why calibrator ``name`` cannot be fitted on ``hierarchy`` (one line), None when it can; nothing
+    is computed (a front end leaves such a calibrator out before any work).
+
+    >>> from hsc_core.core.hierarchy import Hierarchy
+    >>> chain = Hierarchy.from_parents([3, 3, 4, 4, -1], n_leaves=3)
+    >>> calibrator_limit("depth_temperature", chain) is None
+    True
+    """
+    return get_calibrator(name).limit(hierarchy)
+
+
 def fit_calibrator(name: str, hierarchy: Hierarchy, logits: np.ndarray, labels: np.ndarray) -> FittedCalibrator:
-    """Fit calibrator ``name`` on (calibration-split) ``logits`` (n, C) and ``labels`` (n,)."""
+    """Fit calibrator ``name`` on (calibration-split) ``logits`` (n, C) and ``labels`` (n,); a tree it
+    cannot take (``calibrator_limit``) is one ValueError."""
     spec = get_calibrator(name)
+    why = spec.limit(hierarchy)
+    if why is not None:
+        raise ValueError(why)
     logits = check_logits(logits, hierarchy.n_leaves)
     labels = check_labels(labels, logits.shape[0], logits.shape[1])
     return spec.fit(hierarchy, logits, labels)
@@ -364,6 +391,13 @@ def _fit_depth_temperature(hierarchy: Hierarchy, logits: np.ndarray, labels: np.
     return FittedCalibrator("depth_temperature", {"T": temps})
 
 
+def _depth_limit(hierarchy: Hierarchy) -> str | None:
+    if hierarchy.max_depth <= MAX_TEMPERATURE_DEPTHS:
+        return None
+    return (f"depth_temperature fits one temperature per depth: this tree is {hierarchy.max_depth:,} deep, over the "
+            f"{MAX_TEMPERATURE_DEPTHS} it accepts (its work grows as depth × samples × classes); use temperature")
+
+
 def _depth_node_scores(hierarchy: Hierarchy, logits: np.ndarray, temps: np.ndarray) -> np.ndarray:
     """Node v scored by softmax(z / T_depth(v)) summed over L(v), then the largest score in v's
     subtree (monotone along every root path, as Climbing and the tight thresholds need)."""
@@ -414,6 +448,6 @@ for _spec in (
     CalibratorSpec("isotonic", "Isotonic (top-1)", "Zadrozny & Elkan (KDD 2002), on the top-1 probability",
                    _fit_isotonic),
     CalibratorSpec("depth_temperature", "Temperature per depth", "this toolkit: one T per tree depth, "
-                   "node-level NLL", _fit_depth_temperature),
+                   "node-level NLL", _fit_depth_temperature, _depth_limit),
 ):
     register_calibrator(_spec)

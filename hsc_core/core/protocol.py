@@ -8,6 +8,8 @@ means the same thing wherever it is shown.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .thresholds import stratified_split_sampler
@@ -15,6 +17,14 @@ from .validation import quote
 
 CALIBRATION_FRACTION = 0.10
 SPLIT_SEED = 0
+#: Fewer calibration samples than this, or labels of a single class, make every fitted calibrator
+#: degenerate (``DegenerateFitWarning``).
+MIN_CALIBRATION_SAMPLES = 10
+
+
+class DegenerateFitWarning(UserWarning):
+    """The calibration split is too small (or of one class) for a calibrator to mean anything: one
+    warning, the numbers are still computed (the ``hsc`` command prints it as one line)."""
 
 PROTOCOL_TEXT = (
     "T is fitted on a fixed, seeded, class-stratified 10 % calibration split; every metric "
@@ -35,6 +45,13 @@ def calibration_mask(labels: np.ndarray, fraction: float = CALIBRATION_FRACTION,
     if not 0.0 < fraction < 1.0:
         raise ValueError(f"fraction must lie in (0, 1), got {fraction}")
     n_cal = int(min(max(round(fraction * n), 1), n - 1))
+    n_classes = int(np.unique(labels).size)
+    if n_cal < MIN_CALIBRATION_SAMPLES or n_classes < 2:
+        warnings.warn(DegenerateFitWarning(
+            f"the calibration split holds {n_cal} sample{'s' * (n_cal != 1)} of {n} and the labels "
+            f"{n_classes} class{'es' * (n_classes != 1)}: every calibrator is fitted on so little that the "
+            f"calibrated numbers mean little (give at least {MIN_CALIBRATION_SAMPLES / fraction:,.0f} samples "
+            "of 2 or more classes)"), stacklevel=2)
     mask = np.zeros(n, dtype=bool)
     mask[stratified_split_sampler(labels, n_cal, seed)()] = True
     return mask

@@ -35,10 +35,11 @@ N_RESAMPLES = 1000
 # core), so interactive front ends compute them on request rather than on first render.
 ON_DEMAND_SAMPLES = 20_000
 # The bootstrap's work is its events (operating-point changes), up to samples × path records per
-# rule: Climbing on a 1,000-deep caterpillar has ~1,000 per sample, so 5,000 samples cost what
-# 250,000 do on ImageNet (minutes). Paths of up to this many records (ImageNet's WordNet tree has
-# ~20) keep the sample bound alone; deeper trees wait for a request at the same work.
-ON_DEMAND_RECORDS = 32
+# rule: Climbing on a 1,000-deep caterpillar has ~1,000 per sample, so 270 samples cost what 16,000
+# do on ImageNet. Measured on 2 cores (bench/link_costs.py): 1.8 s for ImageNet's 1,705 samples × 17
+# records, 11 s for a caterpillar's 270 × 1,001; a page bootstraps both TS settings, so it waits
+# for a request above ON_DEMAND_SAMPLES × ON_DEMAND_RECORDS = 100,000 samples × records (~5 s each).
+ON_DEMAND_RECORDS = 5
 CONFIDENCE = 0.95
 BOOTSTRAP_SEED = 0
 # Elements of one (events × batch) work matrix (~8 MB of float64), and the batch's bounds:

@@ -28,6 +28,7 @@ import io
 import json
 import os
 import platform
+import warnings
 import zipfile
 import zlib
 from collections.abc import Mapping, Sequence
@@ -546,8 +547,19 @@ def load_logits_stream(source: IO[bytes] | io.RawIOBase, name: str, n_classes: i
 
 
 def list_cached_logits(directory: str | os.PathLike) -> list[Path]:
-    """The ``.npz`` files directly in ``directory``, sorted by name (temp and partial files skipped)."""
+    """The ``.npz`` files directly in ``directory``, sorted by name (temp and partial files skipped; a
+    symbolic link that leads outside ``directory`` is skipped with a warning, as data-set folders are)."""
     directory = Path(directory)
     if not directory.is_dir():
         return []
-    return sorted(p for p in directory.glob("*.npz") if p.is_file() and not p.name.startswith("."))
+    base = directory.resolve()
+    found = []
+    for p in sorted(directory.glob("*.npz")):
+        if not p.is_file() or p.name.startswith("."):
+            continue
+        if not p.resolve().is_relative_to(base):
+            warnings.warn(f"{clip_path(p)}: skipped, it is a link that leads outside {clip_path(directory)}",
+                          stacklevel=2)
+            continue
+        found.append(p)
+    return found

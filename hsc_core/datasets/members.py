@@ -5,7 +5,8 @@ ensemble's aggregate; its manifest names the members (``member_files[*].file``, 
 ``variant.ensemble``). Each member is the logits file ``<name>.npz`` beside the variant or, as in
 the shipped layout (members in ``cached_logits/``, variants in ``cached_logits/variants/``), in the
 folder above it. A member must hold the same samples in the same order (sample ids) with the same
-labels and class count; anything else is one ``MembersError`` line naming the member and why.
+labels and class count; anything else (a member that is a symbolic link leading out of its folder
+included) is one ``MembersError`` line naming the member and why.
 
 Only the ensemble keeps its members: the MC-dropout and TTA variants' manifests record how many
 passes or views there were, but their files keep the aggregate only.
@@ -42,6 +43,9 @@ def member_path(variant_file: str | Path, name: str) -> Path:
         raise MembersError(f"member {name!r} of {variant.name} must be a file name, not a path")
     for folder in (variant.parent, variant.parent.parent):
         if (folder / stem).is_file():
+            if not (folder / stem).resolve().is_relative_to(folder.resolve()):  # as data-set folders refuse
+                raise MembersError(f"member {stem} of {variant.name} is a link that leads outside its folder "
+                                   f"({folder})")
             return folder / stem
     raise MembersError(f"member {stem} of {variant.name} is neither beside it ({variant.parent}) nor in the "
                        "folder above")

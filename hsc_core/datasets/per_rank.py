@@ -31,12 +31,17 @@ name hangs under the predicted label one rank up that most rows give it. Climbin
 answer is the prediction of the finest rank whose confidence reaches its θ; the coarser heads are
 not consulted, so when heads disagree the answer is the finer head's label (``disagreement``
 counts such rows). A true label with two parents, true labels that are not nested along a row, a
-confidence outside its range, a missing rank column, an empty table or a file over the size bound
-each raise a one-line :class:`ScoresFileError`.
+confidence outside its range, percentages asked for where every confidence is already in [0, 1], a
+missing rank column, an empty table, a file over the size bound or a table whose decoded size
+(``decoded_size``: what its cells and their text take once read) is over
+``hsc_core.config.max_decoded_bytes()`` each raise a one-line :class:`ScoresFileError`; the decoded
+size is checked before the table is decoded (a Parquet file's dictionary-encoded columns are measured
+without expanding them), since a file of 500 kB can hold gigabytes of text.
 """
 
 from __future__ import annotations
 
+import csv
 import io
 import os
 import re
@@ -47,6 +52,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import config
 from ..core.hierarchy import Hierarchy, HierarchyError
 from ..core.validation import clip_path, quote
 from .formats import load_hierarchy
@@ -61,6 +67,11 @@ ROOT_ID = ""
 ROOT_NAME = "(root)"
 _COLUMN = re.compile(r"^(true|pred|conf)_(.+)$")
 KINDS = ("true", "pred", "conf")
+#: What reading a table costs once decoded, a cell and a byte of its text (measured by
+#: ``bench/decoded_size.py``: pandas' string columns, the stripped copies and the label arrays the
+#: reader makes each hold the text again): ``decoded_size`` = cells × CELL_BYTES + TEXT_COPIES × text.
+CELL_BYTES = 192
+TEXT_COPIES = 5
 
 
 class ScoresFileError(LogitsFileError):
@@ -128,7 +139,7 @@ class PerRankScores:
 # ---------------------------------------------------------------------------------------- reading
 def read_per_rank(source: str | os.PathLike | bytes, *, name: str | None = None, percent: bool = False,
                   hierarchy: str | os.PathLike | Hierarchy | None = None,
-                  max_bytes: int = MAX_SCORES_BYTES) -> PerRankScores:
+                  max_bytes: int = MAX_SCORES_BYTES, max_decoded: int | None = None) -> PerRankScores:
     """Read a per-rank scores table (CSV, or Parquet by its ``.parquet`` suffix or magic bytes).
 
     Parameters
@@ -139,6 +150,8 @@ def read_per_rank(source: str | os.PathLike | bytes, *, name: str | None = None,
     hierarchy : a hierarchy file or a ``Hierarchy`` whose node ids (or names) the labels are;
         None derives the tree from the labels.
     max_bytes : the largest file accepted.
+    max_decoded : the largest decoded size accepted (``decoded_size``; default
+        ``hsc_core.config.max_decoded_bytes()``), checked before the table is decoded.
 
     Raises
     ------
@@ -146,7 +159,8 @@ def read_per_rank(source: str | os.PathLike | bytes, *, name: str | None = None,
         One line naming the file (and row or column) for every problem.
     """
     data, where = _read_bytes(source, name, max_bytes)
-    frame = _parse_table(data, where)
+    budget = config.max_decoded_bytes() if max_decoded is None else int(max_decoded)
+    frame = _parse_table(data, where, budget)
     return per_rank_from_frame(frame, where=where, percent=percent, hierarchy=hierarchy)
 
 
@@ -171,29 +185,93 @@ def _read_bytes(source: str | os.PathLike | bytes, name: str | None, max_bytes: 
         raise ScoresFileError(f"cannot read scores file {where}: {exc.strerror or exc}") from None
 
 
-def _parse_table(data: bytes, where: str) -> pd.DataFrame:
+def decoded_size(cells: int, text_bytes: int) -> int:
+    """The memory reading a table of ``cells`` cells holding ``text_bytes`` bytes of text takes
+    (``CELL_BYTES`` a cell, ``TEXT_COPIES`` times its text).
+
+    >>> decoded_size(10, 1000)
+    6920
+    """
+    return int(cells) * CELL_BYTES + TEXT_COPIES * int(text_bytes)
+
+
+def _check_decoded(where: str, rows: int, columns: int, text_bytes: int, budget: int) -> None:
+    size = decoded_size(rows * columns, text_bytes)
+    if size > budget:
+        raise ScoresFileError(f"{where}: {rows:,} rows × {columns} columns with {text_bytes / 1e6:,.1f} MB of text "
+                              f"decode to {size / 2**20:,.0f} MB, over the {budget / 2**20:,.0f} MB accepted "
+                              f"({config.MAX_DECODED_MB})")
+
+
+def _parse_table(data: bytes, where: str, budget: int) -> pd.DataFrame:
     if not data.strip():
         raise ScoresFileError(f"{where}: the scores table is empty")
     if data[:4] == b"PAR1" or where.lower().endswith(".parquet"):
-        try:
-            import pyarrow  # noqa: F401  (pandas' Parquet engine)
-        except ImportError:
-            raise ScoresFileError(f"{where}: reading Parquet needs pyarrow (pip install pyarrow); "
-                                  "or save the table as CSV") from None
-        try:
-            return pd.read_parquet(io.BytesIO(data)).astype(str)
-        except Exception as exc:  # pyarrow raises its own errors for a corrupt file
-            raise ScoresFileError(f"{where}: not a readable Parquet file ({type(exc).__name__})") from None
+        return _parse_parquet(data, where, budget)
     try:
         text = data.decode("utf-8-sig")  # -sig: drop a BOM that spreadsheets write
     except UnicodeDecodeError as exc:
         raise ScoresFileError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    header = next(csv.reader(io.StringIO(text.split("\n", 1)[0])), [])
+    # rows: at most the line breaks (a quoted field may hold one); text: at most 4 bytes a character
+    _check_decoded(where, text.count("\n") + 1, max(1, len(header)), len(data) + 3 * (len(data) - len(text)), budget)
     try:
         return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True)
     except pd.errors.EmptyDataError:
         raise ScoresFileError(f"{where}: the scores table is empty") from None
     except (pd.errors.ParserError, ValueError) as exc:
         raise ScoresFileError(f"{where}: not a readable CSV table ({str(exc).splitlines()[0][:120]})") from None
+
+
+def _parse_parquet(data: bytes, where: str, budget: int) -> pd.DataFrame:
+    """The table's ``sample_id`` and rank columns, read with their dictionaries kept; its decoded size
+    is checked twice before it is expanded: from the footer (the pages' uncompressed bytes) and from
+    the dictionaries' value lengths (what each cell becomes)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ScoresFileError(f"{where}: reading Parquet needs pyarrow (pip install pyarrow); "
+                              "or save the table as CSV") from None
+    try:
+        footer = pq.ParquetFile(io.BytesIO(data))
+        meta, names = footer.metadata, list(footer.schema_arrow.names)
+        leaves = [footer.schema.column(j).path for j in range(meta.num_columns)]
+    except Exception as exc:  # pyarrow raises its own errors for a corrupt file
+        raise ScoresFileError(f"{where}: not a readable Parquet file ({type(exc).__name__})") from None
+    rank_columns(names, where)  # one line for a missing column before anything is read
+    used = [c for c in names if c == "sample_id" or _COLUMN.match(str(c))]
+    pages = sum(meta.row_group(g).column(j).total_uncompressed_size
+                for g in range(meta.num_row_groups) for j, path in enumerate(leaves) if path in used)
+    _check_decoded(where, meta.num_rows, len(used), pages, budget)
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        strings = [c for c in used if pa.types.is_string(footer.schema_arrow.field(c).type)
+                   or pa.types.is_large_string(footer.schema_arrow.field(c).type)
+                   or pa.types.is_dictionary(footer.schema_arrow.field(c).type)]
+        table = pq.ParquetFile(io.BytesIO(data), read_dictionary=strings).read(columns=used)
+        text = 0
+        for column in table.columns:
+            for chunk in column.chunks:
+                if pa.types.is_dictionary(chunk.type) and pa.types.is_string(chunk.type.value_type):
+                    lengths = pc.binary_length(chunk.dictionary)
+                    text += int(pc.sum(pc.take(lengths, chunk.indices)).as_py() or 0)
+                elif pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type):
+                    text += int(pc.sum(pc.binary_length(chunk)).as_py() or 0)
+                else:  # a number: its text is at most 24 characters
+                    text += 24 * len(chunk)
+        _check_decoded(where, table.num_rows, len(used), text, budget)
+        return _frame(table)
+    except ScoresFileError:
+        raise
+    except Exception as exc:  # pyarrow raises its own errors for a corrupt file
+        raise ScoresFileError(f"{where}: not a readable Parquet file ({type(exc).__name__})") from None
+
+
+def _frame(table) -> pd.DataFrame:
+    """A pyarrow table as pandas (dictionary columns as categoricals: still not expanded)."""
+    return table.to_pandas()
 
 
 def rank_columns(columns: list[str], where: str = "scores") -> tuple[str, ...]:
@@ -268,6 +346,10 @@ def _confidences(frame: pd.DataFrame, ranks: tuple[str, ...], where: str, percen
             hint = "" if percent else "; for percentages 0–100 say so (percent=True, --percent)"
             raise ScoresFileError(f"{where}: row {row + 1}: {col} = {values[row]:g} is outside [0, {top:g}]{hint}")
         out[:, j] = values / top
+    if percent and out.max() <= 0.01:  # every "percentage" ≤ 1: these are [0, 1] confidences
+        raise ScoresFileError(f"{where}: percentages were asked for (percent=True, --percent) but every confidence is "
+                              f"in [0, 1] (the largest is {out.max() * 100:g}); these are not percentages: drop "
+                              "--percent")
     return out
 
 
@@ -352,5 +434,5 @@ def _check_nested(tree: Hierarchy, nodes: np.ndarray, where: str, kind: str, ran
                               f"{quote(labels[row, col])}")
 
 
-__all__ = ["EXAMPLE", "MAX_SCORES_BYTES", "PerRankScores", "ScoresFileError", "per_rank_from_frame", "rank_columns",
-           "read_per_rank"]
+__all__ = ["CELL_BYTES", "EXAMPLE", "MAX_SCORES_BYTES", "TEXT_COPIES", "PerRankScores", "ScoresFileError",
+           "decoded_size", "per_rank_from_frame", "rank_columns", "read_per_rank"]

@@ -141,6 +141,14 @@ def _row(ev: ModelEvaluation, es: EvaluationSet, rule: str, loss: Loss, interval
     return row
 
 
+def row_held(ev: ModelEvaluation, calibrator: str, confidence: str, *, rule: str = "climbing", loss: Loss = "01",
+             intervals: bool = True, n_resamples: int = N_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> bool:
+    """Whether ``benchmark_row`` of these settings is held already (then it costs nothing); nothing is
+    fitted or computed to find out."""
+    es = ev.built(calibrator, confidence)
+    return es is not None and es.has_cached(_key(rule, loss, intervals, n_resamples, seed))
+
+
 def mark_best(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Set each row's ``best``: the metrics (comma list) in which it is its model's best (ties: all)."""
     for model in dict.fromkeys(r["model"] for r in rows):

@@ -657,6 +657,17 @@ class ModelEvaluation:
         return self._memo.get(("scored", calibrator, confidence), lambda: EvaluationSet(
             self, ts, self.rows_for(ts), progress, scorer=self.scorer(calibrator, confidence), rules=rules))
 
+    def built(self, calibrator: str, confidence: str) -> EvaluationSet | None:
+        """The ``scored`` set of (calibrator, confidence) when it is built already, else None: nothing
+        is fitted or computed here (a front end plans its work with it)."""
+        key: tuple = (("set", calibrator == "temperature") if confidence == "softmax"
+                      and calibrator in ("none", "temperature") else ("scored", calibrator, confidence))
+        return self._memo._values.get(key)
+
+    def is_fitted(self, calibrator: str) -> bool:
+        """Whether ``fitted_calibrator(calibrator)`` is held already (``none`` needs no fit)."""
+        return calibrator == "none" or ("calibrator", calibrator) in self._memo._values
+
     def scorer(self, calibrator: str, confidence: str) -> NodeScorer | MemberScorer:
         """The fitted ``NodeScorer`` of (calibrator, confidence) on the calibration split, once
         (the calibrator itself is fitted once for every confidence score); a ``MemberScorer``

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import config
 from ..core.per_rank import (
     SHARED_SHARE,
     TILTS,
@@ -171,6 +172,7 @@ def compare_rank_thresholds(scores: PerRankScores, target_accuracy: float, delta
     if int(reps) != reps or reps < 1:
         raise ValueError(f"reps must be a positive integer, got {reps}")
     n, n_ranks = scores.conf.shape
+    check_study_size(n, n_ranks, n_lambdas=n_lambdas, tilts=tilts, chunk=chunk)
     n_cal = int(round(cal_fraction * n))
     if not 0 < n_cal < n:
         raise ValueError(f"the calibration fraction {cal_fraction} leaves no calibration or no test rows of {n}")
@@ -229,6 +231,32 @@ def compare_rank_thresholds(scores: PerRankScores, target_accuracy: float, delta
     return pd.DataFrame(out)
 
 
+def study_bytes(n: int, n_ranks: int, *, n_lambdas: int = N_LAMBDAS, tilts: Sequence[float] = TILTS,
+                chunk: int = 250) -> int:
+    """The working memory of ``compare_rank_thresholds`` on ``n`` rows of ``n_ranks`` ranks (measured
+    by ``bench/decoded_size.py``): per row, each of the V θ vectors' outcomes (a bool and a float32,
+    then both as float32 columns: 13 bytes) and one chunk of splits (``chunk`` draws, index and mask:
+    20 bytes each).
+
+    >>> study_bytes(1000, 4)
+    10623000
+    """
+    n_vectors = len(tilts) * int(n_lambdas) + len(HAND_PICKED)
+    return int(n) * (13 * n_vectors + 20 * int(chunk) + 32 * int(n_ranks) + 256)
+
+
+def check_study_size(n: int, n_ranks: int, budget: int | None = None, **sizes: Any) -> None:
+    """One ValueError when the study of ``n`` rows (``study_bytes``) would need more memory than
+    ``budget`` (default ``hsc_core.config.max_decoded_bytes()``), before anything is allocated."""
+    need = study_bytes(n, n_ranks, **sizes)
+    budget = config.max_decoded_bytes() if budget is None else int(budget)
+    if need > budget:
+        most = int(n * budget // need)
+        raise ValueError(f"{n:,} rows need about {need / 2**20:,.0f} MB for the split study, over the "
+                         f"{budget / 2**20:,.0f} MB accepted ({config.MAX_DECODED_MB}); use at most {most:,} rows "
+                         "(a random sample of them) or raise the limit")
+
+
 def thetas_text(ranks: Sequence[str], thetas: np.ndarray) -> str:
     """``"family 0.40 · genus 0.60 · species 0.80"`` (a rank that never answers: ``never``)."""
     return " · ".join(f"{r} {t:.2f}" if math.isfinite(t) else f"{r} never" for r, t in zip(ranks, thetas,
@@ -242,6 +270,7 @@ def rank_card(scores: PerRankScores, target_accuracy: float, delta: float, *, so
     them (shares answered at the finest rank, at a coarser rank and abstained; the answers'
     accuracy), a shared-θ LTT fitted on the same rows, the shared-θ RC curve's hAURC, and the split
     study against the shared-θ LTT and hand-picked thresholds."""
+    check_study_size(*scores.conf.shape)  # before the fit: one line, not an allocation that fails
     ctl = fit_rank_thresholds(scores, target_accuracy, delta)
     ev = ctl.evaluate(scores)
     flat = fit_rank_thresholds(scores, target_accuracy, delta, tilts=(1.0,))
@@ -345,5 +374,6 @@ def rank_card_markdown(card: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["HAND_PICKED", "SHARED_NAME", "PerRankThresholds", "compare_rank_thresholds", "fit_rank_thresholds",
-           "rank_breakdown", "rank_card", "rank_card_json", "rank_card_markdown", "thetas_text"]
+__all__ = ["HAND_PICKED", "SHARED_NAME", "PerRankThresholds", "check_study_size", "compare_rank_thresholds",
+           "fit_rank_thresholds", "rank_breakdown", "rank_card", "rank_card_json", "rank_card_markdown",
+           "study_bytes", "thetas_text"]

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -191,6 +192,21 @@ def check_dec(dec: int | None) -> None:
 
 # ---------------------------------------------------------------------------- many models
 def _evaluate_job(path: str, hierarchy: Hierarchy | None, settings: dict, sample_bar: bool = False,
+                  rc: dict | None = None) -> dict:
+    """``_evaluate_one`` with its warnings (a ``UserWarning`` such as a calibration split too small to fit
+    on, numpy's ``RuntimeWarning``) gathered as ``"warnings"``: [(is a UserWarning, message)], each once,
+    for the main process to show as one line each, wherever the job ran."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = _evaluate_one(path, hierarchy, settings, sample_bar, rc)
+    notes = list(dict.fromkeys((issubclass(w.category, UserWarning), str(w.message)) for w in caught
+                               if issubclass(w.category, (UserWarning, RuntimeWarning))))
+    if notes:
+        out["warnings"] = notes
+    return out
+
+
+def _evaluate_one(path: str, hierarchy: Hierarchy | None, settings: dict, sample_bar: bool = False,
                   rc: dict | None = None) -> dict:
     """One model, in a worker process or Ray task: {"rows": [...], "key": …, "content": …, "tree": …}
     or {"error": one line}. With ``rc`` (``rc_options``), also the model's ``--rc-table`` tables as
@@ -373,11 +389,14 @@ def evaluate_all(
     in_process = ray_address is None and (n_workers <= 1 or len(todo) <= 1)
     jobs = [(str(files[i]), hierarchy, settings, progress and in_process, rc) for i in todo]
     errors: dict[str, str] = {}
+    unkept: list[str] = []  # cache entries that could not be written (the results are kept all the same)
     bar = _progress_bar(len(files), n_cached, progress, "ray" if ray_address else "local")
     try:
         for j, out in map_jobs(_evaluate_job, jobs, workers=workers, ray_address=ray_address,
                                on_ray_task_error=lambda message: {"error": message}):
             i = todo[j]
+            for is_user, message in out.get("warnings", ()):
+                warnings.warn(f"{files[i].name}: {message}", UserWarning if is_user else RuntimeWarning, stacklevel=2)
             if "error" in out:
                 errors[str(files[i])] = out["error"]
                 results.pop(i, None)
@@ -389,13 +408,14 @@ def evaluate_all(
                     print(f"note: {files[i]} changed while this run read it; its results are of the content "
                           "evaluated", file=sys.stderr)
                 if cache is not None:
-                    write_json_atomic(cache_file(cache, files[i]), cache_entry(
-                        out["key"], out["content"], files[i], key_settings(settings, out["tree"]), out["rows"],
-                        changed))
+                    saved = cache_entry(out["key"], out["content"], files[i], key_settings(settings, out["tree"]),
+                                        out["rows"], changed)
+                    _keep(write_json_atomic, cache_file(cache, files[i]), saved, unkept)
                 if rc is not None:
                     tables[i] = out["rc"]
                     if cache is not None:
-                        write_bytes_atomic(rc_cache_file(cache, files[i]), rc_entry_bytes(out["rc_key"], out["rc"]))
+                        _keep(write_bytes_atomic, rc_cache_file(cache, files[i]),
+                              rc_entry_bytes(out["rc_key"], out["rc"]), unkept)
             if bar is not None:
                 bar.update(1)
     finally:
@@ -409,6 +429,19 @@ def evaluate_all(
         done.rc_table += table_rows(tables[i]["table"], model=names[i])
         done.rc_points += table_rows(tables[i]["points"], model=names[i])
     return done
+
+
+def _keep(write: Callable[[Path, Any], None], entry: Path, payload: Any, unkept: list[str]) -> None:
+    """Write a cache entry; a folder that cannot take it (read-only, full, an entry that is a folder) is
+    one warning for the run, and the computed results are kept all the same (only not cached)."""
+    try:
+        write(entry, payload)
+    except OSError as exc:
+        if not unkept:
+            why = exc.strerror or type(exc).__name__
+            warnings.warn(f"cannot keep results in the cache {entry.parent} ({why}: {entry.name}); they are in the "
+                          "output files but will be computed again next time", UserWarning, stacklevel=2)
+        unkept.append(str(entry))
 
 
 def _progress_bar(total: int, done: int, enabled: bool, where: str):

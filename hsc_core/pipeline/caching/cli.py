@@ -50,17 +50,21 @@ __all__ = ["build_parser", "configure_parser", "main", "run"]
 
 
 # ---------------------------------------------------------------------------- the options
+#: The largest count any option takes (images, a batch, a chunk): more is never work that finishes.
+MAX_COUNT = 10_000_000
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if not 1 <= value <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_COUNT:,}, got {value}")
     return value
 
 
 def _non_negative_int(text: str) -> int:
     value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    if not 0 <= value <= 256:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 256, got {value}")
     return value
 
 

@@ -34,15 +34,16 @@ def _is_optional_bool(value: Any) -> bool:
 
 # (field, test, what it must be): one table, so every bad field gets the same one-line ValueError.
 _CHECKS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
-    ("batch_size", lambda v: _is_int(v) and v >= 1, "an integer of at least 1"),
-    ("workers", lambda v: _is_int(v) and v >= 0, "an integer of at least 0"),
+    ("batch_size", lambda v: _is_int(v) and 1 <= v <= 65_536, "an integer from 1 to 65,536"),
+    ("workers", lambda v: _is_int(v) and 0 <= v <= 256, "an integer from 0 to 256"),
     ("device", lambda v: isinstance(v, str) and v in DEVICES, f"one of {', '.join(DEVICES)}"),
     ("amp", _is_optional_bool, "None, True or False"),
     ("amp_dtype_name", lambda v: v is None or (isinstance(v, str) and v in AMP_DTYPES),
      f"None or one of {', '.join(AMP_DTYPES)}"),
     ("channels_last", _is_optional_bool, "None, True or False"),
     ("pretrained", lambda v: isinstance(v, bool), "True or False"),
-    ("chunk_size", lambda v: v is None or (_is_int(v) and v >= 1), "None or an integer of at least 1"),
+    ("chunk_size", lambda v: v is None or (_is_int(v) and 1 <= v <= 10_000_000),
+     "None or an integer from 1 to 10,000,000"),
     ("decode", lambda v: isinstance(v, str) and v in DECODE_MODES, f"one of {', '.join(DECODE_MODES)}"),
     ("progress", lambda v: isinstance(v, bool), "True or False"),
     ("dataset_info", lambda v: v is None or isinstance(v, dict), "None or a dict"),
