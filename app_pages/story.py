@@ -148,17 +148,20 @@ def _photo() -> None:
 
 
 def _tree_step(rules: tuple, chart: str, text_at) -> None:
-    # the photo, then one view: the step's text at θ on its left, the tree on its right
+    # the photo, then one view: the step's text at θ and the tree (side by side on a projector, where the
+    # height is short; the text above the tree otherwise, where the width is)
     left, right = _beside(0.5)
     with left:
         _photo()
     with right:
+        side = presenter.presenter()
         fig = _tree(es, key, i, rules, font, presenter.fit_height(13.8),
-                    int(presenter.fit_width(2.2 / 2.7) * 0.62) - 30)
+                    int(presenter.fit_width(2.2 / 2.7) * (0.62 if side else 1.0)) - 30)
         sweep.theta_chart(fig, key=chart, theta=theta, on_theta=_stay, name=f"story_{chart}",
                           context=widgets.export_context(es),
                           title=f"Sample {es.view.sample_ids[i]}: " + " vs ".join(rule_label(r) for r in rules),
-                          texts=_texts(es, key, chart, text_at), text_side="left", text_ratio="36%")
+                          texts=_texts(es, key, chart, text_at), text_side="left" if side else "above",
+                          text_ratio="36%" if side else None)
 
 
 @catalog.cache_resource(max_entries=16, show_spinner=False)

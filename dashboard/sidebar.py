@@ -44,7 +44,13 @@ def current_model() -> tuple[str | None, str | None]:
 
 
 def notices() -> None:
-    """In the page: why the view differs from what the link (or a vanished file) asked for."""
+    """In the page: why the view differs from what the link (or a vanished file) asked for. One block in
+    every run, however many notices it holds, so the page's elements keep their places from run to run."""
+    with st.container():
+        _notices()
+
+
+def _notices() -> None:
     ss = st.session_state
     missing = ss.get(state.MISSING_MODEL)
     if missing is not None:

@@ -17,7 +17,6 @@ from hsc_core.report.figures import titled
 
 from . import session_keys as keys
 from . import state
-from .assets import static_text
 from .plain_text import plain
 from .plots import plot_config
 from .presenter import font_size, presenter
@@ -119,22 +118,24 @@ def warm_plotly() -> None:
     """In a session's first run only: an invisible, empty Plotly chart sent before anything else,
     so the browser fetches and starts plotly.js (≈ 4.7 MB, seconds on a slow machine) while the
     server still computes the page; a shared link's chart then draws as soon as it arrives. Not for
-    a link to a page whose large chart the basic-bundle component draws (it brings its own plotly.js)."""
+    a link to a page whose first chart the chart component draws (it brings its own plotly.js). Its
+    container is sent in every run, empty after the first: the page's elements keep their places from
+    run to run, so the browser never mounts a chart component (its frame) anew."""
     from .plotly_component import draws_landing_page
 
+    slot = st.container(key="hsc_plotly_warm", height=1, border=False)
     if st.session_state.get(WARM):
         return
+    st.session_state[WARM] = True
     try:
         url = str(st.context.url or "")
     except Exception:  # no browser address (a script run without one): warm as before
         url = ""
     if draws_landing_page(url):
         return
-    st.session_state[WARM] = True
     import plotly.graph_objects as go
 
-    with st.container(key="hsc_plotly_warm", height=1, border=False):
-        st.html(f"<style>{static_text('plotly_warm.css')}</style>")
+    with slot:  # hidden by chart_frame.css (presenter.presenter_style, every run)
         st.plotly_chart(go.Figure(layout=dict(width=10, height=10)), config={"staticPlot": True},
                         key="hsc_plotly_warm_chart")
 

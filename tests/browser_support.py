@@ -197,6 +197,20 @@ def view_state(pg, key: str) -> dict | None:
     }""")
 
 
+def _view_frame(pg, key: str):
+    return pg.locator(f".st-key-{key} iframe").first.element_handle(timeout=5_000).content_frame()
+
+
+def mark_view(pg, key: str) -> None:
+    """Leave a mark in the view's frame: ``view_kept`` says whether the browser still shows that same frame
+    (a view mounted anew would lose its own θ for a moment)."""
+    _view_frame(pg, key).evaluate("() => { window.__hscMark = 1; }")
+
+
+def view_kept(pg, key: str) -> bool:
+    return bool(_view_frame(pg, key).evaluate("() => window.__hscMark === 1"))
+
+
 def wait_view(pg, key: str, timeout: float = 90) -> dict:
     """Wait until the view ``key`` is drawn; its ``view_state``."""
     deadline = time.time() + timeout

@@ -26,10 +26,12 @@ from browser_support import (
     ROOT,
     SERVER_PIDS,
     assert_no_exception,
+    mark_view,
     new_page,
     require_browser,
     streamlit_server,
     view,
+    view_kept,
     view_state,
     wait_idle,
     wait_view,
@@ -104,6 +106,7 @@ def test_play_never_leaves_one(server, browser, presenter, size):
         first = open_view(pg, f"{server}/explorer?pick=rescue&theta=0.3&presenter={presenter}")
         assert first["theta"] == "0.30" and first["drawn"] == "0.30", first
         frame = view(pg, CHART)
+        mark_view(pg, CHART)
         for run in range(PLAYS):
             frame.locator("#play").click()
             samples, reached = [], None
@@ -118,6 +121,7 @@ def test_play_never_leaves_one(server, browser, presenter, size):
             left = [s for s in samples[2:] if s != ("1.00", "1.00")]
             assert not left, (run, left[:10])
             assert link_theta(pg) == "1.00", (run, pg.url)  # the server took where Play ended
+        assert view_kept(pg, CHART)  # the server's answers never mounted the view anew
         assert_no_exception(pg)
 
 

@@ -25,10 +25,12 @@ from browser_support import (
     assert_no_exception,
     click_until,
     find_chart,
+    mark_view,
     new_page,
     require_browser,
     streamlit_server,
     view,
+    view_kept,
     view_state,
     wait_idle,
     wait_view,
@@ -178,6 +180,7 @@ def test_story_shows_one_theta_during_play(server, browser, path, chart):
         _open(pg, server, path, chart)
         first = wait_view(pg, chart)
         assert first["theta"] == first["drawn"] == "0.50" and "θ = 0.50" in first["text"], first
+        mark_view(pg, chart)
         view(pg, chart).locator("#play").click()
         seen = set()
         for _ in range(40):  # sample the sweep while it runs
@@ -193,6 +196,7 @@ def test_story_shows_one_theta_during_play(server, browser, path, chart):
         wait_idle(pg, settle=1.0)  # the rest reached the server: the view is drawn again at 1.00
         again = view_state(pg, chart)
         assert again["theta"] == "1.00" and again["sent"] == "1.00", again
+        assert view_kept(pg, chart)  # the page's rerun at θ = 1 kept the view (the same frame)
 
 
 SIZES_SEEN_JS = """() => {

@@ -22,8 +22,8 @@ def _fake_st(session_state: dict, html: list, components: dict) -> SimpleNamespa
 
 def test_static_files_are_read_once_and_ship_with_the_package():
     names = {p.name for p in assets.STATIC_DIR.iterdir() if p.is_file()}  # plotly_component/: the chart component
-    assert names == {"presenter.css", "chart_frame.css", "unsized.css", "resized.css", "plotly_warm.css",
-                     "viewport.js"}  # no script reads Streamlit's page or another frame's Plotly any more
+    # no script reads Streamlit's page or another frame's Plotly any more
+    assert names == {"presenter.css", "chart_frame.css", "unsized.css", "resized.css", "viewport.js"}
     for name in names:
         assert assets.static_text(name) == (assets.STATIC_DIR / name).read_text(encoding="utf-8")
         assert assets.static_text(name) is assets.static_text(name)  # cached: one read per process
