@@ -266,7 +266,7 @@ def repetitions(es: ModelContext, req: Requirement, eps: float, slots: Slots | N
     with chart:
         # presenter mode: the whole figure, its x-axis title included, above the fold
         widgets.figure(accuracy_histogram(df, req.target, eps), f"guaranteed_accuracy_a{req.target:.3f}_n{req.n}",
-                       key="ga_hist", context=widgets.export_context(es), height=presenter.fit_height(19.8),
+                       key="ga_hist", context=widgets.export_context(es), height=presenter.fit_height(22.4),
                        title=f"Test accuracy over {n_reps:,} repetitions (target {req.target:.3f}, n = {req.n:,})")
     if slots is not None:
         st.subheader("Repetitions (Figure 3 style)")
