@@ -4,6 +4,7 @@ recomputed with the library (not through the dashboard's helpers)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -140,7 +141,7 @@ def test_shipped_lite0_page_shows_the_cards_theta(monkeypatch, tmp_path):
     if not (shipped / "efficientnet_lite0.npz").is_file():
         pytest.skip("shipped logits absent")
     for suffix in (".npz", ".json"):
-        (tmp_path / f"efficientnet_lite0{suffix}").symlink_to(shipped / f"efficientnet_lite0{suffix}")
+        shutil.copy(shipped / f"efficientnet_lite0{suffix}", tmp_path / f"efficientnet_lite0{suffix}")
     monkeypatch.delenv("HSC_SYNTHETIC", raising=False)
     monkeypatch.setenv("HSC_CACHED_LOGITS_DIR", str(tmp_path))
     at = open_page(PAGE, {"acc": "0.95", "conf": "0.9", "n": "1000", "split_seed": "0", "split_method": "theorem1"})
@@ -184,7 +185,7 @@ def test_the_page_at_its_defaults_and_hsc_card_without_method_ship_one_theta(mon
     if not (shipped / "efficientnet_lite0.npz").is_file():
         pytest.skip("shipped logits absent")
     for suffix in (".npz", ".json"):
-        (tmp_path / f"efficientnet_lite0{suffix}").symlink_to(shipped / f"efficientnet_lite0{suffix}")
+        shutil.copy(shipped / f"efficientnet_lite0{suffix}", tmp_path / f"efficientnet_lite0{suffix}")
     monkeypatch.delenv("HSC_SYNTHETIC", raising=False)
     monkeypatch.setenv("HSC_CACHED_LOGITS_DIR", str(tmp_path))
     at = open_page(PAGE)

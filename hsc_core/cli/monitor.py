@@ -40,8 +40,8 @@ from ..evaluation.monitor import (
     simulate_chunks,
 )
 from ..evaluation.resolve import load_user_hierarchy, resolve_hierarchy
-from .args import add_hierarchy, add_seed
-from .guarantees import _check_out, _level, _positive
+from .args import add_hierarchy, add_seed, count
+from .guarantees import _check_out, _level
 
 CHUNK = 50_000
 
@@ -52,15 +52,15 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--card", required=True, metavar="JSON", help="the decision card's JSON (hsc card)")
     parser.add_argument("--simulate", metavar="SPEC",
                         help="play the card model's shipped sets in order, e.g. clean:2000,gaussian_blur-3:2000")
-    parser.add_argument("--labels-every", type=_positive, default=1, metavar="K",
+    parser.add_argument("--labels-every", type=count("--labels-every", 1, 10**9), default=1, metavar="K",
                         help="a label arrives for every K-th sample only (default 1: all)")
     parser.add_argument("--adapt", nargs="?", const="aci", default="fixed", choices=ADAPT,
                         help="θ policy: fixed (default), aci (--adapt alone) or recalibrate")
     parser.add_argument("--gamma", type=float, default=DEFAULT_GAMMA, metavar="G",
                         help=f"ACI's step size (default {DEFAULT_GAMMA})")
-    parser.add_argument("--window", type=_positive, default=DEFAULT_WINDOW, metavar="K",
+    parser.add_argument("--window", type=count("--window", 1, 10**9), default=DEFAULT_WINDOW, metavar="K",
                         help=f"recalibrate on the last K labelled samples (default {DEFAULT_WINDOW})")
-    parser.add_argument("--period", type=_positive, default=DEFAULT_PERIOD, metavar="P",
+    parser.add_argument("--period", type=count("--period", 1, 10**9), default=DEFAULT_PERIOD, metavar="P",
                         help=f"… every P labelled samples (default {DEFAULT_PERIOD})")
     parser.add_argument("--delta", type=_level("--delta"), metavar="D",
                         help="the alarm's error probability (default: the card's δ, else 0.1)")
@@ -71,7 +71,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--probabilities", action="store_true",
                         help="STREAM holds leaf probabilities, not logits (no temperature applied)")
     parser.add_argument("--out", default="monitor.csv", metavar="CSV", help="the tidy CSV (default monitor.csv)")
-    parser.add_argument("--chunk-size", type=_positive, default=CHUNK, metavar="N",
+    parser.add_argument("--chunk-size", type=count("--chunk-size", 1, 10**7), default=CHUNK, metavar="N",
                         help=f"samples per chunk (default {CHUNK:,})")
     add_seed(parser, 0, "the simulated stream's draws")
     add_hierarchy(parser, dag_and_header=False)
