@@ -64,5 +64,10 @@ def chart(spec: str, key: str, config: dict, *, image: dict | None = None, sweep
     """Draw the figure ``spec`` (``Figure.to_json()``, its frames included) with widget key ``key``.
     ``image``: the camera button's format, file name and title; ``sweep``: a θ-swept chart's data
     (``sweep.theta_chart``), whose rests reach the server through ``on_change``."""
+    from .presenter import presenter, viewport_known
+
+    # Presenter mode before the browser has reported its size: the figure is built for the 1280×720 design
+    # and the page reruns at the screen's size at once; the component keeps such a draw hidden (15 s at most).
+    provisional = presenter() and not viewport_known()
     return _component()(spec=spec, config=config, rem=root_px(), fonts=list(fonts()), image=image, sweep=sweep,
-                        key=key, default=None, on_change=on_change)
+                        provisional=provisional, key=key, default=None, on_change=on_change)

@@ -6,7 +6,15 @@ results folder: ``../shared/reference`` with the authors' table when present, el
 from __future__ import annotations
 
 import pytest
-from browser_support import assert_no_exception, find_chart, new_page, require_browser, streamlit_server, wait_idle
+from browser_support import (
+    assert_no_exception,
+    find_chart,
+    new_page,
+    require_browser,
+    streamlit_server,
+    view,
+    wait_idle,
+)
 from conftest import SHARED, random_tree
 
 sync_api = require_browser()
@@ -99,7 +107,7 @@ def test_try_an_image_deep_link_degraded_at_1280x720(server, browser, tmp_path):
         assert pg.locator('[data-testid="stAlertContentError"]').count() == 0
         tree = find_chart(pg, "img_tree")
         tree.wait_for(state="visible")
-        assert "Play" in (pg.locator(".st-key-img_tree .updatemenu-button").first.text_content() or "")
+        assert "Play" in (view(pg, "img_tree").locator("#play").text_content() or "")  # the view's own ▶ Play
         box = tree.bounding_box()
         assert box is not None and box["x"] + box["width"] <= 1280
         assert "True class" in pg.locator('[data-testid="stMainBlockContainer"]').inner_text()

@@ -124,6 +124,7 @@ def test_theta_slider_shows_the_pages_theta_after_picking_a_data_set(server_two_
     picker = page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').filter(has_text="Data set of")
     picker.wait_for(timeout=30_000)
     page.locator(".st-key-explorer_tree").wait_for(state="detached", timeout=30_000)
+    wait_idle(page)  # the run that asks for the data set has ended: the picker is the one on screen
     picker.get_by_role("combobox").click()
     page.get_by_role("option").filter(has_text="cifar100").first.click()
     wait_idle(page)

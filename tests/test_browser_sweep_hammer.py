@@ -135,6 +135,7 @@ def test_share_link_opens_the_sharers_view(server, browser):
         for n in range(20):
             if rng.random() < 0.4:
                 before = parse_qs(urlparse(pg.url).query)["sample"][-1]
+                wait_idle(pg)  # no run going: the button on screen is the one that stays
                 pg.get_by_role("button", name="New random sample").click()
                 # the run that draws the new sample ends by writing it into the address
                 wait_for(lambda old=before: parse_qs(urlparse(pg.url).query)["sample"][-1] != old, 60, "a new sample")

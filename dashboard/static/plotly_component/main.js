@@ -246,8 +246,18 @@
     });
   }
 
+  // A provisional figure (presenter mode before the browser's size is known: the server redraws it at the
+  // screen's size at once) is drawn hidden; it shows when the final one arrives (or after 15 s, for a browser
+  // that never reports its size).
+  function setProvisional(on) {
+    clearTimeout(S.reveal);
+    root.style.visibility = on ? "hidden" : "";
+    if (on) S.reveal = setTimeout(function () { root.style.visibility = ""; }, 15000);
+  }
+
   function render(args) {
     S.image = args.image || null;
+    setProvisional(!!args.provisional);
     loadFonts(args.fonts);
     var sweep = args.sweep || null, first = S.spec === null;
     root.classList.toggle("swept", !!sweep);
