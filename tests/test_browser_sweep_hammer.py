@@ -72,12 +72,14 @@ def link_theta(pg) -> str | None:
     return None if raw is None else f"{float(raw):.2f}"
 
 
-def wait_for(predicate, timeout: float = 60, what: str = "") -> None:
+def wait_for(pg, predicate, timeout: float = 60, what: str = "") -> None:
+    """Wait until ``predicate()`` holds, letting Playwright take the page's events meanwhile (its sync API
+    updates ``page.url`` only while it runs: a plain sleep would leave the address as it was)."""
     deadline = time.time() + timeout
     while not predicate():
         if time.time() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.05)
+        pg.wait_for_timeout(50)
 
 
 def settled(pg, key: str = CHART, timeout: float = 60) -> dict:
@@ -89,7 +91,7 @@ def settled(pg, key: str = CHART, timeout: float = 60) -> dict:
         nonlocal got
         got = view_state(pg, key) or {}
         return bool(got) and not got["playing"] and link_theta(pg) == got["theta"]
-    wait_for(done, timeout, f"the view to rest and the server to take its θ ({got}, link {link_theta(pg)})")
+    wait_for(pg, done, timeout, f"the view to rest and the server to take its θ ({got}, link {link_theta(pg)})")
     return got
 
 
@@ -138,7 +140,8 @@ def test_share_link_opens_the_sharers_view(server, browser):
                 wait_idle(pg)  # no run going: the button on screen is the one that stays
                 pg.get_by_role("button", name="New random sample").click()
                 # the run that draws the new sample ends by writing it into the address
-                wait_for(lambda old=before: parse_qs(urlparse(pg.url).query)["sample"][-1] != old, 60, "a new sample")
+                wait_for(pg, lambda old=before: parse_qs(urlparse(pg.url).query)["sample"][-1] != old, 60,
+                         "a new sample")
                 settled(pg)
             sample = parse_qs(urlparse(pg.url).query)["sample"][-1]
             # the sample on screen: the image's caption beside the view
@@ -259,7 +262,10 @@ def test_a_debug_server_writes_its_threads_stacks_on_sigusr1(server, server_log)
             f.seek(before)
             text = f.read()
         return all(part in text for part in ("most recent call first", "streamlit/web/bootstrap.py", "asyncio"))
-    wait_for(whole, 30, "the thread dump")
+    deadline = time.time() + 30
+    while not whole():
+        assert time.time() < deadline, "no whole thread dump within 30 s"
+        time.sleep(0.1)
     with open(server_log, errors="replace") as f:
         f.seek(before)
         dump = f.read()
