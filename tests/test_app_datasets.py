@@ -396,6 +396,8 @@ def test_pages_compute_in_chunks(monkeypatch, use_dir, tmp_path):
     assert not at.exception and len(frame(at, "max ECE")) == len(RULES)
     at.switch_page("app_pages/guaranteed_accuracy.py").run()
     assert not at.exception and not at.error, errors(at)
+    at.selectbox(key="_w.ga.split_method").set_value("theorem1").run()  # the paper's θ̂, checked by hand below
+    assert not at.exception and not at.error, errors(at)
     probs = node_probabilities(h, softmax(logits))
     n = int(len(labels) * 0.9)  # the default n = 1,000 is capped at 90 % of the samples
     cal, _ = calibration_draw(labels, n, 0)  # the page's (and the decision card's) stratified draw

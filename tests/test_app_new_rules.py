@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from app_support import download_rows, open_page, plotly_figures
+from app_support import download_rows, open_page, plotly_figures, view_texts
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -57,7 +57,7 @@ def _reference(location: Path):
 def test_risk_coverage_shows_the_new_rules_from_a_link(use_dir):
     at = open_page("app_pages/risk_coverage.py", {"rules": ",".join(("climbing", *NEW)), "theta": "0.6", "ts": "0"})
     assert not at.error, [e.value for e in at.error]
-    text = "\n".join(m.value for m in at.markdown)
+    text = view_texts(at)  # the operating points the swept view shows at its θ
     shown = {m["rule"]: (m["cov"], m["risk"]) for m in OP_RE.finditer(text)}
     assert set(shown) == {RULE_LABELS[r] for r in ("climbing", *NEW)}
     h, probs, labels = _reference(use_dir / "gamma_net.npz")
