@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard import entry, monitor, presenter, sidebar, state, sweep, widgets
 from dashboard.catalog import shift_label
+from dashboard.snapshot import markdown_html
 from hsc_core.evaluation.monitor import shift_names
 
 entry.ensure_entrypoint(globals())
@@ -54,7 +55,7 @@ fig = monitor.figure(res, int(shown), presenter.font_size())
 sweep.swept_chart(fig, key="monitor_fig", names=[str(v) for v in times], value=shown,
                   on_rest=lambda v: state.set("m_t", int(v) if int(v) < n else 0), name="monitor",
                   label="t", param="m_t", context=widgets.export_context(es), title="Monitoring the deployed θ",
-                  texts={k: sweep.markdown_html(v) for k, v in monitor.sentences(res).items()}, text_side="above",
+                  texts={k: markdown_html(v) for k, v in monitor.sentences(res).items()}, text_side="above",
                   share_page="monitor", frame_ms=60)
 st.caption(f"Verdict over the whole stream: {res.verdict}. Deployed θ = {res.deployment.theta:.4f} "
            f"(Theorem 1, one-sided: accuracy ≥ {res.deployment.target:.3g} with probability ≥ 1 − δ); the stream "

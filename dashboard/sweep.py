@@ -23,6 +23,7 @@ from . import plotly_component, state
 from . import session_keys as keys
 from .plots import plot_config
 from .presenter import font_size
+from .snapshot import markdown_html
 
 #: The θ names of the frames, as the component shows and sends them.
 THETA_NAMES = tuple(f"{t:.2f}" for t in THETA_GRID)
@@ -38,13 +39,6 @@ def _spec(fig) -> str:
     spec, key = fig.to_json(), id(fig)
     _SPECS[key] = (weakref.ref(fig, lambda _r: _SPECS.pop(key, None)), spec)
     return spec
-
-
-def markdown_html(text: str) -> str:
-    """The pages' markdown as the view shows it: escaped HTML (``snapshot.markdown_html``)."""
-    from .snapshot import markdown_html as to_html
-
-    return to_html(text)
 
 
 def theta_texts(markdown_at: Callable[[float], str]) -> dict[str, str]:
