@@ -48,8 +48,8 @@ SIZES = [(1280, 720), (1920, 1080)]
 
 
 @pytest.fixture(scope="module")
-def server_log():
-    return ROOT / ".pytest_cache" / "streamlit_hammer.log" if (ROOT / ".pytest_cache").is_dir() else None
+def server_log(tmp_path_factory):
+    return tmp_path_factory.mktemp("hammer") / "streamlit.log"
 
 
 @pytest.fixture(scope="module")
@@ -252,8 +252,6 @@ def test_a_debug_server_writes_its_threads_stacks_on_sigusr1(server, server_log)
     with the main thread, the asyncio loop of Streamlit's server."""
     import urllib.request
 
-    if server_log is None:
-        pytest.skip("no .pytest_cache folder for the server's log")
     before = server_log.stat().st_size
     os.kill(SERVER_PIDS[server], signal.SIGUSR1)
 

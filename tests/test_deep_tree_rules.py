@@ -59,11 +59,11 @@ def test_pair_scores_down_the_tree_equal_those_along_each_path(tmp_path):
         assert np.array_equal(full.reshape(30, h.n_nodes)[:, h.n_leaves], part), metric  # same bits
 
 
-def test_default_rules_evaluate_a_1000_deep_caterpillar(tmp_path, capsys):
+def test_default_rules_evaluate_a_1000_deep_caterpillar(monkeypatch, tmp_path, capsys):
     tree, classes, h = _caterpillar(tmp_path, 1000)
     assert h.max_depth == 999
     logits, labels = synthetic_logits(h, 300, top1=0.5, seed=0)
-    logits_io.library_versions = dict  # keep torch out of the manifest
+    monkeypatch.setattr(logits_io, "library_versions", dict)  # keep torch out of the manifest
     model = logits_io.save_logits(tmp_path / "m.npz", logits, labels, [f"s{i}" for i in range(300)])
     out = tmp_path / "res.csv"
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -332,8 +332,6 @@ def test_cli_guarantees_and_card(shipped, tmp_path, capsys):
     (["card", str(SHIPPED), "--target-accuracy", "0.9", "--delta", "0.1", "--method", "ltt_multi"], "second risk"),
     (["card", str(SHIPPED), "--target-accuracy", "0.9", "--delta", "0.1", "--out", "/no/such/dir/c.md"],
      "folder does not exist"),
-    (["guarantees", str(SHIPPED), "--target-accuracy", "0.9", "--delta", "0.1", "--mondrian-depth", "-1"],
-     "Mondrian depth"),
     (["report", str(SHIPPED), "--card-target", "2"], "--card-target must lie in (0, 1)"),
 ])
 def test_cli_bad_input_exits_2_with_one_line(argv, message, capsys):

@@ -43,8 +43,8 @@ def test_load_content_keeps_float16_and_the_digest_of_the_bytes_it_decoded():
     assert bundle.manifest["model"] == "efficientnet_lite0"
 
 
-def test_load_content_refuses_bad_logits_in_one_line(tmp_path):
-    logits_io.library_versions = dict
+def test_load_content_refuses_bad_logits_in_one_line(monkeypatch, tmp_path):
+    monkeypatch.setattr(logits_io, "library_versions", dict)
     h = synthetic_taxonomy(40, 3, seed=0)
     logits, labels = synthetic_logits(h, 50, seed=0, dtype=np.float16)
     logits[7, 3] = np.inf

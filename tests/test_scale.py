@@ -166,21 +166,31 @@ def test_bad_input_is_refused_with_specific_errors():
         concat_decision_paths([])
 
 
-def test_chunked_evaluation_never_holds_a_samples_by_nodes_matrix():
-    """iNat21-sized tree: traced memory stays far below one dense float32 node-probability matrix."""
+def test_chunked_evaluation_never_holds_a_samples_by_nodes_matrix(monkeypatch):
+    """iNat21-sized tree: traced memory stays far below one dense float32 node-probability matrix
+    on one thread, and each further thread adds at most its two chunks in flight (``ordered_map``)."""
     h = synthetic_taxonomy()
-    n = 3000
+    n, chunk = 3000, 100
     logits = np.random.default_rng(0).normal(size=(n, h.n_leaves)).astype(np.float16)
     labels = np.arange(n) % h.n_leaves
-    tracemalloc.start()
-    try:
-        curves = rc_curves_from_logits(h, logits, labels, chunk_size=100, dec=2)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+
+    def peak_bytes(threads: int) -> int:
+        monkeypatch.setenv("HSC_THREADS", str(threads))
+        tracemalloc.start()
+        try:
+            curves = rc_curves_from_logits(h, logits, labels, chunk_size=chunk, dec=2)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert len(curves) == 8
+        return peak
+
+    one, two = peak_bytes(1), peak_bytes(2)
     dense = n * h.n_nodes * 4
-    assert peak < dense / 4, (peak, dense)
-    assert len(curves) == 8 and auto_chunk_size(h) >= 100
+    assert one < dense / 4, (one, dense)
+    chunk_matrix = chunk * h.n_nodes * 8  # one chunk's float64 node probabilities
+    assert two - one < 2 * 2 * chunk_matrix, (one, two, chunk_matrix)  # not n / chunk = 30 of them
+    assert auto_chunk_size(h) >= 100
 
 
 # ------------------------------------------------------------------------- rules at scale, ties

@@ -92,7 +92,12 @@ def test_uploaded_sample_ids_never_show_server_files(page, server, files):
         seen.add(caption)
         assert page.locator("[data-testid=stMain] [data-testid=stImage] img").count() == 0
         assert page.locator("img[src*='/media/']").count() == 0
+        seed = page.get_by_label("Seed")
+        before = int(seed.input_value())
         page.get_by_role("button", name="New random sample").click()
+        # The click's own rerun: the seed shows its new value while that run goes on (the status widget
+        # is up), and settle() then waits for it to end. Settling at once could read the run before it.
+        page.wait_for_function("([el, want]) => el.value === want", arg=[seed.element_handle(), str(before + 1)])
         settle(page)
     assert len(seen) >= 3  # several different hostile ids were shown, none of their files
 
