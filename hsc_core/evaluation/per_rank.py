@@ -453,8 +453,9 @@ def rank_card_markdown(card: dict[str, Any]) -> str:
                      f"{row.get('violation_rate_test', float('nan')):.1%} | {row['mean_accuracy']:.2%} | "
                      f"{row['mean_coverage']:.3f} |")
     if quantity == "answers":
-        lines.append("A vector answering nothing has accuracy 1 here by convention (no answer is wrong), as when no "
-                     "vector is certified and every sample abstains.")
+        lines += ["", "Here the accuracy is that of the answers: the noise above is over the answered test rows (on "
+                  "average), and a vector answering nothing has accuracy 1 by convention (no answer is wrong), as when "
+                  "no vector is certified and every sample abstains."]
     lines += ["", f"Method: {card['method']}. Seed {card['seed']}."]
     return "\n".join(lines) + "\n"
 
