@@ -12,14 +12,16 @@ with presenter.controls("Table and requirement"):  # presenter mode: the how-to 
     st.caption("Bring your own scores: a table with `sample_id` and, per rank from the coarsest to the finest, "
                "`true_<rank>`, `pred_<rank>`, `conf_<rank>`. Climbing by rank answers at the finest rank whose "
                "confidence reaches its θ (each rank's own head: when heads disagree, the finer head's label is the "
-               "answer, judged at that rank), else abstains; Learn then Test picks one θ per rank so that "
-               "hierarchical accuracy (abstentions count as correct) ≥ the target with probability ≥ 1 − δ.")
+               "answer, judged at that rank), else abstains; Learn then Test picks one θ per rank so that the "
+               "accuracy chosen under Guarantee ≥ the target with probability ≥ 1 − δ.")
     top = st.columns([2.0, 1.2, 1.2])
 with top[0]:
     upload = st.file_uploader("Per-rank scores (CSV or Parquet)", type=["csv", "parquet"],
                               key=session_keys.PER_RANK_UPLOAD, max_upload_size=per_rank.MAX_UPLOAD_MB)
     percent = st.toggle("Confidences are percentages (0–100)", value=False, key="rank_percent",
                         help="e.g. RDP/DADA2 bootstrap support")
+    state.bind(st.radio, "Guarantee", "r_quantity", scope="pr", options=list(per_rank.QUANTITY_WORDS),
+               format_func=per_rank.quantity_label, help="which accuracy the target is about")
 with top[1]:
     state.bind(st.slider, "Target accuracy 1 − α", "r_acc", scope="pr", step=0.005, format="%.3f")
 with top[2]:
@@ -38,7 +40,7 @@ st.markdown(f"**{scores.n:,} samples** from *{widgets.plain(source)}* · ranks "
 
 target, delta = float(state.get("r_acc")), float(state.get("r_delta"))
 with st.spinner(f"Calibrating and repeating over {per_rank.REPS:,} random splits…"):
-    card = per_rank.card_for(scores, digest, source, target, delta)
+    card = per_rank.card_for(scores, digest, source, target, delta, state.get("r_quantity"))
 st.info(page_sentences.per_rank(card, target, delta), icon=":material/verified:")
 left, right = st.columns(2)
 # presenter mode: both figures, their axis labels included, above the fold at 1280×720 (issue 35)

@@ -364,10 +364,11 @@ def calibrators_headline(rows: list[dict[str, Any]], calibrator_label, confidenc
 
 
 def per_rank_headline(answer_share: dict[str, float], certified: bool, target: float, delta: float,
-                      accuracy: float, answered_accuracy: float | None = None) -> str:
+                      accuracy: float, answered_accuracy: float | None = None, quantity: str = "hierarchical") -> str:
     """Per-rank thresholds' sentence: the shares answered at the finest rank, at a coarser rank and
-    abstained, the accuracy of the answers, and what is guaranteed (hierarchical accuracy, an
-    abstention counting as correct) with what confidence.
+    abstained, the accuracy of the answers, and what is guaranteed (``quantity``: the hierarchical
+    accuracy, an abstention counting as correct, or the accuracy of the answers given, abstentions
+    excluded) with what confidence.
 
     Parameters
     ----------
@@ -387,10 +388,13 @@ def per_rank_headline(answer_share: dict[str, float], certified: bool, target: f
                 "sample abstains; lower the target or add samples.")
     answered, finest = 1 - shares[-1], shares[-2]
     right = "" if answered_accuracy is None else f"{answered_accuracy:.1%} of the answers are correct, "
+    promise = (f"**Guaranteed with {1 - delta:.0%} confidence: at least {target:.1%} of the answers given on new data "
+               "are correct**, abstentions excluded (they are neither right nor wrong)." if quantity == "answers" else
+               f"**Guaranteed with {1 - delta:.0%} confidence: hierarchical accuracy ≥ {target:.1%} on new data**, "
+               "every sample counting and an abstention counting as correct (not the answers' accuracy alone).")
     return (f"**{finest:.0%} of the samples get an answer at {ranks[-2]}, {answered - finest:.0%} at a coarser rank "
             f"and {shares[-1]:.0%} abstain**; on this table {right}{accuracy:.1%} counting the abstentions as correct. "
-            f"**Guaranteed with {1 - delta:.0%} confidence: hierarchical accuracy ≥ {target:.1%} on new data**, every "
-            "sample counting and an abstention counting as correct (not the answers' accuracy alone).")
+            + promise)
 
 
 def sensitivity_headline(gains: dict[str, float], rule: str, shuffled: str | None = None) -> str:

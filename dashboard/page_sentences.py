@@ -54,7 +54,8 @@ def story(view: EvaluationSet) -> str:
 def per_rank(card: Mapping[str, Any], target: float, delta: float) -> str:
     """Per-rank thresholds: the card's share answered and what it promises."""
     return headlines.per_rank_headline(card["answer_share"], bool(card["certified"]), target, delta,
-                                       float(card["realised_accuracy"]), card.get("realised_answered_accuracy"))
+                                       float(card["realised_accuracy"]), card.get("realised_answered_accuracy"),
+                                       card.get("quantity", "hierarchical"))
 
 
 def calibrators(rows: list[dict[str, Any]]) -> str:

@@ -13,8 +13,10 @@ import streamlit as st
 from hsc_core import config
 from hsc_core.core.per_rank import rank_rc_curve
 from hsc_core.datasets.per_rank import EXAMPLE, PerRankScores, read_per_rank
+from hsc_core.evaluation.guarantee_methods import QUANTITY_WORDS
 from hsc_core.evaluation.per_rank import (
     check_study_size,
+    guarantee_text,
     rank_breakdown,
     rank_card,
     rank_card_json,
@@ -57,13 +59,22 @@ def load_scores(name: str | None, payload: bytes | None, percent: bool) -> tuple
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def _card(digest: str, _scores_obj: PerRankScores, source: str, target: float, delta: float) -> dict[str, Any]:
-    return rank_card(_scores_obj, target, delta, source=source, reps=REPS)
+def _card(digest: str, _scores_obj: PerRankScores, source: str, target: float, delta: float,
+          quantity: str) -> dict[str, Any]:
+    return rank_card(_scores_obj, target, delta, source=source, reps=REPS, quantity=quantity)  # type: ignore[arg-type]
 
 
-def card_for(scores: PerRankScores, digest: str, source: str, target: float, delta: float) -> dict[str, Any]:
-    """``rank_card`` of the table at (target, δ), cached by the table's content key and the settings."""
-    return _card(digest, scores, source, float(target), float(delta))
+def card_for(scores: PerRankScores, digest: str, source: str, target: float, delta: float,
+             quantity: str = "hierarchical") -> dict[str, Any]:
+    """``rank_card`` of the table at (target, δ) for ``quantity`` (``QUANTITY_WORDS``), cached by the
+    table's content key and the settings."""
+    return _card(digest, scores, source, float(target), float(delta), str(quantity))
+
+
+def quantity_label(quantity: str) -> str:
+    """The choice of which accuracy to guarantee, as the page's radio shows it (``QUANTITY_WORDS``)."""
+    words = QUANTITY_WORDS[quantity]
+    return words[0].upper() + words[1:]
 
 
 def card_downloads(card: dict[str, Any]) -> tuple[str, str]:
@@ -102,9 +113,9 @@ def verdict(card: dict[str, Any], target: float, delta: float, n: int) -> str:
         flat = card.get("shared_theta") or {}
         versus = (f" One shared θ at the full δ reaches coverage {flat['realised_coverage']:.3f} on it."
                   if flat.get("certified") else "")
-        return (f"Certified: hierarchical accuracy ≥ {target:.1%} (abstentions count as correct) with probability "
-                f"≥ {1 - delta:.0%}. On this table: {rank_breakdown(card)}; coverage "
-                f"{card['realised_coverage']:.3f}.{versus}")
+        promise = guarantee_text(card.get("quantity", "hierarchical"), target)
+        return (f"Certified with probability ≥ {1 - delta:.0%}: {promise}. On this table: {rank_breakdown(card)}; "
+                f"coverage {card['realised_coverage']:.3f}.{versus}")
     return (f"No θ vector can be certified for {target:.1%} at δ = {delta:g} on {n:,} samples: every sample "
             "abstains. Lower the target or add samples.")
 

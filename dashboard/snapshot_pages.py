@@ -260,14 +260,14 @@ def per_rank_stamp(params: Mapping[str, str]) -> str:
 
 @register("per_rank", stamp=per_rank_stamp, upload=session_keys.PER_RANK_UPLOAD)
 def per_rank(params: Mapping[str, str]) -> Snapshot:
-    """The shipped example's card at the link's target and δ: the page's verdict, each rank's θ, and
+    """The shipped example's card at the link's target, δ and quantity: the page's verdict, each rank's θ, and
     its two figures."""
     from . import per_rank as pr
 
     values = settings(params)
     scores, source, digest = pr.load_scores(None, None, False)
     target, delta = float(values["r_acc"]), float(values["r_delta"])
-    card = pr.card_for(scores, digest, source, target, delta)
+    card = pr.card_for(scores, digest, source, target, delta, values["r_quantity"])
     lines = [f"**{scores.n:,} samples** from *{widgets.plain(source)}* · ranks "
              + " → ".join(widgets.plain(r) for r in scores.ranks), "", page_sentences.per_rank(card, target, delta), "",
                                                             pr.verdict(card, target, delta, scores.n), ""]

@@ -24,6 +24,7 @@ from hsc_core.core.calibrators import calibrator_names
 from hsc_core.core.confidence import confidence_names
 from hsc_core.core.rule_registry import rule_names
 from hsc_core.evaluation.card import DEFAULT_METHOD
+from hsc_core.evaluation.guarantee_methods import QUANTITY_WORDS
 from hsc_core.evaluation.guarantees import DEFAULT_METHODS, METHODS, SAMPLINGS
 from hsc_core.evaluation.threshold import DEFAULT_N_CAL
 
@@ -266,9 +267,10 @@ SETTINGS: dict[str, Setting] = {
     "wcolour": Setting("stopped_here", _choice("stopped_here", "accuracy_here")),
     "wkind": Setting("sunburst", _choice("sunburst", "icicle")),
     "level": Setting(2, _int_in(1, 64)),
-    # Per-rank thresholds: the accuracy to guarantee and δ (app_pages/per_rank)
+    # Per-rank thresholds: the accuracy to guarantee, δ and which accuracy (app_pages/per_rank)
     "r_acc": _float_setting(0.9, 0.5, 0.999),
     "r_delta": _float_setting(0.1, 0.01, 0.5),
+    "r_quantity": Setting("hierarchical", _choice(*QUANTITY_WORDS)),
     # Calibrators (app_pages/calibrators): which calibrators and confidence scores, the rule, the
     # intervals, and whether the table covers the current model or every listed one. The member
     # scores are offered (and kept from a link) only for a model whose manifest names members.

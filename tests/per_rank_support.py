@@ -44,3 +44,27 @@ def synthetic_per_rank_frame(n: int, seed: int = 0) -> pd.DataFrame:
     for r, rank in enumerate(RANKS):
         data[f"true_{rank}"], data[f"pred_{rank}"], data[f"conf_{rank}"] = t[r], p[r], conf[:, r]
     return pd.DataFrame(data)
+
+
+def independent_heads_frame(n: int, seed: int = 0) -> pd.DataFrame:
+    """Independent heads, one per rank, on the same 4 × 3 × 4 taxonomy: given a difficulty u, the head
+    of rank r is right with probability 1 − (0.2 + 0.2r)u, independently of the other heads, and
+    otherwise names a uniformly drawn other node of its rank (so heads disagree: predictions are not
+    nested); its confidence is that probability plus noise."""
+    rng = np.random.default_rng(seed)
+    sizes = np.cumprod(SHAPE)  # nodes per rank: 4, 12, 48
+    leaf = rng.integers(0, sizes[-1], n)
+    u = rng.random(n)
+    data: dict[str, object] = {"sample_id": [f"x{i}" for i in range(n)]}
+    for r, rank in enumerate(RANKS):
+        true = leaf // (sizes[-1] // sizes[r])  # the leaf's ancestor at rank r
+        p_right = 1 - (0.2 + 0.2 * r) * u
+        right = rng.random(n) < p_right
+        pred = np.where(right, true, (true + rng.integers(1, sizes[r], n)) % sizes[r])
+
+        def name(v: np.ndarray, r: int = r) -> list[str]:  # "F1.G4.S9": the node's path of global indices
+            return [".".join(f"{RANKS[s][0].upper()}{x // (sizes[r] // sizes[s])}" for s in range(r + 1)) for x in v]
+
+        data[f"true_{rank}"], data[f"pred_{rank}"] = name(true), name(pred)
+        data[f"conf_{rank}"] = np.clip(p_right + rng.normal(0, 0.08, n), 0, 1).round(4)
+    return pd.DataFrame(data)

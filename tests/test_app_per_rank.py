@@ -53,3 +53,21 @@ def test_upload_and_bad_upload(downloads):
     at.file_uploader(key="_per_rank_upload").upload("bad.csv", frame.to_csv(index=False).encode(), "text/csv").run()
     assert [e.value for e in at.error] == ["bad.csv: row 4: conf_genus = 1.5 is outside \\[0, 1\\]; for percentages "
                                            "0–100 say so (percent=True, --percent)"]
+
+
+def test_answers_quantity_by_deep_link(downloads):
+    """``r_quantity=answers``: the radio shows it, the card guarantees the accuracy of the answers given
+    (the library's fit for that quantity), and the page's sentences say so."""
+    at = open_page(PAGE, {"r_acc": "0.9", "r_delta": "0.1", "r_quantity": "answers"})
+    assert not at.error, [e.value for e in at.error]
+    assert at.radio(key="_w.pr.r_quantity").value == "answers"
+    card = json.loads(downloads["dl_rank_json"])
+    example = read_per_rank(EXAMPLE)
+    assert card["quantity"] == "answers"
+    assert card["thetas"] == fit_rank_thresholds(example, 0.9, 0.1, quantity="answers").thetas_dict()
+    assert all(row["quantity"] == "answers" for row in card["comparison"])
+    assert any("of the answers given on new data are correct" in m.value for m in at.info)
+    assert any("of the answers given on new data are correct" in m.value for m in at.success)
+    at.radio(key="_w.pr.r_quantity").set_value("hierarchical").run()
+    assert json.loads(downloads["dl_rank_json"])["quantity"] == "hierarchical"
+    assert any("hierarchical accuracy ≥ 90.0%" in m.value for m in at.info)

@@ -127,7 +127,8 @@ def test_a_csv_of_many_cells_is_refused_before_it_is_parsed(tmp_path, monkeypatc
 
 def test_study_bytes_counts_every_theta_vector():
     n_vectors = len(study.TILTS) * N_LAMBDAS + len(HAND_PICKED)
-    assert study_bytes(1000, 3) == 1000 * (13 * n_vectors + 20 * 250 + 32 * 3 + 256)
+    assert study_bytes(1000, 3) == 1000 * (14 * n_vectors + 20 * 250 + 32 * 3 + 256)
+    assert study_bytes(1000, 3, quantity="answers") == 1000 * (18 * n_vectors + 20 * 250 + 32 * 3 + 256)
     assert study_bytes(2000, 3) == 2 * study_bytes(1000, 3)  # linear in the rows
     assert study_bytes(1000, 3, n_lambdas=10) < study_bytes(1000, 3)
 

@@ -97,6 +97,10 @@ def test_story_calibrators_per_rank_and_sensitivity_headlines():
                      "with 90% confidence: hierarchical accuracy ≥ 90.0% on new data**, every sample counting and an "
                      "abstention counting as correct (not the answers' accuracy alone).")
     assert headlines.per_rank_headline(share, False, 0.99, 0.05, 1.0).startswith("**No θ per rank can promise 99.0%")
+    answers = headlines.per_rank_headline(share, True, 0.9, 0.1, 0.93, 0.9125, "answers")
+    assert answers.endswith("**Guaranteed with 90% confidence: at least 90.0% of the answers given on new data are "
+                            "correct**, abstentions excluded (they are neither right nor wrong).")
+    assert answers.startswith(ranks.split(" **Guaranteed")[0])
     gains = {"WordNet": 12.0, "Random": -3.0, "Induced": 15.0}
     assert headlines.sensitivity_headline(gains, "Climbing", "Random").endswith(
         "under the 2 real trees **Climbing** saves from 12.0 % (WordNet) to 15.0 % (Induced); with the classes "

@@ -247,7 +247,7 @@ def test_the_search_is_never_less_specific_than_a_shared_theta_ltt_at_its_share_
 
     assert path_levels(4, 0.1).sum() == pytest.approx(0.1) and path_levels(1, 0.1).tolist() == [0.1]
     paths = theta_paths(3, 100)
-    errors, cov = vector_outcomes(synthetic.conf, synthetic.correct, synthetic.coverage, paths)
+    errors, cov, _ = vector_outcomes(synthetic.conf, synthetic.correct, synthetic.coverage, paths)
     rng = np.random.default_rng(5)
     mask = np.zeros((300, synthetic.n), dtype=np.float32)
     for r in range(300):

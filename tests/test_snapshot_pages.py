@@ -148,6 +148,11 @@ def test_per_rank_holds_the_example_cards_verdict_and_two_figures(env):
     assert status == 200 and snapshot.markdown_html(per_rank.verdict(card, 0.92, 0.05, 1894)) in headline(page)
     assert f"θ {card['thetas']['class']:.4f}" in headline(page)
     assert len(figures(page)) == 2
+    status, page = snap("per_rank", r_acc="0.92", r_delta="0.05", r_quantity="answers")
+    card = rank_card(read_per_rank(EXAMPLE.read_bytes(), name=EXAMPLE.name), 0.92, 0.05, source=EXAMPLE.name,
+                     reps=per_rank.REPS, quantity="answers")
+    assert status == 200 and snapshot.markdown_html(per_rank.verdict(card, 0.92, 0.05, 1894)) in headline(page)
+    assert "of the answers given on new data are correct" in headline(page)
 
 
 def test_hierarchy_sensitivity_holds_the_trees_gains(env):

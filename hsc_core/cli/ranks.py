@@ -2,8 +2,8 @@
 
 ::
 
-    hsc ranks SCORES --target-accuracy A --delta D [--out card.md] [--percent] [--hierarchy FILE]
-              [--reps R] [--seed S]
+    hsc ranks SCORES --target-accuracy A --delta D [--quantity {hierarchical,answers}] [--out card.md]
+              [--percent] [--hierarchy FILE] [--reps R] [--seed S]
 
 SCORES is a CSV (or Parquet) table with ``sample_id`` and, per rank from the coarsest to the
 finest, ``true_<rank>``, ``pred_<rank>`` and ``conf_<rank>`` (``hsc_core.datasets.per_rank``).
@@ -18,9 +18,11 @@ import sys
 from pathlib import Path
 
 from ..datasets.per_rank import read_per_rank
+from ..evaluation.guarantee_methods import QUANTITY_WORDS
 from ..evaluation.per_rank import (
     N_REPS,
     SEED,
+    guarantee_text,
     rank_breakdown,
     rank_card,
     rank_card_json,
@@ -33,10 +35,13 @@ from .guarantees import _check_out, _level
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("scores", metavar="SCORES", help="per-rank scores table (.csv, or .parquet with pyarrow)")
     parser.add_argument("--target-accuracy", type=_level("--target-accuracy"), required=True, metavar="A",
-                        help="hierarchical accuracy to guarantee, e.g. 0.95 (every sample counts; an abstention "
-                             "counts as correct)")
+                        help="accuracy to guarantee, e.g. 0.95 (which accuracy: --quantity)")
     parser.add_argument("--delta", type=_level("--delta"), required=True, metavar="D",
                         help="the guarantee may fail with probability at most D over the calibration set")
+    parser.add_argument("--quantity", choices=list(QUANTITY_WORDS), default="hierarchical",
+                        help="which accuracy is guaranteed: 'hierarchical' (default), every sample counts and an "
+                             "abstention counts as correct; 'answers', the share of the answers given that are "
+                             "correct, abstentions left out")
     parser.add_argument("--out", default="rank_card.md", metavar="MD",
                         help="the Markdown card (default rank_card.md); its JSON twin goes next to it")
     parser.add_argument("--percent", action="store_true",
@@ -54,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     _check_out(args.out)
     scores = read_per_rank(args.scores, percent=args.percent, hierarchy=args.hierarchy)
     card = rank_card(scores, args.target_accuracy, args.delta, source=Path(args.scores).name, reps=args.reps,
-                     seed=args.seed)
+                     seed=args.seed, quantity=args.quantity)
     out = Path(args.out)
     out.write_text(rank_card_markdown(card), encoding="utf-8")
     out.with_suffix(".json").write_text(rank_card_json(card), encoding="utf-8")
@@ -63,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
           + ("" if card["certified"] else " — NOT certified: every sample abstains"))
     print(f"  on these rows: {rank_breakdown(card)}")
     if card["certified"]:
-        print(f"  guaranteed with {1 - args.delta:.0%} confidence: hierarchical accuracy ≥ {args.target_accuracy:.1%} "
-              "on new data (an abstention counts as correct)")
+        promise = guarantee_text(args.quantity, args.target_accuracy)
+        print(f"  guaranteed with {1 - args.delta:.0%} confidence: {promise}")
     print(f"wrote {out} and {out.with_suffix('.json')}", file=sys.stderr)
     return 0
 

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .curves import RCCurve
-from .ltt import binomial_p_values, ltt_theta_grid
+from .ltt import binomial_p_values, fwer_reject, ltt_theta_grid
 
 RULE = "climbing_by_rank"
 #: How much more slack 1 − θ each coarser rank gets on LTT's paths: 1 − θ_r = (1 − λ)·ρ^(finest − r).
@@ -169,17 +169,36 @@ def theta_paths(n_ranks: int, n_lambdas: int = 100, tilts: Sequence[float] = TIL
 
 
 def vector_outcomes(conf: np.ndarray, correct: np.ndarray, coverage: np.ndarray,
-                    vectors: np.ndarray, chunk: int = 64) -> tuple[np.ndarray, np.ndarray]:
-    """Per-sample loss and coverage of every θ vector: ((V, n) bool errors, (V, n) float32 coverage)."""
+                    vectors: np.ndarray, chunk: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-sample loss, coverage and answering of every θ vector.
+
+    Parameters
+    ----------
+    conf, correct, coverage : (n, R) arrays (module docstring).
+    vectors : (..., R) θ vectors, flattened to (V, R).
+
+    Returns
+    -------
+    (errors, cov, answered): (V, n) bool errors (the root is never wrong), (V, n) float32 coverage
+    and (V, n) bool whether the sample answers (its rank is not ``ROOT``; read from the answer ranks,
+    not from coverage > 0, since a coarse node covering every leaf has coverage 0 yet answers).
+
+    >>> e, c, a = vector_outcomes(np.array([[0.9, 0.5], [0.3, 0.2]]), np.array([[True, False], [True, True]]),
+    ...                           np.array([[0.0, 1.0], [0.0, 1.0]]), np.array([[0.6, 0.7]]))
+    >>> e.tolist(), a.tolist()
+    ([[False, False]], [[True, False]])
+    """
     conf, correct, coverage = _check(conf, correct, coverage)
     vectors = np.asarray(vectors, dtype=float).reshape(-1, conf.shape[1])
     errors = np.empty((vectors.shape[0], conf.shape[0]), dtype=bool)
     cov = np.empty((vectors.shape[0], conf.shape[0]), dtype=np.float32)
+    answered = np.empty((vectors.shape[0], conf.shape[0]), dtype=bool)
     for start in range(0, vectors.shape[0], chunk):  # (chunk, n, R) booleans at a time
         ranks = answer_ranks(conf, vectors[start:start + chunk])
         ok, c = outcomes(correct, coverage, ranks)
         errors[start:start + chunk], cov[start:start + chunk] = ~ok, c
-    return errors, cov
+        answered[start:start + chunk] = ranks != ROOT
+    return errors, cov, answered
 
 
 def path_levels(n_paths: int, delta: float, shared_share: float = SHARED_SHARE) -> np.ndarray:
@@ -196,17 +215,60 @@ def path_levels(n_paths: int, delta: float, shared_share: float = SHARED_SHARE) 
     return np.r_[delta * shared_share, np.full(n_paths - 1, delta * (1 - shared_share) / (n_paths - 1))]
 
 
+def vector_p_values(cal_errors: np.ndarray, n_cal: int | np.ndarray, alpha: float,
+                    cal_answered: np.ndarray | None = None) -> np.ndarray:
+    """Each vector's exact binomial p-value of H: its risk > α.
+
+    Without ``cal_answered`` the risk is the hierarchical one (errors among all ``n_cal`` samples,
+    an abstention correct): P(Bin(n_cal, α) ≤ errors). With it, the risk is the answers' one
+    P(wrong | answered) (abstentions excluded, a selective risk): given the number answered n_A,
+    the answered calibration samples are i.i.d. from the answered population, so their errors are
+    Binomial(n_A, R_sel) and P(Bin(n_A, α) ≤ errors) is a valid p-value (``ltt_selective``'s); a
+    vector answering nothing gets p = 1.
+
+    Parameters
+    ----------
+    cal_errors : (..., S, m) error counts (a root answer is never an error).
+    n_cal : calibration size(s), broadcast against the leading axes.
+    alpha : the risk level α.
+    cal_answered : (..., S, m) answered counts, or None (hierarchical).
+
+    Returns
+    -------
+    (..., S, m) p-values.
+
+    >>> vector_p_values(np.array([[1, 0, 2]]), 10, 0.2, np.array([[3, 0, 10]])).round(4).tolist()
+    [[0.896, 1.0, 0.6778]]
+    """
+    errors = np.asarray(cal_errors)
+    if cal_answered is None:
+        n_arr = np.asarray(n_cal)
+        return binomial_p_values(errors, n_arr.reshape(n_arr.shape + (1, 1)) if n_arr.ndim else n_arr, alpha)
+    answered = np.asarray(cal_answered)
+    if answered.shape != errors.shape:
+        raise ValueError(f"cal_answered must have the shape of cal_errors {errors.shape}, got {answered.shape}")
+    some = answered > 0
+    return np.where(some, binomial_p_values(errors, np.where(some, answered, 1), alpha), 1.0)
+
+
 def ltt_select(cal_errors: np.ndarray, cal_coverage: np.ndarray, n_cal: int | np.ndarray, alpha: float,
-               delta: float, shared_share: float = SHARED_SHARE) -> tuple[np.ndarray, np.ndarray]:
+               delta: float, shared_share: float = SHARED_SHARE, cal_answered: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
     """Learn then Test over the paths: which vector to ship, for each calibration set.
 
-    Each path (tilt) is tested by fixed-sequence testing from its strictest vector, the shared-θ
-    path (the first) at level δ·``shared_share`` and the tilted ones at the rest of δ split evenly
-    (weighted Bonferroni over the paths, ``path_levels``), with the exact binomial p-value of H:
-    error rate > α; so with probability ≥ 1 − δ every vector rejected on any path has accuracy
-    ≥ 1 − α. Among the rejected vectors, the one with the highest calibration coverage (the most
-    specific answers) is chosen, so the choice is never less specific on the calibration set than a
-    shared-θ LTT at level δ·``shared_share``.
+    Each path (tilt) is tested from its strictest vector, the shared-θ path (the first) at level
+    δ·``shared_share`` and the tilted ones at the rest of δ split evenly (weighted Bonferroni over the
+    paths, ``path_levels``), with the exact binomial p-value of H: risk > α (``vector_p_values``);
+    so with probability ≥ 1 − δ every vector rejected on any path has accuracy ≥ 1 − α. Among the
+    rejected vectors, the one with the highest calibration coverage (the most specific answers) is
+    chosen, so the choice is never less specific on the calibration set than a shared-θ LTT at level
+    δ·``shared_share``.
+
+    Without ``cal_answered`` the accuracy is the hierarchical one (every sample counts, an abstention
+    counts as correct) and each path is tested by fixed-sequence testing. With it, the accuracy is
+    that of the answers given (abstentions excluded) and each path is tested by the fallback
+    procedure (Wiens 2003, ``ltt.fwer_reject``) at its path level: the strictest vectors answer
+    (almost) nothing, so their p-values are 1 and a fixed sequence would stop there.
 
     Parameters
     ----------
@@ -215,6 +277,7 @@ def ltt_select(cal_errors: np.ndarray, cal_coverage: np.ndarray, n_cal: int | np
     n_cal : calibration size(s), broadcast against the leading axes.
     alpha, delta : the requirement (error ≤ α with probability ≥ 1 − δ).
     shared_share : the share of δ of the first (shared-θ) path.
+    cal_answered : (..., S, m) calibration counts answered (below the root) of each vector, or None.
 
     Returns
     -------
@@ -223,14 +286,16 @@ def ltt_select(cal_errors: np.ndarray, cal_coverage: np.ndarray, n_cal: int | np
     """
     errors = np.asarray(cal_errors)
     n_paths = errors.shape[-2]
-    n_arr = np.asarray(n_cal)
-    p = binomial_p_values(errors, n_arr.reshape(n_arr.shape + (1, 1)) if n_arr.ndim else n_arr, alpha)
+    p = vector_p_values(errors, n_cal, alpha, cal_answered)
     levels = path_levels(n_paths, delta, shared_share)
-    rejected = np.cumprod(p <= levels[:, None], axis=-1).astype(bool)  # fixed sequence per path at its level
+    if cal_answered is None:
+        rejected = np.cumprod(p <= levels[:, None], axis=-1).astype(bool)  # fixed sequence per path at its level
+    else:
+        rejected = np.stack([fwer_reject(p[..., s, :], levels[s], "fallback") for s in range(n_paths)], axis=-2)
     flat = rejected.reshape(rejected.shape[:-2] + (-1,))
     score = np.where(flat, np.asarray(cal_coverage, dtype=float).reshape(flat.shape), -np.inf)
     return np.asarray(np.argmax(score, axis=-1)), np.asarray(flat.any(axis=-1))
 
 
 __all__ = ["RULE", "ROOT", "SHARED_SHARE", "TILTS", "answer_ranks", "evaluate_thetas", "ltt_select", "outcomes",
-           "path_levels", "rank_rc_curve", "theta_paths", "vector_outcomes"]
+           "path_levels", "rank_rc_curve", "theta_paths", "vector_outcomes", "vector_p_values"]
