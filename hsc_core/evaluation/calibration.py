@@ -98,15 +98,15 @@ def _ltt(data: GuaranteeData, weights: np.ndarray, s: GuaranteeSettings, procedu
 
 
 def _ltt_selective(data: GuaranteeData, weights: np.ndarray, s: GuaranteeSettings) -> BatchFit:
-    """LTT on the selective risk P(wrong | answered) of Climbing at each grid θ, Holm at δ.
+    """LTT on the selective risk P(wrong | answered) of Climbing at each grid θ, fallback testing at δ.
 
     Given the number answered at θ, n_A(θ), the answered calibration samples are i.i.d. from the
     answered population, so their errors are Binomial(n_A(θ), R_sel(θ)): the binomial tail at
     n_A(θ) is a valid p-value of H: R_sel(θ) > α (valid marginally too; MAPIE's precision control
-    uses the same effective sample size). A θ where nothing is answered gets p = 1. Holm's step-down
-    (MAPIE's default for such conditional risks) needs no ordering: fixed-sequence testing from θ = 1
-    would stop at once, where almost nothing is answered. A wrong node is never the root, so the
-    errors are Climbing's errors."""
+    uses the same effective sample size). A θ where nothing is answered gets p = 1. The fallback
+    procedure (Wiens 2003; ``fwer_reject``) tests from θ = 1 down as a fixed sequence would, but goes on
+    after a failure: a plain fixed sequence would stop at once, where almost nothing is answered. A
+    wrong node is never the root, so the errors are Climbing's errors."""
     grid = ltt_theta_grid(s.n_lambdas)
     paths = data.paths["climbing"]
     grid_p = grid.astype(paths.values.dtype)

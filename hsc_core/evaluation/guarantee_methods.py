@@ -63,7 +63,8 @@ METHODS: dict[str, MethodInfo] = {
     "ltt_holm": MethodInfo("LTT · Holm", "climbing", "pac", "Angelopoulos et al. 2021, Holm step-down"),
     "ltt_selective": MethodInfo("LTT on the answers' accuracy (selective)", "climbing", "pac",
                                 "Angelopoulos et al. 2021 on the selective risk P(wrong | answered) (Geifman & "
-                                "El-Yaniv 2017): binomial p-value given the number answered, Holm", "answers"),
+                                "El-Yaniv 2017): binomial p-value given the number answered, fallback testing "
+                                "from θ = 1 (Wiens 2003)", "answers"),
     "ltt_multi": MethodInfo("LTT · several risks", "climbing", "pac",
                             "Angelopoulos et al. 2021 §4: max of the risks' p-values, Holm"),
     "conformal_lca": MethodInfo("Conformal node (LCA of the flat set)", "lca_set", "marginal",
