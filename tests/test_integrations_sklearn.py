@@ -136,13 +136,15 @@ class Cached(ClassifierMixin, BaseEstimator):
         return self.proba[np.asarray(X, dtype=np.int64).ravel()]
 
 
-def test_pac_guarantee_holds_over_200_random_splits_of_digits(digits, tree):
+@pytest.mark.parametrize("method", [None, PAC], ids=["default", PAC])
+def test_pac_guarantee_holds_over_200_random_splits_of_digits(digits, tree, method):
     """A classifier trained once on 150 digits (top-1 below 0.95, so θ must climb); 200 calibration
     sets of 700 drawn i.i.d. from the other 1,647 (their empirical distribution is the population,
     so the accuracy of each shipped θ on all of them is its population accuracy, with no test-set
-    noise): it falls below 0.95 in at most δ of them. (Measured on the samples a set left out
-    instead, their binomial noise adds violations near the target: printed, not asserted; issue
-    41's point 5.)"""
+    noise): the quantity the method guarantees (the engine's default: the answers' accuracy; Theorem 1:
+    the hierarchical accuracy) falls below 0.95 in at most δ of them. (Measured on the samples a set
+    left out instead, their binomial noise adds violations near the target: printed, not asserted;
+    issue 41's point 5.)"""
     X, y = digits
     X_tr, X_pool, y_tr, y_pool = train_test_split(X, y, train_size=150, random_state=0, stratify=y)
     base = _lr().fit(X_tr, y_tr)
@@ -150,30 +152,41 @@ def test_pac_guarantee_holds_over_200_random_splits_of_digits(digits, tree):
     cached = Cached(base.predict_proba(X_pool), base.classes_)
     rows = np.arange(len(y_pool))[:, None]
     rng = np.random.default_rng(0)
-    population, half, marginal = [], [], []
+    population, half, marginal, answered = [], [], [], []
     top1 = float((cached.proba.argmax(axis=1) == leaves).mean())
+    name = None
+
+    def accuracy(nodes: np.ndarray, quantity: str, keep: np.ndarray | slice = slice(None)) -> float:
+        correct, answered = tree.is_ancestor(nodes, leaves)[keep], (nodes != tree.root)[keep]
+        if quantity == "hierarchical":
+            return float(correct.mean())
+        return float(correct[answered].mean()) if answered.any() else 1.0  # nothing answered: none wrong
+
     for rep in range(200):
         cal = rng.choice(len(y_pool), size=700, replace=True)
-        est = HierarchicalSelectiveClassifier(cached, tree, target_accuracy=TARGET, method=PAC, delta=DELTA,
+        est = HierarchicalSelectiveClassifier(cached, tree, target_accuracy=TARGET, method=method, delta=DELTA,
                                               prefit=True, random_state=rep).fit(rows[cal], y_pool[cal])
-        correct = tree.is_ancestor(est.predict_nodes(rows), leaves)
-        population.append(float(correct.mean()))
-        unseen = np.setdiff1d(np.arange(len(y_pool)), cal)
-        half.append(float(correct[unseen].mean()))
+        name = est.method_
+        quantity = METHODS[name].quantity
+        nodes = est.predict_nodes(rows)
+        answered.append(float((nodes != tree.root).mean()))
+        population.append(accuracy(nodes, quantity))
+        half.append(accuracy(nodes, quantity, np.setdiff1d(np.arange(len(y_pool)), cal)))
         on_average = clone(est).set_params(method=MARGINAL, delta=None).fit(rows[cal], y_pool[cal])
-        marginal.append(float(tree.is_ancestor(on_average.predict_nodes(rows), leaves).mean()))
+        marginal.append(accuracy(on_average.predict_nodes(rows), "hierarchical"))
     population, half = np.array(population), np.array(half)
     violations = float((population < TARGET).mean())
     marginal_violations = float((np.array(marginal) < TARGET).mean())
-    print(f"digits (top-1 {top1:.4f}), {PAC}, target {TARGET}, δ {DELTA}, 200 calibration sets: population "
-          f"violations {violations:.3f} (mean accuracy {population.mean():.4f}); on the samples each set left out: "
-          f"{float((half < TARGET).mean()):.3f}; {MARGINAL} (on average only): {marginal_violations:.3f}")
+    print(f"digits (top-1 {top1:.4f}), {name} ({METHODS[name].quantity}), target {TARGET}, δ {DELTA}, 200 "
+          f"calibration sets: population violations {violations:.3f} (mean accuracy {population.mean():.4f}); on "
+          f"the samples each set left out: {float((half < TARGET).mean()):.3f}; {MARGINAL} (on average only): "
+          f"{marginal_violations:.3f}; answered {np.mean(answered):.3f}")
     # ≤ δ up to the noise of 200 draws: a method whose failure rate is exactly δ (Theorem 1's PAC
     # order statistic is nearly exact) exceeds δ in half of such studies; a 1 % one-sided binomial test
     allowed = stats.binom.ppf(0.99, population.size, DELTA) / population.size
     assert top1 < TARGET and violations <= allowed
     assert marginal_violations > allowed  # the check can fail: a guarantee on average only does
-    assert population.mean() < 0.999  # it answers below the root, not by abstaining on everything
+    assert population.mean() < 0.999 and np.mean(answered) > 0.5  # it answers, below the root
 
 
 # ------------------------------------------------------------------------------------ conventions
