@@ -4,12 +4,13 @@ recalibration), ▶ Play over the stream (a swept view), and one sentence (``das
 
 import streamlit as st
 
-from dashboard import entry, monitor, presenter, sidebar, state, sweep, widgets
-from dashboard.catalog import shift_label
+from dashboard import entry, monitor, presenter, sidebar, state, sweep, uploads, widgets
+from dashboard.catalog import DataError, shift_label
 from dashboard.snapshot import markdown_html
 from hsc_core.evaluation.monitor import shift_names
 
 entry.ensure_entrypoint(globals())
+RUNS = "_monitor_upload_runs"  # this session's runs on its uploaded stream
 
 es = sidebar.require_model_context()
 st.title("Monitor")
@@ -21,13 +22,17 @@ with presenter.controls("Stream and promise"):
                "(1 + γ − θ₁)/(γT)); recalibration re-fits it on the last 500 labels.")
     cols = st.columns(4)
 shifts = shift_names(es.model)  # the model's shipped shifts (run with its bf16 variant)
-options = shifts + [monitor.IN_ORDER]
+options = shifts + [monitor.IN_ORDER, monitor.UPLOADED]
 if state.get("m_stream") not in options:
     state.set("m_stream", options[0])
 with cols[0]:
     state.bind(st.selectbox, "Stream", "m_stream", scope="mon", options=options,
-               format_func=lambda k: "this model's file, in order" if k == monitor.IN_ORDER
-               else f"clean, then {shift_label(k)}")
+               format_func=lambda k: {monitor.IN_ORDER: "this model's file, in order",
+                                      monitor.UPLOADED: "a stream file you upload"}.get(k)
+               or f"clean, then {shift_label(k)}")
+    up = None if state.get("m_stream") != monitor.UPLOADED else st.file_uploader(
+        "Stream (.npz)", key="monitor_stream_file", help="Logits of this model's classes, samples in arrival "
+        "order (as `hsc cache-logits` writes them); kept for this browser session only.")
     state.bind(st.slider, "Samples per part", "m_n", scope="mon", min_value=200, max_value=5000, step=100)
 with cols[1]:
     state.bind(st.slider, "Promised accuracy", "m_acc", scope="mon", step=0.005, format="%.3f")
@@ -41,8 +46,9 @@ with cols[3]:
 try:
     with st.spinner("Playing the stream…"):
         res = monitor.run(es, float(state.get("m_acc")), float(state.get("m_delta")), str(state.get("m_stream")),
-                          int(state.get("m_n")), int(state.get("m_labels")), str(state.get("m_adapt")))
-except ValueError as exc:
+                          int(state.get("m_n")), int(state.get("m_labels")), str(state.get("m_adapt")),
+                          upload=uploads.session_stream(up), session_runs=st.session_state.setdefault(RUNS, {}))
+except (ValueError, DataError) as exc:
     st.error(widgets.plain(widgets.public_message(exc)))
     st.stop()
 n = len(res.frame)
@@ -58,8 +64,10 @@ sweep.swept_chart(fig, key="monitor_fig", names=[str(v) for v in times], value=s
                   texts={k: markdown_html(v) for k, v in monitor.sentences(res).items()}, text_side="above",
                   share_page="monitor", frame_ms=60)
 st.caption(f"Verdict over the whole stream: {res.verdict}. Deployed θ = {res.deployment.theta:.4f} "
-           f"(Theorem 1, one-sided: accuracy ≥ {res.deployment.target:.3g} with probability ≥ 1 − δ); the stream "
-           "draws from the images it was not "
-           "calibrated on. The same run from the command line: `hsc monitor --simulate … --card CARD.json`.")
-st.download_button("Download the rows (CSV)", res.frame.to_csv(index=False), "monitor.csv", "text/csv",
+           f"(Theorem 1, one-sided: accuracy ≥ {res.deployment.target:.3g} with probability ≥ 1 − δ); "
+           + ("the stream is your file's first samples, in its order. The same run from the command line: "
+              "`hsc monitor STREAM.npz --card CARD.json`." if up is not None else "the stream draws from the images "
+              "it was not calibrated on. The same run from the command line: `hsc monitor --simulate … --card "
+              "CARD.json`."))
+st.download_button("Download the rows (CSV)", monitor.csv_text(res), "monitor.csv", "text/csv",
                    key="dl_monitor")

@@ -7,8 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 
+from hsc_core.datasets.logits_io import LogitsBundle
 from hsc_core.evaluation.monitor import (
     QUANTITY_LABELS,
     Deployment,
@@ -16,13 +18,15 @@ from hsc_core.evaluation.monitor import (
     monitor_stream,
     simulate_chunks,
 )
-from hsc_core.evaluation.results import hierarchy_hash
+from hsc_core.evaluation.results import formula_safe_texts, hierarchy_hash
 
 from .catalog import shift_label
 from .evaluations import ModelContext
 
-#: The stream kinds the page offers: the model's file in its order (any model, uploads too).
+#: The stream kinds the page offers: the model's file in its order (any model, uploads too), and a
+#: stream file uploaded on the page itself (its samples in arrival order, this model's classes).
 IN_ORDER = "in_order"
+UPLOADED = "uploaded"
 _RUNS: dict[tuple, MonitorResult] = {}
 _MAX_RUNS = 8
 
@@ -39,27 +43,59 @@ def deployment(es: ModelContext, target: float, delta: float) -> tuple[Deploymen
 
 
 def run(es: ModelContext, target: float, delta: float, stream: str, n: int, labels_every: int, adapt: str,
-        seed: int = 0) -> MonitorResult:
-    """The monitor over the page's stream (kept for the last few settings: ▶ Play re-reads it)."""
-    key = (es.key, round(target, 6), round(delta, 6), stream, n, labels_every, adapt, seed)
-    if key in _RUNS:
-        return _RUNS[key]
+        seed: int = 0, upload: LogitsBundle | None = None, session_runs: dict | None = None) -> MonitorResult:
+    """The monitor over the page's stream (kept for the last few settings: ▶ Play re-reads it). With
+    ``stream == UPLOADED``, ``upload`` is the stream and its runs are kept in ``session_runs`` (the
+    session's own dict), never in this module's cache, which every session shares."""
+    uploaded = stream == UPLOADED
+    runs = (session_runs if session_runs is not None else {}) if uploaded else _RUNS
+    key = (es.key, round(target, 6), round(delta, 6), stream, n, labels_every, adapt, seed, id(upload))
+    if key in runs:
+        return runs[key]
     dep, rows = deployment(es, target, delta)
     h = es.view.hierarchy
-    if stream == IN_ORDER:
+    if uploaded:
+        chunks: Any = [uploaded_chunk(upload, es, dep, n, labels_every)]
+    elif stream == IN_ORDER:
         ev = es.view.evaluation
         idx = es.view.rows[: int(n)]
-        chunks: Any = [{"scores": ev.logits[idx], "ids": np.arange(1, idx.size + 1),
-                        "segment": np.full(idx.size, "file"),
-                        "labels": np.where(np.arange(1, idx.size + 1) % labels_every == 0, ev.labels[idx], -1)}]
+        chunks = [{"scores": ev.logits[idx], "ids": np.arange(1, idx.size + 1),
+                   "segment": np.full(idx.size, "file"),
+                   "labels": np.where(np.arange(1, idx.size + 1) % labels_every == 0, ev.labels[idx], -1)}]
     else:
         chunks = simulate_chunks([("clean", int(n)), (stream, int(n))], model=es.model, rows=rows,
                                  labels_every=labels_every, seed=seed)
     res = monitor_stream(h, chunks, dep, adapt=adapt)
-    if len(_RUNS) >= _MAX_RUNS:
-        _RUNS.pop(next(iter(_RUNS)))
-    _RUNS[key] = res
+    if len(runs) >= _MAX_RUNS:
+        runs.pop(next(iter(runs)))
+    runs[key] = res
     return res
+
+
+def uploaded_chunk(upload: LogitsBundle | None, es: ModelContext, dep: Deployment, n: int,
+                   labels_every: int) -> dict[str, Any]:
+    """The first ``n`` samples of an uploaded stream as one chunk for ``monitor_stream``, after one-line
+    checks: a stream is there, it has this model's classes, and its manifest (when it names a model)
+    names this one."""
+    if upload is None:
+        raise ValueError("upload a stream file (.npz in arrival order) first")
+    h = es.view.hierarchy
+    if upload.n_classes != h.n_leaves:
+        raise ValueError(f"the stream {upload.name}.npz has {upload.n_classes:,} classes; {es.model} has "
+                         f"{h.n_leaves:,}")
+    manifest = upload.manifest or {}
+    dep.check_stream(h, str(manifest.get("variant_of") or manifest.get("model") or ""))
+    idx = np.arange(min(int(n), upload.n_samples))
+    return {"scores": upload.logits[idx], "ids": None, "segment": np.full(idx.size, "upload"),
+            "labels": np.where((idx + 1) % labels_every == 0, upload.labels[idx], -1),
+            "image": upload.sample_ids[idx]}
+
+
+def csv_text(res: MonitorResult) -> str:
+    """The run's rows as CSV, its text columns (a stream's sample ids) formula-safe."""
+    frame = res.frame
+    texts = [c for c in frame.columns if frame[c].dtype == object or pd.api.types.is_string_dtype(frame[c])]
+    return frame.assign(**{c: formula_safe_texts(frame[c]) for c in texts}).to_csv(index=False)
 
 
 #: How many times t a played stream stops at (frames of the swept figure, first and last sample included).

@@ -101,3 +101,31 @@ def keep_upload(bundle: LogitsBundle, source=None) -> str:
     if source is not None:
         uploads.files.add(source)
     return location
+
+
+#: Where a stream uploaded on the Monitor page is kept among this session's uploads (one at a time):
+#: this prefix and the upload's file id.
+STREAM_LOCATION = f"{UPLOAD_PREFIX}monitor-stream/"
+
+
+def session_stream(up) -> LogitsBundle | None:
+    """The stream file uploaded on the Monitor page (``st.file_uploader``'s file or None), validated once
+    per upload like every logits upload (bounded before inflating) and kept in this session only (the
+    previous stream is let go); None when none is uploaded. A bad file raises ``DataError`` in one line."""
+    uploads = _this_session()
+    if uploads is None:
+        return None
+    location = None if up is None else f"{STREAM_LOCATION}{up.file_id}"
+    for old in [k for k in uploads.bundles if k.startswith(STREAM_LOCATION) and k != location]:
+        del uploads.bundles[old]
+    if up is None:
+        return None
+    if location in uploads.bundles:
+        return uploads.bundles[location]
+    if Path(up.name).suffix.lower() != ".npz":
+        raise DataError(f"a stream is a .npz archive of logits in arrival order, not a "
+                        f"{Path(up.name).suffix or 'suffix-less'} file")
+    bundle = validate_upload(up.getvalue(), up.name)
+    uploads.bundles[location] = bundle
+    uploads.files.add(up)
+    return bundle

@@ -60,3 +60,55 @@ def test_monitor_page_adapts_theta(shipped):
     theta = float(s.split("θ = ")[1].split(":")[0])
     deployed = float(next(c.value for c in at.caption if "Deployed θ = " in c.value).split("Deployed θ = ")[1][:6])
     assert theta > deployed + 0.1  # ACI has raised θ to keep the accuracy under blur
+
+
+# ------------------------------------------------------------------------------ an uploaded stream
+def test_an_uploaded_stream_is_monitored_as_the_same_samples_in_order(shipped):
+    """The model's own first samples uploaded as a stream give the 'in order' run's numbers, row for row;
+    their sample ids come back in the CSV, a would-be formula quoted."""
+    import numpy as np
+
+    from dashboard import evaluations, monitor
+    from hsc_core.datasets.logits_io import LogitsBundle
+
+    es = evaluations.model_context(LITE0, str(SHIPPED / f"{LITE0}.npz"))
+    ev, idx = es.view.evaluation, es.view.rows[:800]
+    ids = np.array([f"img{i}" for i in range(idx.size)], dtype="<U20")
+    ids[4] = "=HYPERLINK(1)"
+    upload = LogitsBundle(name="stream", logits=ev.logits[idx], labels=ev.labels[idx], sample_ids=ids,
+                          sources=None, manifest={"model": LITE0})
+    args = (es, 0.85, 0.1)
+    mine: dict = {}
+    got = monitor.run(*args, monitor.UPLOADED, 800, 3, "aci", upload=upload, session_runs=mine)
+    want = monitor.run(*args, monitor.IN_ORDER, 800, 3, "aci")
+    numbers = [c for c in want.frame.columns if c not in ("segment", "image")]
+    assert len(got.frame) == 800 and got.frame[numbers].equals(want.frame[numbers])
+    assert got.verdict == want.verdict and len(mine) == 1  # kept in the session's own dict only
+    assert not any(k[3] == monitor.UPLOADED for k in monitor._RUNS)
+    csv = monitor.csv_text(got)
+    assert "'=HYPERLINK(1)" in csv and "\n=HYPERLINK" not in csv and ",=HYPERLINK" not in csv
+
+
+def test_an_uploaded_stream_of_other_classes_or_model_is_refused_in_one_line(shipped):
+    import numpy as np
+
+    from dashboard import evaluations, monitor
+    from hsc_core.datasets.logits_io import LogitsBundle
+
+    es = evaluations.model_context(LITE0, str(SHIPPED / f"{LITE0}.npz"))
+
+    def stream(classes: int, model: str) -> LogitsBundle:
+        return LogitsBundle(name="s", logits=np.zeros((10, classes), np.float32), labels=np.zeros(10, np.int64),
+                            sample_ids=np.array([f"i{k}" for k in range(10)]), sources=None, manifest={"model": model})
+    with pytest.raises(ValueError, match=r"^the stream s\.npz has 10 classes; efficientnet_lite0 has 1,000$"):
+        monitor.run(es, 0.85, 0.1, monitor.UPLOADED, 10, 1, "fixed", upload=stream(10, LITE0))
+    with pytest.raises(ValueError, match=r"^the card is for model 'efficientnet_lite0', the stream comes from 'x'$"):
+        monitor.run(es, 0.85, 0.1, monitor.UPLOADED, 10, 1, "fixed", upload=stream(1000, "x"))
+    with pytest.raises(ValueError, match=r"^upload a stream file \(\.npz in arrival order\) first$"):
+        monitor.run(es, 0.85, 0.1, monitor.UPLOADED, 10, 1, "fixed")
+
+
+def test_the_page_asks_for_a_stream_file_when_none_is_uploaded(shipped):
+    at = open_page("app_pages/monitor.py", {"model": LITE0, "m_stream": "uploaded", "m_n": "500"})
+    assert [e.value for e in at.error] == ["upload a stream file (.npz in arrival order) first"]
+    assert not at.exception

@@ -391,3 +391,21 @@ def test_cli_bad_input_one_line(shipped_card, tmp_path, capsys, monkeypatch):
         assert main(["monitor", *args, "--out", str(tmp_path / "x.csv")]) == 2
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and message in err, err
+
+
+def test_cli_stream_file_csv_quotes_a_sample_id_a_spreadsheet_would_run(shipped_card, tmp_path, monkeypatch):
+    """A STREAM file's sample ids reach the CSV's ``image`` column as text: one starting like a formula
+    gets the ``'`` of ``results.csv_cell`` (pyarrow's writer and pandas' alike)."""
+    from hsc_core.datasets import logits_io
+
+    monkeypatch.setattr(logits_io, "library_versions", dict)
+    b = logits_io.load_logits(SHIPPED)
+    ids = np.array([f"s{i}" for i in range(300)], dtype="<U30")
+    ids[7] = "=HYPERLINK(\"http://e\")"
+    keep = {k: v for k, v in b.manifest.items() if k in ("model", "dataset_id", "hierarchy")}
+    stream = logits_io.save_logits(tmp_path / "stream.npz", b.logits[:300], b.labels[:300], ids, manifest=keep)
+    out = tmp_path / "m.csv"
+    done = _hsc(str(stream), "--card", str(shipped_card), "--out", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    f = pd.read_csv(out)
+    assert len(f) == 300 and f["image"].iloc[7] == "'=HYPERLINK(\"http://e\")" and f["image"].iloc[8] == "s8"

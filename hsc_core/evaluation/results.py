@@ -297,6 +297,16 @@ def csv_cell(value: Any) -> str:
     return "'" + text if text.startswith(FORMULA_START) else text
 
 
+def formula_safe_texts(values: Iterable[Any]) -> np.ndarray:
+    """A column of text cells as ``csv_cell`` writes them (a would-be formula prefixed with ``'``), for
+    writers that take whole columns (pandas, pyarrow); an object array.
+
+    >>> formula_safe_texts(["img_1.png", "=1+1", "-x"]).tolist()
+    ['img_1.png', "'=1+1", "'-x"]
+    """
+    return np.array([("'" + t) if t.startswith(FORMULA_START) else t for t in map(str, values)], dtype=object)
+
+
 def to_csv(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None) -> str:
     """CSV text with a header (``columns`` default: every key, first-seen order), cells by ``csv_cell``."""
     if columns is None:
