@@ -87,7 +87,8 @@ FIND_CHART_JS = """const host = document.querySelector(`.st-key-${chart}`);
                     g = d && d.querySelector('.js-plotly-plot'); }"""
 AT_THETA_JS = """([chart, theta]) => { """ + FIND_CHART_JS + """
   // the θ-swept view (dashboard/sweep.py): drawn, at θ; a chart in the page (the floor): drawn at its frame
-  const root = g && g.ownerDocument.getElementById('root');
+  // (the view's #root is in its own frame; the page's own #root is Streamlit's)
+  const root = g && g.ownerDocument !== document && g.ownerDocument.getElementById('root');
   if (root) return root.dataset.drawn === '1' && root.dataset.theta === theta;
   const sl = g && g._fullLayout && g._fullLayout.sliders && g._fullLayout.sliders[0];
   if (sl) return !!sl.steps[sl.active] && sl.steps[sl.active].value === theta;
@@ -96,7 +97,8 @@ AT_THETA_JS = """([chart, theta]) => { """ + FIND_CHART_JS + """
 
 # The chart as the browser holds it (data, layout, frames), to serve it again in one_chart_app.py.
 FIGURE_JS = """(chart) => { """ + FIND_CHART_JS + """
-  return JSON.stringify({data: g.data, layout: g.layout, frames: g._transitionData._frames}); }"""
+  const frames = (g._transitionData && g._transitionData._frames) || [];  // the component keeps its frames itself
+  return JSON.stringify({data: g.data, layout: g.layout, frames: frames}); }"""
 
 
 def open_link(browser, url: str, chart: str, theta: str) -> float:

@@ -16,4 +16,5 @@ spec = json.loads(open(os.environ["HSC_BENCH_FIGURE"], encoding="utf-8").read())
 spec["layout"].pop("template", None)  # Streamlit's theme, as the browser filled it in
 key = os.environ.get("HSC_BENCH_KEY", "chart")
 with st.container(key=key):
-    st.plotly_chart(go.Figure(data=spec["data"], layout=spec["layout"], frames=spec["frames"]), key=f"{key}_chart")
+    st.plotly_chart(go.Figure(data=spec["data"], layout=spec["layout"], frames=spec.get("frames") or None),
+                    key=f"{key}_chart")
