@@ -24,7 +24,7 @@ entry.ensure_entrypoint(globals())
 
 # Presenter mode: the screen's height (rem) the title, the folded controls, the caption and the
 # sentence take above the chart.
-ATLAS_RESERVED_REM = 15.5
+ATLAS_RESERVED_REM = 16
 REGIME_NAMES = {"all": "all regimes", **{r.key: r.label for r in (*REGIMES, PLAIN)}}
 DOWNLOAD_HINT = ("the authors' table: `results/models_comparison/models_comparison_full.csv` of "
                  "github.com/shanigoren/Hierarchical-Selective-Classification (1,116 ImageNet models; not shipped "
