@@ -22,6 +22,9 @@ from hsc_core.report.export import ExportContext
 
 entry.ensure_entrypoint(globals())
 
+# Presenter mode: the screen's height (rem) the title, the folded controls, the caption and the
+# sentence take above the chart.
+ATLAS_RESERVED_REM = 16
 REGIME_NAMES = {"all": "all regimes", **{r.key: r.label for r in (*REGIMES, PLAIN)}}
 DOWNLOAD_HINT = ("the authors' table: `results/models_comparison/models_comparison_full.csv` of "
                  "github.com/shanigoren/Hierarchical-Selective-Classification (1,116 ImageNet models; not shipped "
@@ -49,8 +52,10 @@ if state.get("cmp_rule") not in ATLAS_RULES:
     state.set("cmp_rule", state.SETTINGS["cmp_rule"].default)
 with top[1]:
     state.bind(st.selectbox, "Rule", "cmp_rule", scope="atl", options=list(ATLAS_RULES), format_func=rule_label)
-    state.bind(st.radio, "y axis", "atlas_y", scope="atl", options=["haurc", "gain_percent"],
-               format_func={"haurc": "hAURC×1000", "gain_percent": "gain %"}.get, horizontal=True)
+    state.bind(st.radio, "y axis", "atlas_y", scope="atl", options=["gain_percent", "haurc"],
+               format_func={"haurc": "hAURC×1000", "gain_percent": "gain %"}.get, horizontal=True,
+               help="Gain %: the % of Selective's hAURC the rule saves (what the sentence compares; Climbing's "
+                    "for Selective, whose gain is 0). hAURC×1000: the area itself, lower is better.")
 with top[2]:
     state.bind(st.radio, "Risk", "loss", scope="atl", options=["01", "severity"],
                format_func={"01": "0/1 (hierarchical)", "severity": "LCA severity"}.get)
@@ -94,18 +99,22 @@ st.caption(f"**{len(table):,} models** from *{widgets.plain(source_name)}*"
            + f" · evaluated on {', '.join(f'{s:,}' for s in sizes[:3])} images"
            + (" without TS (45,000 with TS, after fitting T on 5,000)" if sizes == [50_000] else "")
            + f" · {rule_label(rule)}, {'with' if ts else 'without'} TS")
-gain_rule = rule if rule != "selective" else "climbing"  # Selective's gain over itself is 0 by definition
-lead = headlines.atlas_headline(regime_summary(shown, rule=gain_rule, loss=loss, ts=ts), len(shown),
-                                rule_label(gain_rule))
-(st.caption if presenter.presenter() else st.markdown)(lead)
+lead = headlines.atlas_headline(regime_summary(shown, rule=atlas.gain_rule(rule), loss=loss, ts=ts), len(shown),
+                                rule_label(atlas.gain_rule(rule)))
+st.markdown(lead)
 note = sample_note(yours)
 if note:
     (st.caption if presenter.presenter() else st.warning)(f"⚠ {note}")
 
-widgets.figure(atlas_figure(shown, rule=rule, loss=loss, ts=ts, y=y, yours=yours if not yours.empty else None,
-                       font_size=presenter.font_size(), height=350 if presenter.presenter() else 520),
-          f"atlas_{rule}_{loss}_{y}", key="atlas_chart", context=context,
-          title=f"Top-1 accuracy vs {rule_label(rule)} {'hAURC' if y == 'haurc' else 'gain'} by training regime")
+plotted = atlas.chart_rule(rule, y)  # the sentence's gain, or the picked rule's hAURC
+size = presenter.font_size()  # presenter mode: the chart fills the screen below the sentence
+widgets.figure(atlas_figure(shown, rule=plotted, loss=loss, ts=ts, y=y, yours=yours if not yours.empty else None,
+                            font_size=size, height=520),
+               f"atlas_{plotted}_{loss}_{y}", key="atlas_chart", context=context,
+               title=f"Top-1 accuracy vs {rule_label(plotted)} {'hAURC' if y == 'haurc' else 'gain'} "
+                     "by training regime",
+               height=presenter.fit_height(ATLAS_RESERVED_REM, least=300),
+               layout=atlas.presenter_layout(size) if presenter.presenter() else None)
 st.caption("Each marker is a model: colour and shape say its training regime (a model with several shows its "
            "first; hover for all), an open marker is a suspect row, stars are your models. The legend counts every "
            "model of a regime, as the regime means below do.")

@@ -108,7 +108,7 @@ def headline(slot) -> None:
         st.caption(widgets.plain(headline_sentence(name, on.dataset.name, on.view.n, False, off_gain)))
 
 
-# Presenter mode: the message (headline, its no-TS twin, the negative result) beside the
+# Presenter mode: the message (the headline and its no-TS twin) beside the
 # illustration, so both fit one 1280×720 screen; the explanation folds into an expander below.
 PRESENTER = presenter.presenter()
 message, picture = st.columns([1, 1.1], gap="large") if PRESENTER else (st.container(), None)
@@ -119,7 +119,6 @@ with message:
     # The headline is computed once the page's first chart is on screen (below): the model's
     # evaluation and its bootstrap intervals take seconds on a fresh server.
     headline_slot = st.empty()
-    negative = st.container()  # the negative result, once every model's rows are in (below)
 with st.expander("How these numbers are measured (one protocol for every page)"):
     st.markdown(
         f"**Protocol.** {PROTOCOL_TEXT} The split is the same on every page, so a number means the same "
@@ -187,19 +186,19 @@ if not rows:
         sidebar.no_models_message()
     st.stop()
 
-worse = worse_sentence(rows)
-if worse:  # one sentence up top (the first screen), every model's rule further down
-    negative.warning(widgets.plain(worse_summary(rows) + " "
-                                   + headlines.worse_conclusion(worse_rules(rows), HEADLINE_RULE, rule_label)),
-                     icon=":material/trending_down:")
-    with st.expander("Every rule that does worse than Selective"):
-        st.markdown(widgets.plain(worse))
 models = views.model_rows(rows, metrics=("top1", "temperature"))
 st.dataframe(pd.DataFrame(models), hide_index=True, key="overview_table",
              column_config={"n_eval": st.column_config.NumberColumn("evaluation samples"),
                             "n_cal": st.column_config.NumberColumn("calibration samples"),
                             "top-1 accuracy": st.column_config.NumberColumn(format="%.4f"),
                             "T": st.column_config.NumberColumn(format="%.3f")})
+worse = worse_sentence(rows)
+if worse:  # about the models listed above (the same rows), not the first screen's one model: folded here
+    with st.expander(f"Rules that do worse than Selective, among the {widgets.count(len(models), 'model')} above",
+                     icon=":material/trending_down:"):
+        st.warning(widgets.plain(worse_summary(rows) + " "
+                                 + headlines.worse_conclusion(worse_rules(rows), HEADLINE_RULE, rule_label)))
+        st.markdown(widgets.plain(worse))
 per_rule = views.rule_rows(rows)
 shown = views.with_interval_text(per_rule)
 st.dataframe(shown, hide_index=True, key="overview_rules", height=min(35 * (len(shown) + 1) + 3, 700),

@@ -9,6 +9,7 @@ from dashboard import (
     catalog,
     entry,
     evaluations,
+    navigation,
     page_sentences,
     presenter,
     session_keys,
@@ -26,13 +27,7 @@ from hsc_core.report.tree_figure import record_rows, tree_figure
 
 entry.ensure_entrypoint(globals())
 
-STEPS = {
-    1: "The classifier is unsure",
-    2: "A selective classifier can only reject",
-    3: "Climb the hierarchy instead",
-    4: "Across all samples: risk against coverage",
-    5: "The guarantee",
-}
+STEPS = navigation.STORY_STEPS
 # The step bar's labels: short, so all five fit on one line at 1280 px (the heading has the title).
 STEP_TABS = {1: "Unsure", 2: "Reject", 3: "Climb", 4: "All samples", 5: "Guarantee"}
 THETA = views.FIGURE1_THETA

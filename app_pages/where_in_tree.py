@@ -79,7 +79,7 @@ def tree_view() -> None:
     per_node = table.reindex(range(h.n_nodes), fill_value=0)  # every node, in index order
     sentence = headlines.where_headline(per_node["stops"].to_numpy(), per_node["stops_correct"].to_numpy(),
                                         h.leaf_count, rule_label(rule), theta)
-    (st.caption if presenter.presenter() else st.info)(sentence)
+    st.markdown(sentence)  # body text, as every page's sentence (at the projector too)
     nodes = wedge_nodes(h, table["samples"].to_numpy(), focus)
     left, right = st.columns([3, 2], gap="small")
     with left:

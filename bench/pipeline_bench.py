@@ -13,7 +13,7 @@ workers read the bytes and decodes them with nvJPEG on the GPU (``cache_logits -
 the difference shows whether decoding or the network is the bottleneck. The pipeline figure
 includes DataLoader start-up and the first batch, as a real run does.
 
-The GPU-decode figures in the README come from
+The GPU-decode figures in docs/guide/performance.md come from
 
     python bench/pipeline_bench.py --decode both --best-only --workers 15
 """

@@ -22,6 +22,25 @@ from . import catalog, evaluations
 ATLAS_DATASET = "imagenet1k"  # the authors' table: ImageNet-1k models; only such models of yours go beside it
 
 
+def gain_rule(rule: str) -> str:
+    """The rule whose gain the page's sentence and its gain chart show: ``rule``, or Climbing for
+    Selective (whose gain over itself is 0 by definition)."""
+    return rule if rule != "selective" else "climbing"
+
+
+def chart_rule(rule: str, y: str) -> str:
+    """The rule the atlas chart plots on ``y``: the sentence's rule for the gain, ``rule`` for hAURC."""
+    return gain_rule(rule) if y == "gain_percent" else rule
+
+
+def presenter_layout(font_size: int) -> dict:
+    """The atlas chart's layout in presenter mode: the legend beside the plot, not below it (nine
+    regimes in projector type took most of the chart's height there), and a bottom margin for the
+    x axis alone."""
+    return dict(legend=dict(orientation="v", yref="paper", y=1, yanchor="top", x=1.02, xanchor="left"),
+                margin=dict(b=int(3.4 * font_size)))
+
+
 def results_folder() -> Path | None:
     """The folder the atlas lists and reads tables from (``config.results_dir``)."""
     return config.results_dir()

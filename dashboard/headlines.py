@@ -281,9 +281,16 @@ def atlas_headline(summary: list[dict[str, Any]], n_models: int, rule: str) -> s
             f"and smallest for **{worst['label']}** ({worst['gain_percent_mean']:.1f} %).")
 
 
-def _theta(p: float) -> str:
-    """θ as the sliders show it (2 decimals), with 4 where 2 would round a probability below 1 up to 1.00."""
-    return f"{p:.4f}" if p < 1 and round(p, 2) >= 1 else f"{p:.2f}"
+def _thetas(*ps: float) -> list[str]:
+    """θs of one sentence in one format: as the sliders show them (2 decimals), or all with 4 where 2
+    would round a probability below 1 up to 1.00; one below 1 never reads as 1 (0.99999 → 0.9999).
+
+    >>> _thetas(0.31, 0.99999), _thetas(0.4, 0.95)
+    (['0.3100', '0.9999'], ['0.40', '0.95'])
+    """
+    digits = 4 if any(p < 1 and round(p, 2) >= 1 for p in ps) else 2
+    below = 1 - 10.0 ** -digits
+    return [f"{min(p, below) if p < 1 else p:.{digits}f}" for p in ps]
 
 
 def climb_headline(names: list[str], probs: np.ndarray, correct: np.ndarray | None, rule: str = "Climbing") -> str:
@@ -308,20 +315,23 @@ def climb_headline(names: list[str], probs: np.ndarray, correct: np.ndarray | No
     below_root = probs[-2] if len(probs) > 1 else 1.0
     reject = (" and never rejects it (every node on the path has probability 1)" if below_root >= 1
               else " and rejects the image above it")
+    leaf_up_to, coarser_up_to = _thetas(probs[0], below_root)
     if correct is None:
-        return (head + f"; backing off when unsure ({rule}) keeps it for θ up to {_theta(probs[0])} and answers a "
-                f"coarser class for θ up to {_theta(below_root)}{reject}.")
+        return (head + f"; backing off when unsure ({rule}) keeps it for θ up to {leaf_up_to} and answers a "
+                f"coarser class for θ up to {coarser_up_to}{reject}.")
     correct = np.asarray(correct, dtype=bool)
     first = int(np.argmax(correct))  # the lowest correct node on the path (the root always is)
     if first == 0:
         return (head + f", and it is right: backing off when unsure ({rule}) stays right at every θ, with the leaf "
-                f"for θ up to {_theta(probs[0])} and a coarser class for θ up to {_theta(below_root)}{reject}.")
+                f"for θ up to {leaf_up_to} and a coarser class for θ up to {coarser_up_to}{reject}.")
     head += ", and it is wrong"
     if first == len(probs) - 1:
         return (head + f"; no class on its path contains the true one, so backing off when unsure ({rule}) can "
-                f"only reject it" + (f" (for θ above {_theta(below_root)})." if below_root < 1 else " and never does."))
+                f"only reject it" + (f" (for θ above {_thetas(below_root)[0]})." if below_root < 1
+                                     else " and never does."))
+    low, high = _thetas(probs[first - 1], below_root)
     return (head + f"; backing off when unsure ({rule}) answers correctly, with **{names[first]}** or coarser, "
-            f"for θ from {_theta(probs[first - 1])} to {_theta(below_root)}{reject}.")
+            f"for θ from {low} to {high}{reject}.")
 
 
 def story_headline(n: int, top1_error: float, rescued: float, theta: float) -> str:

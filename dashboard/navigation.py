@@ -17,10 +17,31 @@ class PageInfo:
     answers: str
 
 
+#: The guided story's steps (its page, its snapshot and the landing page's count read them here).
+STORY_STEPS = {
+    1: "The classifier is unsure",
+    2: "A selective classifier can only reject",
+    3: "Climb the hierarchy instead",
+    4: "Across all samples: risk against coverage",
+    5: "The guarantee",
+}
+_COUNTS = {3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
+
+
+def count_word(n: int) -> str:
+    """``n`` as a word where that reads better (3 to 9), else its digits.
+
+    >>> count_word(5), count_word(12)
+    ('five', '12')
+    """
+    return _COUNTS.get(n, str(n))
+
+
 SECTIONS: dict[str, list[PageInfo]] = {
     "Learn": [
         PageInfo("overview.py", "Overview", ":material/home:", "home", "the one message, and every model's numbers"),
-        PageInfo("story.py", "Guided story", ":material/school:", "story", "the idea in four steps, for a class"),
+        PageInfo("story.py", "Guided story", ":material/school:", "story",
+                 f"the idea in {count_word(len(STORY_STEPS))} steps, for a class"),
         PageInfo("try_an_image.py", "Try an image", ":material/image:", "try_an_image",
                  "what the model answers for one photo"),
     ],

@@ -13,7 +13,7 @@ import numpy as np
 
 from hsc_core.core.rule_registry import rule_label
 
-from . import catalog, evaluations, page_sentences, plots, views, widgets
+from . import catalog, evaluations, navigation, page_sentences, plots, views, widgets
 from .snapshot import Snapshot, Unavailable, register
 from .snapshot_views import (
     SNAPSHOT_WIDTH,
@@ -130,10 +130,6 @@ def _jpeg(image) -> bytes:
 
 
 # ---------------------------------------------------------------------------- Guided story
-STORY_STEPS = {1: "The classifier is unsure", 2: "A selective classifier can only reject",
-               3: "Climb the hierarchy instead", 4: "Across all samples: risk against coverage", 5: "The guarantee"}
-
-
 @register("story", stamp=model_stamp)
 def story(params: Mapping[str, str]) -> Snapshot:
     """The link's step of the story on its example sample (θ = 0.5, as each step opens): the
@@ -145,7 +141,7 @@ def story(params: Mapping[str, str]) -> Snapshot:
     es = context_of(values)
     v, h = es.view, es.view.hierarchy
     step, theta, font = int(values["step"]), views.FIGURE1_THETA, font_size(values["presenter"])
-    title = f"Guided story · {step}. {STORY_STEPS[step]}"
+    title = f"Guided story · {step}. {navigation.STORY_STEPS[step]}"
     sentence = page_sentences.story(v) + "  \n  \n"
     if step == 5:
         return _story_guarantee(es, values, title, sentence)

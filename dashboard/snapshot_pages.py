@@ -238,14 +238,16 @@ def model_atlas(params: Mapping[str, str]) -> Snapshot:
     else:
         raise Unavailable("There is no results table and no shipped model to place.")
     shown = table if regime == "all" else table[table["regimes"].str.split(";").map(lambda ks: regime in ks)]
-    gain_rule = rule if rule != "selective" else "climbing"
-    lead = headlines.atlas_headline(regime_summary(shown, rule=gain_rule, loss=loss, ts=ts), len(shown),
-                                    rule_label(gain_rule))
+    lead = headlines.atlas_headline(regime_summary(shown, rule=atlas.gain_rule(rule), loss=loss, ts=ts),
+                                    len(shown), rule_label(atlas.gain_rule(rule)))
     regimes = {"all": "all regimes", **{r.key: r.label for r in (*REGIMES, PLAIN)}}  # the page's names
     caption = (f"**{len(table):,} models** from *{widgets.plain(source)}* · {regimes.get(regime, regime)} · "
                f"{rule_label(rule)}, {'with' if ts else 'without'} TS")
-    fig = atlas_figure(shown, rule=rule, loss=loss, ts=ts, y=y, yours=yours if not yours.empty else None,
-                       font_size=font_size(values["presenter"]), height=350 if values["presenter"] else 520)
+    fig = atlas_figure(shown, rule=atlas.chart_rule(rule, y), loss=loss, ts=ts, y=y,
+                       yours=yours if not yours.empty else None, font_size=font_size(values["presenter"]),
+                       height=440 if values["presenter"] else 520)
+    if values["presenter"]:
+        fig.update_layout(**atlas.presenter_layout(font_size(True)))
     return Snapshot("Model atlas", lead, (fig,), caption=caption, presenter=bool(values["presenter"]))
 
 

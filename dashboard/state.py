@@ -29,6 +29,7 @@ from hsc_core.evaluation.guarantees import DEFAULT_METHODS, METHODS, SAMPLINGS
 from hsc_core.evaluation.threshold import DEFAULT_N_CAL
 
 from . import session_keys as keys
+from .navigation import STORY_STEPS
 
 # This module's private session keys (what each holds: session_keys).
 _LOADED = keys.QUERY_PARAMS_LOADED
@@ -251,7 +252,7 @@ SETTINGS: dict[str, Setting] = {
     "trees": Setting(list(_TREES), _trees, lambda v: ",".join(v)),
     # Presenter mode (bigger fonts, controls tucked away) and the guided story's step
     "presenter": Setting(False, _bool, lambda v: "1" if v else "0"),
-    "step": Setting(1, _int_in(1, 5)),
+    "step": Setting(1, _int_in(1, len(STORY_STEPS))),
     # Try an image (and the Explorer's image): the model, and ImageNet-C degradation of the image
     "tmodel": Setting(None, _text),
     "timg": Setting(None, _text),  # a shipped validation image (a file name in the image folder)
@@ -259,7 +260,7 @@ SETTINGS: dict[str, Setting] = {
     "severity": _int_setting(3, 0, 5),
     # Model atlas: the results table (a file name in the results folder), the y axis, a regime filter
     "atlas": Setting(None, _file_name),
-    "atlas_y": Setting("haurc", _choice("haurc", "gain_percent")),
+    "atlas_y": Setting("gain_percent", _choice("gain_percent", "haurc")),  # the gain the page's sentence compares
     "regime": Setting("all", _choice("all", "clip_zero_shot", "clip_finetuned", "masked_image", "semi_self",
                                      "distillation", "in21k_pretraining", "adversarial", "plain_in1k")),
     # Where the model stops: the focus node (its id), colour, chart kind, the superclass level

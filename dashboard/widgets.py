@@ -43,12 +43,14 @@ def export_context(es: ModelContext, theta: float | None = None,
 
 def figure(fig, name: str, key: str | None = None, context: ExportContext | None = None,
            title: str | None = None, width: Literal["stretch", "content"] = "stretch",
-           height: int | None = None) -> None:
+           height: int | None = None, layout: dict | None = None) -> None:
     """st.plotly_chart with the PNG/SVG download button configured. With ``context`` the file name
     (and, with ``title``, the figure's title line) say which model, data set, subset, TS and θ.
     ``width="content"`` keeps a figure that sets its own width (the tree) at that width or less.
     ``height`` (e.g. ``fit_height``): the whole figure's height, title included; in presenter mode
-    such a figure (built fresh for this call, never a cached one) also gets the presenter type size."""
+    such a figure (built fresh for this call, never a cached one) also gets the presenter type size.
+    ``layout``: layout updates applied last (e.g. a legend beside the plot instead of the title's
+    default one below it)."""
     if title is not None:
         titled(fig, title, context)
     if height is not None:
@@ -58,6 +60,8 @@ def figure(fig, name: str, key: str | None = None, context: ExportContext | None
             fig.update_layout(font=dict(size=size), legend=dict(font=dict(size=int(size * 0.8))))
             if title is not None:
                 fig.update_layout(title=dict(font=dict(size=size)))
+    if layout:
+        fig.update_layout(**layout)
     config = plot_config(export_name(name, context), state.get("fmt"))
     from . import plotly_component
 

@@ -4,9 +4,12 @@ links, the user's own models with the sample note, and refused input. Numbers ar
 
 from __future__ import annotations
 
+import base64
 import sys
 from pathlib import Path
 
+import numpy as np
+import plotly.io
 import pytest
 from app_support import download_rows, open_page
 from conftest import SHARED, random_tree
@@ -15,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from hsc_core.core.synthetic import synthetic_logits  # noqa: E402
-from hsc_core.evaluation.atlas import load_atlas_table, paper_table1, regime_summary  # noqa: E402
+from hsc_core.evaluation.atlas import load_atlas_table, metric_column, paper_table1, regime_summary  # noqa: E402
 from hsc_core.evaluation.model import ModelEvaluation  # noqa: E402
 from hsc_core.evaluation.results import RESULT_COLUMNS, to_csv  # noqa: E402
 
@@ -80,13 +83,42 @@ def test_project_results_from_the_folder_and_refused_paths(results_dir, download
         assert len(at.error) == 1 and message in at.error[0].value, [e.value for e in at.error]
 
 
+def _chart(at, k: int = 0):
+    """The page's k-th plotly figure, as the browser gets it."""
+    return plotly.io.from_json(at.get("plotly_chart")[k].proto.spec)
+
+
+def _values(y) -> np.ndarray:
+    """A trace's values, also when sent as a typed array ({"dtype", "bdata"}, base64)."""
+    if isinstance(y, dict):
+        return np.frombuffer(base64.b64decode(y["bdata"]), dtype=y["dtype"])
+    return np.asarray(y, dtype=float)
+
+
 def test_presenter_mode_and_no_table(monkeypatch, tmp_path):
     monkeypatch.setenv("HSC_RESULTS_DIR", str(tmp_path))  # an empty folder: your models only
-    at = open_page(PAGE, {"presenter": "1", "atlas_y": "gain_percent"})
+    at = open_page(PAGE, {"presenter": "1", "atlas_y": "haurc", "cmp_rule": "selective"})  # hAURC stays selectable
     assert not at.error, [e.value for e in at.error]
     assert any("your models only" in i.value for i in at.info)
-    assert at.session_state["atlas_y"] == "gain_percent"
+    assert at.session_state["atlas_y"] == "haurc"
     assert len(at.get("plotly_chart")) == 2
+    fig = _chart(at)
+    assert fig.layout.yaxis.title.text.startswith("hAURC×1000") and "Selective" in fig.layout.yaxis.title.text
+    # the projector's layout: the legend beside the plot (not below it, where the regimes took its height)
+    assert fig.layout.legend.orientation == "v" and fig.layout.legend.x > 1
+
+
+def test_the_default_chart_plots_the_gain_its_sentence_compares(results_dir):
+    """Issue 45: the sentence compares the regimes' gains, so the chart opens on the gain, and for
+    Selective (gain 0 by definition) on Climbing's, the rule the sentence names."""
+    table = load_atlas_table(results_dir / "results.csv")
+    for rule, plotted in (("climbing", "climbing"), ("selective", "climbing"), ("jumping", "jumping")):
+        at = open_page(PAGE, {"atlas": "results.csv", "cmp_rule": rule})
+        assert at.session_state["atlas_y"] == "gain_percent"
+        fig = _chart(at)
+        assert fig.layout.yaxis.title.text.startswith("gain % (higher: better)")
+        got = sorted(float(v) for t in fig.data if t.name != "your models" for v in _values(t.y))
+        assert got == pytest.approx(sorted(table[metric_column("gain_percent", plotted, "01", True)]))
 
 
 @needs_authors

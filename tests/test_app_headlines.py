@@ -3,6 +3,7 @@ shipped Lite0 logits, each sentence recomputed from the library's numbers."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -98,7 +99,9 @@ def test_where_it_stops_says_where_the_answers_land(shipped_page, lite0):
     table = landing_counts(h, es.decision_paths("climbing"), es.labels, 0.5).reindex(range(h.n_nodes), fill_value=0)
     sentence = headlines.where_headline(table["stops"].to_numpy(), table["stops_correct"].to_numpy(), h.leaf_count,
                                         "Climbing", 0.5)
-    assert sentence in [i.value for i in at.info]
+    assert sentence in [m.value for m in at.markdown]  # body text, not a caption or a box
+    projector = shipped_page("app_pages/where_in_tree.py", {"cmp_rule": "climbing", "theta": "0.5", "presenter": "1"})
+    assert sentence in [m.value for m in projector.markdown]  # issue 45: not small grey text at the projector
     assert sentence.startswith("At θ = 0.50, Climbing answers ")
 
 
@@ -117,7 +120,15 @@ def test_explorer_and_story_open_with_their_sentence(shipped_page, lite0):
     text = _texts(at)
     assert f"The model's top guess is **{h.names[leaf].replace('_', ' ')}** (p = {row[leaf]:.2f})" in text
     # the default pick rescues a wrong leaf: right from just above the last wrong node's probability
-    assert first > 0 and f"with **{name}** or coarser, for θ from {row[path[first - 1]]:.2f}" in text
+    assert first > 0 and f"with **{name}** or coarser, for θ from " in text
+    # both ends of the range in one format (issue 45: "θ from 0.31 to 1.0000"), each its probability
+    low, high = re.search(r"or coarser, for θ from ([0-9.]+) to ([0-9.]+)", text).groups()
+    digits = len(low.split(".")[1])
+    assert digits in (2, 4) and len(high.split(".")[1]) == digits
+    below_root = float(row[path[-2]])
+    assert float(low) == pytest.approx(row[path[first - 1]], abs=10.0 ** -digits / 2)
+    assert float(high) == pytest.approx(min(below_root, 1 - 10.0 ** -digits), abs=10.0 ** -digits / 2)
+    assert below_root >= 1 or float(high) < 1  # a probability below 1 never reads as 1
     story = shipped_page("app_pages/story.py")
     wrong = es.leaf_pred != es.labels
     assert f"On these {es.n:,} images the model's top guess is wrong {100 * wrong.mean():.0f} % of the time" in (

@@ -83,6 +83,22 @@ def test_headline_is_honest_when_climbing_is_worse_or_unclear(monkeypatch, tmp_p
     assert any(want in b.value for b in getattr(at, box)), ([b.value for b in getattr(at, box)], want)
 
 
+def test_the_rules_that_do_worse_are_said_under_the_models_they_count(monkeypatch, tmp_path):
+    """Issue 45: "n of N models have a rule that does worse" is about the listed models, not the
+    first screen's one model: it sits folded under the models' table, N the table's rows."""
+    folder = _synthetic_dir(tmp_path, 120, 0.0)  # Climbing clearly worse (the test above)
+    h = imagenet_hierarchy()
+    logits, labels = synthetic_logits(h, 150, top1=0.5, seed=4, subtree_boost=4.0)  # no clear difference
+    save_logits(folder / "other_net.npz", logits, labels, [f"s{i}" for i in range(150)], dtype="float32")
+    at = _run(monkeypatch, folder)
+    assert len(at.dataframe[0].value) == 2
+    (folded,) = [e for e in at.expander if e.label.startswith("Rules that do worse")]
+    assert folded.label == "Rules that do worse than Selective, among the 2 models above"
+    said = [w.value for w in at.warning if "a rule that does worse" in w.value]
+    assert len(said) == 1 and [w.value for w in folded.warning] == said  # only there, not on the first screen
+    assert "1 of 2 models has a rule that does worse" in said[0]
+
+
 def test_app_offers_the_report_and_builds_it_from_the_pages_numbers(monkeypatch, tmp_path):
     folder = _synthetic_dir(tmp_path, 150, 4.0)
     monkeypatch.setenv("HSC_CACHED_LOGITS_DIR", str(folder))

@@ -28,7 +28,7 @@ RULE_KEYS = ("rules", "cmp_rule", "c_rule")
 #: Other pages' settings, each away from its default, so a rule meets every page's state.
 OTHER_SETTINGS = {"model": "efficientnet_lite0", "ts": "0", "theta": "0.6", "loss": "severity", "dec": "2",
                   "bins": "10", "wkind": "icicle", "wcolour": "accuracy_here", "level": "3",
-                  "atlas_y": "gain_percent", "pick": "disagree", "regime": "distillation", "step": "2"}
+                  "atlas_y": "haurc", "pick": "disagree", "regime": "distillation", "step": "2"}
 LITE0 = ROOT / "cached_logits" / "efficientnet_lite0.npz"
 pytestmark = pytest.mark.skipif(not LITE0.exists(), reason="no shipped logits")
 

@@ -64,7 +64,7 @@ def test_guaranteed_accuracy_page_and_snapshot(shipped):
 def test_where_it_stops_page_and_snapshot(shipped):
     query = {"model": LITE0, "cmp_rule": "jumping", "theta": "0.7"}
     at = open_page("app_pages/where_in_tree.py", query)
-    sentence = next(i.value for i in at.info if i.value.startswith("At θ"))
+    sentence = next(m.value for m in at.markdown if m.value.startswith("At θ"))  # body text (issue 45)
     assert snapshot.markdown_html(sentence) in snapshot_text("where_in_tree", query)
 
 

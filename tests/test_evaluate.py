@@ -576,7 +576,7 @@ def test_shipped_logits_without_hierarchy(tmp_path, capsys):
         assert float(keyed[(f.stem, "temperature", "", "", "true")]["value"]) < 1
         assert float(keyed[(f.stem, "gain_percent", "climbing", "01", "true")]["value"]) > 5
     assert "imagenet1k — 0/1 loss, mean ± SEM over 3 models" in stdout
-    # The numbers the README quotes.
+    # The numbers docs/guide/cache_and_evaluate.md quotes.
     assert "Selective     49.13 ± 1.22              –     45.52 ± 0.54" in stdout
     assert "Climbing      50.32 ± 2.83   -2.27 ± 3.44     39.28 ± 0.67  13.73 ± 0.56" in stdout
     # A rerun reuses every model: the worker keys its entry with the built-in tree the lookup expects.

@@ -76,6 +76,10 @@ def test_climb_headline_says_for_which_theta_backing_off_is_right():
     assert "keeps it for θ up to 0.40 and answers a coarser class for θ up to 0.95 and rejects" in unknown
     almost = headlines.climb_headline(PATH, np.array([0.4, 0.7, 0.9996, 1.0]), np.array([True] * 4))
     assert "coarser class for θ up to 0.9996 and rejects" in almost  # not "up to 1.00 and rejects above it"
+    assert "leaf for θ up to 0.4000 and" in almost  # one format for both ends of the sentence
+    # issue 45: "θ from 0.31 to 1.0000"; both ends in one format, and 0.99999 (below 1) never read as 1
+    rescued = headlines.climb_headline(PATH, np.array([0.31, 0.7, 0.99999, 1.0]), np.array([False, True, True, True]))
+    assert "for θ from 0.3100 to 0.9999 and rejects the image above it." in rescued
     sure = headlines.climb_headline(["a", "b", "root"], np.array([0.5, 1.0, 1.0]), np.array([True, True, True]))
     assert sure.endswith("never rejects it (every node on the path has probability 1).")
 

@@ -23,3 +23,18 @@ def test_the_landing_names_every_page_under_its_group():
     for line, (section, pages) in zip(lines, navigation.SECTIONS.items(), strict=True):
         assert line.startswith(f"- **{section}**: ")
         assert all(f"*{p.title}* (" in line for p in pages)
+
+
+def test_the_landing_counts_the_storys_steps_from_its_list():
+    """Issue 45: the landing said "four steps" of a five-step story; the count now comes from the
+    story's own list, which the step links accept exactly."""
+    import pytest
+
+    from dashboard import state
+
+    assert list(navigation.STORY_STEPS) == [1, 2, 3, 4, 5]  # the story's five steps, counted by hand
+    assert "*Guided story* (the idea in five steps, for a class)" in navigation.landing_markdown()
+    assert navigation.count_word(5) == "five" and navigation.count_word(12) == "12"
+    assert state.SETTINGS["step"].parse("5") == 5
+    with pytest.raises(ValueError):
+        state.SETTINGS["step"].parse("6")

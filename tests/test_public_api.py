@@ -1,5 +1,5 @@
 """The public API: ``from hsc_core import …``, lazy loading (no torch, no Streamlit), the moved
-modules' old paths, the README's library snippet and the doctested examples."""
+modules' old paths, the user guide's library snippet (docs/guide/library.md) and the doctested examples."""
 
 from __future__ import annotations
 
@@ -51,13 +51,12 @@ def test_moved_modules_import_from_their_old_path_with_a_warning(old, new):
                for w in caught) or f"hsc_core.{old}" in sys.modules
 
 
-def test_readme_library_snippet_runs(capsys, monkeypatch):
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## The library"):]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+def test_library_guide_snippet_runs(capsys, monkeypatch):
+    text = (REPO / "docs" / "guide" / "library.md").read_text(encoding="utf-8")  # the README's, moved (issue 45)
+    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
     assert "from hsc_core import" in code
     monkeypatch.chdir(REPO)
-    exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - our own README
+    exec(compile(code, "library.md", "exec"), {})  # noqa: S102 - our own docs
     out = capsys.readouterr().out
     assert "0.015547" in out and "Interval(" in out and "12.6159" in out  # ε of Theorem 1; Lite0 TS gain
 

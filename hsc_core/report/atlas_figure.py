@@ -103,7 +103,9 @@ def atlas_figure(table: pd.DataFrame, *, rule: str = "climbing", loss: str = "01
                            yref="paper", x=1, y=1, xanchor="right", yanchor="bottom", showarrow=False)
     fig.update_xaxes(title_text="top-1 accuracy (%)")
     tag = "TS" if ts else "no TS"
-    fig.update_yaxes(title_text=f"{(rule_label(rule) if is_rule(rule) else rule)} {Y_METRICS[y]} · {tag}"
+    # Two short lines, not one long one: at a projector's type size a one-line title is taller than
+    # the plot and runs into the chart's title.
+    fig.update_yaxes(title_text=f"{Y_METRICS[y]}<br>{(rule_label(rule) if is_rule(rule) else rule)} · {tag}"
                      + (" · severity" if loss == "severity" else ""))
     return fig
 
