@@ -5,12 +5,12 @@ recalibration), ▶ Play over the stream (a swept view), and one sentence (``das
 import streamlit as st
 
 from dashboard import entry, monitor, presenter, sidebar, state, sweep, uploads, widgets
+from dashboard import session_keys as keys
 from dashboard.catalog import DataError, shift_label
 from dashboard.snapshot import markdown_html
 from hsc_core.evaluation.monitor import shift_names
 
 entry.ensure_entrypoint(globals())
-RUNS = "_monitor_upload_runs"  # this session's runs on its uploaded stream
 
 es = sidebar.require_model_context()
 st.title("Monitor")
@@ -47,7 +47,8 @@ try:
     with st.spinner("Playing the stream…"):
         res = monitor.run(es, float(state.get("m_acc")), float(state.get("m_delta")), str(state.get("m_stream")),
                           int(state.get("m_n")), int(state.get("m_labels")), str(state.get("m_adapt")),
-                          upload=uploads.session_stream(up), session_runs=st.session_state.setdefault(RUNS, {}))
+                          upload=uploads.session_stream(up),
+                          session_runs=st.session_state.setdefault(keys.MONITOR_UPLOAD_RUNS, {}))
 except (ValueError, DataError) as exc:
     st.error(widgets.plain(widgets.public_message(exc)))
     st.stop()

@@ -81,3 +81,4 @@ def sweep(chart_key: str) -> str:
 
 #: Every fixed key and prefix above (the uniqueness test reads this).
 ALL_KEYS: tuple[str, ...] = tuple(v for k, v in dict(globals()).items() if k.isupper() and isinstance(v, str))
+MONITOR_UPLOAD_RUNS = "_monitor_upload_runs"  #: the Monitor page's runs on this session's uploaded stream

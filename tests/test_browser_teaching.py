@@ -104,7 +104,7 @@ MAIN_JS = """(chart) => {
            controls: q('[data-testid="stMain"] [data-testid="stSlider"] [role="group"]').concat(
                      q('[data-testid="stMain"] [data-testid="stSelectbox"]'),
                      q('[data-testid="stMain"] [data-testid="stButton"] button')),
-           headline: q('[data-testid="stMain"] [data-testid="stAlert"]').slice(0, 2),
+           headline: q('[data-testid="stMain"] [data-testid="stAlert"]').slice(0, 1),
            width: document.documentElement.scrollWidth,
            text: parseFloat(getComputedStyle(document.documentElement).fontSize) };  // 1 rem
 }"""
@@ -161,7 +161,8 @@ def test_overview_image_and_guarantee_fit_one_presenter_screen(server, browser, 
             assert_no_exception(pg)
             g, where = pg.evaluate(MAIN_JS, chart), f"{path} at {w}×{h}"
             assert g["width"] <= w, where  # no horizontal scrolling
-            headline = g["headline"] if chart == "overview_illustration" else []  # the message and the negative result
+            # the message (the rules that do worse than Selective fold under the models' table: issue 45)
+            headline = g["headline"] if chart == "overview_illustration" else []
             for box in [g["chart"], *g["axes"], *g["sweeps"], *headline]:
                 assert _inside(box, w, h), (where, box)
             if chart == "img_tree":
