@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
 
 from hsc_core.datasets.logits_io import LogitsBundle
@@ -15,10 +14,11 @@ from hsc_core.evaluation.monitor import (
     QUANTITY_LABELS,
     Deployment,
     MonitorResult,
+    formula_safe_frame,
     monitor_stream,
     simulate_chunks,
 )
-from hsc_core.evaluation.results import formula_safe_texts, hierarchy_hash
+from hsc_core.evaluation.results import hierarchy_hash
 
 from .catalog import shift_label
 from .evaluations import ModelContext
@@ -93,9 +93,7 @@ def uploaded_chunk(upload: LogitsBundle | None, es: ModelContext, dep: Deploymen
 
 def csv_text(res: MonitorResult) -> str:
     """The run's rows as CSV, its text columns (a stream's sample ids) formula-safe."""
-    frame = res.frame
-    texts = [c for c in frame.columns if frame[c].dtype == object or pd.api.types.is_string_dtype(frame[c])]
-    return frame.assign(**{c: formula_safe_texts(frame[c]) for c in texts}).to_csv(index=False)
+    return formula_safe_frame(res.frame).to_csv(index=False)
 
 
 #: How many times t a played stream stops at (frames of the swept figure, first and last sample included).

@@ -35,12 +35,12 @@ from ..evaluation.monitor import (
     DEFAULT_WINDOW,
     Deployment,
     StreamMonitor,
+    formula_safe_frame,
     held_out_rows,
     parse_simulation,
     simulate_chunks,
 )
 from ..evaluation.resolve import load_user_hierarchy, resolve_hierarchy
-from ..evaluation.results import formula_safe_texts
 from .args import add_hierarchy, add_seed, count
 from .guarantees import _check_out, _level
 
@@ -132,12 +132,10 @@ def _chunks(args: argparse.Namespace, card: dict[str, Any], dep: Deployment) -> 
 def _write_csv(fh: Any, frame: pd.DataFrame, header: bool) -> None:
     """Append ``frame`` to the binary file ``fh`` as CSV, floats as float32 (7 significant digits):
     with pyarrow's writer when it is importable (ten times faster: the CSV would otherwise be most of
-    the time), else pandas'. Text columns (a stream's sample ids) are formula-safe (``formula_safe_texts``)."""
+    the time), else pandas'. Text columns (a stream's sample ids) are formula-safe (``formula_safe_frame``)."""
     floats = {c: np.float32 for c in frame.columns if frame[c].dtype == np.float64}
     frame = frame.astype(floats)
-    texts = [c for c in frame.columns if frame[c].dtype == object or pd.api.types.is_string_dtype(frame[c])]
-    if texts:
-        frame = frame.assign(**{c: formula_safe_texts(frame[c]) for c in texts})
+    frame = formula_safe_frame(frame)
     try:
         import pyarrow as pa
         import pyarrow.csv as pa_csv

@@ -55,7 +55,7 @@ from ..core.rules import DecisionPaths, decision_paths
 from ..core.thresholds import last_incorrect_values, select_threshold
 from ..core.validation import clip, quote
 from .guarantee_methods import METHODS
-from .results import hierarchy_hash
+from .results import formula_safe_texts, hierarchy_hash
 
 __all__ = [
     "ADAPT", "QUANTITIES", "QUANTITY_LABELS", "Deployment", "MonitorResult", "Promise", "StreamMonitor",
@@ -556,6 +556,13 @@ def simulate_chunks(spec: Sequence[tuple[str, int]], *, model: str, rows: np.nda
                    "ids": idx + 1, "segment": np.full(m, source), "image": b.sample_ids[pick]}
             t += m
             left -= m
+
+
+def formula_safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its text columns (a stream's sample ids) as ``results.csv_cell`` writes text: a
+    cell a spreadsheet would run as a formula prefixed with ``'``. Numbers are untouched."""
+    texts = [c for c in frame.columns if frame[c].dtype == object or pd.api.types.is_string_dtype(frame[c])]
+    return frame.assign(**{c: formula_safe_texts(frame[c]) for c in texts}) if texts else frame
 
 
 def detection_delays(frame: pd.DataFrame) -> pd.DataFrame:
