@@ -47,6 +47,7 @@ else:
         entry,
         navigation,
         presenter,
+        progress,
         report,
         session_memory,
         sidebar,
@@ -63,40 +64,45 @@ else:
     if state.get("presenter"):
         st.set_page_config(initial_sidebar_state="collapsed")
 
-    # The page files live in app_pages/, not pages/: Streamlit treats a folder named pages/ beside the
-    # entry point as its legacy multipage app and, on a fresh server, would run a deep link such as
-    # /explorer as that file alone, without this script. The url_path values are the deep links.
-    # Grouped in the sidebar (dashboard.navigation.SECTIONS: Learn / Explore / Decide / Research); the
-    # Overview names them all.
-    SECTIONS = {section: [st.Page(f"app_pages/{p.file}", title=p.title, icon=p.icon, url_path=p.url_path,
-                                  default=p.url_path == "home") for p in pages]
-                for section, pages in navigation.SECTIONS.items()}
-    # The default page lives at "/"; this hidden twin makes a shared "/overview" link open it too.
-    SECTIONS["Learn"].append(st.Page("app_pages/overview.py", title="Overview", icon=":material/home:",
-                                     url_path="overview", visibility="hidden"))
-    PAGES = [p for pages in SECTIONS.values() for p in pages]
+    # Every spinner of this run (this page's, the caches' loads, "Working on …") shows in one slot that floats
+    # over the page (progress.floating_slot): one that came and went among the page's elements would move them
+    # and reload a chart's frame (issue 40).
+    with progress.floating_slot(st.container(key="hsc_working")):
+        # The page files live in app_pages/, not pages/: Streamlit treats a folder named pages/ beside the
+        # entry point as its legacy multipage app and, on a fresh server, would run a deep link such as
+        # /explorer as that file alone, without this script. The url_path values are the deep links.
+        # Grouped in the sidebar (dashboard.navigation.SECTIONS: Learn / Explore / Decide / Research); the
+        # Overview names them all.
+        SECTIONS = {section: [st.Page(f"app_pages/{p.file}", title=p.title, icon=p.icon, url_path=p.url_path,
+                                      default=p.url_path == "home") for p in pages]
+                    for section, pages in navigation.SECTIONS.items()}
+        # The default page lives at "/"; this hidden twin makes a shared "/overview" link open it too.
+        SECTIONS["Learn"].append(st.Page("app_pages/overview.py", title="Overview", icon=":material/home:",
+                                         url_path="overview", visibility="hidden"))
+        PAGES = [p for pages in SECTIONS.values() for p in pages]
 
-    page = st.navigation(SECTIONS, expanded=True)  # every group visible: no "View 3 more" hiding Research
-    state.set_page(page.url_path)
-    sidebar.sidebar()
-    with st.sidebar:
-        state.bind(st.toggle, "Presenter mode", "presenter", scope="sb",
-                   help="Bigger type for a projector, page controls folded away; the link keeps it (presenter=1).")
-    presenter.presenter_style()
-    report.sidebar_button()
-    sidebar.notices()
-    entry.mark_entry()
-    # The link is right as soon as the sidebar has settled (a slow page, e.g. the Overview's intervals,
-    # does not hold it back), and again after the page, so what the page itself settles (Explorer's
-    # sample, the story's step) is in it too, also when the page stops early (st.stop); only changed
-    # keys are sent. Fragment-only reruns write through state.fragment.
-    state.write_query_params()
-    try:
-        # Any full run that takes a while (a model's first evaluation, the atlas, intervals) says so at
-        # the top of the page, with the seconds counting (Streamlit shows it only after half a second).
-        with st.spinner(f"Working on {page.title}…", show_time=True):
-            page.run()
-    finally:
+        page = st.navigation(SECTIONS, expanded=True)  # every group visible: no "View 3 more" hiding Research
+        state.set_page(page.url_path)
+        sidebar.sidebar()
+        with st.sidebar:
+            state.bind(st.toggle, "Presenter mode", "presenter", scope="sb",
+                       help="Bigger type for a projector, page controls folded away; the link keeps it (presenter=1).")
+        presenter.presenter_style()
+        report.sidebar_button()
+        sidebar.notices()
+        entry.mark_entry()
+        # The link is right as soon as the sidebar has settled (a slow page, e.g. the Overview's intervals,
+        # does not hold it back), and again after the page, so what the page itself settles (Explorer's
+        # sample, the story's step) is in it too, also when the page stops early (st.stop); only changed
+        # keys are sent. Fragment-only reruns write through state.fragment.
         state.write_query_params()
-        session_memory.track_uploaded_files()  # this run's file objects: closed when the session ends
-    snapshot_views.share_box(page.url_path)  # after the page: the link holds what the page settled (its sample)
+        try:
+            # Any full run that takes a while (a model's first evaluation, the atlas, intervals) says so at
+            # the top of the window, with the seconds counting (Streamlit shows it only after half a second).
+            # It floats over the page with the run's other spinners (progress.floating_slot).
+            with progress.spinner(f"Working on {page.title}…", show_time=True):
+                page.run()
+        finally:
+            state.write_query_params()
+            session_memory.track_uploaded_files()  # this run's file objects: closed when the session ends
+        snapshot_views.share_box(page.url_path)  # after the page: the link holds what the page settled (its sample)

@@ -4,7 +4,7 @@ rules (the paper's four and the metric-optimal / Pareto ones)."""
 import pandas as pd
 import streamlit as st
 
-from dashboard import entry, evaluations, headlines, plots, presenter, sidebar, state, views, widgets
+from dashboard import entry, evaluations, headlines, plots, presenter, progress, sidebar, state, views, widgets
 from dashboard.catalog import LOAD_ERRORS
 from hsc_core.core.curves import COMMON_RANGE_NOTE
 from hsc_core.core.rule_registry import rule_label, rule_names
@@ -48,7 +48,7 @@ show_ci = st.toggle("95 % bootstrap intervals", key="cmp_ci",
                     help="Paired bootstrap over each model's evaluation samples (a few seconds per model the first "
                          "time). Intervals are for the exact curves.")
 sets, rows, ci_rows, errors, datasets = {}, [], [], [], []  # rows: the layer's tidy result rows
-with st.spinner("Computing every model's curves…"):
+with progress.spinner("Computing every model's curves…"):
     for name, location in catalog.items():
         try:
             es = evaluations.model_context(name, location, subset, ts)

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import catalog, entry, evaluations, page_sentences, presenter, sidebar, state, views, widgets
+from dashboard import catalog, entry, evaluations, page_sentences, presenter, progress, sidebar, state, views, widgets
 from hsc_core.core.rule_registry import rule_label
 from hsc_core.datasets.imagenet_trees import TREES
 from hsc_core.evaluation.sensitivity import sensitivity_table
@@ -31,7 +31,7 @@ trees = [t for t in TREES if t in state.get("trees")]
 if not trees:
     st.info("Select at least one tree.")
     st.stop()
-with st.spinner("Evaluating every rule under each tree, with bootstrap intervals (a few seconds per tree)…"):
+with progress.spinner("Evaluating every rule under each tree, with bootstrap intervals (a few seconds per tree)…"):
     rows = evaluations.hierarchy_sensitivity(es, tuple(trees))
 table = sensitivity_table(rows)
 context = widgets.export_context(es)

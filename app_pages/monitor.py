@@ -4,7 +4,7 @@ recalibration), ▶ Play over the stream (a swept view), and one sentence (``das
 
 import streamlit as st
 
-from dashboard import entry, monitor, presenter, sidebar, state, sweep, uploads, widgets
+from dashboard import entry, monitor, presenter, progress, sidebar, state, sweep, uploads, widgets
 from dashboard import session_keys as keys
 from dashboard.catalog import DataError, shift_label
 from dashboard.snapshot import markdown_html
@@ -44,7 +44,7 @@ with cols[3]:
                format_func={"fixed": "fixed (the card's)", "aci": "adaptive (ACI)",
                             "recalibrate": "recalibrated"}.get)
 try:
-    with st.spinner("Playing the stream…"):
+    with progress.spinner("Playing the stream…"):
         res = monitor.run(es, float(state.get("m_acc")), float(state.get("m_delta")), str(state.get("m_stream")),
                           int(state.get("m_n")), int(state.get("m_labels")), str(state.get("m_adapt")),
                           upload=uploads.session_stream(up),

@@ -13,6 +13,7 @@ from dashboard import (
     headlines,
     navigation,
     presenter,
+    progress,
     report,
     session_keys,
     sidebar,
@@ -169,7 +170,7 @@ all_ci = st.toggle("95 % intervals for every model", key="overview_all_ci",
                         "The model picked in the sidebar always has them.")
 rows, errors = [], []  # the layer's tidy result rows of every model
 models_listed = sidebar.catalog()
-with st.spinner("Summarising models…"), ProgressBar("Summarising models:") as summarising:
+with progress.spinner("Summarising models…"), ProgressBar("Summarising models:") as summarising:
     for k, (model, loc) in enumerate(models_listed.items()):
         summarising(k, len(models_listed))  # a bar from 4 models up: each first visit evaluates every file
         try:
@@ -250,5 +251,5 @@ if state.bind(st.toggle, "Metrics beyond the paper (the model picked in the side
 
     show_more(False)
     if intervals_ready(name, es_more):
-        with st.spinner("Bootstrap intervals of the metrics beyond the paper (1,000 resamples per rule)…"):
+        with progress.spinner("Bootstrap intervals of the metrics beyond the paper (1,000 resamples per rule)…"):
             show_more(True)

@@ -3,7 +3,7 @@ shipped ImageNet example) → the shared-θ RC curve, one θ per rank with a gua
 
 import streamlit as st
 
-from dashboard import entry, page_sentences, per_rank, presenter, session_keys, state, widgets
+from dashboard import entry, page_sentences, per_rank, presenter, progress, session_keys, state, widgets
 
 entry.ensure_entrypoint(globals())
 
@@ -39,7 +39,7 @@ st.markdown(f"**{scores.n:,} samples** from *{widgets.plain(source)}* · ranks "
             + f" · {scores.hierarchy.n_leaves:,} classes")
 
 target, delta = float(state.get("r_acc")), float(state.get("r_delta"))
-with st.spinner(f"Calibrating and repeating over {per_rank.REPS:,} random splits…"):
+with progress.spinner(f"Calibrating and repeating over {per_rank.REPS:,} random splits…"):
     card = per_rank.card_for(scores, digest, source, target, delta, state.get("r_quantity"))
 st.info(page_sentences.per_rank(card, target, delta), icon=":material/verified:")
 left, right = st.columns(2)

@@ -14,7 +14,19 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import catalog, entry, evaluations, page_sentences, perturb, presenter, sidebar, state, views, widgets
+from dashboard import (
+    catalog,
+    entry,
+    evaluations,
+    page_sentences,
+    perturb,
+    presenter,
+    progress,
+    sidebar,
+    state,
+    views,
+    widgets,
+)
 from hsc_core.core.probabilities import softmax
 from hsc_core.datasets.imagenet import default_image_dir, imagenet_hierarchy
 from hsc_core.datasets.images import ImageReadError, display_image, max_image_pixels, open_image_safely
@@ -103,7 +115,7 @@ if image_bytes is None:
     st.stop()
 
 try:
-    with st.spinner(f"Running {model} on the CPU…"):
+    with progress.spinner(f"Running {model} on the CPU…"):
         logits, preview = classify(image_bytes, model, image_name)
 except ImageReadError as exc:
     st.error(widgets.plain(widgets.public_message(exc)))

@@ -41,6 +41,7 @@ from hsc_core.datasets.registry import (
 )
 from hsc_core.evaluation import subsets
 
+from . import progress
 from . import session_keys as keys
 
 # Every HSC_* variable is read by hsc_core.config; these names stay for the pages and tests.
@@ -216,7 +217,8 @@ def _load_dataset(name: str, folder: str, folder_stamp: tuple) -> Dataset:
         if ds is None:
             raise DataError(f"data set {quote(name)} was uploaded in another browser session; add it again")
         return ds
-    return _dataset(name, folder, folder_stamp)
+    with progress.in_floating_slot():  # its "Loading the data set…" spinner
+        return _dataset(name, folder, folder_stamp)
 
 
 def get_dataset(name: str) -> Dataset:
@@ -257,7 +259,7 @@ def dataset_name_for(model: str, location: str) -> str:
 def dataset_for(model: str, location: str) -> Dataset:
     """The model's data set, checked against its logits (DataError with the reason)."""
     ds = get_dataset(dataset_name_for(model, location))
-    n_classes = _bundle(location, stamp(location)).n_classes
+    n_classes = load_bundle(location).n_classes
     if n_classes != ds.hierarchy.n_leaves:
         raise DataError(
             f"{clip(model)}: the logits have {n_classes} classes but data set {quote(ds.name)} has "
@@ -340,7 +342,8 @@ def _bundle(location: str, file_stamp: tuple) -> LogitsBundle:
 
 def load_bundle(location: str) -> LogitsBundle:
     """The validated bundle at ``location`` (raises LogitsFileError / DataError with a message)."""
-    return _bundle(location, stamp(location))
+    with progress.in_floating_slot():  # its "Loading logits…" spinner
+        return _bundle(location, stamp(location))
 
 
 def sample_label(location: str | None, sample_id: str | None) -> int | None:

@@ -27,7 +27,6 @@ from typing import TypeVar
 
 import numpy as np
 import pandas as pd
-import streamlit as st
 
 from hsc_core.core.curves import RCCurve
 from hsc_core.core.risk import Loss
@@ -39,6 +38,7 @@ from hsc_core.evaluation import EvaluationSet, ModelEvaluation, column_label
 from hsc_core.evaluation.results import GAIN_RANGE_COLUMN
 from hsc_core.evaluation.subsets import ALL
 
+from . import progress
 from .catalog import (
     IMAGENET,
     SYNTHETIC_PREFIX,
@@ -69,7 +69,8 @@ EVALUATIONS_KEPT = 16
 @cache_resource(max_entries=EVALUATIONS_KEPT, show_spinner=False)
 def _evaluation(location: str, file_stamp: tuple, dataset_key: tuple, subset: str, _model: str) -> ModelEvaluation:
     # Cheap to build: T, decision paths and curves are computed (once) when first asked for.
-    bundle = _bundle(location, file_stamp)
+    with progress.in_floating_slot():  # the loads' own spinners
+        bundle = _bundle(location, file_stamp)
     ds = _load_dataset(*dataset_key)
     mask = subset_mask(bundle, subset)
     return ModelEvaluation.from_bundle(bundle, ds.hierarchy, name=_model, dataset=ds.name,
@@ -110,7 +111,8 @@ def file_label(location: str) -> str:
 def _evaluation_key(model: str, location: str, subset: str) -> tuple:
     """(location, file stamp, data-set key, subset): what one ``ModelEvaluation`` is cached by."""
     file_stamp = stamp(location)
-    _bundle(location, file_stamp)  # a broken file's own error first
+    with progress.in_floating_slot():  # its "Loading logits…" spinner
+        _bundle(location, file_stamp)  # a broken file's own error first
     return (location, file_stamp, _dataset_key(model, location), subset)
 
 
@@ -292,7 +294,7 @@ def _grid_bar(es: ModelContext) -> ProgressBar:
 def curve_set(es: ModelContext, loss: Loss = "01", dec: int | None = None) -> CurveSet:
     """The layer's RC curves of ``es`` with their plotting copies (in θ order, the curve's own, so
     non-monotone rules draw their true path)."""
-    with st.spinner("Computing risk–coverage curves…"), _grid_bar(es) as bar:
+    with progress.spinner("Computing risk–coverage curves…"), _grid_bar(es) as bar:
         given = es.view.curves(loss, dec, progress=bar)
         given_exact = es.view.curves(loss)
     curves = RuleCurves(given, lambda rule: es.view.curve(rule, loss, dec))
@@ -305,7 +307,7 @@ def curve_set(es: ModelContext, loss: Loss = "01", dec: int | None = None) -> Cu
 def cc_curves(es: ModelContext, n_bins: int = 15) -> RuleCurves:
     """rule → calibration–coverage curve on the authors' 2-decimal θ grid (the layer's): the
     paper's four at once, any other registered rule on first use."""
-    with st.spinner("Computing calibration–coverage curves…"), _grid_bar(es) as bar:
+    with progress.spinner("Computing calibration–coverage curves…"), _grid_bar(es) as bar:
         given = es.view.cc_curves(int(n_bins), progress=bar)
     return RuleCurves(given, lambda rule: es.view.cc_curve(rule, int(n_bins)))
 
@@ -322,7 +324,7 @@ def intervals_on_request(es: ModelContext) -> bool:
 
 def haurc_intervals(es: ModelContext, loss: Loss = "01"):
     """95 % paired bootstrap intervals of every rule's hAURC and gain (the layer's)."""
-    with st.spinner("Bootstrapping 95 % intervals…"):
+    with progress.spinner("Bootstrapping 95 % intervals…"):
         return es.view.bootstrap(loss)
 
 

@@ -32,6 +32,7 @@ from hsc_core.report.guarantee_figures import (
 
 from . import headlines, presenter, session_keys, state, widgets
 from .evaluations import ModelContext
+from .progress import spinner
 
 QUANTILES = {"order_statistic": "order statistic ⌈(n+1)(1−α)⌉ (paper)", "quantile": "numpy quantile (authors' code)"}
 RUNS = session_keys.GA_RUNS          # repetitions: key → table, the last few kept (moving α back finds its run)
@@ -387,7 +388,7 @@ def shootout_section(es: ModelContext, req: Requirement) -> None:
     if st.button("Run the shoot-out", type="primary", icon=":material/play_arrow:", disabled=not methods):
         bar = st.progress(0.0, text="Shoot-out…")
         try:
-            with st.spinner("Preparing the per-sample quantities…"):
+            with spinner("Preparing the per-sample quantities…"):
                 gdata = es.view.guarantee_data()
             settings = GuaranteeSettings(alpha=req.alpha, delta=req.delta, min_coverage=cov or None, p_value=p_value,
                                 mondrian_depth=depth)

@@ -21,7 +21,7 @@ from hsc_core.core.probabilities import node_probabilities, softmax
 from hsc_core.report.perturbation_figure import degradation_figure, picks_by_severity
 from hsc_core.report.tree_figure import record_rows, tree_figure
 
-from . import presenter, state, views, widgets
+from . import presenter, progress, state, views, widgets
 from .sweep import theta_chart, theta_texts
 
 KINDS = {"none": "none", "blur": "Gaussian blur", "noise": "Gaussian noise"}
@@ -107,7 +107,7 @@ def degrade_controls(key: str) -> tuple[str, int]:
 
 def degraded_logits(image: bytes, image_name: str, model: str, kind: str) -> tuple[np.ndarray, list[bytes], float]:
     """The cached sweep of one image (with a spinner the first time)."""
-    with st.spinner(f"Running {model} on 6 degraded copies on the CPU…"):
+    with progress.spinner(f"Running {model} on 6 degraded copies on the CPU…"):
         return sweep(digest_of(image), image, image_name, model, kind)
 
 

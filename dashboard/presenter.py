@@ -97,6 +97,8 @@ def presenter_style() -> None:
     grows with the screen. Also the chart component's frame style (every mode)."""
     resized = st.session_state.pop(VIEWPORT_FRESH, False)
     sizing = "" if not presenter() else UNSIZED_CSS if not viewport_known() else RESIZED_CSS if resized else ""
+    if presenter() and viewport_known():  # the size this run laid the page out for (browser tests wait for it)
+        sizing += ":root {{ --hsc-laid-out: '{}x{}'; }}".format(*viewport())
     st.html(f"<style>{CHART_FRAME_CSS}{PRESENTER_CSS if presenter() else ''}{sizing}</style>")
     if presenter():
         viewport_probe()

@@ -1,13 +1,56 @@
-"""The progress bar of a long evaluation job (the layer's ``progress(done, total)`` callback)."""
+"""How a long run shows that it works: the progress bar of an evaluation job (the layer's
+``progress(done, total)`` callback) and the run's spinners, all in one slot that floats over the page."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import streamlit as st
 
 if TYPE_CHECKING:
     from streamlit.delta_generator import DeltaGenerator
+
+# The slot of this script thread's full run (app.py): a keyed container that floats over the page
+# (chart_frame.css). Streamlit draws a spinner where the page's cursor is and keys the page's spinners by
+# their order; a spinner that shows before a chart in one render and after it in another makes the browser
+# move the chart's block, which reloads its frame (a blank chart; a Play cut short). Every spinner of a
+# full run therefore goes to this slot, where nothing else is; a fragment's rerun (no slot) keeps its own.
+_RUN = threading.local()
+
+
+@contextlib.contextmanager
+def floating_slot(slot: DeltaGenerator) -> Iterator[None]:
+    """Send this full run's spinners (``spinner``) to ``slot`` until the block ends."""
+    _RUN.slot = slot
+    try:
+        yield
+    finally:
+        _RUN.slot = None
+
+
+def _slot() -> DeltaGenerator | None:
+    return getattr(_RUN, "slot", None)
+
+
+@contextlib.contextmanager
+def in_floating_slot() -> Iterator[None]:
+    """What the block draws goes to the run's floating slot: for a cached function's own spinner
+    (``show_spinner="…"``), which Streamlit draws where the cursor is."""
+    slot = _slot()
+    with slot if slot is not None else contextlib.nullcontext():
+        yield
+
+
+@contextlib.contextmanager
+def spinner(text: str, *, show_time: bool = False) -> Iterator[None]:
+    """``st.spinner(text)`` (shown after half a second) in the run's floating slot."""
+    slot = _slot()
+    with (slot if slot is not None else st).spinner(text, show_time=show_time):
+        yield
+
 
 PROGRESS_MIN_CHUNKS = 4  # show a progress bar only for jobs of at least this many chunks
 

@@ -265,26 +265,15 @@ def app_is_running(pg) -> bool:
     return bool(running or pg.locator('[data-testid="stSpinner"]').count())
 
 
-def click_until(pg, button, done_js: str, timeout: float = 180, retry_after: float = 15) -> None:
-    """Click ``button`` until ``done_js`` (a JavaScript predicate) holds.
-
-    Under load a click can land while a rerun replaces the button, and Streamlit then drops it; so
-    when, ``retry_after`` seconds after a click, nothing is running and ``done_js`` still fails, the
-    button is clicked again (it is never clicked again while the app is working on the last click).
-    """
-    deadline = time.time() + timeout
-    while True:
-        wait_idle(pg)
-        button.click()
-        clicked = time.time()
-        while time.time() < deadline:
-            if pg.evaluate(f"({done_js})()"):
-                return
-            if time.time() - clicked > retry_after and not app_is_running(pg):
-                break
-            time.sleep(0.25)
-        else:
-            raise AssertionError(f"clicking {button} did not lead to the expected state within {timeout:.0f} s")
+def wait_laid_out(pg) -> None:
+    """Presenter mode: wait until the page has been laid out for this window (the run after the browser
+    reported its size, ``presenter.presenter_style``'s ``--hsc-laid-out``) and nothing is running, so a
+    click lands on the page's final widgets rather than on ones that run is about to replace."""
+    size = f"'{pg.viewport_size['width']}x{pg.viewport_size['height']}'"
+    pg.wait_for_function(f"""() => getComputedStyle(document.documentElement)
+                             .getPropertyValue('--hsc-laid-out').trim().replace(/"/g, "'") === "{size}" """,
+                         timeout=90_000)
+    wait_idle(pg)
 
 
 def assert_no_exception(pg) -> None:

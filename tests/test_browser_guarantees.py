@@ -9,10 +9,10 @@ from browser_support import (
     ROOT,
     assert_no_exception,
     chromium,
-    click_until,
     require_browser,
     streamlit_server,
     wait_idle,
+    wait_laid_out,
 )
 
 sync_api = require_browser()
@@ -39,9 +39,10 @@ def test_shootout_in_presenter_mode_at_1280x720(tmp_path):
         pg.set_default_timeout(60_000)
         try:
             pg.goto(f"{url}/{LINK}")
-            wait_idle(pg)
+            wait_laid_out(pg)  # the run at this screen's size has drawn the page: its button is final
             assert_no_exception(pg)
-            click_until(pg, pg.get_by_role("button", name="Run the shoot-out"), f"() => ({BARS_JS})() !== null")
+            pg.get_by_role("button", name="Run the shoot-out").click()
+            pg.wait_for_function(f"() => ({BARS_JS})() !== null", timeout=180_000)
             wait_idle(pg)
             assert_no_exception(pg)
             bars = pg.evaluate(BARS_JS)

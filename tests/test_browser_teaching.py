@@ -23,7 +23,6 @@ import pytest
 from browser_support import (
     ROOT,
     assert_no_exception,
-    click_until,
     find_chart,
     mark_view,
     new_page,
@@ -33,6 +32,7 @@ from browser_support import (
     view_kept,
     view_state,
     wait_idle,
+    wait_laid_out,
     wait_view,
 )
 
@@ -150,11 +150,9 @@ def test_overview_image_and_guarantee_fit_one_presenter_screen(server, browser, 
             if chart == "img_tree" and not perturb.pipeline_installed():
                 continue
             pg.goto(f"{server}/{path}")
-            wait_idle(pg, settle=1.0)
+            wait_laid_out(pg)  # the run at this screen's size has drawn the page: its widgets are final
             if chart == "ga_hist":  # the histogram is drawn by a run (20 repetitions here)
-                # the viewport's rerun may briefly hold the old button beside the new one: the newest
-                drawn = f"() => {{ const g = hscChart('{chart}'); return !!g && !!g.querySelector('.main-svg'); }}"
-                click_until(pg, pg.get_by_role("button", name="Run repetitions").last, drawn)
+                pg.get_by_role("button", name="Run repetitions").click()
             find_chart(pg, chart).locator(".main-svg").first.wait_for(timeout=120_000)
             wait_idle(pg, settle=1.0)
             time.sleep(0.5)

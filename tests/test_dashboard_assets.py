@@ -31,6 +31,18 @@ def test_static_files_are_read_once_and_ship_with_the_package():
     assert "html { font-size: clamp(16px, min(1.5vw, 2.667vh), 48px); }" in presenter.PRESENTER_CSS
 
 
+def test_no_css_file_looks_like_markup():
+    """The CSS reaches the page through ``st.html``, whose sanitiser (DOMPurify) drops a whole ``<style>``
+    whose text has a ``<`` before a letter, ``/`` or ``!``: one such comment would switch presenter mode's
+    type, the chart frames' style and the floating spinner slot off without a word."""
+    import re
+
+    for name in ("presenter.css", "chart_frame.css", "unsized.css", "resized.css"):
+        text = assets.static_text(name)
+        assert not re.search(r"<[A-Za-z/!]", text), name
+    assert re.search(r"<[A-Za-z/!]", "/* Working on <page> */")  # what the check catches
+
+
 @pytest.mark.parametrize("mode", [(False, False, False), (False, True, True), (True, False, False),
                                   (True, True, False), (True, True, True)])
 def test_presenter_style_injects_the_files_text(monkeypatch, mode):
@@ -46,6 +58,8 @@ def test_presenter_style_injects_the_files_text(monkeypatch, mode):
     presenter.presenter_style()
     sizing = ("" if not on else assets.static_text("unsized.css") if not known
               else assets.static_text("resized.css") if resized else "")
+    if on and known:  # the size this run laid the page out for: what a browser test waits for
+        sizing += ":root { --hsc-laid-out: '1920x1080'; }"
     assert html == [f"<style>{assets.static_text('chart_frame.css')}"
                     f"{assets.static_text('presenter.css') if on else ''}{sizing}</style>"]
     # presenter mode: only the viewport probe, with its file's script
