@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 # (chart_frame.css). Streamlit draws a spinner where the page's cursor is and keys the page's spinners by
 # their order; a spinner that shows before a chart in one render and after it in another makes the browser
 # move the chart's block, which reloads its frame (a blank chart; a Play cut short). Every spinner of a
-# full run therefore goes to this slot, where nothing else is; a fragment's rerun (no slot) keeps its own.
+# full run therefore goes to this slot, where nothing else is, and so does a job's progress bar (it would shift
+# the page's elements below it); a fragment's rerun (no slot) keeps its own.
 _RUN = threading.local()
 
 
@@ -63,6 +64,7 @@ class ProgressBar:
 
     def __init__(self, text: str):
         self.text = text
+        self.slot = _slot()  # taken in the script's thread (the layer may report from its workers')
         self.bar: DeltaGenerator | None = None
         self.chunks: int | None = None
         self.shown = 0
@@ -73,7 +75,8 @@ class ProgressBar:
         if self.chunks is None:  # the first chunk's size gives the number of chunks
             self.chunks = -(-total // done)
             if self.chunks >= PROGRESS_MIN_CHUNKS:
-                self.bar = st.progress(0.0, text=f"{self.text} 0%")
+                # beside the run's spinners: a bar that came and went among the page's elements would shift them
+                self.bar = (self.slot if self.slot is not None else st).progress(0.0, text=f"{self.text} 0%")
         frac = min(done / total, 1.0)
         step = int(frac * 20)
         if self.bar is not None and step > self.shown:

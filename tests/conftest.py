@@ -141,6 +141,8 @@ BROWSER_FILES = {"test_browser.py", "test_browser_datasets.py", "test_security_b
                  "test_browser_guarantees.py", "test_browser_atlas.py", "test_browser_teaching.py",
                  "test_hostile_names_browser.py", "test_browser_more_metrics.py", "test_browser_snapshot.py",
                  "test_browser_sweep_hammer.py"}
+# The θ-sweep files (about half the browser tier's time) run as their own xdist group.
+BROWSER_GROUP = {"test_browser_teaching.py": "browser_sweep", "test_browser_sweep_hammer.py": "browser_sweep"}
 BROWSER_TESTS = {"test_report.py": {"test_report_makes_no_network_request_in_a_browser"}}
 APP_FIXTURES = {"app_env", "open_page"}
 SLOW_FILES = {"test_package.py", "test_app_overview_scale.py", "test_app_datasets.py", "test_app_guarantees.py",
@@ -269,9 +271,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 or SLOW_FIXTURES.get(file, set()) & fixtures):
             item.add_marker(pytest.mark.slow)
         # pytest-xdist (pytest.ini: -n auto --dist loadgroup) hands each group to one worker: a file's
-        # tests stay together (its module fixtures are built once), every real-browser test runs on one
-        # worker, one after another (a Streamlit server and Chromium each), and so does every Ray test.
-        item.add_marker(pytest.mark.xdist_group("browser" if browser else "ray" if "ray" in name else file))
+        # tests stay together (its module fixtures are built once); the real-browser tests form two groups
+        # of about equal length (a Streamlit server and Chromium per file, one after another within a group:
+        # the θ-sweep files, and the rest), so on 2 cores the two may run side by side, which the browser
+        # tests must bear (issue 40: they pass with a CPU hog on one core); every Ray test shares one worker.
+        group = (BROWSER_GROUP.get(file, "browser") if browser else "ray" if "ray" in name else file)
+        item.add_marker(pytest.mark.xdist_group(group))
     # A browser test file missing from BROWSER_FILES would run in the core tier (it happened once).
     unlisted = sorted(f for f in modules if "browser" in f and f not in BROWSER_FILES)
     if unlisted:

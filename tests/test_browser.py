@@ -22,6 +22,7 @@ from browser_support import (
     view,
     view_state,
     wait_idle,
+    wait_laid_out,
     wait_view,
 )
 
@@ -31,6 +32,7 @@ from browser_support import (
 PAGES = {
     "explorer": "Explorer",
     "": "Hierarchical Selective Classification",
+    "overview": "Hierarchical Selective Classification",  # the Overview's twin address (a shared /overview)
     "story": "Guided story",
     "risk_coverage": "Risk–coverage",
     "calibration_coverage": "Calibration–coverage",
@@ -191,7 +193,7 @@ def test_screenshots(server, browser, tmp_path, width, height):
             key = {"explorer": "explorer_tree", "risk_coverage": "rc_chart", "story": "story_tree_climb",
                    "explorer_presenter": "explorer_tree", "story_presenter": "story_rc"}[name]
             # Presenter mode: the browser reports its size and the page reruns once at that scale.
-            wait_idle(pg, settle=1.5)
+            (wait_laid_out if "presenter=1" in path else wait_idle)(pg)
             wait_view(pg, key)
             assert_no_exception(pg)
             file = out / f"{name}_{width}x{height}.png"

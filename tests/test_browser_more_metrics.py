@@ -14,7 +14,15 @@ import shutil
 import time
 
 import pytest
-from browser_support import ROOT, assert_no_exception, new_page, require_browser, streamlit_server, wait_idle
+from browser_support import (
+    ROOT,
+    assert_no_exception,
+    new_page,
+    require_browser,
+    streamlit_server,
+    wait_idle,
+    wait_laid_out,
+)
 
 sync_api = require_browser()
 MODEL = ROOT / "cached_logits" / "efficientnet_lite0.npz"
@@ -54,10 +62,11 @@ def server(tmp_path_factory):
 
 def _open(pg, url: str, path: str) -> None:
     pg.goto(f"{url}/{path}")
-    wait_idle(pg, settle=1.0)
+    # presenter mode: the run at this screen's size (after the browser's report) has drawn the page
+    (wait_laid_out if "presenter=1" in path else wait_idle)(pg)
     pg.wait_for_function("() => hscCharts('.js-plotly-plot .main-svg')"
                          ".some((e) => !e.closest('.st-key-hsc_plotly_warm'))")
-    wait_idle(pg, settle=1.0)
+    wait_idle(pg)
 
 
 def _nothing_past_the_edge(pg, where: str) -> None:
@@ -106,11 +115,16 @@ def _column(table: dict, header: str) -> list[str]:
 
 
 def _unfold(pg, widget) -> None:
-    """Presenter mode folds a page's controls into an expander: open it until ``widget`` shows."""
+    """Presenter mode folds a page's controls into an expander: open it until ``widget`` shows, and until it
+    has finished growing (about half a second of animations, clipping what it holds: a click on a picker while
+    it grows focuses the picker without opening its list)."""
     if not widget.is_visible():
-        pg.locator('[data-testid="stMain"] [data-testid="stExpander"] summary').first.click()
+        fold = pg.locator('[data-testid="stMain"] [data-testid="stExpander"]').first
+        closed = fold.bounding_box()["height"]
+        fold.locator("summary").click()
         widget.wait_for(state="visible")
-        time.sleep(0.5)
+        pg.wait_for_function("([e, h]) => e.getBoundingClientRect().height > h + 1"
+                             " && e.getAnimations({subtree: true}).length === 0", arg=[fold.element_handle(), closed])
 
 
 def _choose(pg, key: str, label: str) -> None:
@@ -119,13 +133,7 @@ def _choose(pg, key: str, label: str) -> None:
     picker = pg.locator(f".st-key-{key}")
     _unfold(pg, picker)
     option = pg.locator('[role="option"]', has_text=label).first
-    for _ in range(3):  # the list opens once the folded controls have finished opening
-        picker.locator("input").click()
-        try:
-            option.wait_for(timeout=5_000)
-            break
-        except sync_api.TimeoutError:
-            pg.keyboard.press("Escape")
+    picker.locator("input").click()  # the page's widgets are final (``_open``) and the fold is open
     option.click()
     picker.locator('[data-testid="stMultiSelectTagsContainer"]', has_text=label).first.wait_for()
     pg.keyboard.press("Escape")

@@ -234,6 +234,17 @@ def test_hammer_every_theta_agrees_after_each_run(server, browser, presenter):
     assert not failures, "\n".join(failures)
 
 
+# Every element of the main column that starts above the chart: its test id, classes, top and height.
+ABOVE_JS = """(key) => {
+  const chart = document.querySelector(`.st-key-${key} iframe`).getBoundingClientRect().top;
+  return Array.from(document.querySelectorAll('[data-testid="stMain"] [data-testid]'))
+    .filter((e) => e.getClientRects().length && e.getBoundingClientRect().top < chart)
+    .map((e) => { const r = e.getBoundingClientRect(), name = `${e.dataset.testid}.${e.className.split(' ')[0]}`;
+                  return `${name}@${Math.round(r.top)}+${Math.round(r.height)}`; })
+    .slice(-40);
+}"""
+
+
 def test_nothing_above_the_chart_moves_while_theta_sweeps(server, browser):
     """A curated pick reruns the page at each rest (its list depends on θ); at θ = 1 there is no example,
     and the picker keeps its height: the view's top stays where it was, sampled every 20 ms."""
@@ -242,14 +253,16 @@ def test_nothing_above_the_chart_moves_while_theta_sweeps(server, browser):
         frame_box = pg.locator(f".st-key-{CHART} iframe").first
         top = frame_box.bounding_box()["y"]
         view(pg, CHART).locator("#play").click()
-        tops = []
+        tops, moved = [], None
         deadline = time.time() + 12
         while time.time() < deadline:
             tops.append(frame_box.bounding_box()["y"])
+            if moved is None and abs(tops[-1] - top) >= 1:  # what is above the chart at that moment
+                moved = pg.evaluate(ABOVE_JS, CHART)
             time.sleep(0.02)
         settled(pg)
         tops.append(frame_box.bounding_box()["y"])
-        assert max(abs(t - top) for t in tops) < 1, sorted(set(tops))
+        assert max(abs(t - top) for t in tops) < 1, (sorted(set(tops)), moved)
         assert "none at θ = 1.00" in pg.locator('[data-testid="stMain"]').inner_text()
 
 
