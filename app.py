@@ -84,9 +84,6 @@ else:
         page = st.navigation(SECTIONS, expanded=True)  # every group visible: no "View 3 more" hiding Research
         state.set_page(page.url_path)
         sidebar.sidebar()
-        with st.sidebar:
-            state.bind(st.toggle, "Presenter mode", "presenter", scope="sb",
-                       help="Bigger type for a projector, page controls folded away; the link keeps it (presenter=1).")
         presenter.presenter_style()
         report.sidebar_button()
         sidebar.notices()
@@ -104,5 +101,8 @@ else:
                 page.run()
         finally:
             state.write_query_params()
+            # Drawn after the page (also when it stops early), so the page's elements keep their places
+            # in every run; its CSS puts it at the top right, beside the page's title.
+            presenter.switch()
             session_memory.track_uploaded_files()  # this run's file objects: closed when the session ends
         snapshot_views.share_box(page.url_path)  # after the page: the link holds what the page settled (its sample)

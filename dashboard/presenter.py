@@ -123,6 +123,22 @@ def _size_reported() -> None:
     st.session_state[VIEWPORT_FRESH] = True
 
 
+def switch() -> None:
+    """The button at the top right of every page (beside its title, in both modes) that turns presenter
+    mode on or off. A button, not a toggle: it holds no value in the browser that could be sent back
+    stale (the sidebar toggle it replaces was seen to report "off" with an unrelated click, Guaranteed
+    accuracy's Run button, and the page left presenter mode mid-run)."""
+    on = presenter()
+    with st.container(key=keys.PRESENTER_SWITCH):
+        st.button("Leave presenter mode" if on else "Presenter mode", key=f"{keys.PRESENTER_SWITCH}_button",
+                  icon=":material/close_fullscreen:" if on else ":material/present_to_all:", on_click=_flip,
+                  help="Bigger type for a projector, page controls folded away; the link keeps it (presenter=1).")
+
+
+def _flip() -> None:
+    state.set("presenter", not presenter())
+
+
 def controls(label: str = "Controls"):
     """Where a page's pickers go: inline normally, folded into an expander in presenter mode."""
     return st.expander(label, expanded=False) if presenter() else st.container()

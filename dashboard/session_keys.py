@@ -18,6 +18,7 @@ MISSING_MODEL = "_missing_model"  #: a requested model not in the catalog, shown
 FULL_RUN = "_full_run"  #: the number of this session's full runs (state.init_state)
 PAGE = "_page"  #: the page this run shows (state.set_page, from app.py)
 BOUND_IN_RUN = "_bound_in_run"  #: widget key → (page, full run) that last drew it (state.bind)
+UNSENT = "_bind_unsent"  #: bound widgets whose value was set in a run that stopped inside their call (state.bind)
 WIDGET_PREFIX = "_w."  #: prefix of a bound widget's own key: ``widget_key`` (state.bind)
 
 # ---------------------------------------------------------------------------- entry (entry.py)
@@ -48,6 +49,7 @@ DS_MSG = "_ds_msg"  #: (st function name, message) about the last data set added
 PLOTLY_WARM = "_plotly_warm"  #: True once this session's first run sent the warm-up chart (widgets.warm_plotly)
 VIEWPORT = "_viewport"  #: the viewport probe component's state: ``.size`` = "WxH" (presenter)
 VIEWPORT_FRESH = "_viewport_fresh"  #: True in the run a new browser size started (presenter)
+PRESENTER_SWITCH = "hsc_presenter_switch"  #: the top-right button that turns presenter mode on or off (its slot too)
 SWEEP_PREFIX = "_sweep_"  #: prefix of a θ-swept view's server side (rev, θ, ack): ``sweep`` (sweep.theta_chart)
 
 # ---------------------------------------------------------------------------- pages

@@ -40,6 +40,7 @@ MISSING_MODEL = keys.MISSING_MODEL
 _RUN = keys.FULL_RUN
 _PAGE = keys.PAGE
 _BOUND = keys.BOUND_IN_RUN
+_UNSENT = keys.UNSENT
 
 
 class Invalid(ValueError):
@@ -407,11 +408,19 @@ def bind(widget: Callable, label: str, key: str, *, scope: str = "", on_change: 
         # slider its minimum). Setting it anew shows the setting.
         del ss[wkey]
     bound[wkey] = now
-    if wkey not in ss or ss[wkey] != ss[key]:
+    unsent = ss.setdefault(_UNSENT, {})  # widget key → True (a dict: this module's set() is a setter)
+    if wkey not in ss or ss[wkey] != ss[key] or wkey in unsent:
         # Only when they differ: re-setting an unchanged value overwrites what the user did in the
-        # browser since this run began (quick key presses on a slider were lost).
+        # browser since this run began (quick key presses on a slider were lost). Or when the last set
+        # never reached the browser: a rerun asked for meanwhile (the presenter viewport's report, a
+        # click) stops a run inside the widget call, after Streamlit has taken the value and before it
+        # sends the widget; the browser then builds the widget from its default (a slider at its
+        # minimum, presenter mode's toggle off) and sends that back with the next click.
         ss[wkey] = ss[key]
-    return widget(label, key=wkey, on_change=_copy_back, args=(wkey, key, on_change), **kwargs)
+        unsent[wkey] = True
+    drawn = widget(label, key=wkey, on_change=_copy_back, args=(wkey, key, on_change), **kwargs)
+    unsent.pop(wkey, None)  # the call returned: the widget, with the value set, is on its way to the browser
+    return drawn
 
 
 def set_page(name: str) -> None:

@@ -267,7 +267,7 @@ def test_explorer_sample_pickers(pick, use_dir, model_dir):
         at.number_input(key="_w.ex.rank").set_value(2).run()
         assert at.session_state["sample"] != sample
     elif pick == "random":
-        at.button[0].click().run()  # "New random sample"
+        next(b for b in at.button if b.label == "New random sample").click().run()
         assert at.session_state["seed"] == 1
     else:
         cls = at.selectbox(key="_w.ex.cls").value

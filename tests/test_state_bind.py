@@ -1,0 +1,70 @@
+"""``state.bind`` sends a widget its setting again when the run that set it stopped inside the widget call.
+
+Streamlit takes a widget's value before it checks for a rerun asked for meanwhile and sends the widget only
+after; a run stopped there leaves the browser without the value, and a browser that builds the widget from
+its default (a slider at its minimum, presenter mode's toggle off) sends that default back with the next
+click. Seen in CI: presenter mode left itself on Guaranteed accuracy's Run click.
+"""
+
+from __future__ import annotations
+
+import pytest
+import streamlit as st
+
+from dashboard import session_keys as keys
+from dashboard import state
+
+
+class RecordingState(dict):
+    """A session state that remembers which keys a run assigned."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.assigned: list[str] = []
+
+    def __setitem__(self, key, value) -> None:
+        self.assigned.append(key)
+        super().__setitem__(key, value)
+
+
+class StoppedForRerun(Exception):
+    """Stands for Streamlit's RerunException, raised inside a widget call."""
+
+
+def _run(ss: RecordingState, n: int) -> None:
+    dict.__setitem__(ss, keys.FULL_RUN, n)
+    dict.__setitem__(ss, keys.PAGE, "guaranteed_accuracy")
+    ss.assigned.clear()
+
+
+def _drawn(label, key, **kwargs):
+    return st.session_state[key]
+
+
+def _stopped(label, key, **kwargs):
+    raise StoppedForRerun
+
+
+def test_a_value_whose_widget_was_never_sent_is_set_again(monkeypatch):
+    ss = RecordingState()
+    monkeypatch.setattr(st, "session_state", ss)
+    dict.__setitem__(ss, "acc", 0.95)
+    wkey = keys.widget_key("ga", "acc")
+
+    _run(ss, 1)  # the first run sets the widget's value, then stops inside its call
+    with pytest.raises(StoppedForRerun):
+        state.bind(_stopped, "Target accuracy", "acc", scope="ga")
+    assert wkey in ss.assigned
+
+    _run(ss, 2)  # the value is unchanged, but the browser never got it: set again
+    assert state.bind(_drawn, "Target accuracy", "acc", scope="ga") == 0.95
+    assert wkey in ss.assigned
+
+    _run(ss, 3)  # sent: an unchanged value is left alone (re-setting it would undo a user's quick key presses)
+    assert state.bind(_drawn, "Target accuracy", "acc", scope="ga") == 0.95
+    assert wkey not in ss.assigned
+
+    _run(ss, 4)  # a changed setting is always set
+    dict.__setitem__(ss, "acc", 0.9)
+    assert state.bind(_drawn, "Target accuracy", "acc", scope="ga") == 0.9
+    assert wkey in ss.assigned
