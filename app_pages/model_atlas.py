@@ -43,8 +43,10 @@ with top[0]:
             options = [state.get("atlas"), *options]  # a link's name: checked (and refused) below
         state.bind(st.selectbox, "Results table", "atlas", scope="atl", options=options,
                    help="CSV files in the results folder (HSC_RESULTS_DIR).")
-    upload = st.file_uploader("…or upload a results table (CSV)", type=["csv"], key=session_keys.ATLAS_UPLOAD,
-                              max_upload_size=MAX_TABLE_BYTES // 2**20)
+    # folded in normal mode too, so the chart starts on a 1280×720 laptop's first screen
+    with st.container() if presenter.presenter() else st.expander("…or upload a results table (CSV)"):
+        upload = st.file_uploader("…or upload a results table (CSV)", type=["csv"], key=session_keys.ATLAS_UPLOAD,
+                                  max_upload_size=MAX_TABLE_BYTES // 2**20)
 ATLAS_RULES = rule_names(paper=True)  # the atlas table has the paper's four rules only
 if state.get("cmp_rule") not in ATLAS_RULES:
     st.info(f"The atlas table has no {widgets.plain(rule_label(state.get('cmp_rule')))} column: showing "

@@ -8,18 +8,22 @@ from dashboard import entry, page_sentences, per_rank, presenter, progress, sess
 entry.ensure_entrypoint(globals())
 
 st.title("Per-rank thresholds")
-with presenter.controls("Table and requirement"):  # presenter mode: the how-to folds away with the pickers
-    st.caption("Bring your own scores: a table with `sample_id` and, per rank from the coarsest to the finest, "
-               "`true_<rank>`, `pred_<rank>`, `conf_<rank>`. Climbing by rank answers at the finest rank whose "
-               "confidence reaches its θ (each rank's own head: when heads disagree, the finer head's label is the "
-               "answer, judged at that rank), else abstains; Learn then Test picks one θ per rank so that the "
-               "accuracy chosen under Guarantee ≥ the target with probability ≥ 1 − δ.")
-    top = st.columns([2.0, 1.2, 1.2])
+# Presenter mode folds the table and the requirement away; normal mode folds only the table (the shipped example
+# shows until one is uploaded), so the sentence and both figures start on a 1280×720 laptop's first screen.
+with presenter.controls("Table and requirement"):
+    with st.container() if presenter.presenter() else st.expander(
+            "Your own table: per-rank scores (CSV or Parquet)", icon=":material/upload_file:"):
+        st.caption("Bring your own scores: a table with `sample_id` and, per rank from the coarsest to the finest, "
+                   "`true_<rank>`, `pred_<rank>`, `conf_<rank>`. Climbing by rank answers at the finest rank whose "
+                   "confidence reaches its θ (each rank's own head: when heads disagree, the finer head's label is "
+                   "the answer, judged at that rank), else abstains; Learn then Test picks one θ per rank so that "
+                   "the accuracy chosen under Guarantee ≥ the target with probability ≥ 1 − δ.")
+        upload = st.file_uploader("Per-rank scores (CSV or Parquet)", type=["csv", "parquet"],
+                                  key=session_keys.PER_RANK_UPLOAD, max_upload_size=per_rank.MAX_UPLOAD_MB)
+        percent = st.toggle("Confidences are percentages (0–100)", value=False, key="rank_percent",
+                            help="e.g. RDP/DADA2 bootstrap support")
+    top = st.columns([1.6, 1.2, 1.2])
 with top[0]:
-    upload = st.file_uploader("Per-rank scores (CSV or Parquet)", type=["csv", "parquet"],
-                              key=session_keys.PER_RANK_UPLOAD, max_upload_size=per_rank.MAX_UPLOAD_MB)
-    percent = st.toggle("Confidences are percentages (0–100)", value=False, key="rank_percent",
-                        help="e.g. RDP/DADA2 bootstrap support")
     state.bind(st.radio, "Guarantee", "r_quantity", scope="pr", options=list(per_rank.QUANTITY_WORDS),
                format_func=per_rank.quantity_label, help="which accuracy the target is about")
 with top[1]:

@@ -49,7 +49,7 @@ DS_MSG = "_ds_msg"  #: (st function name, message) about the last data set added
 PLOTLY_WARM = "_plotly_warm"  #: True once this session's first run sent the warm-up chart (widgets.warm_plotly)
 VIEWPORT = "_viewport"  #: the viewport probe component's state: ``.size`` = "WxH" (presenter)
 VIEWPORT_FRESH = "_viewport_fresh"  #: True in the run a new browser size started (presenter)
-PRESENTER_SWITCH = "hsc_presenter_switch"  #: the top-right button that turns presenter mode on or off (its slot too)
+PRESENTER_SWITCH = "_presenter_switch"  #: the top-right button that turns presenter mode on or off (its slot too)
 SWEEP_PREFIX = "_sweep_"  #: prefix of a θ-swept view's server side (rev, θ, ack): ``sweep`` (sweep.theta_chart)
 
 # ---------------------------------------------------------------------------- pages
