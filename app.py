@@ -102,7 +102,7 @@ else:
         finally:
             state.write_query_params()
             # Drawn after the page (also when it stops early), so the page's elements keep their places
-            # in every run; its CSS puts it at the top right, beside the page's title.
+            # in every run; its CSS puts it at the top right of the page.
             presenter.switch()
             session_memory.track_uploaded_files()  # this run's file objects: closed when the session ends
         snapshot_views.share_box(page.url_path)  # after the page: the link holds what the page settled (its sample)

@@ -44,7 +44,7 @@ with top[0]:
         state.bind(st.selectbox, "Results table", "atlas", scope="atl", options=options,
                    help="CSV files in the results folder (HSC_RESULTS_DIR).")
     # folded in normal mode too, so the chart starts on a 1280×720 laptop's first screen
-    with st.container() if presenter.presenter() else st.expander("…or upload a results table (CSV)"):
+    with presenter.folded("…or upload a results table (CSV)"):
         upload = st.file_uploader("…or upload a results table (CSV)", type=["csv"], key=session_keys.ATLAS_UPLOAD,
                                   max_upload_size=MAX_TABLE_BYTES // 2**20)
 ATLAS_RULES = rule_names(paper=True)  # the atlas table has the paper's four rules only

@@ -11,8 +11,7 @@ st.title("Per-rank thresholds")
 # Presenter mode folds the table and the requirement away; normal mode folds only the table (the shipped example
 # shows until one is uploaded), so the sentence and both figures start on a 1280×720 laptop's first screen.
 with presenter.controls("Table and requirement"):
-    with st.container() if presenter.presenter() else st.expander(
-            "Your own table: per-rank scores (CSV or Parquet)", icon=":material/upload_file:"):
+    with presenter.folded("Your own table: per-rank scores (CSV or Parquet)", icon=":material/upload_file:"):
         st.caption("Bring your own scores: a table with `sample_id` and, per rank from the coarsest to the finest, "
                    "`true_<rank>`, `pred_<rank>`, `conf_<rank>`. Climbing by rank answers at the finest rank whose "
                    "confidence reaches its θ (each rank's own head: when heads disagree, the finer head's label is "

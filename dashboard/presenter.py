@@ -124,7 +124,7 @@ def _size_reported() -> None:
 
 
 def switch() -> None:
-    """The button at the top right of every page (beside its title, in both modes) that turns presenter
+    """The button at the top right of every page (in both modes) that turns presenter
     mode on or off. A button, not a toggle: it holds no value in the browser that could be sent back
     stale (the sidebar toggle it replaces was seen to report "off" with an unrelated click, Guaranteed
     accuracy's Run button, and the page left presenter mode mid-run)."""
@@ -142,4 +142,10 @@ def _flip() -> None:
 def controls(label: str = "Controls"):
     """Where a page's pickers go: inline normally, folded into an expander in presenter mode."""
     return st.expander(label, expanded=False) if presenter() else st.container()
+
+
+def folded(label: str, **kwargs):
+    """Where a page's secondary input goes (an upload): folded into an expander in normal mode; in presenter
+    mode inline, inside ``controls``' fold (Streamlit's expanders do not nest)."""
+    return st.container() if presenter() else st.expander(label, **kwargs)
 

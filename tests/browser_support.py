@@ -276,6 +276,12 @@ def wait_laid_out(pg) -> None:
     wait_idle(pg)
 
 
+def wait_drawn(pg, path: str) -> None:
+    """After opening ``path``: in presenter mode (``presenter=1``) wait for the run laid out at this window's size
+    (``wait_laid_out``), otherwise for the app to be idle (``wait_idle``)."""
+    (wait_laid_out if "presenter=1" in path else wait_idle)(pg)
+
+
 def assert_no_exception(pg) -> None:
     exc = pg.locator('[data-testid="stException"]')
     assert exc.count() == 0, exc.first.inner_text()

@@ -21,8 +21,8 @@ from browser_support import (
     streamlit_server,
     view,
     view_state,
+    wait_drawn,
     wait_idle,
-    wait_laid_out,
     wait_view,
 )
 
@@ -205,7 +205,7 @@ def test_screenshots(server, browser, tmp_path, width, height):
             key = {"explorer": "explorer_tree", "risk_coverage": "rc_chart", "story": "story_tree_climb",
                    "explorer_presenter": "explorer_tree", "story_presenter": "story_rc"}[name]
             # Presenter mode: the browser reports its size and the page reruns once at that scale.
-            (wait_laid_out if "presenter=1" in path else wait_idle)(pg)
+            wait_drawn(pg, path)
             wait_view(pg, key)
             assert_no_exception(pg)
             file = out / f"{name}_{width}x{height}.png"

@@ -20,8 +20,8 @@ from browser_support import (
     new_page,
     require_browser,
     streamlit_server,
+    wait_drawn,
     wait_idle,
-    wait_laid_out,
 )
 
 sync_api = require_browser()
@@ -63,7 +63,7 @@ def server(tmp_path_factory):
 def _open(pg, url: str, path: str) -> None:
     pg.goto(f"{url}/{path}")
     # presenter mode: the run at this screen's size (after the browser's report) has drawn the page
-    (wait_laid_out if "presenter=1" in path else wait_idle)(pg)
+    wait_drawn(pg, path)
     pg.wait_for_function("() => hscCharts('.js-plotly-plot .main-svg')"
                          ".some((e) => !e.closest('.st-key-hsc_plotly_warm'))")
     wait_idle(pg)

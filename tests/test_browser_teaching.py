@@ -31,6 +31,7 @@ from browser_support import (
     view,
     view_kept,
     view_state,
+    wait_drawn,
     wait_idle,
     wait_laid_out,
     wait_view,
@@ -75,7 +76,7 @@ def server():
 def _open(pg, url: str, path: str, chart: str | None = None) -> None:
     pg.goto(f"{url}/{path}")
     # presenter mode: the run at this screen's size (after the browser's report) has drawn the page
-    (wait_laid_out if "presenter=1" in path else wait_idle)(pg)
+    wait_drawn(pg, path)
     if chart is not None:
         find_chart(pg, chart).locator(".main-svg").first.wait_for()
     else:  # a page chart (not app.py's invisible plotly.js warm-up chart)
