@@ -183,7 +183,7 @@ def test_theta_sweep_runs_in_the_browser(server, page):
     assert_no_exception(page)
 
 
-VIEWPORTS = [(1280, 720), (1920, 1080)]  # a laptop and a projector (1440×900: the presenter-fit tests)
+VIEWPORTS = [(1280, 720), (1920, 1080)]  # a laptop and a projector
 # ts=0: the Explorer's first rescue without temperature scaling is the sample checked below.
 SHOTS = {"explorer": "explorer?pick=rescue&ts=0", "risk_coverage": "risk_coverage", "story": "story?step=3",
          "explorer_presenter": "explorer?pick=rescue&presenter=1", "story_presenter": "story?step=4&presenter=1"}

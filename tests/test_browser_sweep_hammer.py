@@ -11,7 +11,7 @@
 
 The counts are environment variables so the acceptance runs (``HSC_PLAY_RUNS=20 HSC_HAMMER_RUNS=50
 HSC_SHARE_LINKS=20``, about 25 minutes) can be made on demand while CI, on 2 cores, runs each path a few
-times (1 play per mode and size, 10 hammer runs per mode, 6 links): each hammer run costs about 5 s, each
+times (1 play per mode and size, 5 hammer runs per mode, 3 links): each hammer run costs about 5 s, each
 play about 15 s, each link about 3.5 s.
 
 Every wait is on an event or a state (the view's ``data-*``, the address, an element), never a fixed sleep
@@ -48,8 +48,8 @@ if not any((ROOT / "cached_logits").glob("*.npz")):
 
 CHART = "explorer_tree"
 PLAYS = int(os.environ.get("HSC_PLAY_RUNS", "1"))
-RUNS = int(os.environ.get("HSC_HAMMER_RUNS", "10"))
-LINKS = int(os.environ.get("HSC_SHARE_LINKS", "6"))
+RUNS = int(os.environ.get("HSC_HAMMER_RUNS", "5"))
+LINKS = int(os.environ.get("HSC_SHARE_LINKS", "3"))
 SIZES = [(1280, 720), (1920, 1080)]
 
 
@@ -134,7 +134,7 @@ def test_play_never_leaves_one(server, browser, presenter, size):
 
 
 def test_share_link_opens_the_sharers_view(server, browser):
-    """``HSC_SHARE_LINKS`` links (6 by default, 20 in the acceptance run), each copied while θ is still
+    """``HSC_SHARE_LINKS`` links (3 by default, 20 in the acceptance run), each copied while θ is still
     moving (keys, before the rest reaches the server), after a
     new random sample or none: in a fresh context the snapshot shows the sharer's θ and sample; a few
     are followed to the live page through "Open interactive"."""
