@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize_scalar
 
-from ..config import chunk_threads, rows_per_chunk
+from ..config import chunk_threads, rows_per_block, rows_per_chunk
 from .hierarchy import Hierarchy
 from .parallel import ordered_map
 from .validation import check_labels, check_logits, quote
@@ -131,30 +131,38 @@ def _nll(logits: np.ndarray, true_logit_sum: float, temperature: float, row_max:
     The true-class term is linear in 1/T, so only the log-sum-exp needs the logits at each T.
     Rows are scaled into a reused float64 buffer: float32 exp/sum moves the flat optimum of T by
     up to ~4e-4 (relative) on the shipped logits, float64 keeps it exact to ~1e-12. Each row's
-    log-sum-exp is its own, so blocks of rows are worked on side by side (``parallel.ordered_map``,
-    a buffer per thread) and then summed per chunk of the memory budget, in order: the value is
-    the same for any thread count. ``row_max`` (n,): each row's largest logit, computed once per
-    fit (``fit_temperature``): max_j(z_ij / T) is (max_j z_ij) / T bit for bit (rounding is monotone).
+    log-sum-exp is its own, so blocks of rows are worked on side by side (``parallel.ordered_map``)
+    and then summed per chunk of the memory budget, in order: the value is the same for any thread
+    count. Within a thread's share, rows go through scale, exp and sum a few at a time
+    (``config.rows_per_block``: the buffer stays in the core's cache, so the passes do not stream
+    main memory; ~4× faster at iNat21 size, the same bits per row). ``row_max`` (n,): each row's
+    largest logit, computed once per fit (``fit_temperature``): max_j(z_ij / T) is (max_j z_ij) / T
+    bit for bit (rounding is monotone).
     """
     n, c = logits.shape
     rows = rows_per_chunk(c * 8)  # the rows summed together: bounded at any n × C
-    step = max(1, rows // chunk_threads())  # a block of one thread: its float64 buffer, within the budget
+    step = max(1, rows // chunk_threads())  # one thread's share of rows
+    block = min(step, rows_per_block(c * 8))  # rows scaled at once: a float64 buffer in the core's cache
     inv_t = 1.0 / temperature
     local = threading.local()
 
     def row_lse(start: int) -> np.ndarray:
-        block = logits[start:start + step]
+        stop = min(start + step, n)
         buf = getattr(local, "buf", None)
         if buf is None:
-            buf = local.buf = np.empty((min(step, n), c))
-        z = np.multiply(block, inv_t, out=buf[: len(block)], dtype=np.float64)
-        if row_max is None:
-            top = z.max(axis=1, keepdims=True)
-        else:
-            top = np.multiply(row_max[start:start + step, None], inv_t)
-        z -= top
-        np.exp(z, out=z)
-        return np.log(z.sum(axis=1)) + top[:, 0]
+            buf = local.buf = np.empty((min(block, n), c))
+        out = np.empty(stop - start)
+        for a in range(start, stop, block):
+            b = min(a + block, stop)
+            z = np.multiply(logits[a:b], inv_t, out=buf[: b - a], dtype=np.float64)
+            if row_max is None:
+                top = z.max(axis=1, keepdims=True)
+            else:
+                top = np.multiply(row_max[a:b, None], inv_t)
+            z -= top
+            np.exp(z, out=z)
+            out[a - start: b - start] = np.log(z.sum(axis=1)) + top[:, 0]
+        return out
 
     lse = np.concatenate(list(ordered_map(row_lse, range(0, n, step), warm_first=False)))
     lse_sum = 0.0
