@@ -281,7 +281,7 @@ class _ChunkPlan:
                 return softmax_node_probabilities(self.hierarchy, raw, self.temperature, self.dtype)
             except NonFiniteLogits as exc:
                 self._non_finite(start + exc.row)
-        block = raw.astype(self.dtype, copy=False)
+        block: np.ndarray = raw.astype(self.dtype, copy=False)
         finite = np.isfinite(block).all(axis=1)
         if not finite.all():
             self._non_finite(start + int(np.flatnonzero(~finite)[0]))

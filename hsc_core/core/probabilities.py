@@ -28,7 +28,7 @@ def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
     """
     logits = check_logits(logits)
     temperature = _check_temperature(temperature)
-    out = np.empty(logits.shape, dtype=logits.dtype)
+    out: np.ndarray = np.empty(logits.shape, dtype=logits.dtype)
     for rows in _cache_blocks(logits.shape[0], out.itemsize * logits.shape[1]):
         _softmax_into(out[rows], logits[rows], temperature)
     return out
@@ -60,7 +60,7 @@ def softmax_node_probabilities(hierarchy: Hierarchy, logits: np.ndarray, tempera
     if arr.ndim != 2 or arr.shape[1] != hierarchy.n_leaves:
         raise ValueError(f"logits must have shape (n_samples, {hierarchy.n_leaves}), got {arr.shape}")
     temperature = _check_temperature(temperature)
-    out = np.empty((arr.shape[0], hierarchy.n_nodes), dtype=dtype)
+    out: np.ndarray = np.empty((arr.shape[0], hierarchy.n_nodes), dtype=dtype)
     leaves = out[:, : hierarchy.n_leaves]
     for rows in _cache_blocks(arr.shape[0], out.itemsize * hierarchy.n_nodes):
         block = leaves[rows]
@@ -172,7 +172,7 @@ def _fill_internal(hierarchy: Hierarchy, out: np.ndarray) -> None:
     changes no sum.
     """
     if hierarchy.n_nodes > hierarchy.n_leaves:
-        out[:, hierarchy.n_leaves:] = out[:, : hierarchy.n_leaves] @ _internal_leaf_matrix_t(hierarchy, out.dtype)
+        out[:, hierarchy.n_leaves:] = out[:, : hierarchy.n_leaves] @ _internal_leaf_matrix_t(hierarchy, out.dtype.type)
 
 
 def _internal_leaf_matrix_t(hierarchy: Hierarchy, dtype: type) -> sp.csr_matrix:
