@@ -52,6 +52,7 @@ from ..core.metric_intervals import (
     weighted_prf,
 )
 from ..core.metric_rules import ALL_RULES, check_rule
+from ..core.parallel import ordered_map
 from ..core.probabilities import fit_temperature
 from ..core.protocol import CALIBRATION_FRACTION, SPLIT_SEED, calibration_mask, check_protocol, evaluation_mask
 from ..core.risk import LOSSES, Loss, hierarchical_correctness
@@ -462,6 +463,11 @@ class EvaluationSet:
         if intervals and dec is not None:
             raise ValueError("bootstrap intervals are computed on the exact curves; use dec=None")
         rules = tuple(dict.fromkeys(check_rule(r) for r in rules))
+        pairs = [(rule, loss) for loss in losses for rule in rules]
+        # Each curve is its own sweep (numpy's sorts release the GIL): built side by side on the chunk
+        # threads, kept in the memo, and read below in order, so the rows are the same for any thread count.
+        for _ in ordered_map(lambda i: self.curve(*pairs[i], dec), range(len(pairs)), warm_first=False):
+            pass
         ev = self.evaluation
         rows = [ev.row(self, "", "", "top1", self.top1)]
         if self.calibrator == "temperature":
