@@ -30,7 +30,9 @@ def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
     temperature = _check_temperature(temperature)
     out: np.ndarray = np.empty(logits.shape, dtype=logits.dtype)
     for rows in _cache_blocks(logits.shape[0], out.itemsize * logits.shape[1]):
-        _softmax_into(out[rows], logits[rows], temperature)
+        bad = _softmax_into(out[rows], logits[rows], temperature)
+        if bad >= 0:  # the logits are finite (check_logits): dividing by T overflowed
+            raise ValueError(f"logits / temperature overflow {out.dtype} (first: row {rows.start + bad})")
     return out
 
 
@@ -47,7 +49,7 @@ def softmax_node_probabilities(hierarchy: Hierarchy, logits: np.ndarray, tempera
     """``node_probabilities(hierarchy, softmax(logits, temperature))`` in ``dtype``, the same bits,
     in one pass over ``logits`` (any float dtype: a float16 chunk is cast a few rows at a time).
 
-    Each cache block of rows (``config.rows_per_block``) is cast, checked, scaled, normalised and
+    Each cache block of rows (``config.rows_per_block``) is cast and scaled, checked, normalised and
     summed per node while it stays in the core's cache, written straight into the node columns:
     no float32 copy of the chunk, no separate leaf array (three times faster than the passes
     over a whole chunk at iNat21 size). Raises ``NonFiniteLogits`` (a ValueError) for NaN or inf.
@@ -63,12 +65,9 @@ def softmax_node_probabilities(hierarchy: Hierarchy, logits: np.ndarray, tempera
     out: np.ndarray = np.empty((arr.shape[0], hierarchy.n_nodes), dtype=dtype)
     leaves = out[:, : hierarchy.n_leaves]
     for rows in _cache_blocks(arr.shape[0], out.itemsize * hierarchy.n_nodes):
-        block = leaves[rows]
-        block[...] = arr[rows]  # exact: float16 → float32 (→ float64)
-        finite = np.isfinite(block).all(axis=1)
-        if not finite.all():
-            raise NonFiniteLogits(rows.start + int(np.flatnonzero(~finite)[0]))
-        _softmax_into(block, block, temperature)
+        bad = _softmax_into(leaves[rows], arr[rows], temperature)  # float16 → float32 is exact
+        if bad >= 0:
+            raise NonFiniteLogits(rows.start + bad)
         _fill_internal(hierarchy, out[rows])
     return out
 
@@ -85,14 +84,23 @@ def _cache_blocks(n: int, bytes_per_row: int) -> list[slice]:
     return [slice(a, min(a + step, n)) for a in range(0, n, step)]
 
 
-def _softmax_into(out: np.ndarray, logits: np.ndarray, temperature: float) -> None:
-    """softmax(logits / T) row-wise into ``out`` (its dtype; ``out`` may be ``logits``): the
+def _softmax_into(out: np.ndarray, logits: np.ndarray, temperature: float) -> int:
+    """softmax(logits / T) row-wise into ``out`` (cast to its dtype as they are scaled): the
     operations of a plain softmax, in the same order, so every row's bits are the same for any
-    block of rows (each row's max and pairwise sum are its own)."""
+    block of rows (each row's max and pairwise sum are its own).
+
+    Returns the first row whose scaled logits are not all finite (NaN or ±inf: its maximum or
+    minimum is not finite, one reduction instead of a test of every value), −1 when there is none.
+    """
     np.divide(logits, temperature, out=out, dtype=out.dtype)
-    out -= out.max(axis=1, keepdims=True)
+    top = out.max(axis=1, keepdims=True)
+    bad = ~(np.isfinite(top[:, 0]) & np.isfinite(out.min(axis=1)))
+    if bad.any():  # ``out`` is left as it is: the caller raises
+        return int(np.flatnonzero(bad)[0])
+    out -= top
     np.exp(out, out=out)
     out /= out.sum(axis=1, keepdims=True)
+    return -1
 
 
 #: The smallest probability ``probability_logits`` keeps: a 0 becomes log(1e-300) ≈ −690.8, finite.
