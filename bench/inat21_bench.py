@@ -55,7 +55,7 @@ STAGES = (
     ("read the hierarchy file", ("load_user_hierarchy",)),
     ("TS fit on the calibration split", ("fit_temperature",)),
     ("one pass per setting: softmax, node sums, every rule's records (2 passes)", ("_scan",)),
-    ("exact RC curves + hAURC (rules × 2 losses × 2 settings)", ("rc_curve_from_paths",)),
+    ("exact RC curves + hAURC (rules × 2 losses × 2 settings, side by side on the threads)", ("results",)),
     ("gains over a common coverage range", ("gain_range",)),
     ("result rows in all (TS fit, passes, curves, gains)", ("evaluation_rows",)),
 )

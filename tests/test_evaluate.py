@@ -14,7 +14,7 @@ import pytest
 from conftest import REPO, random_tree
 
 from hsc_core.cli import main
-from hsc_core.core.logit_chunks import rc_curves_from_logits
+from hsc_core.core.logit_chunks import decision_paths_from_logits, rc_curves_from_logits
 from hsc_core.core.metric_rules import ALL_RULES
 from hsc_core.core.probabilities import fit_temperature
 from hsc_core.core.protocol import calibration_mask
@@ -31,6 +31,7 @@ from hsc_core.evaluation import (
     summary_text,
 )
 from hsc_core.pipeline import many_models as evaluate
+from hsc_core.pipeline.distributed import LOCAL_RAY, ray_decision_paths, ray_session
 
 SHIPPED = sorted((REPO / "cached_logits").glob("*.npz"))
 RULES = ("selective", "climbing", "jumping", "max_coverage")
@@ -596,6 +597,30 @@ def test_ray_local_gives_identical_numbers(synth, tmp_path, capsys):
     assert code == 0, err
     assert (tmp_path / "ray.csv").read_bytes() == (tmp_path / "local.csv").read_bytes()
     assert (tmp_path / "ray_models.csv").read_bytes() == (tmp_path / "local_models.csv").read_bytes()
+
+
+def test_ray_local_splits_one_files_rows_with_identical_numbers(synth, tmp_path, capsys):
+    """One file under ``--ray local``: its task splits the rows across the Ray's two CPUs
+    (``ray_decision_paths``), and every number is the plain run's; the split itself, called inside
+    a Ray session, gives the plain pass's records bit for bit (blocks of unequal record widths)."""
+    ray = pytest.importorskip("ray")
+    tree, tree_file, files = synth
+    assert _cli(capsys, "evaluate", files[2], "--hierarchy", tree_file, "--out", tmp_path / "plain.csv")[0] == 0
+    code, _, err = _cli(capsys, "evaluate", files[2], "--hierarchy", tree_file, "--out", tmp_path / "ray.csv",
+                        "--ray", "local", "--workers", 2)
+    assert code == 0, err
+    assert (tmp_path / "ray.csv").read_bytes() == (tmp_path / "plain.csv").read_bytes()
+    logits, _ = synthetic_logits(tree, 400, top1=0.6, seed=9, dtype=np.float16)
+    rows = np.arange(1, 400, 3)
+    plain = decision_paths_from_logits(tree, logits, 0.8, ALL_RULES, rows=rows)
+    with ray_session(LOCAL_RAY, 2):
+        assert ray.cluster_resources()["CPU"] == 2  # so the rows go to two tasks
+        split = ray_decision_paths(tree, logits, 0.8, ALL_RULES, rows=rows)
+    halves = [decision_paths_from_logits(tree, logits, 0.8, ALL_RULES, rows=h) for h in np.array_split(rows, 2)]
+    assert any(halves[0][r].nodes.shape[1] != halves[1][r].nodes.shape[1] for r in ALL_RULES)  # padding is tested
+    for rule in ALL_RULES:
+        for field in ("nodes", "values", "lengths"):
+            np.testing.assert_array_equal(getattr(split[rule], field), getattr(plain[rule], field))
 
 
 def test_processes_give_identical_numbers(synth, tmp_path, capsys):

@@ -102,8 +102,8 @@ def test_temperature_fit_is_the_same_on_any_thread_count(case, monkeypatch):
 def test_a_setting_builds_every_rule_asked_for_in_its_one_pass(case, monkeypatch):
     h, logits, labels = case
     calls = []
-    real = probabilities.node_probabilities
-    monkeypatch.setattr("hsc_core.core.logit_chunks.node_probabilities",
+    real = probabilities.softmax_node_probabilities
+    monkeypatch.setattr("hsc_core.core.logit_chunks.softmax_node_probabilities",
                         lambda *a, **k: calls.append(1) or real(*a, **k))
     ev = ModelEvaluation(h, logits, labels)
     es = ev.setting(False, rules=ALL_RULES)

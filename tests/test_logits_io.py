@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
@@ -104,6 +105,31 @@ def test_corrupt_member(saved, tmp_path):
     bad.write_bytes(bytes(data))
     with pytest.raises(LogitsFileError):
         load_logits(bad)
+
+
+@pytest.mark.parametrize("save", [np.savez_compressed, np.savez])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_logits_member_is_inflated_into_the_array_numpy_reads(tmp_path, save, dtype):
+    """The logits member is read by ``_read_npy_member`` (deflated over several 4 MB blocks, or
+    stored) into the very array ``np.load`` gives; the file's digest is unchanged; a flipped byte
+    in the member fails one way or another (inflate error, size or CRC-32)."""
+    logits, labels, ids, _ = _arrays(n=700, c=4000, seed=1)
+    path = tmp_path / "big.npz"
+    save(path, logits=logits.astype(dtype), labels=labels, sample_ids=ids)
+    with np.load(path) as npz:
+        expected = npz["logits"]
+    for bundle in (load_logits(path, keep_float16=True),
+                   logits_io.load_logits_stream(logits_io.HashingReader(path.open("rb")), str(path),
+                                                keep_float16=True)):
+        assert bundle.logits.dtype == dtype and bundle.logits.tobytes() == expected.tobytes()
+    reader = logits_io.HashingReader(path.open("rb"))
+    logits_io.load_logits_stream(reader, str(path))
+    assert reader.sha256() == hashlib.sha256(path.read_bytes()).digest()
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # inside the logits member
+    (tmp_path / "bad.npz").write_bytes(bytes(data))
+    with pytest.raises(LogitsFileError, match="truncated or corrupt"):
+        load_logits(tmp_path / "bad.npz")
 
 
 def test_missing_array(tmp_path):

@@ -87,10 +87,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     add_subset(parser)
     parser.add_argument("--workers", type=int, metavar="K",
                         help="parallel local processes (default min(#models, #CPUs)); with --ray, the CPUs of a "
-                             "local Ray")
+                             "local Ray (default every CPU)")
     parser.add_argument("--ray", metavar="ADDRESS",
-                        help=f"run models as Ray tasks: '{LOCAL_RAY}' (a private Ray on this machine), 'auto' (the "
-                             "running cluster) or a cluster address; logits paths must be readable on every node")
+                        help=f"run models as Ray tasks, each model's rows split across the cluster's CPUs (the same "
+                             f"numbers): '{LOCAL_RAY}' (a private Ray on this machine), 'auto' (the running cluster) "
+                             "or a cluster address; logits paths must be readable on every node")
     parser.add_argument("--recompute", action="store_true", help="ignore finished results in <out>.d/")
     parser.add_argument("--rc-table", metavar="PATH",
                         help="also write every exact operating point (model, dataset, hierarchy_hash, subset, ts, "

@@ -16,7 +16,7 @@ it per chunk, so softmax, node sums, records and every θ comparison use that on
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Literal
+from typing import Literal, NoReturn
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from .curves import RCCurve, rc_curve_from_paths, threshold_grid_keys
 from .hierarchy import Hierarchy
 from .metric_rules import any_decision_paths, check_rule
 from .parallel import ordered_map
-from .probabilities import node_probabilities, softmax
+from .probabilities import NonFiniteLogits, softmax_node_probabilities
 from .risk import LOSSES, Loss
 from .rule_registry import get_rule
 from .rules import RULES, DecisionPaths, argmax_leaf, concat_decision_paths
@@ -143,7 +143,10 @@ def node_probabilities_rows(
     dtype = _dtype(arr, precision)
     if scorer is not None:
         return apply_scorer(scorer, arr[idx].astype(dtype, copy=False), idx)
-    return node_probabilities(hierarchy, softmax(arr[idx].astype(dtype, copy=False), temperature))
+    try:
+        return softmax_node_probabilities(hierarchy, arr[idx], temperature, dtype)
+    except NonFiniteLogits as exc:
+        raise NonFiniteLogits(int(idx[exc.row])) from None
 
 
 def rc_curves_from_logits(
@@ -272,16 +275,22 @@ class _ChunkPlan:
         """(chunk, n_nodes) node probabilities (or the scorer's node scores) of the chunk at ``start``."""
         take = slice(start, start + self.chunk_size)
         index = self.index
-        block: np.ndarray = (self.arr[take] if index is None else self.arr[index[take]]).astype(self.dtype,
-                                                                                                copy=False)
+        raw: np.ndarray = self.arr[take] if index is None else self.arr[index[take]]
+        if self.scorer is None:
+            try:  # cast, checked and summed a cache block at a time (float16 stays float16 until then)
+                return softmax_node_probabilities(self.hierarchy, raw, self.temperature, self.dtype)
+            except NonFiniteLogits as exc:
+                self._non_finite(start + exc.row)
+        block: np.ndarray = raw.astype(self.dtype, copy=False)
         finite = np.isfinite(block).all(axis=1)
         if not finite.all():
-            bad = start + int(np.flatnonzero(~finite)[0])
-            raise ValueError(f"logits contain NaN or inf (first: row {bad if index is None else int(index[bad])})")
-        if self.scorer is None:
-            return node_probabilities(self.hierarchy, softmax(block, self.temperature))
+            self._non_finite(start + int(np.flatnonzero(~finite)[0]))
         at = np.arange(start, start + block.shape[0]) if index is None else index[take]
         return apply_scorer(self.scorer, block, at)
+
+    def _non_finite(self, position: int) -> NoReturn:
+        row = position if self.index is None else int(self.index[position])
+        raise ValueError(f"logits contain NaN or inf (first: row {row})")
 
 
 def _scan(hierarchy: Hierarchy, logits: np.ndarray, temperature: float, rules: tuple[str, ...], dec: int | None,

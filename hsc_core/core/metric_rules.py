@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..config import rows_per_chunk
+from ..config import rows_per_block, rows_per_chunk
 from .hierarchy import Hierarchy
 from .node_scores import Metric, expected_scores, information
 from .pareto import front_from_pairs, pareto_paths
@@ -409,6 +409,7 @@ def _hf_mixed_scores(hierarchy: Hierarchy, probs: np.ndarray, r: np.ndarray, c: 
         pick = pick[np.argsort(r[pick], kind="stable")]
         rows, where = np.unique(r[pick], return_inverse=True)
         block = rows_per_chunk(8 * (cols.size + 1) + 2 * probs.itemsize * cols.size)
+        cache_rows = rows_per_block(8 * (cols.size + 1) + probs.itemsize * cols.size)
         for a in range(0, rows.size, block):
             b = min(a + block, rows.size)
             sel = (where >= a) & (where < b)
@@ -420,18 +421,26 @@ def _hf_mixed_scores(hierarchy: Hierarchy, probs: np.ndarray, r: np.ndarray, c: 
                 work, copy=False)
             if whole:
                 lr = r[pp]
-            fixed *= scale
-            running = np.empty((fixed.shape[0], cols.size + 1), dtype=np.int64)
-            running[:, 0] = 0
-            # float → int64 truncates: a fixed-point value ⌊p·scale⌋ per leaf, summed exactly.
-            np.cumsum(fixed, axis=1, dtype=np.int64, out=running[:, 1:])
+            # The gathered rows a cache block at a time (pairs are sorted by row): scaled, made
+            # fixed-point and summed while they stay in the core's cache, not in passes over them all.
+            for s0 in range(0, fixed.shape[0], cache_rows):
+                s1 = min(s0 + cache_rows, fixed.shape[0])
+                first, last = np.searchsorted(lr, (s0, s1))
+                if first == last:
+                    continue
+                running = np.empty((s1 - s0, cols.size + 1), dtype=np.int64)
+                running[:, 0] = 0
+                # float → int64 truncates: a fixed-point value ⌊p·scale⌋ per leaf, summed exactly.
+                running[:, 1:] = fixed[s0:s1] * scale
+                np.cumsum(running[:, 1:], axis=1, out=running[:, 1:])
+                q = pp[first:last]
+                u = anc[q]  # (pairs, width)
+                on = u != root  # the root (and the padding) is not counted: read t there, then drop it
+                u = np.where(on, u, t)
+                at = (lr[first:last] - s0)[None, :, None]
+                mass = running[at, hi[:, u] + shift[:, None, None]] - running[at, lo[:, u] + shift[:, None, None]]
+                sums[:, q] = (mass * on[None]).sum(axis=2)  # (K, pairs)
             del fixed
-            u = anc[pp]  # (pairs, width)
-            on = u != root  # the root (and the padding) is not counted: read t there, then drop it
-            u = np.where(on, u, t)
-            at = lr[None, :, None]
-            mass = running[at, hi[:, u] + shift[:, None, None]] - running[at, lo[:, u] + shift[:, None, None]]
-            sums[:, pp] = (mass * on[None]).sum(axis=2)  # (K, pairs)
     b2 = beta**2
     depth = hierarchy.depth[c].astype(np.float64)
     total = np.zeros(r.size)

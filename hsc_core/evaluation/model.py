@@ -52,6 +52,7 @@ from ..core.metric_intervals import (
     weighted_prf,
 )
 from ..core.metric_rules import ALL_RULES, check_rule
+from ..core.parallel import ordered_map
 from ..core.probabilities import fit_temperature
 from ..core.protocol import CALIBRATION_FRACTION, SPLIT_SEED, calibration_mask, check_protocol, evaluation_mask
 from ..core.risk import LOSSES, Loss, hierarchical_correctness
@@ -73,6 +74,9 @@ from ..datasets.members import MembersError, load_members, member_names
 from .results import ResultRow, hierarchy_hash, result_row
 
 Progress = Callable[[int, int], None]
+#: ``decision_paths_from_logits``'s signature: how a setting's records are built (the plain pass, or
+#: ``pipeline.distributed.ray_decision_paths``: the rows split across a Ray cluster, the same numbers).
+PathsOf = Callable[..., dict[str, DecisionPaths]]
 T = TypeVar("T")
 #: Columns of ``EvaluationSet.cc_summary`` (``rule`` is the rule's key; front ends show ``rule_label``).
 CC_SUMMARY_COLUMNS: tuple[str, ...] = ("rule", "ECE at the lowest θ (leaves)", "max ECE", "coverage at max ECE",
@@ -140,7 +144,8 @@ class EvaluationSet:
                              f"{quote(evaluation.subset_name)}")
         # The paper's four and any other ``rules`` asked for up front: one pass over the logits.
         built = tuple(dict.fromkeys((*RULES, *(check_rule(r) for r in rules))))
-        self.paths: dict[str, DecisionPaths] = decision_paths_from_logits(
+        build = decision_paths_from_logits if scorer is not None or evaluation.paths_of is None else evaluation.paths_of
+        self.paths: dict[str, DecisionPaths] = build(
             evaluation.hierarchy, evaluation.logits, self.temperature, built, progress=progress,
             precision=evaluation.precision, rows=rows, scorer=scorer)
         self._memo = _Memo()
@@ -458,6 +463,11 @@ class EvaluationSet:
         if intervals and dec is not None:
             raise ValueError("bootstrap intervals are computed on the exact curves; use dec=None")
         rules = tuple(dict.fromkeys(check_rule(r) for r in rules))
+        pairs = [(rule, loss) for loss in losses for rule in rules]
+        # Each curve is its own sweep (numpy's sorts release the GIL): built side by side on the chunk
+        # threads, kept in the memo, and read below in order, so the rows are the same for any thread count.
+        for _ in ordered_map(lambda i: self.curve(*pairs[i], dec), range(len(pairs)), warm_first=False):
+            pass
         ev = self.evaluation
         rows = [ev.row(self, "", "", "top1", self.top1)]
         if self.calibrator == "temperature":
@@ -532,6 +542,8 @@ class ModelEvaluation:
         from ``members_path`` (default: ``file``).
     members_path : the logits file on disk whose manifest names the members ("": none on disk, so
         no member scores).
+    paths_of : builds the records of the two TS settings (``PathsOf``, called as
+        ``decision_paths_from_logits``); None: that function, in this process.
 
     Examples
     --------
@@ -566,6 +578,7 @@ class ModelEvaluation:
         manifest: Mapping | None = None,
         members: Mapping[str, np.ndarray] | None = None,
         members_path: str | None = None,
+        paths_of: PathsOf | None = None,
     ) -> None:
         arr = np.asarray(logits)
         check_logits(arr[:1], hierarchy.n_leaves)  # shape, class count, dtype; finiteness per chunk
@@ -584,6 +597,7 @@ class ModelEvaluation:
         self.precision = precision
         self._members = None if members is None else dict(members)
         self.members_path = self.file if members_path is None else str(members_path)
+        self.paths_of = paths_of
         self._memo = _Memo()
 
     @classmethod

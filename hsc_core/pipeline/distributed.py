@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -156,15 +157,60 @@ def map_jobs(fn: Callable[..., Any], jobs: Sequence[tuple], *, workers: int | No
              ray_address: str | None = None,
              on_ray_task_error: Callable[[str], Any] | None = None) -> Iterator[tuple[int, Any]]:
     """``fn(*job)`` for every job, on Ray when ``ray_address`` is given, else in local processes
-    (``workers`` defaults to min(#jobs, #CPUs)). Yields (job index, result) as jobs finish."""
+    (``workers`` defaults to min(#jobs, #CPUs); a local Ray's CPUs to every CPU). Yields (job index,
+    result) as jobs finish."""
     if not jobs:
         return iter(())
-    workers = default_workers(len(jobs)) if workers is None else workers
+    if workers is None:  # a local Ray gets every CPU: a model's task splits its rows across them
+        workers = max(1, os.cpu_count() or 1) if ray_address else default_workers(len(jobs))
     if workers < 1:
         raise ValueError(f"--workers must be at least 1, got {workers}")
     if ray_address:
         return map_ray(fn, jobs, ray_address, workers, on_ray_task_error)
     return map_local(fn, jobs, workers)
+
+
+# ---------------------------------------------------------------------------- one model's rows across a Ray cluster
+def _block_paths(hierarchy: Any, block: Any, temperature: float, rules: tuple[str, ...],
+                 precision: str | None) -> dict:
+    """One Ray task's share of ``ray_decision_paths``: the records of a block of rows."""
+    from ..core.logit_chunks import decision_paths_from_logits
+
+    return decision_paths_from_logits(hierarchy, block, temperature, rules, precision=precision)  # type: ignore[arg-type]
+
+
+def ray_decision_paths(hierarchy: Any, logits: Any, temperature: float = 1.0, rules: Sequence[str] = (), *,
+                       precision: str | None = None, rows: Any = None,
+                       progress: Callable[[int, int], None] | None = None, scorer: Any = None) -> dict:
+    """``logit_chunks.decision_paths_from_logits`` with the rows split into one block per CPU of the
+    Ray cluster this process is connected to (``hsc evaluate --ray``: a model's task splits its file).
+
+    Each block's logits are put in Ray's object store and its records built by a task; the blocks
+    are concatenated in order (``rules.concat_decision_paths``). Every record depends on its row
+    alone and padding repeats a row's last record, so the result is the plain pass's, bit for bit.
+    Without a connected Ray, or with one CPU, it is the plain pass.
+    """
+    import numpy as np
+
+    from ..core.logit_chunks import decision_paths_from_logits
+    from ..core.rules import concat_decision_paths
+
+    index = np.arange(np.shape(logits)[0]) if rows is None else np.asarray(rows)
+    ray: Any = sys.modules.get("ray")  # connected only when this process was started or joined by Ray
+    parts = int(ray.cluster_resources().get("CPU", 1)) if ray is not None and ray.is_initialized() else 1
+    if parts < 2 or index.size < 2 * parts or scorer is not None:
+        return decision_paths_from_logits(hierarchy, logits, temperature, tuple(rules), progress=progress,
+                                          precision=precision, rows=index, scorer=scorer)  # type: ignore[arg-type]
+    if progress is not None:
+        progress(0, index.size)
+    task = ray.remote(num_cpus=1, max_retries=0)(_block_paths)
+    tree = ray.put(hierarchy)
+    refs = [task.remote(tree, ray.put(logits[block]), temperature, tuple(rules), precision)
+            for block in np.array_split(index, parts)]
+    found = ray.get(refs)  # in the blocks' order
+    if progress is not None:
+        progress(index.size, index.size)
+    return {rule: concat_decision_paths([part[rule] for part in found]) for rule in found[0]}
 
 
 # ---------------------------------------------------------------------------- cache-logits: one model per GPU

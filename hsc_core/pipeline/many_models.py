@@ -32,7 +32,7 @@ from ..core.risk import LOSSES
 from ..core.rule_registry import rule_names
 from ..datasets.atomic_files import write_bytes_atomic, write_json_atomic
 from ..datasets.logits_io import LogitsBundle, load_logits
-from ..evaluation.model import EvaluationSet, ModelEvaluation
+from ..evaluation.model import EvaluationSet, ModelEvaluation, PathsOf
 from ..evaluation.rc_table import model_tables, table_rows
 from ..evaluation.resolve import resolve_hierarchy
 from ..evaluation.result_cache import (
@@ -59,7 +59,7 @@ from ..evaluation.result_cache import (
 )
 from ..evaluation.results import hierarchy_hash
 from ..evaluation.subsets import canonical_name, check_subset, subset_mask
-from .distributed import default_workers, map_jobs
+from .distributed import default_workers, map_jobs, ray_decision_paths
 
 #: The rules shown by default: the paper's four (``rule_registry``).
 PAPER_RULES: tuple[str, ...] = rule_names(paper=True)
@@ -164,12 +164,12 @@ def evaluate_model(
 def _model_evaluation(bundle: LogitsBundle, hierarchy: Hierarchy, *, file: str, dataset: str, protocol: str,
                       cal_fraction: float, seed: int, progress: Progress | None,
                       subset: str = "all", members_path: str | None = None,
-                      rules: Sequence[str] = PAPER_RULES) -> ModelEvaluation:
+                      rules: Sequence[str] = PAPER_RULES, paths_of: PathsOf | None = None) -> ModelEvaluation:
     chosen = check_subset(bundle.sources, bundle.n_samples, subset, where=bundle.name)
     ev = ModelEvaluation.from_bundle(bundle, hierarchy, dataset=dataset, protocol=protocol,
                                      cal_fraction=cal_fraction, seed=seed, file=file, members_path=members_path,
                                      subset=subset_mask(bundle.sources, bundle.n_samples, subset),
-                                     subset_name=chosen.name)
+                                     subset_name=chosen.name, paths_of=paths_of)
     if progress is not None:
         _build_settings(ev, progress, rules)
     return ev
@@ -192,13 +192,13 @@ def check_dec(dec: int | None) -> None:
 
 # ---------------------------------------------------------------------------- many models
 def _evaluate_job(path: str, hierarchy: Hierarchy | None, settings: dict, sample_bar: bool = False,
-                  rc: dict | None = None) -> dict:
+                  rc: dict | None = None, split: bool = False) -> dict:
     """``_evaluate_one`` with its warnings (a ``UserWarning`` such as a calibration split too small to fit
     on, numpy's ``RuntimeWarning``) gathered as ``"warnings"``: [(is a UserWarning, message)], each once,
     for the main process to show as one line each, wherever the job ran."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        out = _evaluate_one(path, hierarchy, settings, sample_bar, rc)
+        out = _evaluate_one(path, hierarchy, settings, sample_bar, rc, split)
     notes = list(dict.fromkeys((issubclass(w.category, UserWarning), str(w.message)) for w in caught
                                if issubclass(w.category, (UserWarning, RuntimeWarning))))
     if notes:
@@ -207,7 +207,7 @@ def _evaluate_job(path: str, hierarchy: Hierarchy | None, settings: dict, sample
 
 
 def _evaluate_one(path: str, hierarchy: Hierarchy | None, settings: dict, sample_bar: bool = False,
-                  rc: dict | None = None) -> dict:
+                  rc: dict | None = None, split: bool = False) -> dict:
     """One model, in a worker process or Ray task: {"rows": [...], "key": …, "content": …, "tree": …}
     or {"error": one line}. With ``rc`` (``rc_options``), also the model's ``--rc-table`` tables as
     arrays (``"rc"``: ``rc_arrays``) and their cache key (``"rc_key"``), from the same evaluation.
@@ -217,7 +217,8 @@ def _evaluate_one(path: str, hierarchy: Hierarchy | None, settings: dict, sample
     are computed from the same bytes, so an entry saved under ``key`` describes what was evaluated
     even when the file changed on disk meanwhile. Errors come back as values, so one bad file
     never stops the others. ``sample_bar``: a progress bar over this model's samples (only when it
-    runs in the main process, so bars never interleave).
+    runs in the main process, so bars never interleave). ``split``: in a Ray task, the model's rows
+    are split across the cluster's CPUs (``distributed.ray_decision_paths``; the same numbers).
     """
     bar = _SampleBar(Path(path).stem) if sample_bar else None
     try:
@@ -230,7 +231,8 @@ def _evaluate_one(path: str, hierarchy: Hierarchy | None, settings: dict, sample
         check_dec(settings["dec"])
         ev = _model_evaluation(bundle, tree, file="", members_path=path, dataset=dataset, protocol=settings["protocol"],
                                cal_fraction=settings["cal_fraction"], seed=settings["seed"], progress=bar,
-                               subset=settings["subset"], rules=settings["rules"])
+                               subset=settings["subset"], rules=settings["rules"],
+                               paths_of=ray_decision_paths if split else None)
         rows = evaluation_rows(ev, dec=settings["dec"], rules=settings["rules"], metrics=settings["metrics"],
                                calibrators=settings.get("calibrators", DEFAULT_CALIBRATORS),
                                confidences=settings.get("confidences", DEFAULT_CONFIDENCES))
@@ -387,7 +389,8 @@ def evaluate_all(
     n_cached = len(files) - len(todo)
     n_workers = default_workers(len(todo)) if workers is None else workers
     in_process = ray_address is None and (n_workers <= 1 or len(todo) <= 1)
-    jobs = [(str(files[i]), hierarchy, settings, progress and in_process, rc) for i in todo]
+    # Under Ray each model's task also splits its rows across the cluster's CPUs (one file: every CPU at work).
+    jobs = [(str(files[i]), hierarchy, settings, progress and in_process, rc, bool(ray_address)) for i in todo]
     errors: dict[str, str] = {}
     unkept: list[str] = []  # cache entries that could not be written (the results are kept all the same)
     bar = _progress_bar(len(files), n_cached, progress, "ray" if ray_address else "local")
