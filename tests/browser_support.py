@@ -201,6 +201,27 @@ def _view_frame(pg, key: str):
     return pg.locator(f".st-key-{key} iframe").first.element_handle(timeout=5_000).content_frame()
 
 
+RECORD_JS = """() => {
+  // Every θ the view shows, with its text at that moment: the observer runs after each change of data-theta
+  // (the view sets θ, slider, readout and text in one step), so no θ is missed however slow a poll would be.
+  const root = document.getElementById('root'), text = document.getElementById('text');
+  window.__hscShown = [];
+  new MutationObserver(() => window.__hscShown.push([root.dataset.theta, text.textContent]))
+    .observe(root, {attributes: true, attributeFilter: ['data-theta']});
+}"""
+
+
+def play_and_record(pg, key: str, timeout: float = 60) -> list[tuple[str, str]]:
+    """Press the view ``key``'s ▶ Play and wait until it stops; (θ, text) of every θ it showed on the way, in
+    order (recorded in the view's frame as each was shown)."""
+    frame = _view_frame(pg, key)
+    frame.evaluate(RECORD_JS)
+    view(pg, key).locator("#play").click()
+    frame.wait_for_function("() => document.getElementById('root').dataset.playing === '0' "
+                            "&& window.__hscShown.length > 0", timeout=timeout * 1000)
+    return [tuple(x) for x in frame.evaluate("() => window.__hscShown")]
+
+
 def mark_view(pg, key: str) -> None:
     """Leave a mark in the view's frame: ``view_kept`` says whether the browser still shows that same frame
     (a view mounted anew would lose its own θ for a moment)."""

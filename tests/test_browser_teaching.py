@@ -26,6 +26,7 @@ from browser_support import (
     find_chart,
     mark_view,
     new_page,
+    play_and_record,
     require_browser,
     streamlit_server,
     view,
@@ -179,17 +180,10 @@ def test_story_shows_one_theta_during_play(server, browser, path, chart):
         first = wait_view(pg, chart)
         assert first["theta"] == first["drawn"] == "0.50" and "θ = 0.50" in first["text"], first
         mark_view(pg, chart)
-        view(pg, chart).locator("#play").click()
-        seen = set()
-        for _ in range(40):  # sample the sweep while it runs
-            got = view_state(pg, chart)
-            assert f"θ = {got['theta']}" in got["text"], got
-            seen.add(got["theta"])
-            time.sleep(0.05)
-        assert len(seen) > 3  # it did sweep
-        deadline = time.time() + 30
-        while (got := view_state(pg, chart))["playing"] and time.time() < deadline:
-            time.sleep(0.05)
+        shown = play_and_record(pg, chart)  # every θ the sweep showed, with its text
+        assert len({theta for theta, _ in shown}) > 3, shown  # it did sweep
+        assert all(f"θ = {theta}" in text for theta, text in shown), shown
+        got = view_state(pg, chart)
         assert got["theta"] == got["drawn"] == "1.00" and "θ = 1.00" in got["text"], got
         wait_idle(pg, settle=1.0)  # the rest reached the server: the view is drawn again at 1.00
         again = view_state(pg, chart)
