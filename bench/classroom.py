@@ -11,7 +11,7 @@ is waited for), then times each context from its navigation to the chart drawn a
   shares the view.
 
 Prints p50 / p95 of each, the live and snapshot p50 as a multiple of the floor's (the target: live
-≤ 1.5 × floor), and the dashboard server's resident memory (its process tree) before and after.
+≤ 1.5 × floor), and the dashboard server's resident memory (with its child processes) before and after.
 The first round of each link warms the server (its caches, the snapshot file) and is dropped.
 
     .venv/bin/python bench/classroom.py [--contexts 10] [--rounds 2] [--port 8641]
@@ -47,7 +47,7 @@ LIVE_PATH = f"explorer?theta={THETA}&pick=rescue"
 
 
 def tree_rss_mb(pid: int) -> float:
-    """Resident memory (MB) of ``pid`` and its descendants (Linux /proc)."""
+    """Resident memory (MB) of ``pid`` and its direct children (``ps``)."""
     out = subprocess.run(["ps", "-o", "rss=", "--ppid", str(pid), "-p", str(pid)], capture_output=True, text=True)
     return sum(int(v) for v in out.stdout.split()) / 1024
 

@@ -48,9 +48,11 @@ def auto_chunk_size(hierarchy: Hierarchy, precision: Precision = "float32", budg
     """Samples per chunk so one chunk's temporaries stay near ``budget_bytes`` (default: the one
     memory budget, ``config.memory_budget_bytes``, 256 MB unless ``HSC_MEMORY_BUDGET_MB`` says).
 
-    Per sample a chunk holds about four arrays of n_nodes + n_leaves values (cast logits, softmax
-    temporaries, the node probabilities and the matmul's copies, the rules' gathered columns).
-    At iNat21 size in float32 that is ~360 kB per sample, so ~730 samples per 256 MB chunk.
+    Per sample the estimate allows four arrays of n_nodes + n_leaves values: the node
+    probabilities (softmax and node sums are written straight into them a cache block of rows at
+    a time, ``probabilities.softmax_node_probabilities``, so no float32 copy of the chunk exists)
+    and the rules' gathered columns and temporaries, with room to spare. At iNat21 size in float32
+    that is ~360 kB per sample, so ~730 samples per 256 MB chunk.
     """
     itemsize = np.dtype(_check_precision(precision)).itemsize
     return rows_per_chunk(4 * itemsize * (hierarchy.n_nodes + hierarchy.n_leaves), budget_bytes)
