@@ -29,7 +29,7 @@ from .probabilities import NonFiniteLogits, softmax_node_probabilities
 from .risk import LOSSES, Loss
 from .rule_registry import get_rule
 from .rules import RULES, DecisionPaths, argmax_leaf, concat_decision_paths
-from .validation import check_labels, check_logits, quote
+from .validation import check_labels, check_logits, check_temperature, quote
 
 Precision = Literal["float32", "float64"]
 Progress = Callable[[int, int], None]
@@ -268,8 +268,7 @@ class _ChunkPlan:
                 chunk_size = max(1, chunk_size // 4)
         if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
             raise ValueError(f"chunk_size must be a positive integer, got {quote(chunk_size)}")
-        if not np.isfinite(temperature) or temperature <= 0:
-            raise ValueError(f"temperature must be a positive finite number, got {quote(temperature)}")
+        check_temperature(temperature)
         self.chunk_size, self.temperature, self.scorer = int(chunk_size), temperature, scorer
         self.starts = range(0, self.n, self.chunk_size)
 

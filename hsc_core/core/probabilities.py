@@ -11,7 +11,7 @@ from scipy.optimize import minimize_scalar
 from ..config import chunk_threads, rows_per_block, rows_per_chunk
 from .hierarchy import Hierarchy
 from .parallel import ordered_map
-from .validation import check_labels, check_logits, quote
+from .validation import check_labels, check_logits, check_temperature
 
 
 def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
@@ -27,7 +27,7 @@ def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
     probs : array of shape (n_samples, n_classes); float32 for float16/32 input, else float64
     """
     logits = check_logits(logits)
-    temperature = _check_temperature(temperature)
+    temperature = check_temperature(temperature)
     out: np.ndarray = np.empty(logits.shape, dtype=logits.dtype)
     for rows in _cache_blocks(logits.shape[0], out.itemsize * logits.shape[1]):
         bad = _softmax_into(out[rows], logits[rows], temperature)
@@ -61,7 +61,7 @@ def softmax_node_probabilities(hierarchy: Hierarchy, logits: np.ndarray, tempera
     arr = np.asarray(logits)
     if arr.ndim != 2 or arr.shape[1] != hierarchy.n_leaves:
         raise ValueError(f"logits must have shape (n_samples, {hierarchy.n_leaves}), got {arr.shape}")
-    temperature = _check_temperature(temperature)
+    temperature = check_temperature(temperature)
     out: np.ndarray = np.empty((arr.shape[0], hierarchy.n_nodes), dtype=dtype)
     leaves = out[:, : hierarchy.n_leaves]
     for rows in _cache_blocks(arr.shape[0], out.itemsize * hierarchy.n_nodes):
@@ -70,12 +70,6 @@ def softmax_node_probabilities(hierarchy: Hierarchy, logits: np.ndarray, tempera
             raise NonFiniteLogits(rows.start + bad)
         _fill_internal(hierarchy, out[rows])
     return out
-
-
-def _check_temperature(temperature: float) -> float:
-    if not np.isfinite(temperature) or temperature <= 0:
-        raise ValueError(f"temperature must be a positive finite number, got {quote(temperature)}")
-    return temperature
 
 
 def _cache_blocks(n: int, bytes_per_row: int) -> list[slice]:
@@ -195,8 +189,7 @@ def negative_log_likelihood(logits: np.ndarray, labels: np.ndarray, temperature:
     """Mean cross-entropy of softmax(logits / T) against integer labels."""
     logits = check_logits(logits)
     labels = check_labels(labels, logits.shape[0], logits.shape[1])
-    if not np.isfinite(temperature) or temperature <= 0:
-        raise ValueError(f"temperature must be a positive finite number, got {quote(temperature)}")
+    check_temperature(temperature)
     true_logit_sum = float(logits[np.arange(len(labels)), labels].sum(dtype=np.float64))
     return _nll(logits, true_logit_sum, float(temperature))
 

@@ -131,6 +131,17 @@ def check_theta(theta: float) -> float:
     return value
 
 
+def check_temperature(temperature: float) -> float:
+    """``temperature`` if it is a positive finite number (a softmax divisor T), else one clear ValueError.
+
+    >>> check_temperature(1.5)
+    1.5
+    """
+    if not np.isfinite(temperature) or temperature <= 0:
+        raise ValueError(f"temperature must be a positive finite number, got {quote(temperature)}")
+    return temperature
+
+
 def check_theta_array(theta: object) -> np.ndarray:
     """θ (a number or an array of them) as a float64 array, each in [0, 1], or a ValueError."""
     if isinstance(theta, (str, bytes, bool, np.bool_)) or theta is None:
