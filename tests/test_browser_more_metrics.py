@@ -56,8 +56,30 @@ def server(tmp_path_factory):
     folder = tmp_path_factory.mktemp("one_model")
     for suffix in (".npz", ".json"):
         shutil.copy(MODEL.with_suffix(suffix), folder / MODEL.with_suffix(suffix).name)
-    with streamlit_server({"HSC_CACHED_LOGITS_DIR": str(folder)}) as url:
+    global SERVER_LOG
+    SERVER_LOG = folder / "server.log"
+    with streamlit_server({"HSC_CACHED_LOGITS_DIR": str(folder)}, log_path=SERVER_LOG) as url:
         yield url
+
+
+SERVER_LOG = None  # the module's server's output, quoted when a chart never shows a picked rule
+
+
+def _wait_for_rule(pg, picker: str, chart_js: str, rule: str) -> None:
+    """Wait (2 min) until ``chart_js`` is true, i.e. the chart draws ``rule``, picked in ``picker``. If it
+    never does, fail with what each side held: the picker's chips (the browser's value), the link's rules
+    (what the server's last run wrote), the chart's legend, the page's messages and the server's last lines."""
+    try:
+        pg.wait_for_function(chart_js, timeout=120_000)
+    except sync_api.TimeoutError:
+        held = pg.evaluate("""(k) => ({
+            chips: document.querySelector(`.st-key-${k} [data-testid="stMultiSelectTagsContainer"]`)?.innerText,
+            legend: hscCharts('.legendtext').map((e) => e.textContent),
+            messages: Array.from(document.querySelectorAll('[data-testid="stAlert"], [data-testid="stException"]'))
+                        .map((e) => e.innerText.trim().slice(0, 200)),
+            status: document.querySelector('[data-testid="stStatusWidget"]')?.innerText || ''})""", picker)
+        log = SERVER_LOG.read_text(errors="replace")[-2000:] if SERVER_LOG and SERVER_LOG.exists() else ""
+        raise AssertionError(f"{rule} picked in {picker} never drawn: {held}, link {pg.url}, server: {log}") from None
 
 
 def _open(pg, url: str, path: str) -> None:
@@ -195,8 +217,9 @@ def test_choosing_hf1_draws_its_curve(server, browser, mode):
         _open(pg, server, f"risk_coverage?{MODES[mode]}rules=selective,climbing&theta=0.5")
         assert not any(n.startswith("hF1-optimal") for n in _drawn_traces(pg, "rc_chart"))
         _choose(pg, "_w-rc-rules", "hF1-optimal")
-        pg.wait_for_function("() => { const g = hscChart('rc_chart'); return !!g && Array.from(g.querySelectorAll("
-                             "'.legendtext')).some((e) => e.textContent.startsWith('hF1-optimal')); }", timeout=120_000)
+        _wait_for_rule(pg, "_w-rc-rules", "() => { const g = hscChart('rc_chart'); return !!g && Array.from("
+                       "g.querySelectorAll('.legendtext')).some((e) => e.textContent.startsWith('hF1-optimal')); }",
+                       "hF1-optimal")
         traces = _drawn_traces(pg, "rc_chart")
         assert any(n.startswith("hF1-optimal") and k > 10 for n, k in traces.items()), traces
         assert_no_exception(pg)
@@ -204,8 +227,8 @@ def test_choosing_hf1_draws_its_curve(server, browser, mode):
 
         _open(pg, server, f"calibration_coverage?{MODES[mode]}rules=climbing&bins=15")
         _choose(pg, "_w-cc-rules", "hF1-optimal")
-        pg.wait_for_function("() => Array.from(document.querySelectorAll('.st-key-cc_chart .legendtext'))"
-                             ".some((e) => e.textContent === 'hF1-optimal')", timeout=120_000)
+        _wait_for_rule(pg, "_w-cc-rules", "() => Array.from(document.querySelectorAll('.st-key-cc_chart .legendtext'))"
+                       ".some((e) => e.textContent === 'hF1-optimal')", "hF1-optimal")
         assert _drawn_traces(pg, "cc_chart").get("hF1-optimal", 0) > 10
         assert "hF1-optimal" in _column(_table_with(pg, "rule"), "rule")
         assert_no_exception(pg)
