@@ -47,17 +47,22 @@ from hsc_core.datasets import logits_io  # noqa: E402
 
 CASE_VERSION = 1  # bump when the case's recipe changes, so an old folder is remade
 TOP1 = 0.7
-#: (label, function names whose cumulative time is that stage), in the order they run. The passes
-#: run their chunks on several threads (``HSC_THREADS``); cProfile sees the main thread, which waits
-#: for them, so a stage's figure is its wall time.
+#: (label, functions whose cumulative time is that stage), in the order they run; a function is its
+#: name, or "file.py:name" where the name alone is ambiguous. The passes run their chunks on several
+#: threads (``HSC_THREADS``), and the logits are inflated on a thread of their own while the setting
+#: without TS is built; cProfile sees the main thread, which waits for them, so a stage's figure is its
+#: wall time.
 STAGES = (
-    ("read + hash + decode the file (one pass)", ("load_content",)),
+    ("open the file, read and check labels, ids and sources (then the logits inflate on a thread)",
+     ("result_cache.py:__init__",)),
     ("read the hierarchy file", ("load_user_hierarchy",)),
-    ("TS fit on the calibration split", ("fit_temperature",)),
-    ("one pass per setting: softmax, node sums, every rule's records (2 passes)", ("_scan",)),
+    ("both settings: softmax, node sums, every rule's records (2 passes; the first as the logits inflate), TS fit",
+     ("_build_settings",)),
+    ("  of which: the rest of the file inflated, hashed and its values checked", ("result_cache.py:finish",)),
+    ("  of which: TS fit on the calibration split", ("fit_temperature",)),
     ("exact RC curves + hAURC (rules × 2 losses × 2 settings, side by side on the threads)", ("results",)),
     ("gains over a common coverage range", ("gain_range",)),
-    ("result rows in all (TS fit, passes, curves, gains)", ("evaluation_rows",)),
+    ("result rows in all (passes, curves, gains)", ("evaluation_rows",)),
 )
 
 
@@ -126,12 +131,13 @@ def run_evaluate(files: dict[str, Path], rules: str, ray: bool,
 def print_profile(path: Path) -> None:
     stats = pstats.Stats(str(path))
     cumulative: dict[str, float] = {}
-    for (_file, _line, name), (_cc, _nc, _tt, ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
-        cumulative[name] = max(cumulative.get(name, 0.0), ct)
-    print(f"\n{'stage (cProfile cumulative seconds of the main thread, same run)':<80}{'s':>8}")
+    for (file, _line, name), (_cc, _nc, _tt, ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        for key in (name, f"{Path(file).name}:{name}"):
+            cumulative[key] = max(cumulative.get(key, 0.0), ct)
+    print(f"\n{'stage (cProfile cumulative seconds of the main thread, same run)':<110}{'s':>8}")
     for label, names in STAGES:
         seconds = sum(cumulative.get(n, 0.0) for n in names)
-        print(f"{label:<80}{seconds:>8.1f}")
+        print(f"{label:<110}{seconds:>8.1f}")
 
 
 def main() -> None:

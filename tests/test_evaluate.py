@@ -484,20 +484,20 @@ def test_file_replaced_after_the_worker_read_it(synth, tmp_path, capsys, monkeyp
     clean = tmp_path / "clean.csv"
     assert _cli(capsys, "evaluate", target, "--hierarchy", tree_file, "--out", clean)[0] == 0
 
-    real_load = result_cache.load_logits_stream
+    real_finish = result_cache.LogitsStream.finish
 
-    def load_then_swap(source, name, *a, **k):
-        bundle = real_load(source, name, *a, **k)
+    def finish_then_swap(stream):
+        bundle = real_finish(stream)
         _copy_model(files[1], target)  # rewritten in place, before the hash is finished
         return bundle
 
-    monkeypatch.setattr(result_cache, "load_logits_stream", load_then_swap)
+    monkeypatch.setattr(result_cache.LogitsStream, "finish", finish_then_swap)
     out = tmp_path / "res.csv"
     argv = ("evaluate", target, "--hierarchy", tree_file, "--out", out, "--workers", 1)
     code, _, err = _cli(capsys, *argv)
     assert code == 0 and err == ""  # what was read is what was looked up
     assert out.read_bytes() == clean.read_bytes()
-    monkeypatch.setattr(result_cache, "load_logits_stream", real_load)
+    monkeypatch.setattr(result_cache.LogitsStream, "finish", real_finish)
     calls = []
     real = evaluate._model_evaluation  # the one evaluation of each computed model
     monkeypatch.setattr(evaluate, "_model_evaluation", lambda b, *a, **k: calls.append(b.name) or real(b, *a, **k))
@@ -674,6 +674,58 @@ def test_bad_files_fail_alone_and_keep_the_others(synth, tmp_path, capsys):
     np.savez(tmp_path / "nan.npz", logits=logits, labels=b.labels, sample_ids=b.sample_ids)
     code, _, err = _cli(capsys, "evaluate", tmp_path / "nan.npz", "--hierarchy", tree_file, "--out", out)
     _one_line_error(code, err, "nan.npz", "NaN", "row 5")
+
+
+def test_the_setting_without_ts_is_built_while_the_file_is_decoded(tmp_path, monkeypatch):
+    """The worker builds the setting without TS while the logits are still being inflated
+    (``ContentRead``, ``LogitsStream.wait_rows`` as the chunk pass's ``ready``): a chunk waits for its
+    rows, and the records, rows and digest are those of the file read first and evaluated after. A
+    byte flipped in the logits member fails with the file's own error, not numbers of damaged rows."""
+    import threading
+    from functools import partial
+
+    tree = random_tree(300, seed=5)
+    path = _save(tmp_path / "m.npz", tree, 2_000, 0.6, seed=4)  # float32: 2.4 MB, many 16 kB blocks
+    monkeypatch.setattr(logits_io, "_INFLATE_BLOCK", 16 << 10)
+    row_bytes = tree.n_leaves * 4
+    behind = threading.Event()  # a chunk asked for rows not decoded yet
+    real_advance = logits_io.LogitsStream._advance
+
+    def held_advance(stream, done):  # the decoder stops after 256 rows until a chunk waits for more
+        real_advance(stream, done)
+        if done >= 256 * row_bytes:
+            behind.wait(timeout=60)
+
+    monkeypatch.setattr(logits_io.LogitsStream, "_advance", held_advance)
+    asked = []
+    with result_cache.ContentRead(path) as read:
+        def ready(stop):
+            asked.append((stop, read.decoded_rows))
+            if stop > read.decoded_rows:
+                behind.set()
+            read.wait_rows(stop)
+
+        ev = ModelEvaluation.from_bundle(read.bundle, tree, paths_of=partial(
+            decision_paths_from_logits, ready=ready, chunk_size=128))
+        streamed = ev.setting(False).paths
+        bundle, digest = read.finish()
+    assert behind.is_set() and any(stop > done for stop, done in asked), asked
+    assert len(asked) == math.ceil(ev.rows_for(False).size / 128)  # each chunk waited for its rows
+    plain = ModelEvaluation.from_bundle(load_logits(path), tree)
+    assert np.array_equal(bundle.logits, plain.logits)
+    for rule, p in plain.setting(False).paths.items():
+        q = streamed[rule]
+        assert np.array_equal(p.nodes, q.nodes) and np.array_equal(p.values, q.values), rule
+    assert digest == result_cache.file_digest(path)[0]
+    monkeypatch.setattr(logits_io.LogitsStream, "_advance", real_advance)
+
+    data = bytearray(path.read_bytes())
+    data[len(data) // 3] ^= 0xFF  # inside the logits member
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(bytes(data))
+    out = evaluate._evaluate_one(str(bad), tree, {"dec": None, "protocol": "project", "cal_fraction": 0.1, "seed": 0,
+                                                  "subset": "all", "rules": RULES, "metrics": ()})
+    assert "truncated or corrupt" in out.get("error", ""), out
 
 
 def test_bad_manifest_is_one_line(synth, tmp_path, capsys):

@@ -20,7 +20,7 @@ from hsc_core.core.synthetic import synthetic_logits, synthetic_taxonomy
 from hsc_core.datasets import logits_io
 from hsc_core.datasets.logits_io import HashingReader, load_logits
 from hsc_core.evaluation.model import ModelEvaluation
-from hsc_core.evaluation.result_cache import file_digest, load_content
+from hsc_core.evaluation.result_cache import ContentRead, file_digest
 
 SHIPPED = REPO / "cached_logits" / "efficientnet_lite0.npz"
 
@@ -35,15 +35,20 @@ def test_hashing_reader_hashes_the_whole_file_once_while_zipfile_reads_it():
         assert reader.sha256() == hashlib.sha256(SHIPPED.read_bytes()).digest()
 
 
-def test_load_content_keeps_float16_and_the_digest_of_the_bytes_it_decoded():
-    bundle, digest = load_content(SHIPPED)
+def _read_content(path):
+    with ContentRead(path) as read:
+        return read.finish()
+
+
+def test_content_read_keeps_float16_and_the_digest_of_the_bytes_it_decoded():
+    bundle, digest = _read_content(SHIPPED)
     assert digest == file_digest(SHIPPED)[0]
     assert bundle.logits.dtype == np.float16
     assert np.array_equal(bundle.logits.astype(np.float32), load_logits(SHIPPED).logits)
     assert bundle.manifest["model"] == "efficientnet_lite0"
 
 
-def test_load_content_refuses_bad_logits_in_one_line(monkeypatch, tmp_path):
+def test_content_read_refuses_bad_logits_in_one_line(monkeypatch, tmp_path):
     monkeypatch.setattr(logits_io, "library_versions", dict)
     h = synthetic_taxonomy(40, 3, seed=0)
     logits, labels = synthetic_logits(h, 50, seed=0, dtype=np.float16)
@@ -52,7 +57,7 @@ def test_load_content_refuses_bad_logits_in_one_line(monkeypatch, tmp_path):
     logits_io.write_npz_atomic(path, {"logits": logits, "labels": labels.astype(np.int16),
                                       "sample_ids": np.array([f"s{i}" for i in range(50)])})
     with pytest.raises(logits_io.LogitsFileError, match=r"contain inf in 1 rows \(first: row 7\)"):
-        load_content(path)
+        _read_content(path)
 
 
 def test_nonzero_rows_cols_is_numpys_nonzero():

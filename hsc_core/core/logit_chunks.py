@@ -68,6 +68,7 @@ def decision_paths_from_logits(
     precision: Precision | None = None,
     rows: np.ndarray | None = None,
     scorer: Scorer | None = None,
+    ready: Callable[[int], None] | None = None,
 ) -> dict[str, DecisionPaths]:
     """Each rule's decision paths (records) for all samples, computed chunk by chunk.
 
@@ -87,6 +88,9 @@ def decision_paths_from_logits(
         logits (float32 for float16/32, else float64).
     scorer : node scores of a chunk of logits in place of softmax(z / T) summed per node (a
         ``confidence.NodeScorer``: another calibrator or confidence score); None: today's.
+    ready : ``ready(k)`` returns once the logits' rows ``[0, k)`` hold their values, called before a
+        chunk reads its rows (``logits_io.LogitsStream.wait_rows``: the pass works while the file is
+        still being decoded); None: the logits are all there.
 
     Returns
     -------
@@ -95,7 +99,8 @@ def decision_paths_from_logits(
     ``paths.predict(θ)`` gives every sample's (node, confidence) at θ; pass the paths to
     ``curves.rc_curve_from_paths`` for the RC curve.
     """
-    paths, _ = _scan(hierarchy, logits, temperature, tuple(rules), None, chunk_size, progress, precision, rows, scorer)
+    paths, _ = _scan(hierarchy, logits, temperature, tuple(rules), None, chunk_size, progress, precision, rows, scorer,
+                     ready)
     return paths
 
 
@@ -256,8 +261,10 @@ class _ChunkPlan:
     order, by several threads, with the same numbers)."""
 
     def __init__(self, hierarchy: Hierarchy, logits: np.ndarray, temperature: float, rows: np.ndarray | None,
-                 chunk_size: int | None, precision: Precision | None, scorer: Scorer | None) -> None:
+                 chunk_size: int | None, precision: Precision | None, scorer: Scorer | None,
+                 ready: Callable[[int], None] | None = None) -> None:
         self.hierarchy = hierarchy
+        self.ready = ready
         self.arr = _check_logits_shape(hierarchy, logits)
         self.index = _check_rows(rows, self.arr.shape[0])
         self.dtype = _dtype(self.arr, precision)
@@ -276,6 +283,8 @@ class _ChunkPlan:
         """(chunk, n_nodes) node probabilities (or the scorer's node scores) of the chunk at ``start``."""
         take = slice(start, start + self.chunk_size)
         index = self.index
+        if self.ready is not None:  # the rows this chunk reads are decoded
+            self.ready(min(start + self.chunk_size, self.n) if index is None else int(index[take].max()) + 1)
         raw: np.ndarray = self.arr[take] if index is None else self.arr[index[take]]
         if self.scorer is None:
             try:  # cast, checked and summed a cache block at a time (float16 stays float16 until then)
@@ -296,7 +305,7 @@ class _ChunkPlan:
 
 def _scan(hierarchy: Hierarchy, logits: np.ndarray, temperature: float, rules: tuple[str, ...], dec: int | None,
           chunk_size: int | None, progress: Progress | None, precision: Precision | None,
-          rows: np.ndarray | None = None, scorer: Scorer | None = None
+          rows: np.ndarray | None = None, scorer: Scorer | None = None, ready: Callable[[int], None] | None = None,
           ) -> tuple[dict[str, DecisionPaths], np.ndarray | None]:
     """One pass over the logits: every rule's records and (if ``dec``) the θ grid."""
     arr = _check_logits_shape(hierarchy, logits)
@@ -311,7 +320,7 @@ def _scan(hierarchy: Hierarchy, logits: np.ndarray, temperature: float, rules: t
     # A rule that takes another's records (Pareto: Max-Coverage's) reuses them when both are built here.
     reuse = {rule: spec.records_of for rule in rules
              if (spec := get_rule(rule)).method == "records_of" and spec.records_of in parts}
-    plan = _ChunkPlan(hierarchy, arr, temperature, rows, chunk_size, precision, scorer)
+    plan = _ChunkPlan(hierarchy, arr, temperature, rows, chunk_size, precision, scorer, ready)
 
     def chunk_records(start: int) -> tuple[dict[str, DecisionPaths], np.ndarray | None]:
         probs = plan.probabilities(start)

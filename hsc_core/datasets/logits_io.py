@@ -22,6 +22,7 @@ be finite and within ±``MAX_ABS_LOGIT``.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import io
@@ -29,11 +30,12 @@ import json
 import os
 import platform
 import struct
+import threading
 import warnings
 import zipfile
 import zlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, cast
 
@@ -239,26 +241,29 @@ def _check_logit_values(logits: np.ndarray, where: str) -> None:
                               "else, e.g. wrongly scaled values")
 
 
-def _check_arrays(
-    logits: np.ndarray, labels: np.ndarray, ids: np.ndarray, sources: np.ndarray | None, where: str,
-    keep_float16: bool = False,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
-    """Validate shapes, dtypes and values; return (logits float, labels int64, ids, sources).
-
-    Logits become float32 (float64 stays float64), or stay float16 with ``keep_float16``.
-    """
-    if logits.ndim != 2:
-        raise LogitsFileError(f"{where}: logits must be 2-D (n_samples, n_classes), got shape {logits.shape}")
-    n, c = logits.shape
+def _check_logits_header(shape: tuple[int, ...], dtype: np.dtype, where: str) -> None:
+    """The logits' shape and dtype (from the array or its ``.npy`` header)."""
+    if len(shape) != 2:
+        raise LogitsFileError(f"{where}: logits must be 2-D (n_samples, n_classes), got shape {shape}")
+    n, c = shape
     if n == 0:
-        raise LogitsFileError(f"{where}: holds no samples (logits shape {logits.shape})")
+        raise LogitsFileError(f"{where}: holds no samples (logits shape {shape})")
     if c == 0:
         raise LogitsFileError(f"{where}: logits have 0 classes")
-    if not (np.issubdtype(logits.dtype, np.floating) or np.issubdtype(logits.dtype, np.integer)):
-        raise LogitsFileError(f"{where}: logits must be numeric, got dtype {logits.dtype}")
-    if not (keep_float16 and logits.dtype == np.float16):
-        logits = logits.astype(np.float64 if logits.dtype == np.float64 else np.float32, copy=False)
-    _check_logit_values(logits, where)
+    if not (np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.integer)):
+        raise LogitsFileError(f"{where}: logits must be numeric, got dtype {dtype}")
+
+
+def _as_float(logits: np.ndarray, keep_float16: bool) -> np.ndarray:
+    """Logits as float32 (float64 stays float64), or float16 kept with ``keep_float16``."""
+    if keep_float16 and logits.dtype == np.float16:
+        return logits
+    return logits.astype(np.float64 if logits.dtype == np.float64 else np.float32, copy=False)
+
+
+def _check_samples(n: int, c: int, labels: np.ndarray, ids: np.ndarray, sources: np.ndarray | None, where: str,
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Labels (as int64 in [0, c)), sample ids (unique) and sources of ``n`` samples."""
     if labels.ndim != 1 or labels.shape[0] != n:
         raise LogitsFileError(f"{where}: labels must have shape ({n},) to match logits, got {labels.shape}")
     if labels.size and not np.issubdtype(labels.dtype, np.integer):
@@ -273,7 +278,22 @@ def _check_arrays(
         raise LogitsFileError(f"{where}: sample_ids are not unique")
     if sources is not None and (sources.ndim != 1 or sources.shape[0] != n):
         raise LogitsFileError(f"{where}: sources must have shape ({n},) to match logits, got {sources.shape}")
-    return logits, labels, ids, sources
+    return labels, ids, sources
+
+
+def _check_arrays(
+    logits: np.ndarray, labels: np.ndarray, ids: np.ndarray, sources: np.ndarray | None, where: str,
+    keep_float16: bool = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """Validate shapes, dtypes and values; return (logits float, labels int64, ids, sources).
+
+    Logits become float32 (float64 stays float64), or stay float16 with ``keep_float16``.
+    """
+    _check_logits_header(logits.shape, logits.dtype, where)
+    logits = _as_float(logits, keep_float16)
+    _check_logit_values(logits, where)
+    n, c = logits.shape
+    return (logits, *_check_samples(n, c, labels, ids, sources, where))
 
 
 def _read_manifest(path: Path) -> dict:
@@ -370,18 +390,27 @@ _INFLATE_BLOCK = 4 << 20  # compressed bytes read at once
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # a zip member's local header: signature, …, name and extra lengths
 
 
-def _read_npy_member(fh: IO[bytes], info: zipfile.ZipInfo, header: tuple[int, tuple[int, ...], bool, np.dtype]
+def _member_is_streamed(info: zipfile.ZipInfo, header: tuple[int, tuple[int, ...], bool, np.dtype]) -> bool:
+    """Whether ``_read_npy_member`` reads this member: deflated or stored, not encrypted, C order,
+    no object dtype (any other is left to ``np.load``)."""
+    return (info.compress_type in (zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED) and not info.flag_bits & 0x1
+            and not header[2] and not header[3].hasobject)
+
+
+def _read_npy_member(fh: IO[bytes], info: zipfile.ZipInfo, header: tuple[int, tuple[int, ...], bool, np.dtype],
+                     out: np.ndarray | None = None, advance: Callable[[int], None] | None = None,
                      ) -> np.ndarray | None:
     """The ``.npy`` member ``info`` of the zip open as ``fh``, decoded straight into its array.
 
     Its compressed bytes are read in order, 4 MB at a time (a ``HashingReader`` hashes them as they
     pass), inflated (``_inflate``) and copied into the array; the size and CRC-32 are checked as
-    ``zipfile`` checks them. None for a member this does not read (neither deflated nor stored,
-    encrypted, Fortran order, an object dtype): ``np.load`` reads it then.
+    ``zipfile`` checks them. None for a member this does not read (``_member_is_streamed``):
+    ``np.load`` reads it then. ``out``: the array to fill (empty, of the header's shape and
+    dtype; a new one when None); ``advance(k)``: called whenever the array's first ``k`` bytes
+    are in, so a reader can use its first rows while the rest is decoded.
     """
-    header_len, shape, fortran, dtype = header
-    if (info.compress_type not in (zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED) or info.flag_bits & 0x1 or fortran
-            or dtype.hasobject):
+    header_len, shape, _fortran, dtype = header
+    if not _member_is_streamed(info, header):
         return None
     fh.seek(info.header_offset)
     local = fh.read(_LOCAL_HEADER.size)
@@ -390,7 +419,8 @@ def _read_npy_member(fh: IO[bytes], info: zipfile.ZipInfo, header: tuple[int, tu
     name_len, extra_len = _LOCAL_HEADER.unpack(local)[1:]
     if len(fh.read(name_len + extra_len)) != name_len + extra_len:
         raise EOFError(f"{info.filename} is cut short")
-    out = np.empty(shape, dtype=dtype)
+    if out is None:
+        out = np.empty(shape, dtype=dtype)
     flat = memoryview(out.reshape(-1).view(np.uint8))  # type: ignore[arg-type]  # the array's own bytes
     inflate = _inflate.decompressobj(-15) if info.compress_type == zipfile.ZIP_DEFLATED else None
     skip, pos, crc, left = header_len, 0, 0, info.compress_size
@@ -404,6 +434,8 @@ def _read_npy_member(fh: IO[bytes], info: zipfile.ZipInfo, header: tuple[int, tu
             raise zipfile.BadZipFile(f"{info.filename} inflates to more than its declared size")
         flat[pos: pos + len(view)] = view
         pos += len(view)
+        if advance is not None and len(view):
+            advance(pos)
 
     while left > 0:
         data = fh.read(min(_INFLATE_BLOCK, left))
@@ -424,28 +456,11 @@ def _read_npy_member(fh: IO[bytes], info: zipfile.ZipInfo, header: tuple[int, tu
     return out
 
 
-def _read_npz(source: Path | IO[bytes], where: str, max_bytes: int | None,
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
-    """(logits, labels, sample_ids, sources | None) of a checked npz, or LogitsFileError."""
+@contextlib.contextmanager
+def _npz_errors(where: str) -> Iterator[None]:
+    """Whatever reading an npz raises, as one ``LogitsFileError`` line naming the file."""
     try:
-        with zipfile.ZipFile(source) as zf:
-            names = set(zf.namelist())
-            members = sorted(n[:-4] for n in names if n.endswith(".npy"))
-            missing = [k for k in REQUIRED_ARRAYS if f"{k}.npy" not in names]
-            if missing:
-                raise LogitsFileError(f"{where}: missing arrays {missing} (has {quote(members)})")
-            keys = list(REQUIRED_ARRAYS) + (["sources"] if "sources.npy" in names else [])
-            headers = _check_npz_members(zf, keys, where, max_bytes)
-            logits_info = zf.getinfo("logits.npy")
-        if not isinstance(source, Path):
-            source.seek(0)
-        with np.load(source, allow_pickle=False) as npz:
-            # Reading inside the try: a damaged member only fails when it is decompressed. The logits
-            # (nearly all of the file) are inflated straight into their array; the rest as numpy reads it.
-            found = _read_npy_member(npz.fid if isinstance(source, Path) else source, logits_info, headers["logits"])
-            logits = npz["logits"] if found is None else found
-            labels, ids = (npz[k] for k in REQUIRED_ARRAYS[1:])
-            sources = npz["sources"] if "sources" in keys else None
+        yield
     except LogitsFileError:
         raise
     except (zipfile.BadZipFile, EOFError, zlib.error, _inflate.error, NotImplementedError) as exc:
@@ -459,7 +474,148 @@ def _read_npz(source: Path | IO[bytes], where: str, max_bytes: int | None,
         raise LogitsFileError(f"{where}: too large to load into memory") from exc
     except OSError as exc:
         raise LogitsFileError(f"{where}: cannot read as .npz ({type(exc).__name__}: {clip(exc)})") from exc
-    return logits, labels, ids, sources
+
+
+class _Stopped(Exception):
+    """``LogitsStream.close`` before the logits were all decoded: the decoding thread stops."""
+
+
+class LogitsStream:
+    """One cached-logits file read in one pass, its logits usable row by row while they are decoded.
+
+    The file's small arrays (labels, sample ids, sources) are read and checked at once, found through
+    the zip's directory (they follow the logits in the file; a ``HashingReader`` keeps their bytes for
+    its digest). A thread then inflates the logits member into its array in file order, and
+    ``wait_rows(k)`` returns as soon as its first ``k`` rows are in: a pass over the rows in
+    ascending order (the evaluation's setting without TS, ``logit_chunks``) works while the rest
+    is decoded, on the other core. ``bundle`` holds that array from the start; use its logits only
+    through ``wait_rows`` until ``finish()`` has returned.
+
+    ``finish()`` waits for the end and checks the logits' values and the manifest, with
+    ``load_logits``'s messages; a damaged member raises from ``wait_rows`` and ``finish`` alike.
+    A member this reader cannot stream (compressed otherwise, Fortran order, logits that are
+    converted to float32) is read at once by numpy. ``source`` must be seekable; nothing else may
+    read it until ``finish`` or ``close``. ``where`` names the file in messages (default: ``name``,
+    cut).
+    """
+
+    def __init__(self, source: IO[bytes] | io.RawIOBase, name: str, n_classes: int | None = None, *,
+                 max_bytes: int | None = None, manifest: Mapping[str, Any] | None = None,
+                 keep_float16: bool = False, where: str | None = None) -> None:
+        self.where = where = clip(name) if where is None else where
+        fh = cast("IO[bytes]", source)
+        magic = fh.read(4)
+        fh.seek(0)
+        if (what := _not_npz(bytes(magic))) is not None:
+            raise LogitsFileError(f"{where}: not a valid .npz file ({what})")
+        self._cond = threading.Condition()
+        self._done_bytes, self._row_bytes, self._error = 0, 1, cast("BaseException | None", None)
+        self._thread: threading.Thread | None = None
+        self._stop = False
+        self._finished = False
+        with _npz_errors(where):
+            with zipfile.ZipFile(fh) as zf:
+                names = set(zf.namelist())
+                members = sorted(n[:-4] for n in names if n.endswith(".npy"))
+                missing = [k for k in REQUIRED_ARRAYS if f"{k}.npy" not in names]
+                if missing:
+                    raise LogitsFileError(f"{where}: missing arrays {missing} (has {quote(members)})")
+                keys = list(REQUIRED_ARRAYS) + (["sources"] if "sources.npy" in names else [])
+                headers = _check_npz_members(zf, keys, where, max_bytes)
+                info = zf.getinfo("logits.npy")
+            header = headers["logits"]
+            shape, dtype = header[1], header[3]
+            _check_logits_header(shape, dtype, where)
+            fh.seek(0)
+            with np.load(fh, allow_pickle=False) as npz:  # the small arrays first (a damaged one fails here)
+                labels, ids = (npz[k] for k in REQUIRED_ARRAYS[1:])
+                sources = npz["sources"] if "sources" in keys else None
+                streamed = _member_is_streamed(info, header) and (dtype == np.float32 or (
+                    keep_float16 and dtype == np.float16))
+                # zeros (pages the system gives zeroed, on first write): a row read before it is decoded is
+                # zero, never leftover memory; finish() checks the values
+                logits = np.zeros(shape, dtype=dtype) if streamed else _as_float(npz["logits"], keep_float16)
+        n, c = shape
+        labels, ids, sources = _check_samples(n, c, labels, ids, sources, where)
+        if n_classes is not None and c != n_classes:
+            raise LogitsFileError(f"{where}: logits have {c} classes, expected {n_classes}")
+        manifest = dict(manifest or {})
+        _check_manifest(manifest, logits, where)
+        self.bundle = LogitsBundle(logits, labels, ids, sources, manifest, Path(name).stem)
+        self.n_samples = n
+        self._row_bytes = max(1, c * dtype.itemsize)
+        if not streamed:  # numpy has read it
+            self._done_bytes = logits.nbytes
+            _check_logit_values(logits, where)
+            self._finished = True
+            return
+        self._thread = threading.Thread(target=self._decode, args=(fh, info, header, logits),
+                                        name="hsc-logits-decode", daemon=True)
+        self._thread.start()
+
+    def _decode(self, fh: IO[bytes], info: zipfile.ZipInfo, header: tuple[int, tuple[int, ...], bool, np.dtype],
+                out: np.ndarray) -> None:
+        try:
+            with _npz_errors(self.where):
+                _read_npy_member(fh, info, header, out=out, advance=self._advance)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting threads, raised there
+            with self._cond:
+                self._error = exc
+        with self._cond:
+            if self._error is None:
+                self._done_bytes = out.nbytes
+            self._cond.notify_all()
+
+    def _advance(self, done: int) -> None:
+        with self._cond:
+            if self._stop:
+                raise _Stopped
+            self._done_bytes = done
+            self._cond.notify_all()
+
+    def _raise_error(self) -> None:
+        err = self._error
+        if isinstance(err, LogitsFileError):
+            raise LogitsFileError(str(err)) from err  # a new one per raise: several threads may raise it
+        if err is not None:
+            raise LogitsFileError(f"{self.where}: cannot read as .npz ({type(err).__name__})") from err
+
+    @property
+    def decoded_rows(self) -> int:
+        """How many leading rows of the logits are decoded so far."""
+        with self._cond:
+            return min(self._done_bytes // self._row_bytes, self.n_samples)
+
+    def wait_rows(self, stop: int) -> None:
+        """Return once the logits' rows ``[0, stop)`` are decoded (LogitsFileError: the file is damaged)."""
+        need = min(int(stop), self.n_samples) * self._row_bytes
+        with self._cond:
+            while self._done_bytes < need and self._error is None:
+                self._cond.wait()
+            self._raise_error()
+
+    def finish(self) -> LogitsBundle:
+        """The whole bundle, checked as ``load_logits`` checks it (once the logits are all decoded)."""
+        if not self._finished:
+            if self._thread is not None:
+                self._thread.join()
+            self._raise_error()  # also the size and CRC-32 checks, made after the last row is in
+            _check_logit_values(self.bundle.logits, self.where)
+            self._finished = True
+        return self.bundle
+
+    def close(self) -> None:
+        """Stop decoding (when ``finish`` was not reached) and wait for the thread: the source is free."""
+        with self._cond:
+            self._stop = True
+        if self._thread is not None:
+            self._thread.join()
+
+    def __enter__(self) -> LogitsStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _not_npz(magic: bytes) -> str | None:
@@ -497,15 +653,18 @@ def load_logits(path: str | os.PathLike, require_manifest: bool = False,
         raise LogitsFileError(f"{where}: cannot open ({clip_path(exc)})") from exc
     if (what := _not_npz(magic)) is not None:
         raise LogitsFileError(f"{where}: not a valid .npz file ({what})")
-    arrays = _read_npz(path, where, max_bytes)
-    logits, labels, ids, sources = _check_arrays(*arrays, where, keep_float16)
-    if n_classes is not None and logits.shape[1] != n_classes:
-        raise LogitsFileError(f"{where}: logits have {logits.shape[1]} classes, expected {n_classes}")
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        raise LogitsFileError(f"{where}: cannot open ({clip_path(exc)})") from exc
+    with fh, LogitsStream(fh, path.name, n_classes, max_bytes=max_bytes, keep_float16=keep_float16,
+                          where=where) as stream:
+        bundle = stream.finish()
     manifest = _read_manifest(path)
     if require_manifest and not manifest:
         raise LogitsFileError(f"{where}: manifest {clip(manifest_path(path).name)} not found")
-    _check_manifest(manifest, logits, where)
-    return LogitsBundle(logits, labels, ids, sources, manifest, path.stem)
+    _check_manifest(manifest, bundle.logits, where)
+    return replace(bundle, manifest=manifest)
 
 
 def load_logits_bytes(data: bytes, name: str, n_classes: int | None = None, *,
@@ -608,18 +767,9 @@ def load_logits_stream(source: IO[bytes] | io.RawIOBase, name: str, n_classes: i
     on disk: the evaluation's workers). The logits are decompressed into their array a block at a
     time, never held as bytes beside it; ``keep_float16`` keeps float16 logits float16 (2 GB, not
     4, at 100,000 × 10,000: ``load_logits``). Same checks and messages as ``load_logits``."""
-    where = clip(name)
-    magic = source.read(4)
-    source.seek(0)
-    if (what := _not_npz(bytes(magic))) is not None:
-        raise LogitsFileError(f"{where}: not a valid .npz file ({what})")
-    arrays = _read_npz(cast("IO[bytes]", source), where, max_bytes)  # any seekable binary file
-    logits, labels, ids, sources = _check_arrays(*arrays, where, keep_float16)
-    if n_classes is not None and logits.shape[1] != n_classes:
-        raise LogitsFileError(f"{where}: logits have {logits.shape[1]} classes, expected {n_classes}")
-    manifest = dict(manifest or {})
-    _check_manifest(manifest, logits, where)
-    return LogitsBundle(logits, labels, ids, sources, manifest, Path(name).stem)
+    with LogitsStream(source, name, n_classes, max_bytes=max_bytes, manifest=manifest,
+                      keep_float16=keep_float16) as stream:
+        return stream.finish()
 
 
 def list_cached_logits(directory: str | os.PathLike) -> list[Path]:

@@ -34,7 +34,7 @@ from ..datasets.logits_io import (
     HashingReader,
     LogitsBundle,
     LogitsFileError,
-    load_logits_stream,
+    LogitsStream,
     manifest_from_bytes,
     manifest_path,
 )
@@ -44,7 +44,7 @@ from .rc_table import COLUMN_KINDS, POINT_COLUMNS, RC_TABLE_COLUMNS, table_colum
 from .results import RESULT_COLUMNS, hierarchy_hash
 
 __all__ = [
-    "CACHE_FORMAT", "ROW_COLUMNS", "cache_dir_for", "cache_file", "entry_checksum", "file_digest", "load_content",
+    "CACHE_FORMAT", "ROW_COLUMNS", "ContentRead", "cache_dir_for", "cache_file", "entry_checksum", "file_digest",
     "manifest_dataset", "manifest_dict", "with_members", "builtin_tree_tag", "key_settings", "rc_arrays",
     "rc_cache_file", "rc_entry_bytes", "rc_key",
     "read_cached", "read_content", "read_rc_cached", "result_key", "row_ids", "rows_problem", "cache_entry",
@@ -121,16 +121,52 @@ def read_content(path: Path) -> tuple[HashingReader, bytes | None]:
     return reader, manifest
 
 
-def load_content(path: Path) -> tuple[LogitsBundle, str]:
-    """(bundle, content digest) of one pass over the file (``read_content``): the arrays are
-    decoded block by block as the bytes are hashed, never held as raw bytes; float16 logits stay
-    float16 (the evaluation casts one chunk at a time, with the same numbers)."""
-    reader, manifest_bytes = read_content(path)
-    with reader:
-        manifest = {} if manifest_bytes is None else manifest_from_bytes(manifest_bytes, manifest_path(path))
-        bundle = load_logits_stream(reader, str(path), manifest=manifest, keep_float16=True)
-        digest = _digest(reader.sha256(), manifest_bytes)
-    return bundle, digest
+class ContentRead:
+    """One pass over a logits file and its manifest (``read_content``), the logits decoded while
+    they are used (``logits_io.LogitsStream``): the arrays are decoded block by block as the bytes
+    are hashed, never held as raw bytes; float16 logits stay float16 (the evaluation casts one chunk
+    at a time, with the same numbers).
+
+    ``bundle`` is there at once, its logits filling in: use them through ``wait_rows`` (e.g. as
+    ``logit_chunks``' ``ready``) until ``finish()``, which returns (bundle, content digest) once
+    every byte is read and checked. A context manager: leaving it stops the decoding and closes
+    the file.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._reader, self._manifest_bytes = read_content(path)
+        try:
+            manifest = ({} if self._manifest_bytes is None
+                        else manifest_from_bytes(self._manifest_bytes, manifest_path(path)))
+            self._stream = LogitsStream(self._reader, str(path), manifest=manifest, keep_float16=True)
+        except BaseException:
+            self._reader.close()
+            raise
+        self.bundle: LogitsBundle = self._stream.bundle
+        self.wait_rows = self._stream.wait_rows
+        self._digest: str | None = None
+
+    @property
+    def decoded_rows(self) -> int:
+        """How many leading rows of the logits are decoded so far."""
+        return self._stream.decoded_rows
+
+    def finish(self) -> tuple[LogitsBundle, str]:
+        """(bundle, digest of the bytes decoded and of the manifest's), once the file is all read."""
+        if self._digest is None:
+            self._stream.finish()
+            self._digest = _digest(self._reader.sha256(), self._manifest_bytes)
+        return self.bundle, self._digest
+
+    def close(self) -> None:
+        self._stream.close()
+        self._reader.close()
+
+    def __enter__(self) -> ContentRead:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def manifest_dataset(manifest: object) -> str | None:

@@ -18,6 +18,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ import numpy as np
 from ..core.calibrators import get_calibrator
 from ..core.confidence import get_confidence
 from ..core.hierarchy import Hierarchy
+from ..core.logit_chunks import decision_paths_from_logits
 from ..core.metric_rules import check_rule
 from ..core.protocol import CALIBRATION_FRACTION, SPLIT_SEED, check_protocol
 from ..core.risk import LOSSES
@@ -39,12 +41,12 @@ from ..evaluation.result_cache import (
     DEFAULT_CALIBRATORS,
     DEFAULT_CONFIDENCES,
     LOSS_METRICS,
+    ContentRead,
     builtin_tree_tag,
     cache_entry,
     cache_file,
     file_digest,
     key_settings,
-    load_content,
     manifest_dataset,
     manifest_dict,
     rc_arrays,
@@ -175,14 +177,31 @@ def _model_evaluation(bundle: LogitsBundle, hierarchy: Hierarchy, *, file: str, 
     return ev
 
 
-def _build_settings(ev: ModelEvaluation, progress: Progress, rules: Sequence[str] = PAPER_RULES) -> None:
+def _build_settings(ev: ModelEvaluation, progress: Progress, rules: Sequence[str] = PAPER_RULES,
+                    decoded: Callable[[], object] | None = None) -> None:
     """Build both settings (the long part) with one sample count over both; under the paper
-    protocol the two differ in size (no TS: every sample), so the offsets are their real sizes."""
+    protocol the two differ in size (no TS: every sample), so the offsets are their real sizes.
+
+    ``decoded``: returns once the model's logits are all read and checked (``ContentRead.finish``),
+    called between the two: the setting without TS needs no temperature, so it is built while the
+    file is still being decoded (its pass waits for each chunk's rows); the TS fit needs every
+    calibration row. A damaged file's own error wins over what the pass made of it."""
     sizes = [int(ev.rows_for(ts).size) for ts in (False, True)]
     for ts, offset in ((False, 0), (True, sizes[0])):
         def report(done: int, _n: int, o: int = offset) -> None:
             progress(o + done, sum(sizes))
-        ev.setting(ts, progress=report, rules=rules)
+        try:
+            ev.setting(ts, progress=report, rules=rules)
+        except ValueError:
+            if decoded is not None:
+                decoded()
+            raise
+        if decoded is not None:
+            decoded()
+
+
+def _no_progress(_done: int, _total: int) -> None:
+    """A ``Progress`` that shows nothing (a worker without a sample bar)."""
 
 
 def check_dec(dec: int | None) -> None:
@@ -222,17 +241,24 @@ def _evaluate_one(path: str, hierarchy: Hierarchy | None, settings: dict, sample
     """
     bar = _SampleBar(Path(path).stem) if sample_bar else None
     try:
-        bundle, content = load_content(Path(path))
+        with ContentRead(Path(path)) as read:
+            dataset, tree = resolve_hierarchy(read.bundle, path, hierarchy)
+            tree_tag = None
+            if hierarchy is None:  # the tag the main process derives from the manifest, of the tree used
+                tree_tag = ("unknown" if manifest_dataset(read.bundle.manifest) is None
+                            else f"{dataset}:{hierarchy_hash(tree)}")
+            check_dec(settings["dec"])
+            if split:  # the rows go to Ray's object store whole
+                read.finish()
+            # The setting without TS is built as the logits are decoded: each chunk waits for its rows.
+            ev = _model_evaluation(read.bundle, tree, file="", members_path=path, dataset=dataset,
+                                   protocol=settings["protocol"], cal_fraction=settings["cal_fraction"],
+                                   seed=settings["seed"], progress=None, subset=settings["subset"],
+                                   rules=settings["rules"], paths_of=ray_decision_paths if split else partial(
+                                       decision_paths_from_logits, ready=read.wait_rows))
+            _build_settings(ev, bar if bar is not None else _no_progress, settings["rules"], decoded=read.finish)
+            bundle, content = read.finish()
         content = with_members(content, Path(path), bundle.manifest, settings)  # member scores: members keyed too
-        dataset, tree = resolve_hierarchy(bundle, path, hierarchy)
-        tree_tag = None
-        if hierarchy is None:  # the tag the main process derives from the manifest, of the tree used
-            tree_tag = "unknown" if manifest_dataset(bundle.manifest) is None else f"{dataset}:{hierarchy_hash(tree)}"
-        check_dec(settings["dec"])
-        ev = _model_evaluation(bundle, tree, file="", members_path=path, dataset=dataset, protocol=settings["protocol"],
-                               cal_fraction=settings["cal_fraction"], seed=settings["seed"], progress=bar,
-                               subset=settings["subset"], rules=settings["rules"],
-                               paths_of=ray_decision_paths if split else None)
         rows = evaluation_rows(ev, dec=settings["dec"], rules=settings["rules"], metrics=settings["metrics"],
                                calibrators=settings.get("calibrators", DEFAULT_CALIBRATORS),
                                confidences=settings.get("confidences", DEFAULT_CONFIDENCES))
