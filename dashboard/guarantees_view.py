@@ -233,7 +233,7 @@ def repetitions(es: ModelContext, req: Requirement, eps: float, slots: Slots | N
     with r[2]:
         if slots is None:
             st.write("")
-        run = st.button("Run repetitions", type="primary", icon=":material/play_arrow:")
+        run = widgets.job_button("Run repetitions", "ga_run_reps", key, type="primary", icon=":material/play_arrow:")
     chart = slots.chart if slots is not None else st.container()
     if run:
         with chart:
@@ -247,15 +247,16 @@ def repetitions(es: ModelContext, req: Requirement, eps: float, slots: Slots | N
                 bar.progress(min(frac, 1.0), text=f"Running repetitions… {pct}%")
 
         try:
-            df = split_repetitions(es.view.guarantee_data(), [req.alpha], req.n, reps, seed=req.seed,
-                                   method=req.quantile, baselines=tuple(baselines),  # type: ignore[arg-type]
-                                   progress=progress)
+            with widgets.job_work("ga_run_reps"):
+                df = split_repetitions(es.view.guarantee_data(), [req.alpha], req.n, reps, seed=req.seed,
+                                       method=req.quantile, baselines=tuple(baselines),  # type: ignore[arg-type]
+                                       progress=progress)
+                _remember(RUNS, key, df)
         except ValueError as exc:
             bar.empty()
             st.error(f"Cannot run the repetitions: {widgets.public_message(exc)}")
             return
         bar.empty()
-        _remember(RUNS, key, df)
     runs = st.session_state.get(RUNS, {})
     if key not in runs:
         chart.info(f"Press **Run repetitions** to draw {reps} stratified calibration sets of n = {req.n:,} "
@@ -385,25 +386,27 @@ def shootout_section(es: ModelContext, req: Requirement) -> None:
     key = (es.key, req.target, req.delta, req.n, reps, req.seed, sampling, tuple(methods), cov, p_value, depth)
     if req.root_only:
         st.warning(req.too_small(), icon=":material/warning:")
-    if st.button("Run the shoot-out", type="primary", icon=":material/play_arrow:", disabled=not methods):
+    if widgets.job_button("Run the shoot-out", "ga_run_shootout", key, type="primary", icon=":material/play_arrow:",
+                          disabled=not methods):
         bar = st.progress(0.0, text="Shoot-out…")
         try:
-            with spinner("Preparing the per-sample quantities…"):
-                gdata = es.view.guarantee_data()
-            settings = GuaranteeSettings(alpha=req.alpha, delta=req.delta, min_coverage=cov or None, p_value=p_value,
-                                mondrian_depth=depth)
+            with widgets.job_work("ga_run_shootout"):
+                with spinner("Preparing the per-sample quantities…"):
+                    gdata = es.view.guarantee_data()
+                settings = GuaranteeSettings(alpha=req.alpha, delta=req.delta, min_coverage=cov or None,
+                                             p_value=p_value, mondrian_depth=depth)
 
-            def progress(done: int, total: int) -> None:
-                bar.progress(done / total, text=f"Shoot-out… {done}/{total}")
+                def progress(done: int, total: int) -> None:
+                    bar.progress(done / total, text=f"Shoot-out… {done}/{total}")
 
-            res = shootout(gdata, settings, req.n, methods=methods, reps=reps, sampling=sampling,
-                           seed=req.seed, progress=progress)
+                res = shootout(gdata, settings, req.n, methods=methods, reps=reps, sampling=sampling,
+                               seed=req.seed, progress=progress)
+                _remember(SHOOTOUTS, key, res)
         except ValueError as exc:
             bar.empty()
             st.error(f"Cannot run the shoot-out: {widgets.public_message(exc)}")
             return
         bar.empty()
-        _remember(SHOOTOUTS, key, res)
     res = st.session_state.get(SHOOTOUTS, {}).get(key)
     if res is None:
         st.info(f"Press **Run the shoot-out** for {reps:,} calibration sets of n = {req.n:,} "

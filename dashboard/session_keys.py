@@ -56,6 +56,7 @@ SWEEP_PREFIX = "_sweep_"  #: prefix of a θ-swept view's server side (rev, θ, a
 EXPLORER_RESAMPLE = "_explorer_resample"  #: the Explorer's sample must be drawn again (app_pages/explorer)
 EXPLORER_LIST_THETA = "_explorer_list_theta"  #: θ the Explorer's curated list was drawn at (app_pages/explorer)
 EXPLORER_PAGE_THETA = "_explorer_page_theta"  #: θ the Explorer's degraded-image part was drawn at (app_pages/explorer)
+JOBS_ASKED = "_jobs_asked"  #: long job button key → True (clicked) or the settings it runs with (widgets.job_button)
 GA_RUNS = "_ga_runs"  #: repetitions: key → table, the last few kept (app_pages/guaranteed_accuracy)
 GA_SHOOTOUTS = "_ga_shootouts"  #: shoot-outs: key → ShootoutResult, the last few kept (guaranteed_accuracy)
 GA_CARDS = "_ga_cards"  #: decision cards: key → card, the last few kept (app_pages/guaranteed_accuracy)

@@ -4,8 +4,9 @@ table column formats, CSV downloads, and the first run's plotly.js warm-up."""
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterator
 from typing import TYPE_CHECKING, Literal
 
 import pandas as pd
@@ -30,6 +31,42 @@ _ABSOLUTE_PATH = re.compile(r"(?<![\w.~])/(?:[^\s/:'\"]+/)+")
 def public_message(exc: Exception | str) -> str:
     """An error message for the page: any absolute server path is cut to its file name."""
     return _ABSOLUTE_PATH.sub("", str(exc))
+
+def job_button(label: str, key: str, job: Hashable, **kwargs) -> bool:
+    """A button that starts a long job (seconds of work in the run it starts): True until the page says
+    the job is done (``job_work``).
+
+    A plain ``st.button`` is True only in the run its click starts; if that run stops before the work is
+    done (a rerun asked for meanwhile: another click, presenter mode's size report, a reconnect), the
+    click is lost and the page looks as if it was never pressed. Here the click is kept in the session
+    (``session_keys.JOBS_ASKED``) with ``job``, the page's settings when the work starts, and every run
+    with those settings carries on until the work is done. Settings changed before then drop the job,
+    as a plain button's next run would.
+    """
+    asked = st.session_state.setdefault(keys.JOBS_ASKED, {})
+    st.button(label, key=key, on_click=_ask_job, args=(key,), **kwargs)
+    if asked.get(key) is True:  # clicked: the job is what the page shows now
+        asked[key] = job
+    elif key in asked and asked[key] != job:
+        del asked[key]
+    return key in asked
+
+
+def _ask_job(key: str) -> None:
+    st.session_state.setdefault(keys.JOBS_ASKED, {})[key] = True
+
+
+@contextlib.contextmanager
+def job_work(key: str) -> Iterator[None]:
+    """Around a ``job_button``'s work: done when the block ends or fails, still asked for when the run
+    is stopped inside it (Streamlit's stop and rerun are ``BaseException``s, not ``Exception``s)."""
+    try:
+        yield
+    except Exception:
+        st.session_state.get(keys.JOBS_ASKED, {}).pop(key, None)
+        raise
+    st.session_state.get(keys.JOBS_ASKED, {}).pop(key, None)
+
 
 def export_context(es: ModelContext, theta: float | None = None,
                    ts: bool | None | Literal["es"] = "es") -> ExportContext:

@@ -42,7 +42,11 @@ def test_shootout_in_presenter_mode_at_1280x720(tmp_path):
             wait_laid_out(pg)  # the run at this screen's size has drawn the page: its button is final
             assert_no_exception(pg)
             pg.get_by_role("button", name="Run the shoot-out").click()
-            pg.wait_for_function(f"() => ({BARS_JS})() !== null", timeout=180_000)
+            try:
+                pg.wait_for_function(f"() => ({BARS_JS})() !== null", timeout=180_000)
+            except sync_api.TimeoutError:  # say what the page showed instead (its hint: the click's job was lost)
+                shown = pg.locator('[data-testid="stAlert"], [data-testid="stProgress"]').all_inner_texts()
+                raise AssertionError(f"no shoot-out bars after 180 s; the page shows {shown}") from None
             wait_idle(pg)
             assert_no_exception(pg)
             bars = pg.evaluate(BARS_JS)
