@@ -307,24 +307,24 @@ def solver(req: Requirement) -> None:
     solve = state.bind(st.radio, "Solve for", "solve", scope="ga", options=list(labels), format_func=labels.get,
                        horizontal=True)
     # Each input follows its slider: when the slider's value changes, the input takes it.
-    for wkey, value in (("solve_acc", req.target), ("solve_n", req.n), ("solve_conf", req.confidence)):
-        if st.session_state.get(f"{wkey}.from") != value:
-            st.session_state[wkey] = value
-            st.session_state[f"{wkey}.from"] = value
     c = st.columns(4)
     inputs = {}
     if solve != "alpha":
-        inputs["alpha"] = 1 - c[0].number_input("Target accuracy 1 − α", 0.5, 0.9999, step=0.005, format="%.4f",
-                                                key="solve_acc")
+        with c[0]:
+            inputs["alpha"] = 1 - state.follow(st.number_input, "Target accuracy 1 − α", "solve_acc", req.target,
+                                               min_value=0.5, max_value=0.9999, step=0.005, format="%.4f")
     if solve != "n":
-        inputs["n"] = c[1].number_input("Calibration size n", 1, 10_000_000, step=100, key="solve_n")
+        with c[1]:
+            inputs["n"] = state.follow(st.number_input, "Calibration size n", "solve_n", req.n, min_value=1,
+                                       max_value=10_000_000, step=100)
     if solve != "epsilon":
         with c[2]:
             inputs["epsilon"] = state.bind(st.number_input, "Margin ε", "eps", scope="ga", step=0.001,
                                            format="%.4f")
     if solve != "delta":
-        inputs["delta"] = 1 - c[3].number_input("Confidence 1 − δ", 0.5, 0.9999, step=0.01, format="%.4f",
-                                                key="solve_conf")
+        with c[3]:
+            inputs["delta"] = 1 - state.follow(st.number_input, "Confidence 1 − δ", "solve_conf", req.confidence,
+                                               min_value=0.5, max_value=0.9999, step=0.01, format="%.4f")
     given: dict[str, Any] = {k: (round(float(v), 6) if k != "n" else int(v)) for k, v in inputs.items()}
     try:
         res = solve_theorem1(**given)

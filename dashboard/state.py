@@ -423,6 +423,27 @@ def bind(widget: Callable, label: str, key: str, *, scope: str = "", on_change: 
     return drawn
 
 
+def follow(widget: Callable, label: str, key: str, value: Any, **kwargs):
+    """Render ``widget`` (its own ``key``, not a setting) showing ``value`` whenever ``value`` changes; the
+    user's edits stay until then (Guaranteed accuracy's Theorem-1 solver: inputs that start from the sliders
+    above and follow them when they move).
+
+    The value is set again while the run that set it has not sent the widget, as ``bind`` does: a run stopped
+    inside the widget call (a rerun asked for meanwhile, presenter mode's size report) leaves the browser to
+    build the widget from its default, its minimum, which it then sends back (the solver showed 1 − α = 0.5,
+    n = 1 and 1 − δ = 0.5 in presenter mode)."""
+    ss = st.session_state
+    unsent = ss.setdefault(_UNSENT, {})
+    source = f"{key}.from"
+    if key not in ss or ss.get(source) != value or key in unsent:
+        ss[key] = value
+        ss[source] = value
+        unsent[key] = True
+    drawn = widget(label, key=key, **kwargs)
+    unsent.pop(key, None)  # the call returned: the widget, with the value set, is on its way to the browser
+    return drawn
+
+
 def set_page(name: str) -> None:
     """Which page this full run shows (app.py, before the sidebar and the page draw their widgets)."""
     st.session_state[_PAGE] = name

@@ -68,3 +68,27 @@ def test_a_value_whose_widget_was_never_sent_is_set_again(monkeypatch):
     dict.__setitem__(ss, "acc", 0.9)
     assert state.bind(_drawn, "Target accuracy", "acc", scope="ga") == 0.9
     assert wkey in ss.assigned
+
+
+def test_a_followed_input_is_set_again_until_its_widget_is_sent_and_keeps_the_users_edit(monkeypatch):
+    """``state.follow`` (the Theorem-1 solver's inputs follow the sliders above): the same re-sending as
+    ``bind``. Seen in presenter mode: the solver showed 1 − α = 0.5, n = 1 and 1 − δ = 0.5, its minimums."""
+    ss = RecordingState()
+    monkeypatch.setattr(st, "session_state", ss)
+
+    _run(ss, 1)  # the first run sets the input from the slider, then stops inside its call
+    with pytest.raises(StoppedForRerun):
+        state.follow(_stopped, "Calibration size n", "solve_n", 800)
+    assert "solve_n" in ss.assigned
+
+    _run(ss, 2)  # the slider did not move, but the browser never got the input: set again
+    assert state.follow(_drawn, "Calibration size n", "solve_n", 800) == 800
+    assert "solve_n" in ss.assigned
+
+    _run(ss, 3)  # sent: the user's edit stays while the slider stays
+    dict.__setitem__(ss, "solve_n", 1234)
+    assert state.follow(_drawn, "Calibration size n", "solve_n", 800) == 1234
+    assert "solve_n" not in ss.assigned
+
+    _run(ss, 4)  # the slider moved: the input takes its value
+    assert state.follow(_drawn, "Calibration size n", "solve_n", 900) == 900
