@@ -121,6 +121,7 @@ def viewport_probe() -> None:
 
 def _size_reported() -> None:
     st.session_state[VIEWPORT_FRESH] = True
+    state.resend_in_next_run()  # this run follows the first at once: its widgets get their values again
 
 
 def switch() -> None:

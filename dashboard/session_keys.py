@@ -18,6 +18,7 @@ MISSING_MODEL = "_missing_model"  #: a requested model not in the catalog, shown
 FULL_RUN = "_full_run"  #: the number of this session's full runs (state.init_state)
 PAGE = "_page"  #: the page this run shows (state.set_page, from app.py)
 BOUND_IN_RUN = "_bound_in_run"  #: widget key → (page, full run) that last drew it (state.bind)
+RESEND_IN_RUN = "_resend_in_run"  #: the full run that sends bound widgets their values again (state.resend_in_next_run)
 UNSENT = "_bind_unsent"  #: bound widgets whose value was set in a run that stopped inside their call (state.bind)
 WIDGET_PREFIX = "_w."  #: prefix of a bound widget's own key: ``widget_key`` (state.bind)
 

@@ -41,6 +41,7 @@ _RUN = keys.FULL_RUN
 _PAGE = keys.PAGE
 _BOUND = keys.BOUND_IN_RUN
 _UNSENT = keys.UNSENT
+_RESEND = keys.RESEND_IN_RUN
 
 
 class Invalid(ValueError):
@@ -409,18 +410,31 @@ def bind(widget: Callable, label: str, key: str, *, scope: str = "", on_change: 
         del ss[wkey]
     bound[wkey] = now
     unsent = ss.setdefault(_UNSENT, {})  # widget key → True (a dict: this module's set() is a setter)
-    if wkey not in ss or ss[wkey] != ss[key] or wkey in unsent:
+    if wkey not in ss or ss[wkey] != ss[key] or wkey in unsent or ss.get(_RESEND) == now[1]:
         # Only when they differ: re-setting an unchanged value overwrites what the user did in the
         # browser since this run began (quick key presses on a slider were lost). Or when the last set
         # never reached the browser: a rerun asked for meanwhile (the presenter viewport's report, a
         # click) stops a run inside the widget call, after Streamlit has taken the value and before it
         # sends the widget; the browser then builds the widget from its default (a slider at its
-        # minimum, presenter mode's toggle off) and sends that back with the next click.
+        # minimum, presenter mode's toggle off) and sends that back with the next click. Or in the
+        # run that ``resend_in_next_run`` names (see there).
         ss[wkey] = ss[key]
         unsent[wkey] = True
     drawn = widget(label, key=wkey, on_change=_copy_back, args=(wkey, key, on_change), **kwargs)
     unsent.pop(wkey, None)  # the call returned: the widget, with the value set, is on its way to the browser
     return drawn
+
+
+def resend_in_next_run() -> None:
+    """Send every bound widget (``bind``, ``follow``) its value again in the next full run; called from the
+    callback of the run that follows at once (presenter mode's size report, asked for by the first run).
+
+    A widget's value set from the session reaches the browser with the widget of the run that set it; when the
+    next run follows at once, the browser may build only that run's widgets (which did not set it again: the
+    value was unchanged) and fill them with their defaults: seen in presenter mode under load, where a page's
+    folded pickers came up empty and its sliders at their minimum (Calibration–coverage: rules=hf1, bins=5 once
+    a rule was picked). The run after the size report has no user input to overwrite."""
+    st.session_state[_RESEND] = st.session_state.get(_RUN, 0) + 1
 
 
 def follow(widget: Callable, label: str, key: str, value: Any, **kwargs):
@@ -435,7 +449,7 @@ def follow(widget: Callable, label: str, key: str, value: Any, **kwargs):
     ss = st.session_state
     unsent = ss.setdefault(_UNSENT, {})
     source = f"{key}.from"
-    if key not in ss or ss.get(source) != value or key in unsent:
+    if key not in ss or ss.get(source) != value or key in unsent or ss.get(_RESEND) == ss.get(_RUN, 0):
         ss[key] = value
         ss[source] = value
         unsent[key] = True

@@ -92,3 +92,23 @@ def test_a_followed_input_is_set_again_until_its_widget_is_sent_and_keeps_the_us
 
     _run(ss, 4)  # the slider moved: the input takes its value
     assert state.follow(_drawn, "Calibration size n", "solve_n", 900) == 900
+
+
+def test_the_run_after_presenter_modes_size_report_sends_every_value_again(monkeypatch):
+    """``state.resend_in_next_run`` (called by presenter mode's size report): the run that follows the first at
+    once sets every bound widget's value again, sent or not; the run after it does not. Seen in presenter mode
+    under load: Calibration–coverage's folded pickers came up empty and its slider at its minimum."""
+    ss = RecordingState()
+    monkeypatch.setattr(st, "session_state", ss)
+    dict.__setitem__(ss, "bins", 15)
+    wkey = keys.widget_key("cc", "bins")
+
+    _run(ss, 1)  # the first run sets the value and sends the widget
+    assert state.bind(_drawn, "ECE bins", "bins", scope="cc") == 15 and wkey in ss.assigned
+    state.resend_in_next_run()  # the size report's callback, before the next run starts
+
+    _run(ss, 2)  # unchanged and sent, but set again in this run
+    assert state.bind(_drawn, "ECE bins", "bins", scope="cc") == 15 and wkey in ss.assigned
+
+    _run(ss, 3)  # and only in that run
+    assert state.bind(_drawn, "ECE bins", "bins", scope="cc") == 15 and wkey not in ss.assigned
