@@ -390,8 +390,8 @@ _INFLATE_BLOCK = 4 << 20  # compressed bytes read at once
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # a zip member's local header: signature, …, name and extra lengths
 
 
-def _member_is_streamed(info: zipfile.ZipInfo, header: tuple[int, tuple[int, ...], bool, np.dtype]) -> bool:
-    """Whether ``_read_npy_member`` reads this member: deflated or stored, not encrypted, C order,
+def _member_decodable(info: zipfile.ZipInfo, header: tuple[int, tuple[int, ...], bool, np.dtype]) -> bool:
+    """Whether ``_read_npy_member`` can read this member: deflated or stored, not encrypted, C order,
     no object dtype (any other is left to ``np.load``)."""
     return (info.compress_type in (zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED) and not info.flag_bits & 0x1
             and not header[2] and not header[3].hasobject)
@@ -399,19 +399,17 @@ def _member_is_streamed(info: zipfile.ZipInfo, header: tuple[int, tuple[int, ...
 
 def _read_npy_member(fh: IO[bytes], info: zipfile.ZipInfo, header: tuple[int, tuple[int, ...], bool, np.dtype],
                      out: np.ndarray | None = None, advance: Callable[[int], None] | None = None,
-                     ) -> np.ndarray | None:
+                     ) -> np.ndarray:
     """The ``.npy`` member ``info`` of the zip open as ``fh``, decoded straight into its array.
 
     Its compressed bytes are read in order, 4 MB at a time (a ``HashingReader`` hashes them as they
     pass), inflated (``_inflate``) and copied into the array; the size and CRC-32 are checked as
-    ``zipfile`` checks them. None for a member this does not read (``_member_is_streamed``):
-    ``np.load`` reads it then. ``out``: the array to fill (empty, of the header's shape and
-    dtype; a new one when None); ``advance(k)``: called whenever the array's first ``k`` bytes
-    are in, so a reader can use its first rows while the rest is decoded.
+    ``zipfile`` checks them. Only for a member ``_member_decodable`` accepts (``np.load`` reads
+    any other). ``out``: the array to fill (of the header's shape and dtype; a new one when None);
+    ``advance(k)``: called whenever the array's first ``k`` bytes are in, so a reader can use its
+    first rows while the rest is decoded.
     """
     header_len, shape, _fortran, dtype = header
-    if not _member_is_streamed(info, header):
-        return None
     fh.seek(info.header_offset)
     local = fh.read(_LOCAL_HEADER.size)
     if len(local) != _LOCAL_HEADER.size or local[:4] != b"PK\x03\x04":
@@ -504,8 +502,9 @@ class LogitsStream:
                  keep_float16: bool = False, where: str | None = None) -> None:
         self.where = where = clip(name) if where is None else where
         fh = cast("IO[bytes]", source)
-        magic = fh.read(4)
-        fh.seek(0)
+        with _npz_errors(where):
+            magic = fh.read(4)
+            fh.seek(0)
         if (what := _not_npz(bytes(magic))) is not None:
             raise LogitsFileError(f"{where}: not a valid .npz file ({what})")
         self._cond = threading.Condition()
@@ -530,11 +529,15 @@ class LogitsStream:
             with np.load(fh, allow_pickle=False) as npz:  # the small arrays first (a damaged one fails here)
                 labels, ids = (npz[k] for k in REQUIRED_ARRAYS[1:])
                 sources = npz["sources"] if "sources" in keys else None
-                streamed = _member_is_streamed(info, header) and (dtype == np.float32 or (
-                    keep_float16 and dtype == np.float16))
-                # zeros (pages the system gives zeroed, on first write): a row read before it is decoded is
-                # zero, never leftover memory; finish() checks the values
-                logits = np.zeros(shape, dtype=dtype) if streamed else _as_float(npz["logits"], keep_float16)
+                decodable = _member_decodable(info, header)
+                streamed = decodable and (dtype == np.float32 or (keep_float16 and dtype == np.float16))
+                if streamed:
+                    # zeros (pages the system gives zeroed, on first write): a row read before it is decoded
+                    # is zero, never leftover memory; finish() checks the values
+                    logits = np.zeros(shape, dtype=dtype)
+                else:  # cast once whole (float16 to float32, integers): decoded here, then cast
+                    logits = _as_float(_read_npy_member(fh, info, header) if decodable else npz["logits"],
+                                       keep_float16)
         n, c = shape
         labels, ids, sources = _check_samples(n, c, labels, ids, sources, where)
         if n_classes is not None and c != n_classes:
@@ -544,7 +547,7 @@ class LogitsStream:
         self.bundle = LogitsBundle(logits, labels, ids, sources, manifest, Path(name).stem)
         self.n_samples = n
         self._row_bytes = max(1, c * dtype.itemsize)
-        if not streamed:  # numpy has read it
+        if not streamed:  # read and cast above
             self._done_bytes = logits.nbytes
             _check_logit_values(logits, where)
             self._finished = True
@@ -646,13 +649,6 @@ def load_logits(path: str | os.PathLike, require_manifest: bool = False,
     where = clip_path(path)  # messages name the file, cut if very long
     if not path.is_file():
         raise LogitsFileError(f"cached logits file {where} not found")
-    try:
-        with path.open("rb") as fh:
-            magic = fh.read(4)
-    except OSError as exc:
-        raise LogitsFileError(f"{where}: cannot open ({clip_path(exc)})") from exc
-    if (what := _not_npz(magic)) is not None:
-        raise LogitsFileError(f"{where}: not a valid .npz file ({what})")
     try:
         fh = path.open("rb")
     except OSError as exc:
