@@ -32,6 +32,7 @@ def public_message(exc: Exception | str) -> str:
     """An error message for the page: any absolute server path is cut to its file name."""
     return _ABSOLUTE_PATH.sub("", str(exc))
 
+
 def job_button(label: str, key: str, job: Hashable, **kwargs) -> bool:
     """A button that starts a long job (seconds of work in the run it starts): True until the page says
     the job is done (``job_work``).
