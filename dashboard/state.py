@@ -409,18 +409,25 @@ def bind(widget: Callable, label: str, key: str, *, scope: str = "", on_change: 
         # slider its minimum). Setting it anew shows the setting.
         del ss[wkey]
     bound[wkey] = now
+    # Only when they differ: re-setting an unchanged value overwrites what the user did in the browser
+    # since this run began (quick key presses on a slider were lost).
+    return _draw_setting(widget, label, wkey, ss[key], wkey not in ss or ss[wkey] != ss[key],
+                         on_change=_copy_back, args=(wkey, key, on_change), **kwargs)
+
+
+def _draw_setting(widget: Callable, label: str, wkey: str, value: Any, changed: bool, **kwargs):
+    """Draw ``widget`` under ``wkey``, setting its value to ``value`` first when ``changed``, or when the last
+    set never reached the browser: a rerun asked for meanwhile (the presenter viewport's report, a click)
+    stops a run inside the widget call, after Streamlit has taken the value and before it sends the widget;
+    the browser then builds the widget from its default (a slider at its minimum, presenter mode's toggle
+    off) and sends that back with the next click. Or in the run that ``resend_in_next_run`` names (see
+    there). ``bind`` and ``follow`` draw through here."""
+    ss = st.session_state
     unsent = ss.setdefault(_UNSENT, {})  # widget key → True (a dict: this module's set() is a setter)
-    if wkey not in ss or ss[wkey] != ss[key] or wkey in unsent or ss.get(_RESEND) == now[1]:
-        # Only when they differ: re-setting an unchanged value overwrites what the user did in the
-        # browser since this run began (quick key presses on a slider were lost). Or when the last set
-        # never reached the browser: a rerun asked for meanwhile (the presenter viewport's report, a
-        # click) stops a run inside the widget call, after Streamlit has taken the value and before it
-        # sends the widget; the browser then builds the widget from its default (a slider at its
-        # minimum, presenter mode's toggle off) and sends that back with the next click. Or in the
-        # run that ``resend_in_next_run`` names (see there).
-        ss[wkey] = ss[key]
+    if changed or wkey in unsent or ss.get(_RESEND) == ss.get(_RUN, 0):
+        ss[wkey] = value
         unsent[wkey] = True
-    drawn = widget(label, key=wkey, on_change=_copy_back, args=(wkey, key, on_change), **kwargs)
+    drawn = widget(label, key=wkey, **kwargs)
     unsent.pop(wkey, None)  # the call returned: the widget, with the value set, is on its way to the browser
     return drawn
 
@@ -442,20 +449,14 @@ def follow(widget: Callable, label: str, key: str, value: Any, **kwargs):
     user's edits stay until then (Guaranteed accuracy's Theorem-1 solver: inputs that start from the sliders
     above and follow them when they move).
 
-    The value is set again while the run that set it has not sent the widget, as ``bind`` does: a run stopped
-    inside the widget call (a rerun asked for meanwhile, presenter mode's size report) leaves the browser to
-    build the widget from its default, its minimum, which it then sends back (the solver showed 1 − α = 0.5,
-    n = 1 and 1 − δ = 0.5 in presenter mode)."""
+    The value is set again while the run that set it has not sent the widget, as ``bind`` does
+    (``_draw_setting``): otherwise the browser builds the widget from its default, its minimum, and sends that
+    back (the solver showed 1 − α = 0.5, n = 1 and 1 − δ = 0.5 in presenter mode)."""
     ss = st.session_state
-    unsent = ss.setdefault(_UNSENT, {})
     source = f"{key}.from"
-    if key not in ss or ss.get(source) != value or key in unsent or ss.get(_RESEND) == ss.get(_RUN, 0):
-        ss[key] = value
-        ss[source] = value
-        unsent[key] = True
-    drawn = widget(label, key=key, **kwargs)
-    unsent.pop(key, None)  # the call returned: the widget, with the value set, is on its way to the browser
-    return drawn
+    changed = key not in ss or ss.get(source) != value
+    ss[source] = value
+    return _draw_setting(widget, label, key, value, changed, **kwargs)
 
 
 def set_page(name: str) -> None:
