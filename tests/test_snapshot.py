@@ -160,6 +160,26 @@ def test_a_link_builds_once_then_serves_its_cached_page(tmp_path, toy_page):
     assert again.body == first.body and toy_page["builds"] == 1
 
 
+@pytest.mark.parametrize("older", ["script", "bundle"])
+def test_a_page_kept_by_an_older_version_is_built_again(tmp_path, toy_page, older):
+    """A kept page whose script is not the one the Content-Security-Policy allows now (by its hash), or
+    whose Plotly bundle is no longer served, would never draw its figure: it is built again."""
+    store = SnapshotStore(tmp_path)
+    key = store.save_view(View("toy", {"theta": "0.42"}, "v1"))
+    first = _text(snapshot.snapshot_reply(store, key))
+    src = re.search(r'<script src="assets/([^"]+)"', first).group(1)
+    if older == "script":
+        kept = first.replace("document.addEventListener", "window.addEventListener", 1)
+    else:
+        kept = first.replace(src, "plotly-basic-0000000000000000.min.js")
+    assert kept != first
+    store.write_page(key, kept)
+    again = snapshot.snapshot_reply(store, key)
+    assert again.status == 200 and _text(again) == first and toy_page["builds"] == 2
+    assert gzip.decompress(store.read_page(key)).decode("utf-8") == first  # the new page is kept
+    assert snapshot.snapshot_reply(store, key).body == again.body and toy_page["builds"] == 2
+
+
 def test_a_stale_link_says_so_and_drops_its_page(tmp_path, toy_page):
     store = SnapshotStore(tmp_path)
     key = store.save_view(View("toy", {"theta": "0.42"}, "v1"))
