@@ -27,7 +27,10 @@ h = es.view.hierarchy
 st.title("Explorer")
 if not presenter.presenter():
     st.caption(sidebar.eval_caption(es))
-lead = st.empty()  # the page's sentence, once the sample is known (below its pickers)
+# The page's sentence, once the sample is known (below its pickers). A container, not st.empty(): a rerun's
+# st.empty() clears the last run's sentence until the new one comes, and under load that gap lifted the chart
+# by the sentence's height for a moment; a container keeps its content until it is replaced.
+lead = st.container()
 
 PICKS = {**views.CURATED, "random": "Random (seeded)", "class": "By true class"}
 DIRTY = session_keys.EXPLORER_RESAMPLE
