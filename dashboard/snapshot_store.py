@@ -28,7 +28,7 @@ import tempfile
 import threading
 import zlib
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -253,9 +253,10 @@ class SnapshotStore:
         _QUOTA.release(str(self.folder), key)
         return view
 
-    def read_page(self, key: str) -> bytes | None:
+    def read_page(self, key: str, accept: Callable[[bytes], bool] | None = None) -> bytes | None:
         """The built page of ``key`` (gzip bytes), or None; a page that does not decompress whole (a
-        truncated or damaged file) is dropped, so it is built again."""
+        truncated or damaged file), or whose HTML ``accept`` refuses (built by an older version), is
+        dropped, so it is built again."""
         try:
             path = self.path(key, ".html.gz")
         except ValueError:
@@ -264,9 +265,13 @@ class SnapshotStore:
         if data is None:
             return None
         try:
-            gzip.decompress(data)
+            page = gzip.decompress(data)
         except (OSError, EOFError, zlib.error):
             _LOG.warning("snapshot %s: its page is damaged; building it again", key)
+            self.drop_page(key)
+            return None
+        if accept is not None and not accept(page):
+            _LOG.info("snapshot %s: its page was built by another version; building it again", key)
             self.drop_page(key)
             return None
         self._touch(path)
