@@ -3,7 +3,18 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import catalog, entry, evaluations, page_sentences, presenter, progress, sidebar, state, views, widgets
+from dashboard import (
+    catalog,
+    entry,
+    evaluation_cache,
+    page_sentences,
+    presenter,
+    progress,
+    sidebar,
+    state,
+    views,
+    widgets,
+)
 from hsc_core.core.rule_registry import rule_label
 from hsc_core.datasets.imagenet_trees import TREES
 from hsc_core.evaluation.sensitivity import sensitivity_table
@@ -32,7 +43,8 @@ if not trees:
     st.info("Select at least one tree.")
     st.stop()
 with progress.spinner("Evaluating every rule under each tree, with bootstrap intervals (a few seconds per tree)…"):
-    rows = evaluations.hierarchy_sensitivity(es, tuple(trees))
+    # Kept on disk by content: a fresh server shows a table computed before at once.
+    rows = evaluation_cache.sensitivity_rows(es, tuple(trees))
 table = sensitivity_table(rows)
 context = widgets.export_context(es)
 gains = views.sensitivity_gains(table)

@@ -77,16 +77,17 @@ def message_box(box, lead: str, sentence: str) -> None:
 
 def headline(slot) -> None:
     """One sentence computed from the current model's data (TS on), honest about its interval, in
-    ``slot``: the point estimate first, then (seconds of bootstrap) the sentence with its interval."""
+    ``slot``: the point estimate (with a button) while a large set's intervals wait for a request,
+    else the sentence with its interval."""
     if name is None:
         return
     try:
         sets = {ts: evaluations.model_context(name, location, subset, ts) for ts in (True, False)}
-        with slot.container():
-            lead = headlines.overview_lead(rule_label(HEADLINE_RULE), sets[True].view.gain(HEADLINE_RULE))
-            message_box(st.info, lead, point_sentence(sets[True], True))
-            st.caption(widgets.plain(point_sentence(sets[False], False)))
-            if not intervals_ready(name, sets[True]):
+        if not intervals_ready(name, sets[True]):
+            with slot.container():
+                lead = headlines.overview_lead(rule_label(HEADLINE_RULE), sets[True].view.gain(HEADLINE_RULE))
+                message_box(st.info, lead, point_sentence(sets[True], True))
+                st.caption(widgets.plain(point_sentence(sets[False], False)))
                 if st.button(f"Compute 95 % intervals ({N_RESAMPLES:,} bootstrap resamples)",
                              key="overview_compute_ci", icon=":material/bar_chart:",
                              help=f"{sets[True].view.n:,} evaluation samples: above {ON_DEMAND_SAMPLES:,} (or fewer on "
@@ -94,19 +95,20 @@ def headline(slot) -> None:
                                   "setting), then kept."):
                     st.session_state.setdefault(CI_REQUESTED, set()).add(name)
                     st.rerun()
-                return
-        boots = {ts: evaluations.haurc_intervals(es) for ts, es in sets.items()}
+            return
+        with progress.spinner("Bootstrapping 95 % intervals…"):
+            # From the rows kept on disk (the table below reads them too): bootstrapped once per content.
+            gains = {ts: evaluation_cache.gain_interval(name, location, subset, ts, HEADLINE_RULE)
+                     for ts in (True, False)}
     except catalog.LOAD_ERRORS:
-        slot.empty()
         return  # said once, in the models' list below
     on = sets[True]
-    gain = boots[True].gain[HEADLINE_RULE]
+    gain = gains[True]
     text = headline_sentence(name, on.dataset.name, on.view.n, True, gain)
     box = st.success if gain.low > 0 else (st.warning if gain.high < 0 else st.info)
     with slot.container():
         message_box(box, headlines.overview_lead(rule_label(HEADLINE_RULE), gain.estimate, gain.low, gain.high), text)
-        off_gain = boots[False].gain[HEADLINE_RULE]
-        st.caption(widgets.plain(headline_sentence(name, on.dataset.name, on.view.n, False, off_gain)))
+        st.caption(widgets.plain(headline_sentence(name, on.dataset.name, on.view.n, False, gains[False])))
 
 
 # Presenter mode: the message (the headline and its no-TS twin) beside the
@@ -117,9 +119,10 @@ if picture is not None:  # first: the headline's intervals may take a few second
     with picture:
         _illustration()
 with message:
-    # The headline is computed once the page's first chart is on screen (below): the model's
-    # evaluation and its bootstrap intervals take seconds on a fresh server.
-    headline_slot = st.empty()
+    # The headline is written once the page's first chart is on screen (below): on content no server
+    # has seen, the model's evaluation and its bootstrap intervals take seconds. A container, not
+    # st.empty(): a rerun keeps the last sentence until the new one replaces it (no jump).
+    headline_slot = st.container()
 with st.expander("How these numbers are measured (one protocol for every page)"):
     st.markdown(
         f"**Protocol.** {PROTOCOL_TEXT} The split is the same on every page, so a number means the same "

@@ -43,8 +43,6 @@ st.title("Try an image")
 if not perturb.pipeline_installed():
     st.info(PIPELINE_MISSING)
     st.stop()
-from hsc_core.pipeline.models import list_registered_models  # noqa: E402 - imports torch: only now
-
 h = imagenet_hierarchy()
 current, current_location = sidebar.current_model()
 if current is not None:
@@ -57,7 +55,7 @@ if current is not None:
                 f"the model picked in the sidebar ({widgets.plain(current)}) belongs to "
                 + (f"data set {widgets.plain(current_dataset)}." if current_dataset else "no known data set.")
                 + " Its pages are Explorer, Risk–Coverage and the others.")
-models = list_registered_models()
+models = perturb.registered_models()
 if not models:
     st.error("No registered models: the image classifier cannot run.")
     st.stop()
@@ -67,19 +65,19 @@ if state.get("tmodel") not in models:
 
 
 @st.cache_data(max_entries=8, show_spinner=False, scope="session")
-def classify(image: bytes, model: str, name: str) -> tuple[np.ndarray, bytes]:
+def classify(image: bytes, model: str, name: str, shipped: bool) -> tuple[np.ndarray, bytes]:
     """(logits, a ≤ 1024 px PNG preview) of an image, decoded once per image and model, kept for
-    this browser session only (an uploaded image and its preview leave with the session).
+    this browser session only (an uploaded image and its preview leave with the session). A shipped
+    validation image's logits are also kept on disk (``evaluation_cache.image_logits``): a fresh
+    server answers it without loading the network.
 
     open_image_safely (what the pipeline's read_image calls) refuses images above the pixel cap
     before decoding them and turns 16-bit, palette, CMYK and alpha images into 8-bit RGB, so the
     preview always displays; an unreadable file's error names it as the user did."""
-    from hsc_core.pipeline.inference import classify_image
-
     rgb = open_image_safely(image, name=name)
     preview = io.BytesIO()
     display_image(rgb).save(preview, format="PNG")
-    return classify_image(rgb, model), preview.getvalue()
+    return perturb.image_logits(image, rgb, model, shipped), preview.getvalue()
 
 
 image_bytes, image_name = None, None
@@ -116,7 +114,7 @@ if image_bytes is None:
 
 try:
     with progress.spinner(f"Running {model} on the CPU…"):
-        logits, preview = classify(image_bytes, model, image_name)
+        logits, preview = classify(image_bytes, model, image_name, upload is None)
 except ImageReadError as exc:
     st.error(widgets.plain(widgets.public_message(exc)))
     st.stop()

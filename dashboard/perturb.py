@@ -12,6 +12,7 @@ import hashlib
 import io
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import streamlit as st
@@ -21,7 +22,10 @@ from hsc_core.core.probabilities import node_probabilities, softmax
 from hsc_core.report.perturbation_figure import degradation_figure, picks_by_severity
 from hsc_core.report.tree_figure import record_rows, tree_figure
 
-from . import presenter, progress, state, views, widgets
+if TYPE_CHECKING:
+    from PIL import Image
+
+from . import evaluation_cache, presenter, progress, state, views, widgets
 from .sweep import theta_chart, theta_texts
 
 KINDS = {"none": "none", "blur": "Gaussian blur", "noise": "Gaussian noise"}
@@ -136,6 +140,25 @@ def climb_view(h: Hierarchy, logits: np.ndarray, previews: list[bytes], per_step
 PIPELINE_PACKAGES = ("torch", "timm")  # what classifying needs beyond the dashboard's own requirements
 
 
+def registered_models() -> list[str]:
+    """The image classifiers that load offline (``hsc_core.pipeline.registry``: torch-free)."""
+    from hsc_core.pipeline.registry import list_registered_models
+
+    return list_registered_models()
+
+
+def image_logits(image: bytes, rgb: Image.Image, model: str, shipped: bool) -> np.ndarray:
+    """(C,) float32 logits of ``model`` for ``rgb``, the image decoded from ``image``. A shipped
+    validation image's are kept on disk (``evaluation_cache.image_logits``): a fresh server answers
+    it without importing PyTorch. An upload's (``shipped=False``) are never written anywhere."""
+    def forward() -> np.ndarray:
+        from hsc_core.pipeline.inference import classify_image  # imports torch: only when the network runs
+
+        return classify_image(rgb, model)
+
+    return evaluation_cache.image_logits(image, model, forward) if shipped else forward()
+
+
 def pipeline_installed() -> bool:
     """Whether torch and timm can be imported, found without importing them (timm takes seconds)."""
     import importlib.util
@@ -155,10 +178,8 @@ def explorer_section(es, sample: str, i: int, theta: float) -> None:
         if not pipeline_installed():
             st.caption("Needs PyTorch and timm: `pip install 'hsc-toolkit[pipeline]'`.")
             return
-        from hsc_core.pipeline.models import list_registered_models
-
-        if es.model not in list_registered_models() or es.image_dir is None:
-            st.caption(f"Only the registered models ({', '.join(list_registered_models())}) run live, on images "
+        if es.model not in registered_models() or es.image_dir is None:
+            st.caption(f"Only the registered models ({', '.join(registered_models())}) run live, on images "
                        "in the image folder.")
             return
         path = safe_image_path(es.image_dir, sample)

@@ -45,9 +45,9 @@ def _shipped_image(values: Mapping[str, Any]) -> tuple[str, Path]:
 
 
 def _image_model(values: Mapping[str, Any]) -> str:
-    from hsc_core.pipeline.models import list_registered_models
+    from .perturb import registered_models
 
-    models = list_registered_models()
+    models = registered_models()
     if not models:
         raise Unavailable("No registered models: the image classifier cannot run.")
     if values["tmodel"] in models:
@@ -78,7 +78,6 @@ def try_an_image(params: Mapping[str, str]) -> Snapshot:
     from hsc_core.datasets.imagenet import imagenet_hierarchy
     from hsc_core.datasets.images import ImageReadError, display_image, open_image_safely
     from hsc_core.evaluation import subsets
-    from hsc_core.pipeline.inference import classify_image
     from hsc_core.report.tree_figure import record_rows, tree_figure
 
     from . import perturb
@@ -91,7 +90,8 @@ def try_an_image(params: Mapping[str, str]) -> Snapshot:
         rgb = open_image_safely(data, name=name)
     except ImageReadError as exc:
         raise Unavailable(widgets.public_message(exc)) from exc
-    logits = classify_image(rgb, model)
+
+    logits = perturb.image_logits(data, rgb, model, shipped=True)  # the page's, kept on disk
     h = imagenet_hierarchy()
     t, t_note, location = 1.0, "no temperature scaling", catalog.model_catalog().get(model)
     if values["ts"] and location is not None:

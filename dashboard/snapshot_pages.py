@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from hsc_core.core.rule_registry import rule_label, rule_names
 
-from . import catalog, evaluations, headlines, page_sentences, plots, session_keys, views, widgets
+from . import catalog, evaluation_cache, evaluations, headlines, page_sentences, plots, session_keys, views, widgets
 from .snapshot import Snapshot, Unavailable, register
 from .snapshot_views import (
     caption_of,
@@ -175,7 +175,7 @@ def hierarchy_sensitivity(params: Mapping[str, str]) -> Snapshot:
     trees = [t for t in TREES if t in values["trees"]]
     if not trees:
         raise Unavailable("This snapshot's link selects no tree.")
-    table = sensitivity_table(evaluations.hierarchy_sensitivity(es, tuple(trees)))
+    table = sensitivity_table(evaluation_cache.sensitivity_rows(es, tuple(trees)))
     lines = [f"**{widgets.plain(TREES[d['tree']].label)} · {rule_label(d['rule'])}**: hAURC×1000 "
              f"{d['haurc_x1000']:.2f}" + ("" if d["rule"] == "selective" else f", gain {d['gain_percent']:.2f} % "
                                           f"({d['gain_percent_low']:.2f} to {d['gain_percent_high']:.2f})")

@@ -217,7 +217,7 @@ def overview(params: Mapping[str, str]) -> Snapshot:
     from hsc_core.report.figures import gain_figure, illustration_figure
     from hsc_core.report.html_report import HEADLINE_RULE, headline_sentence
 
-    from .evaluation_cache import result_rows
+    from .evaluation_cache import gain_interval, result_rows
 
     values = settings(params)
     name, location = _overview_model(values)
@@ -232,9 +232,8 @@ def overview(params: Mapping[str, str]) -> Snapshot:
     if evaluations.intervals_on_request(on):  # the live page waits for a click: no interval here either
         return Snapshot(title, "Open the live page for the 95 % intervals.", tuple(figures), caption=caption_of(on),
                         presenter=shown_presenter)
-    boots = {ts: evaluations.haurc_intervals(es) for ts, es in sets.items()}
-    sentences = [headline_sentence(name, on.dataset.name, on.view.n, ts, boots[ts].gain[HEADLINE_RULE])
-                 for ts in (True, False)]
+    sentences = [headline_sentence(name, on.dataset.name, on.view.n, ts,
+                                   gain_interval(name, location, subset, ts, HEADLINE_RULE)) for ts in (True, False)]
     lines = [f"**{widgets.plain(sentence)}**" for sentence in sentences]
     # The live page's gain chart without "intervals for every model": the picked model's rows only.
     gains = views.gain_intervals([r for ts in (False, True) for r in result_rows(name, location, subset, ts, True)])

@@ -72,9 +72,80 @@ def test_an_edited_entry_is_ignored_and_rewritten(model_file):
     rows = evaluation_cache.result_rows(MODEL, str(path), "all", True)
     (entry,) = evaluation_cache.cache_folder().glob("*.json")
     stored = json.loads(entry.read_text())
-    stored["rows"][0]["value"] = 0.5  # a hand edit: the checksum no longer matches
+    stored["value"][0]["value"] = 0.5  # a hand edit: the checksum no longer matches
     entry.write_text(json.dumps(stored))
     again = evaluation_cache.result_rows(MODEL, str(path), "all", True)
     assert _same(again, rows) and len(calls) == 2
     entry.write_text("not json")
     assert _same(evaluation_cache.result_rows(MODEL, str(path), "all", True), rows) and len(calls) == 3
+
+
+def test_the_headline_gain_is_the_bootstrap_interval_read_back_from_disk(model_file):
+    """The Overview's headline reads its interval from the kept rows: the paired bootstrap's limits, the
+    table's point estimate (the exact curves' gain, equal to the bootstrap's own to rounding), and a
+    second read bootstraps nothing."""
+    path, calls = model_file
+    es = evaluations.model_context(MODEL, str(path), "all", True)
+    boot = es.view.bootstrap("01").gain["climbing"]
+    calls.clear()
+    first = evaluation_cache.gain_interval(MODEL, str(path), "all", True, "climbing")
+    assert (first.low, first.high) == (boot.low, boot.high) and first.estimate == es.view.gain("climbing")
+    assert math.isclose(first.estimate, boot.estimate, rel_tol=1e-12) and boot.low < first.estimate < boot.high
+    assert len(calls) == 1
+    again = evaluation_cache.gain_interval(MODEL, str(path), "all", True, "climbing")
+    assert again == first and len(calls) == 1
+
+
+def test_sensitivity_rows_come_back_from_disk_and_other_trees_compute_anew(model_file, monkeypatch):
+    path, _ = model_file
+    es = evaluations.model_context(MODEL, str(path), "all", False)
+    computed = []
+    real = evaluations.hierarchy_sensitivity
+
+    def counted(context, trees):
+        computed.append(trees)
+        return real(context, trees)
+
+    monkeypatch.setattr(evaluations, "hierarchy_sensitivity", counted)
+    first = evaluation_cache.sensitivity_rows(es, ("wordnet", "random"))
+    assert {r["dataset"].rsplit(":", 1)[-1] for r in first} == {"wordnet", "random"}
+    assert any(r["ci_low"] is not None for r in first) and len(computed) == 1
+    assert _same(evaluation_cache.sensitivity_rows(es, ("wordnet", "random")), first) and len(computed) == 1
+    evaluation_cache.sensitivity_rows(es, ("wordnet",))
+    assert len(computed) == 2  # another set of trees is another entry
+
+
+def test_a_shipped_images_logits_are_kept_bit_for_bit_and_an_uploads_never(tmp_path, monkeypatch):
+    """Try an image: a shipped image's logits come back from disk (float32, the same bits) without
+    running the network; another image, or an unregistered model, runs it; an upload writes nothing."""
+    import sys
+    import types
+
+    import numpy as np
+
+    from dashboard import perturb
+
+    monkeypatch.setenv("HSC_CACHE_DIR", str(tmp_path / "cache"))
+    runs = []
+    fake = types.ModuleType("hsc_core.pipeline.inference")
+
+    def classify_image(rgb, model):
+        runs.append((rgb, model))
+        return np.random.default_rng(len(runs)).normal(size=1000).astype(np.float32) / 3
+
+    fake.classify_image = classify_image
+    monkeypatch.setitem(sys.modules, "hsc_core.pipeline.inference", fake)
+    first = perturb.image_logits(b"image-a", "rgb-a", MODEL, shipped=True)
+    again = perturb.image_logits(b"image-a", "rgb-a", MODEL, shipped=True)
+    assert len(runs) == 1 and again.dtype == np.float32 and np.array_equal(first.view(np.uint32), again.view(np.uint32))
+    assert len(list(evaluation_cache.cache_folder().glob("*.json"))) == 1
+    perturb.image_logits(b"image-b", "rgb-b", MODEL, shipped=True)
+    assert len(runs) == 2  # another image is another entry
+    perturb.image_logits(b"image-a", "rgb-a", "efficientnet_lite1", shipped=True)
+    assert len(runs) == 3  # so is another model
+    before = sorted(evaluation_cache.cache_folder().glob("*.json"))
+    upload = perturb.image_logits(b"an upload", "rgb-u", MODEL, shipped=False)
+    perturb.image_logits(b"an upload", "rgb-u", MODEL, shipped=False)
+    assert len(runs) == 5 and upload.shape == (1000,)  # computed each time (the session's cache keeps it)
+    perturb.image_logits(b"image-a", "rgb-a", "resnet50", shipped=True)  # a timm name: nothing pins it
+    assert len(runs) == 6 and sorted(evaluation_cache.cache_folder().glob("*.json")) == before

