@@ -24,11 +24,12 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from hsc_core import __version__, config
+from hsc_core.core.risk import Loss
 from hsc_core.core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, Interval
 from hsc_core.evaluation import ResultRow
 from hsc_core.evaluation.result_cache import file_digest
@@ -109,11 +110,13 @@ def kept_rows(model: str, location: str, subset: str, ts: bool, kind: str, compu
                  lambda rows: isinstance(rows, list) and all(isinstance(r, dict) for r in rows), compute)
 
 
-def result_rows(model: str, location: str, subset: str, ts: bool, intervals: bool = False) -> list[ResultRow]:
-    """``model_context(model, location, subset, ts).view.results(intervals=intervals)``, kept on disk."""
+def result_rows(model: str, location: str, subset: str, ts: bool, intervals: bool = False,
+                losses: tuple[str, ...] = ("01",)) -> list[ResultRow]:
+    """``model_context(model, location, subset, ts).view.results(losses, intervals=intervals)``, kept on disk."""
     return kept_rows(model, location, subset, ts, "results",
-                     lambda: evaluations.model_context(model, location, subset, ts).view.results(intervals=intervals),
-                     intervals=bool(intervals))
+                     lambda: evaluations.model_context(model, location, subset, ts).view.results(
+                         cast("tuple[Loss, ...]", tuple(losses)), intervals=intervals),
+                     intervals=bool(intervals), losses=list(losses))
 
 
 def gain_interval(model: str, location: str, subset: str, ts: bool, rule: str) -> Interval:

@@ -149,3 +149,19 @@ def test_a_shipped_images_logits_are_kept_bit_for_bit_and_an_uploads_never(tmp_p
     assert len(runs) == 5 and upload.shape == (1000,)  # computed each time (the session's cache keeps it)
     perturb.image_logits(b"image-a", "rgb-a", "resnet50", shipped=True)  # a timm name: nothing pins it
     assert len(runs) == 6 and sorted(evaluation_cache.cache_folder().glob("*.json")) == before
+
+
+def test_kept_rows_of_both_losses_and_settings_are_the_evaluations_rows(model_file):
+    """The atlas's "your models" read both losses of both settings from disk: the same rows, in the same
+    order, as the model's ``ModelEvaluation.results()`` that it computed before."""
+    from hsc_core.core.risk import LOSSES
+
+    path, calls = model_file
+    fresh = evaluations.evaluation(MODEL, str(path), "all").results()
+    assert {r["loss"] for r in fresh} == {"", *LOSSES}  # top-1 and T have no loss
+    kept = [r for ts in (False, True) for r in evaluation_cache.result_rows(MODEL, str(path), "all", ts, losses=LOSSES)]
+    assert _same(kept, fresh)
+    calls.clear()
+    again = [r for ts in (False, True) for r in evaluation_cache.result_rows(MODEL, str(path), "all", ts, losses=LOSSES)]
+    assert _same(again, fresh) and not calls
+    assert len(list(evaluation_cache.cache_folder().glob("*.json"))) == 2  # one per setting; 0/1 alone is another
