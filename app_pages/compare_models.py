@@ -4,13 +4,24 @@ rules (the paper's four and the metric-optimal / Pareto ones)."""
 import pandas as pd
 import streamlit as st
 
-from dashboard import entry, evaluations, headlines, plots, presenter, progress, sidebar, state, views, widgets
+from dashboard import (
+    entry,
+    evaluation_cache,
+    evaluations,
+    headlines,
+    presenter,
+    progress,
+    sidebar,
+    state,
+    views,
+    widgets,
+)
 from dashboard.catalog import LOAD_ERRORS
 from hsc_core.core.curves import COMMON_RANGE_NOTE
 from hsc_core.core.rule_registry import rule_label, rule_names
 from hsc_core.evaluation.results import GAIN_RANGE_COLUMN
 from hsc_core.report.export import ExportContext
-from hsc_core.report.figures import gain_figure
+from hsc_core.report.figures import compare_figure, gain_figure
 
 entry.ensure_entrypoint(globals())
 
@@ -47,35 +58,36 @@ catalog = {**catalog, **sidebar.shift_overlays("cmp")}  # the current model on c
 show_ci = st.toggle("95 % bootstrap intervals", key="cmp_ci",
                     help="Paired bootstrap over each model's evaluation samples (a few seconds per model the first "
                          "time). Intervals are for the exact curves.")
-sets, rows, ci_rows, errors, datasets = {}, [], [], [], []  # rows: the layer's tidy result rows
+compared, ci_rows, errors = {}, [], []  # ci_rows: the layer's tidy result rows with intervals
 with progress.spinner("Computing every model's curves…"):
     for name, location in catalog.items():
         try:
-            es = evaluations.model_context(name, location, subset, ts)
-            cs = evaluations.curve_set(es, loss, dec)
-            got = es.view.results((loss,), dec, rules=table_rules)
-            got_ci = es.view.results((loss,), intervals=True, rules=table_rules) if show_ci else []  # exact curves
+            # The table's rows and the chart's curve, kept on disk by content (evaluation_cache): a fresh
+            # server draws every curve any server computed before without evaluating the models again.
+            compared[name] = evaluation_cache.compared_model(name, location, subset, ts, loss, dec, rule,
+                                                             tuple(table_rules))
+            if show_ci:  # exact curves
+                es = evaluations.model_context(name, location, subset, ts)
+                ci_rows += es.view.results((loss,), intervals=True, rules=table_rules)
         except LOAD_ERRORS as exc:
             errors.append((name, exc))
-            continue
-        sets[name] = cs
-        rows += got
-        ci_rows += got_ci
-        datasets.append(es.dataset.name)
 for name, exc in errors:
     st.error(f"**{widgets.plain(name)}** is left out: {widgets.plain(widgets.public_message(exc))}")
-if not sets:
+if not compared:
     st.stop()
+rows = [r for c in compared.values() for r in c.rows]  # the layer's tidy result rows
+datasets = [c.rows[0]["dataset"] for c in compared.values()]
 
 context = ExportContext("all_models", "_".join(dict.fromkeys(datasets)), subset, bool(ts))
 if not presenter.presenter():  # presenter mode: the sentence, then the chart fills the screen
-    st.caption(f"{len(sets)} model(s) · subset *{widgets.plain(subset)}* · "
+    st.caption(f"{len(compared)} model(s) · subset *{widgets.plain(subset)}* · "
                + ("temperature scaling on (each model's own T)" if ts else "no temperature scaling")
                + " · every model on its protocol evaluation split")
-st.markdown(headlines.compare_headline({widgets.plain(m): cs.curves[rule].haurc for m, cs in sets.items()},
-                                       rule_label(rule)))
-widgets.figure(plots.compare_figure(sets, rule, loss), f"compare_{rule}_{loss}_{state.get('dec')}", key="compare_chart",
-          context=context, title=f"{rule_label(rule)} risk–coverage curves", height=presenter.fit_height(14.4))
+st.markdown(headlines.compare_headline({widgets.plain(m): c.haurc for m, c in compared.items()}, rule_label(rule)))
+widgets.figure(compare_figure({m: (c.coverage, c.risk) for m, c in compared.items()},
+                              {m: c.haurc for m, c in compared.items()}, loss),
+               f"compare_{rule}_{loss}_{state.get('dec')}", key="compare_chart", context=context,
+               title=f"{rule_label(rule)} risk–coverage curves", height=presenter.fit_height(14.4))
 # One row per model, the layer's column names (loss=None: a severity column says so): the CSV. On screen
 # two narrow tables instead of one too wide for the page: the models, then one row per model and rule.
 table = views.model_rows(rows, loss=None, limits=ci_rows)
@@ -106,8 +118,8 @@ if state.bind(st.toggle, "Metrics beyond the paper", "cmp_more", scope="cmp",
               help="Excess hAURC (vs the oracle ordering), achievable hAURC (convex hull), micro hF1 at θ = 0, and "
                    "the arg-max leaf's AURC (Zhou et al.'s estimator) and AUGRC; with the intervals toggle, 95 % "
                    "bootstrap intervals; for the rules in the table."):
-    extra = [r for cs in sets.values() for r in cs.es.view.extra_results(tuple(table_rules), loss,
-                                                                         intervals=show_ci)]
+    extra = [r for name in compared for r in evaluations.model_context(name, catalog[name], subset, ts).view
+             .extra_results(tuple(table_rules), loss, intervals=show_ci)]
     # One row per model and rule (as the Overview's), not one very wide row per model.
     more = views.metric_rule_rows(extra)
     shown = views.with_interval_text(more)

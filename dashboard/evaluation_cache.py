@@ -119,6 +119,42 @@ def result_rows(model: str, location: str, subset: str, ts: bool, intervals: boo
                      intervals=bool(intervals), losses=list(losses))
 
 
+@dataclasses.dataclass(frozen=True)
+class ComparedModel:
+    """What Compare models shows of one model: its table's rows and the chart's rule's RC curve as
+    drawn (``evaluations.decimate``d: coverage and risk, (≤ DISPLAY_POINTS,) each) with its hAURC."""
+
+    rows: list[ResultRow]
+    coverage: np.ndarray
+    risk: np.ndarray
+    haurc: float
+
+
+def compared_model(model: str, location: str, subset: str, ts: bool, loss: str, dec: int | None, rule: str,
+                   rules: tuple[str, ...]) -> ComparedModel:
+    """One model's ``ComparedModel``: ``rules``' rows (``view.results((loss,), dec, rules=rules)``) and
+    ``rule``'s curve, kept on disk, so a fresh server draws every model's curve without evaluating them."""
+    def compute() -> dict[str, Any]:
+        es = evaluations.model_context(model, location, subset, ts)
+        cs = evaluations.curve_set(es, cast("Loss", loss), dec)
+        coverage, risk = cs.display[rule]
+        return {"rows": es.view.results((cast("Loss", loss),), dec, rules=rules),
+                "coverage": [float(v) for v in coverage], "risk": [float(v) for v in risk],
+                "haurc": float(cs.curves[rule].haurc)}
+
+    def valid(v: object) -> bool:
+        return isinstance(v, dict) and isinstance(v.get("rows"), list) and isinstance(v.get("haurc"), float) and all(
+            isinstance(v.get(k), list) for k in ("coverage", "risk"))
+
+    if location.startswith((catalog.UPLOAD_PREFIX, catalog.SYNTHETIC_PREFIX)):
+        value = compute()
+    else:
+        value = _kept(rows_key(model, location, subset, ts, "compare", loss=loss, dec=dec, rule=rule,
+                               rules=list(rules)), valid, compute)
+    return ComparedModel(value["rows"], np.asarray(value["coverage"], dtype=float),
+                         np.asarray(value["risk"], dtype=float), value["haurc"])
+
+
 def gain_interval(model: str, location: str, subset: str, ts: bool, rule: str) -> Interval:
     """``rule``'s hierarchical gain (0/1 loss) with its 95 % bootstrap interval, from the model's kept
     rows with intervals (the Overview's headline and its table read the same rows)."""

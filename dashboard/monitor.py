@@ -99,7 +99,7 @@ def csv_text(res: MonitorResult) -> str:
 #: How many times t a played stream stops at (frames of the swept figure, first and last sample included).
 PLAY_STEPS = 101
 #: At most this many points of each curve are drawn (the CSV has every sample).
-DRAWN_POINTS = 600
+DRAWN_POINTS = 400
 
 
 def play_times(res: MonitorResult) -> list[int]:
@@ -123,15 +123,17 @@ def figure(res: MonitorResult, t: int, font_size: int = 14) -> go.Figure:
     low = max(0.0, target - 0.35)
     alarm = res.first_alarm
 
-    def upto(tt: int) -> list[dict]:
+    def upto(tt: int, full: bool = False) -> list[dict]:
         m = int(np.searchsorted(x, tt, side="right"))
-        cut = [{"x": x[:m], "y": cols[c][:m]}
+        # Each curve holds every x and the y up to t: Plotly draws as many points as the shorter has, so a
+        # frame sends the y alone (half the bytes the browser parses before it can draw).
+        cut = [{"x": x, "y": cols[c][:m]} if full else {"y": cols[c][:m]}
                for c in ("accuracy_upper", "accuracy_lower", "accuracy", "accuracy_recent_upper", "theta")]
         rung = alarm is not None and alarm <= tt
         return [*cut, {"x": [tt, tt], "y": [low, 1.0]},
                 {"x": [alarm, alarm] if rung else [], "y": [low, 1.0] if rung else []}]
 
-    start = upto(int(t))
+    start = upto(int(t), full=True)
     fig = go.Figure([
         go.Scatter(start[0], line={"width": 0}, showlegend=False, hoverinfo="skip"),
         go.Scatter(start[1], fill="tonexty", line={"width": 0}, fillcolor="rgba(31,119,180,0.2)",

@@ -35,12 +35,6 @@ def rc_figure(cs: CurveSet, points: pd.DataFrame | None = None, rules=RULES, los
     return figures.rc_figure(cs.display, {r: c.haurc for r, c in cs.curves.items()}, points, rules, loss, title)
 
 
-def compare_figure(sets: dict[str, CurveSet], rule: str, loss: str = "01", title: str | None = None) -> go.Figure:
-    """``rule``'s RC curve of every model."""
-    return figures.compare_figure({m: cs.display[rule] for m, cs in sets.items()},
-                                  {m: cs.curves[rule].haurc for m, cs in sets.items()}, loss, title)
-
-
 def explorer_tree(es: ModelContext, i: int, font_size: int, max_height: int | None, max_width: int, theta: float,
                   rules: tuple = ()) -> go.Figure:
     """The Explorer's tree of sample row ``i`` with its 101 θ frames (≈ 0.1–0.3 s), opening at

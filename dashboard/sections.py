@@ -21,8 +21,7 @@ def shift_overlay_section(es: ModelContext, rules: list[str], loss: Loss = "01",
     """Risk–Coverage's "clean vs corrupted" part: the first selected rule's curve on the clean images and on
     each picked corruption, with a table (hAURC, top-1) per data and rule. Nothing for a model without shifts."""
     from hsc_core.core.rule_registry import rule_label
-
-    from . import plots
+    from hsc_core.report.figures import compare_figure
 
     model, location = current_model()
     if not shift_catalog(model) or not rules or location is None or model is None:
@@ -41,7 +40,9 @@ def shift_overlay_section(es: ModelContext, rules: list[str], loss: Loss = "01",
         except LOAD_ERRORS as exc:
             st.error(f"**{plain(name)}** is left out: {plain(public_message(exc))}")
     rule = rules[0]
-    figure(plots.compare_figure(sets, rule, loss), f"rc_shift_{rule}_{loss}", key="rc_shift_chart",
+    figure(compare_figure({m: cs.display[rule] for m, cs in sets.items()},
+                          {m: cs.curves[rule].haurc for m, cs in sets.items()}, loss), f"rc_shift_{rule}_{loss}",
+           key="rc_shift_chart",
            context=export_context(clean), title=f"{rule_label(rule)}: clean vs corrupted images")
     table = [{"data": name, "rule": rule_label(r), "top-1 accuracy": tops[name],
               "hAURC×1000": 1000 * cs.curves[r].haurc} for name, cs in sets.items() for r in rules]

@@ -207,6 +207,13 @@ document.addEventListener("DOMContentLoaded", function () {
       slider.currentvalue = Object.assign({}, shown, {visible: false});
       steps.forEach(function (s) { s.label = ""; });
     }
+    // A figure that sets its own width (the tree, sized for the screen it was shared from) keeps it at
+    // most, as the live chart does: a narrower screen (a 1280-px laptop in presenter mode) gets it narrower.
+    if (fig.layout.width) {
+      div.style.maxWidth = fig.layout.width + "px";
+      delete fig.layout.width;
+      fig.layout.autosize = true;
+    }
     Plotly.newPlot(div, fig.data, fig.layout, {displaylogo: false, responsive: true}).then(function () {
       if (n === 0 && texts) div.on("plotly_sliderchange", function (e) { showTheta(e.step.value); });
       return fig.frames ? Plotly.addFrames(div, fig.frames) : null;

@@ -3,7 +3,7 @@ models, Where it stops, Model atlas, Hierarchy sensitivity, Try an image, the Gu
 Per-rank thresholds, Calibrators and Monitor.
 
 Each builder reads its link's parameters as a session does (``snapshot_views.settings``) and draws
-with the function its live page calls (``plots.compare_figure``, ``tree_map_figure``,
+with the function its live page calls (``figures.compare_figure``, ``tree_map_figure``,
 ``accuracy_histogram``, ``per_rank.rc_figure``, …), so a snapshot shows the live page's numbers.
 What only a session holds (an upload; widgets whose value is not in the link) is not in a link: an
 upload's page says so in its share box (``register(…, upload=…)``), other widgets take their
@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from hsc_core.core.rule_registry import rule_label, rule_names
 
-from . import catalog, evaluation_cache, evaluations, headlines, page_sentences, plots, session_keys, views, widgets
+from . import catalog, evaluation_cache, evaluations, headlines, page_sentences, session_keys, views, widgets
 from .snapshot import Snapshot, Unavailable, register
 from .snapshot_views import (
     caption_of,
@@ -94,37 +94,35 @@ def compare_stamp(params: Mapping[str, str]) -> str:
 
 @register("compare_models", stamp=compare_stamp)
 def compare_models(params: Mapping[str, str]) -> Snapshot:
-    """The chart's rule's curve of every model (``plots.compare_figure``), the page's sentence and
+    """The chart's rule's curve of every model (``figures.compare_figure``), the page's sentence and
     each model's hAURC and gain for that rule."""
     values = settings(params)
     rule, loss = values["cmp_rule"], values["loss"]
     dec = None if values["dec"] == "exact" else 2
-    sets, lines = {}, []
+    from hsc_core.report.figures import compare_figure
+
+    table_rules = tuple(r for r in rule_names() if r in values["rules"] or r in ("selective", rule))  # the page's
+    compared, lines = {}, []
     for name, location in _all_models(values).items():
-        try:
-            es = evaluations.model_context(name, location, values["subset"], bool(values["ts"]))
-            sets[name] = evaluations.curve_set(es, loss, dec)
+        try:  # the live page's kept content (evaluation_cache.compared_model), so the numbers are the same
+            compared[name] = evaluation_cache.compared_model(name, location, values["subset"], bool(values["ts"]),
+                                                             loss, dec, rule, table_rules)
         except catalog.LOAD_ERRORS:
             lines.append(f"**{widgets.plain(name)}** is left out (its file cannot be loaded).")
-    if not sets:
+    if not compared:
         raise Unavailable("None of the compared models can be loaded any more.")
-    rows = [cs.haurc_table([rule]).to_dict("records")[0] for cs in sets.values()]
-    lines = [f"**{widgets.plain(name)}**: hAURC×1000 {row[_col('haurc')]:.3f}, gain {row[_col('gain_percent')]:.2f} %"
-             for name, row in zip(sets, rows, strict=True)] + lines
-    head = headlines.compare_headline({widgets.plain(m): cs.curves[rule].haurc for m, cs in sets.items()},
-                                      rule_label(rule))
-    fig = plots.compare_figure(sets, rule, loss)
-    caption = (f"{len(sets)} model(s) · subset *{widgets.plain(values['subset'])}* · "
+    rows = [{r["metric"]: r["value"] for r in c.rows if r["rule"] == rule and r["loss"] == loss}
+            for c in compared.values()]
+    lines = [f"**{widgets.plain(name)}**: hAURC×1000 {1000 * row['haurc']:.3f}, gain {row['gain_percent']:.2f} %"
+             for name, row in zip(compared, rows, strict=True)] + lines
+    head = headlines.compare_headline({widgets.plain(m): c.haurc for m, c in compared.items()}, rule_label(rule))
+    fig = compare_figure({m: (c.coverage, c.risk) for m, c in compared.items()},
+                         {m: c.haurc for m, c in compared.items()}, loss)
+    caption = (f"{len(compared)} model(s) · subset *{widgets.plain(values['subset'])}* · "
                + ("temperature scaling on (each model's own T)" if values["ts"] else "no temperature scaling")
                + " · the shipped models (uploads are not in links)")
     return Snapshot("Compare models", head + "  \n  \n" + text_lines(lines), (fig,), caption=caption,
                     presenter=bool(values["presenter"]))
-
-
-def _col(name: str) -> str:
-    from hsc_core.evaluation import column_label
-
-    return column_label(name)
 
 
 # ---------------------------------------------------------------------------- Where it stops

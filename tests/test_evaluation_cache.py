@@ -159,9 +159,34 @@ def test_kept_rows_of_both_losses_and_settings_are_the_evaluations_rows(model_fi
     path, calls = model_file
     fresh = evaluations.evaluation(MODEL, str(path), "all").results()
     assert {r["loss"] for r in fresh} == {"", *LOSSES}  # top-1 and T have no loss
-    kept = [r for ts in (False, True) for r in evaluation_cache.result_rows(MODEL, str(path), "all", ts, losses=LOSSES)]
-    assert _same(kept, fresh)
+    def kept():
+        return [r for ts in (False, True) for r in evaluation_cache.result_rows(MODEL, str(path), "all", ts,
+                                                                                 losses=LOSSES)]
+
+    assert _same(kept(), fresh)
     calls.clear()
-    again = [r for ts in (False, True) for r in evaluation_cache.result_rows(MODEL, str(path), "all", ts, losses=LOSSES)]
+    again = kept()
     assert _same(again, fresh) and not calls
     assert len(list(evaluation_cache.cache_folder().glob("*.json"))) == 2  # one per setting; 0/1 alone is another
+
+
+def test_a_compared_models_rows_and_curve_come_back_from_disk_as_computed(model_file):
+    """Compare models: the table's rows and the chart's drawn curve (the curve set's decimated copy)
+    and hAURC, the same from disk as computed, without evaluating again; another rule is another entry."""
+    import numpy as np
+
+    path, calls = model_file
+    es = evaluations.model_context(MODEL, str(path), "all", True)
+    cs = evaluations.curve_set(es, "01", None)
+    rules = ("selective", "climbing", "max_coverage")
+    calls.clear()
+    first = evaluation_cache.compared_model(MODEL, str(path), "all", True, "01", None, "climbing", rules)
+    assert _same(first.rows, es.view.results(("01",), None, rules=rules)) and first.haurc == cs.curves["climbing"].haurc
+    coverage, risk = cs.display["climbing"]
+    assert np.array_equal(first.coverage, coverage) and np.array_equal(first.risk, risk)
+    assert len(calls) == 1
+    again = evaluation_cache.compared_model(MODEL, str(path), "all", True, "01", None, "climbing", rules)
+    assert len(calls) == 1 and _same(again.rows, first.rows) and again.haurc == first.haurc
+    assert np.array_equal(again.coverage, first.coverage) and np.array_equal(again.risk, first.risk)
+    evaluation_cache.compared_model(MODEL, str(path), "all", True, "01", None, "max_coverage", rules)
+    assert len(calls) == 2
