@@ -7,6 +7,7 @@ import streamlit as st
 from dashboard import (
     catalog,
     entry,
+    evaluation_cache,
     evaluations,
     page_sentences,
     plots,
@@ -97,13 +98,16 @@ sections.shift_overlay_section(es, rules, loss, dec)
 st.subheader("Area under the curves")
 table = cs.haurc_table(rules)
 if not evaluations.intervals_on_request(es):  # larger sets, deep trees: the Overview computes them on request
-    boot = evaluations.haurc_intervals(es, loss)  # the layer's paired bootstrap, on the exact curves
-    table.insert(2, f"hAURC×1000 {views.CI}", [views.interval_text(1000 * boot.haurc[r].low, 1000 * boot.haurc[r].high)
-                                                if r in boot.haurc else "" for r in rules])
-    # A gain over a common coverage range has no interval: the bootstrap's is of the raw areas.
-    table.insert(4, f"gain % {views.CI}", [views.interval_text(boot.gain[r].low, boot.gain[r].high, gain=True)
-                                           if r in boot.gain and not es.view.gain_range(r, loss).restricted
-                                           else "" for r in rules])
+    # The layer's paired bootstrap on the exact curves, as its result rows kept on disk (evaluation_cache): once
+    # per content for every server. A gain over a common coverage range has no interval (the bootstrap's is of
+    # the raw areas), so its row has none.
+    limits = {(r["rule"], r["metric"]): (r["ci_low"], r["ci_high"]) for r in evaluation_cache.result_rows(
+        es.model, es.location, es.subset, es.view.ts, intervals=True, losses=(loss,), rules=tuple(rules))
+        if r["ci_low"] is not None}
+    table.insert(2, f"hAURC×1000 {views.CI}", [views.interval_text(*(1000 * v for v in limits[r, "haurc"]))
+                                                if (r, "haurc") in limits else "" for r in rules])
+    table.insert(4, f"gain % {views.CI}", [views.interval_text(*limits[r, "gain_percent"], gain=True)
+                                           if (r, "gain_percent") in limits else "" for r in rules])
 if GAIN_RANGE_COLUMN in table.columns:
     st.caption(COMMON_RANGE_NOTE)
 st.dataframe(table, hide_index=True, key="rc_table",

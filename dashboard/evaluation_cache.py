@@ -30,6 +30,7 @@ import numpy as np
 
 from hsc_core import __version__, config
 from hsc_core.core.risk import Loss
+from hsc_core.core.rules import RULES
 from hsc_core.core.uncertainty import BOOTSTRAP_SEED, N_RESAMPLES, Interval
 from hsc_core.evaluation import ResultRow
 from hsc_core.evaluation.result_cache import file_digest
@@ -111,12 +112,13 @@ def kept_rows(model: str, location: str, subset: str, ts: bool, kind: str, compu
 
 
 def result_rows(model: str, location: str, subset: str, ts: bool, intervals: bool = False,
-                losses: tuple[str, ...] = ("01",)) -> list[ResultRow]:
-    """``model_context(model, location, subset, ts).view.results(losses, intervals=intervals)``, kept on disk."""
+                losses: tuple[str, ...] = ("01",), rules: tuple[str, ...] = RULES) -> list[ResultRow]:
+    """``model_context(model, location, subset, ts).view.results(losses, intervals=intervals, rules=rules)``,
+    kept on disk."""
     return kept_rows(model, location, subset, ts, "results",
                      lambda: evaluations.model_context(model, location, subset, ts).view.results(
-                         cast("tuple[Loss, ...]", tuple(losses)), intervals=intervals),
-                     intervals=bool(intervals), losses=list(losses))
+                         cast("tuple[Loss, ...]", tuple(losses)), intervals=intervals, rules=rules),
+                     intervals=bool(intervals), losses=list(losses), rules=list(rules))
 
 
 @dataclasses.dataclass(frozen=True)
