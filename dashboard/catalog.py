@@ -323,7 +323,13 @@ def _uploaded_bundle(location: str) -> LogitsBundle:
     return bundle
 
 
-@cache_resource(max_entries=8, show_spinner="Loading logits…")
+#: Models whose loaded file the server keeps: as many as their evaluations (``evaluations.EVALUATIONS_KEPT``,
+#: which hold the same arrays), so a page that goes over every listed model (the Overview's table, its report
+#: button) loads each file once, not once per pass as an 8-entry cache evicting in turn did.
+BUNDLES_KEPT = 16
+
+
+@cache_resource(max_entries=BUNDLES_KEPT, show_spinner="Loading logits…")
 def _bundle(location: str, file_stamp: tuple) -> LogitsBundle:
     if location.startswith(UPLOAD_PREFIX):
         return _uploaded_bundle(location)

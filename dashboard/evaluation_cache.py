@@ -24,7 +24,7 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -112,12 +112,12 @@ def kept_rows(model: str, location: str, subset: str, ts: bool, kind: str, compu
 
 
 def result_rows(model: str, location: str, subset: str, ts: bool, intervals: bool = False,
-                losses: tuple[str, ...] = ("01",), rules: tuple[str, ...] = RULES) -> list[ResultRow]:
+                losses: tuple[Loss, ...] = ("01",), rules: tuple[str, ...] = RULES) -> list[ResultRow]:
     """``model_context(model, location, subset, ts).view.results(losses, intervals=intervals, rules=rules)``,
     kept on disk."""
     return kept_rows(model, location, subset, ts, "results",
                      lambda: evaluations.model_context(model, location, subset, ts).view.results(
-                         cast("tuple[Loss, ...]", tuple(losses)), intervals=intervals, rules=rules),
+                         tuple(losses), intervals=intervals, rules=rules),
                      intervals=bool(intervals), losses=list(losses), rules=list(rules))
 
 
@@ -132,15 +132,15 @@ class ComparedModel:
     haurc: float
 
 
-def compared_model(model: str, location: str, subset: str, ts: bool, loss: str, dec: int | None, rule: str,
+def compared_model(model: str, location: str, subset: str, ts: bool, loss: Loss, dec: int | None, rule: str,
                    rules: tuple[str, ...]) -> ComparedModel:
     """One model's ``ComparedModel``: ``rules``' rows (``view.results((loss,), dec, rules=rules)``) and
     ``rule``'s curve, kept on disk, so a fresh server draws every model's curve without evaluating them."""
     def compute() -> dict[str, Any]:
         es = evaluations.model_context(model, location, subset, ts)
-        cs = evaluations.curve_set(es, cast("Loss", loss), dec)
+        cs = evaluations.curve_set(es, loss, dec)
         coverage, risk = cs.display[rule]
-        return {"rows": es.view.results((cast("Loss", loss),), dec, rules=rules),
+        return {"rows": es.view.results((loss,), dec, rules=rules),
                 "coverage": [float(v) for v in coverage], "risk": [float(v) for v in risk],
                 "haurc": float(cs.curves[rule].haurc)}
 

@@ -40,6 +40,7 @@ from hsc_core.evaluation.subsets import ALL
 
 from . import progress
 from .catalog import (
+    BUNDLES_KEPT,
     IMAGENET,
     SYNTHETIC_PREFIX,
     UPLOAD_PREFIX,
@@ -63,7 +64,7 @@ V = TypeVar("V")
 # ---------------------------------------------------------------------------- the evaluation
 #: Models whose evaluation (and what was computed on it) the server keeps; a page that goes over every
 #: listed model takes at most this many, or each run would evict what the last one computed.
-EVALUATIONS_KEPT = 16
+EVALUATIONS_KEPT = BUNDLES_KEPT  # their files are kept as long (``catalog._bundle``)
 
 
 @cache_resource(max_entries=EVALUATIONS_KEPT, show_spinner=False)

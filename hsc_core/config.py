@@ -24,8 +24,9 @@ variable                          meaning                                       
                                   decoded (its cells and their text) and on the per-rank
                                   study's working memory (rows × θ vectors), each checked
                                   before the allocation
-``HSC_CACHE_DIR``                 the dashboard's on-disk caches (shipped models' results,  ``~/.cache/hsc``
-                                  keyed by content; snapshot links)
+``HSC_CACHE_DIR``                 the dashboard's on-disk caches, keyed by content (shipped  ``~/.cache/hsc``
+                                  models' result rows and intervals, sensitivity tables,
+                                  compared curves, shipped images' logits; snapshot links)
 ``HSC_SNAPSHOT_DIR``              the dashboard's snapshot links (``/s/<key>``): the       ``<cache dir>/
                                   views they name and their cached pages                   snapshots``
 ``HSC_SYNTHETIC``                 dashboard demo/benchmark: one synthetic model of n       unset
