@@ -3,8 +3,9 @@
 For each page of the sidebar (``dashboard/navigation.py``), in headless Debian Chromium at 1280×720, normal mode:
 
 * **cold**: a fresh ``streamlit run app.py`` on the shipped logits (nothing computed in its memory yet; the
-  on-disk caches as they are), opened by a fresh browser context;
-* **warm**: ``--warm`` more fresh contexts on the same server (what the first visit computed is shared).
+  on-disk caches as they are), opened by a fresh browser context; the median of ``--cold`` such servers (one
+  visit is noisy on a shared 2-core machine);
+* **warm**: ``--warm`` more fresh contexts on the last of them (what its first visit computed is shared).
 
 Each visit is timed from navigation to
 
@@ -17,7 +18,7 @@ The floor is measured in the same run, as ``bench/browser_latency.py`` measures 
 θ = 0.37 alone in ``bench/one_chart_app.py``, opened the same way (median of ``--warm`` fresh contexts after
 one dropped). The issue's target: every page's first content within 2 × that floor, cold and warm.
 
-    .venv/bin/python bench/page_latency.py [--warm 3] [--port 8641] [--pages explorer,risk_coverage]
+    .venv/bin/python bench/page_latency.py [--cold 3] [--warm 3] [--port 8641] [--pages explorer,risk_coverage]
 """
 
 from __future__ import annotations
@@ -99,6 +100,12 @@ def floor_seconds(browser, port: int, figure: Path, repeats: int) -> float:
     return float(np.median(ms[1:])) / 1000
 
 
+def _median(visits: list[tuple[float | None, float]]) -> tuple[float | None, float]:
+    """(median seconds to the chart, None without one; median seconds to settled) of some visits."""
+    charts = [c for c, _ in visits if c is not None]
+    return float(np.median(charts)) if charts else None, float(np.median([s for _, s in visits]))
+
+
 def fmt(v: float | None, floor: float) -> str:
     return "     —        " if v is None else f"{v:6.2f} s {v / floor:4.2f}×"
 
@@ -106,7 +113,8 @@ def fmt(v: float | None, floor: float) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=8641)
-    ap.add_argument("--warm", type=int, default=3, help="fresh contexts per page after the cold one")
+    ap.add_argument("--cold", type=int, default=3, help="fresh servers per page, each opened once (median)")
+    ap.add_argument("--warm", type=int, default=3, help="fresh contexts per page after the last cold one")
     ap.add_argument("--pages", default="", help="comma-separated url paths (default: every page)")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
@@ -116,17 +124,26 @@ def main() -> int:
         wanted = args.pages.split(",")
         pages = [p for p in pages if p[0] in wanted]
     print(f"load average before: {', '.join(f'{v:.2f}' for v in os.getloadavg())}; {os.cpu_count()} CPUs; "
-          f"{W}×{H}, normal mode; cold = a fresh server's first visit, warm = median of {args.warm} more")
+          f"{W}×{H}, normal mode; cold = median of {args.cold} fresh servers' first visits, warm = median of "
+          f"{args.warm} more")
     rows = []
     with sync_playwright() as p, tempfile.TemporaryDirectory() as tmp:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True)
         figure = Path(tmp, "figure.json")
         for path, title in pages:
-            proc = start_server(args.port)
             url = f"http://127.0.0.1:{args.port}/{'' if path == 'home' else path}"
+            chart = path not in NO_CHART_AT_REST
+            colds = []
+            for _ in range(args.cold - 1):  # more fresh servers' first visits (the last one's server stays for warm)
+                proc = start_server(args.port)
+                try:
+                    colds.append(visit(browser, url, chart))
+                finally:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    proc.wait(timeout=20)
+            proc = start_server(args.port)
             try:
-                chart = path not in NO_CHART_AT_REST
-                cold = visit(browser, url, chart)
+                colds.append(visit(browser, url, chart))
                 warm = [visit(browser, url, chart) for _ in range(args.warm)]
                 if not figure.exists():  # the floor's figure: the Explorer's chart at θ = 0.37, as the browser holds it
                     pg = browser.new_page(viewport={"width": W, "height": H})
@@ -137,9 +154,7 @@ def main() -> int:
             finally:
                 os.killpg(proc.pid, signal.SIGTERM)
                 proc.wait(timeout=20)
-            charts = [c for c, _ in warm if c is not None]
-            rows.append((title, cold, (float(np.median(charts)) if charts else None,
-                                       float(np.median([s for _, s in warm])))))
+            rows.append((title, _median(colds), _median(warm)))
             print(f"  measured {title}", flush=True)
         floor = floor_seconds(browser, args.port + 1, figure, args.warm)
         browser.close()

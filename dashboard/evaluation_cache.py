@@ -1,7 +1,9 @@
 """Slow, pure results kept on disk, keyed by content, so a fresh server shows them without
-computing them again: every cached model's numbers (the Overview, with or without bootstrap
-intervals), a model's hierarchy-sensitivity table (bootstrap intervals under each tree) and a
-shipped validation image's logits (Try an image's network, PyTorch not even imported).
+computing them again: every cached model's result rows with or without bootstrap intervals (the
+Overview's headline and table, Risk–Coverage's intervals, the Model atlas's own models), a model's
+hierarchy-sensitivity table (bootstrap intervals under each tree), what Compare models shows of each
+model (its rows and the chart's curve) and a shipped validation image's logits (Try an image's
+network, PyTorch not even imported).
 
 Rows are a pure function of the model's logits file and manifest, its data set, the subset, the
 TS setting, what was asked (``kind`` and its settings) and the toolkit's version; an image's logits

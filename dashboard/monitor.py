@@ -130,8 +130,10 @@ def figure(res: MonitorResult, t: int, font_size: int = 14) -> go.Figure:
         cut = [{"x": x, "y": cols[c][:m]} if full else {"y": cols[c][:m]}
                for c in ("accuracy_upper", "accuracy_lower", "accuracy", "accuracy_recent_upper", "theta")]
         rung = alarm is not None and alarm <= tt
+        # Before the alarm its line is two gaps, not empty arrays: Plotly's animation skips an empty array in a
+        # frame, so ▶ Play from the start kept the end's alarm line on screen.
         return [*cut, {"x": [tt, tt], "y": [low, 1.0]},
-                {"x": [alarm, alarm] if rung else [], "y": [low, 1.0] if rung else []}]
+                {"x": [alarm, alarm] if rung else [None, None], "y": [low, 1.0] if rung else [None, None]}]
 
     start = upto(int(t), full=True)
     fig = go.Figure([
