@@ -66,9 +66,9 @@ with progress.spinner("Computing every model's curves…"):
             # server draws every curve any server computed before without evaluating the models again.
             compared[name] = evaluation_cache.compared_model(name, location, subset, ts, loss, dec, rule,
                                                              tuple(table_rules))
-            if show_ci:  # exact curves
-                es = evaluations.model_context(name, location, subset, ts)
-                ci_rows += es.view.results((loss,), intervals=True, rules=table_rules)
+            if show_ci:  # the paired bootstrap on the exact curves, kept on disk as Risk–Coverage's
+                ci_rows += evaluation_cache.result_rows(name, location, subset, ts, intervals=True, losses=(loss,),
+                                                        rules=tuple(table_rules))
         except LOAD_ERRORS as exc:
             errors.append((name, exc))
 for name, exc in errors:

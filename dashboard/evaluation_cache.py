@@ -103,14 +103,21 @@ def _kept(key: str, valid: Callable[[object], bool], compute: Callable[[], Any])
     return value
 
 
-def kept_rows(model: str, location: str, subset: str, ts: bool, kind: str, compute: Callable[[], list[ResultRow]],
-              **settings: object) -> list[ResultRow]:
-    """``compute()``'s rows, read from disk when this content was computed before (by any server),
-    else computed and kept; an uploaded or synthetic model's are computed, never kept."""
+def _kept_model_value(model: str, location: str, subset: str, ts: bool, kind: str, valid: Callable[[object], bool],
+                      compute: Callable[[], Any], **settings: object) -> Any:
+    """``compute()``'s value for one model, read from disk when this content was computed before (by any
+    server), else computed and kept; an uploaded or synthetic model's is computed, never kept."""
     if location.startswith((catalog.UPLOAD_PREFIX, catalog.SYNTHETIC_PREFIX)):
         return compute()
-    return _kept(rows_key(model, location, subset, ts, kind, **settings),
-                 lambda rows: isinstance(rows, list) and all(isinstance(r, dict) for r in rows), compute)
+    return _kept(rows_key(model, location, subset, ts, kind, **settings), valid, compute)
+
+
+def kept_rows(model: str, location: str, subset: str, ts: bool, kind: str, compute: Callable[[], list[ResultRow]],
+              **settings: object) -> list[ResultRow]:
+    """``compute()``'s result rows for one model, kept on disk (``_kept_model_value``)."""
+    return _kept_model_value(model, location, subset, ts, kind,
+                             lambda rows: isinstance(rows, list) and all(isinstance(r, dict) for r in rows), compute,
+                             **settings)
 
 
 def result_rows(model: str, location: str, subset: str, ts: bool, intervals: bool = False,
@@ -150,11 +157,8 @@ def compared_model(model: str, location: str, subset: str, ts: bool, loss: Loss,
         return isinstance(v, dict) and isinstance(v.get("rows"), list) and isinstance(v.get("haurc"), float) and all(
             isinstance(v.get(k), list) for k in ("coverage", "risk"))
 
-    if location.startswith((catalog.UPLOAD_PREFIX, catalog.SYNTHETIC_PREFIX)):
-        value = compute()
-    else:
-        value = _kept(rows_key(model, location, subset, ts, "compare", loss=loss, dec=dec, rule=rule,
-                               rules=list(rules)), valid, compute)
+    value = _kept_model_value(model, location, subset, ts, "compare", valid, compute, loss=loss, dec=dec, rule=rule,
+                              rules=list(rules))
     return ComparedModel(value["rows"], np.asarray(value["coverage"], dtype=float),
                          np.asarray(value["risk"], dtype=float), value["haurc"])
 

@@ -90,7 +90,6 @@ def try_an_image(params: Mapping[str, str]) -> Snapshot:
         rgb = open_image_safely(data, name=name)
     except ImageReadError as exc:
         raise Unavailable(widgets.public_message(exc)) from exc
-
     logits = perturb.image_logits(data, rgb, model, shipped=True)  # the page's, kept on disk
     h = imagenet_hierarchy()
     t, t_note, location = 1.0, "no temperature scaling", catalog.model_catalog().get(model)
