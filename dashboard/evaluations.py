@@ -323,12 +323,6 @@ def intervals_on_request(es: ModelContext) -> bool:
     return on_request(view.n, max(int(view.decision_paths(r).nodes.shape[1]) for r in RULES))
 
 
-def haurc_intervals(es: ModelContext, loss: Loss = "01"):
-    """95 % paired bootstrap intervals of every rule's hAURC and gain (the layer's)."""
-    with progress.spinner("Bootstrapping 95 % intervals…"):
-        return es.view.bootstrap(loss)
-
-
 def tight_thresholds(es: ModelContext) -> np.ndarray:
     """Each sample's minimal θ at which Climbing is correct (the layer's, with a progress bar)."""
     with ProgressBar(f"Tight Climbing thresholds of {es.view.n:,} samples:") as bar:
