@@ -10,8 +10,9 @@ its manifest matches:
   depth 7, 16,327 edges) written as a ``parent,child`` edge list with its class list, read back by
   ``hsc evaluate --hierarchy`` as a user's file is (single-child chains collapsed: 12,386 nodes,
   leaves at depths 3–7);
-* the logits: ``synthetic_logits`` in float16 (2.0 GB compressed ``.npz``, as ``hsc cache-logits``
-  stores them): noise, plus a boost on every species under a "perceived" ancestor of the true one
+* the logits: ``synthetic_logits`` in float16 (a 2.0 GB ``.npz``, the logits stored, not deflated, as
+  ``save_logits`` and ``hsc cache-logits`` write them since 1.4.3): noise, plus a boost on every
+  species under a "perceived" ancestor of the true one
   (its genus mostly, sometimes higher), plus a per-sample boost on the true species: mistakes stay
   within the genus, as real classifiers' do; top-1 0.7.
 
@@ -45,7 +46,7 @@ sys.path.insert(0, str(REPO))
 from hsc_core.core.synthetic import synthetic_logits, synthetic_taxonomy  # noqa: E402
 from hsc_core.datasets import logits_io  # noqa: E402
 
-CASE_VERSION = 1  # bump when the case's recipe changes, so an old folder is remade
+CASE_VERSION = 2  # bump when the case's recipe changes, so an old folder is remade
 TOP1 = 0.7
 #: (label, functions whose cumulative time is that stage), in the order they run; a function is its
 #: name, or "file.py:name" where the name alone is ambiguous. The passes run their chunks on several

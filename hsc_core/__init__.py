@@ -25,7 +25,7 @@ import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
-__version__ = "1.4.2"
+__version__ = "1.4.3"
 
 # name → module that defines it (relative to this package)
 _EXPORTS: dict[str, str] = {

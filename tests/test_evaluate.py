@@ -425,9 +425,25 @@ def _copy_model(src: Path, dst: Path) -> None:
     dst.with_suffix(".json").write_bytes(src.with_suffix(".json").read_bytes())
 
 
+def test_a_file_with_nothing_kept_is_read_once(synth, tmp_path, capsys, monkeypatch):
+    """With no kept entry to look up, the file is not hashed before its evaluation: the worker reads
+    it once and keys what it read. With an entry, it is hashed to look the entry up, and reused."""
+    _, tree_file, files = synth
+    hashed = []
+    real = evaluate.file_digest
+    monkeypatch.setattr(evaluate, "file_digest", lambda p: hashed.append(Path(p).name) or real(p))
+    argv = ("evaluate", files[0], "--hierarchy", tree_file, "--out", tmp_path / "res.csv")
+    code, stdout, _ = _cli(capsys, *argv)
+    assert code == 0 and hashed == [] and "reused" not in stdout
+    code, stdout, _ = _cli(capsys, *argv)
+    assert code == 0 and hashed == [files[0].name] and "1 model, 1 reused, 0 recomputed" in stdout
+    code, stdout, _ = _cli(capsys, *argv, "--recompute")  # nothing is looked up
+    assert code == 0 and hashed == [files[0].name]
+
+
 def test_file_replaced_mid_run_is_never_reused(synth, tmp_path, capsys, monkeypatch):
-    """The file is replaced after the run hashed it and before the worker read it, then restored:
-    the first run's rows and cache entry are of what the worker read; the rerun recomputes."""
+    """The file is replaced after the run hashed it (to look up its kept entry, made under another seed)
+    and before the worker read it: the run's rows and cache entry are of what the worker read."""
     _, tree_file, files = synth
     target = tmp_path / "models" / "m0.npz"
     _copy_model(files[0], target)
@@ -443,11 +459,12 @@ def test_file_replaced_mid_run_is_never_reused(synth, tmp_path, capsys, monkeypa
         _copy_model(other, target)
         return real_read(path)
 
+    out = tmp_path / "res.csv"  # an entry for target, of another seed: looked up (the file hashed), not reused
+    assert _cli(capsys, "evaluate", target, "--hierarchy", tree_file, "--out", out, "--seed", 1)[0] == 0
     monkeypatch.setattr(result_cache, "read_content", swap_then_read)
     calls = []
     real = evaluate._model_evaluation  # the one evaluation of each computed model
     monkeypatch.setattr(evaluate, "_model_evaluation", lambda b, *a, **k: calls.append(b.name) or real(b, *a, **k))
-    out = tmp_path / "res.csv"
     argv = ("evaluate", target, "--hierarchy", tree_file, "--out", out, "--workers", 1)
     code, _, err = _cli(capsys, *argv)
     assert code == 0 and calls == ["m0"]

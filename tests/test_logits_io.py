@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import zipfile
 
 import numpy as np
 import pytest
@@ -239,14 +240,14 @@ class _Crash(Exception):
 def test_atomic_write_survives_crash(saved, monkeypatch):
     path, (logits, labels, ids, sources) = saved
     before_npz, before_json = path.read_bytes(), manifest_path(path).read_bytes()
-    real_savez = np.savez_compressed
+    real_savez = np.savez
 
     def crashing_savez(fh, **arrays):
         real_savez(fh, **arrays)  # some bytes hit the temp file …
         fh.flush()
         raise _Crash("power cut")  # … then the process dies before the rename
 
-    monkeypatch.setattr(logits_io.np, "savez_compressed", crashing_savez)
+    monkeypatch.setattr(logits_io.np, "savez", crashing_savez)
     with pytest.raises(_Crash):
         save_logits(path, logits[:5], labels[:5], ids[:5], manifest={"model": "new"})
     monkeypatch.undo()
@@ -319,6 +320,36 @@ def test_value_checks_name_the_same_rows_for_any_memory_budget(tmp_path, monkeyp
     logits[12, 0], logits[9, 1], logits[14, 1] = 0.0, np.inf, np.nan
     with pytest.raises(LogitsFileError, match=r"logits contain NaN in 2 rows \(first: row 9\)"):
         save_logits(tmp_path / "y.npz", logits, labels, ids)
+
+
+@pytest.mark.parametrize("budget_mb", [None, "0.0001"])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_a_streamed_file_is_checked_as_it_is_read_with_the_whole_arrays_messages(tmp_path, monkeypatch, budget_mb,
+                                                                                  dtype):
+    """``save_logits`` stores the logits member (not deflated). A stream reads it into its array and checks the
+    rows on its reading thread as they come in (blocks of one row at the tiny budget): ``finish`` raises what the
+    whole-array check raises, and a clean file gives numpy's array."""
+    if budget_mb:
+        monkeypatch.setenv("HSC_MEMORY_BUDGET_MB", budget_mb)
+    logits, labels, ids, _ = _arrays()
+    path = save_logits(tmp_path / "ok.npz", logits, labels, ids, dtype=np.dtype(dtype).name)
+    with zipfile.ZipFile(path) as zf:
+        assert zf.getinfo("logits.npy").compress_type == zipfile.ZIP_STORED
+    with np.load(path) as npz, path.open("rb") as fh, logits_io.LogitsStream(fh, path.name, keep_float16=True) as s:
+        assert s.finish().logits.tobytes() == npz["logits"].tobytes()
+    cases = (({(7, 2): 2e4, (12, 0): -3e4, (15, 3): 5e3}, r"logits reach -3e\+04 \(first in row 7\)"),
+             ({(9, 1): np.inf, (14, 1): np.nan, (15, 3): 5e3}, r"contain NaN in 2 rows \(first: row 9\)"))
+    for change, message in cases:
+        bad = logits.astype(dtype)
+        for at, value in change.items():
+            bad[at] = value
+        raw = tmp_path / "bad.npz"
+        np.savez(raw, logits=bad, labels=labels, sample_ids=ids)  # stored, as save_logits writes (it refuses these)
+        with pytest.raises(LogitsFileError, match=message):
+            logits_io._check_logit_values(bad, "bad.npz")
+        with raw.open("rb") as fh, logits_io.LogitsStream(fh, raw.name, keep_float16=True) as stream:
+            with pytest.raises(LogitsFileError, match=message):
+                stream.finish()
 
 
 def test_the_atomic_writers_moved_to_atomic_files_and_keep_their_old_home(tmp_path):

@@ -90,7 +90,35 @@ def test_temperature_fit_never_holds_an_n_by_c_float64_array(monkeypatch):
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert peak < n * c * 8 / 4  # one 4 MB chunk plus check_logits' finiteness mask
+    assert peak < n * c * 8 / 4  # one 4 MB chunk and per-row arrays
+
+
+def test_temperature_fit_on_rows_and_float16_is_the_gathered_float32_fit_bit_for_bit(monkeypatch):
+    """``rows=`` fits on those rows without gathering them, and float16 logits are cast a block at a time, never
+    whole: T is the same float as the fit on the gathered float32 rows, and no float32 copy of them is made."""
+    import tracemalloc
+
+    rng = np.random.default_rng(3)
+    n, c = 4000, 2000
+    labels = rng.integers(0, c, n)
+    logits = rng.normal(size=(n, c)) * 2
+    logits[np.arange(n), labels] += 3
+    rows = np.flatnonzero(rng.random(n) < 0.3)
+    assert fit_temperature(logits, labels, rows=rows) == fit_temperature(logits[rows], labels[rows])
+    monkeypatch.setenv("HSC_MEMORY_BUDGET_MB", "1")  # (the budget groups the sums: the same one for both fits)
+    half = logits.astype(np.float16)
+    gathered = fit_temperature(half[rows].astype(np.float32), labels[rows])
+    tracemalloc.start()
+    try:
+        assert fit_temperature(half, labels, rows=rows) == gathered
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < rows.size * c * 4 / 4  # a quarter of the rows' float32 copy (9.6 MB): blocks and per-row arrays
+    bad = logits.copy()
+    bad[rows[4], 7] = np.inf
+    with pytest.raises(ValueError, match=rf"NaN or inf in 1 rows \(first: row {rows[4]}\)"):
+        fit_temperature(bad, labels, rows=rows)
 
 
 def test_ece_by_hand():

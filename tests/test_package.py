@@ -120,7 +120,7 @@ def test_wheel_holds_the_library_data_and_dashboard_and_nothing_else(wheel):
     assert f"Version: {hsc_core.__version__}" in meta
     # the version is the changelog's newest release
     changelog = (Path(__file__).resolve().parents[1] / "CHANGELOG.md").read_text(encoding="utf-8")
-    assert re.search(r"^## \[(\d+\.\d+\.\d+)\]", changelog, re.M).group(1) == hsc_core.__version__ == "1.4.2"
+    assert re.search(r"^## \[(\d+\.\d+\.\d+)\]", changelog, re.M).group(1) == hsc_core.__version__ == "1.4.3"
     # 1.0: stable, typed, the Python versions it is tested on; the README as the long description
     for classifier in ("Development Status :: 5 - Production/Stable", "Programming Language :: Python :: 3.10",
                        "Operating System :: OS Independent", "Typing :: Typed"):

@@ -1,11 +1,14 @@
-"""Cached model outputs on disk: one compressed ``.npz`` per model plus a JSON manifest.
+"""Cached model outputs on disk: one ``.npz`` per model plus a JSON manifest.
 
 File format (``FORMAT_VERSION``):
 
-* ``<stem>.npz`` (``np.savez_compressed``, no pickles) holds
+* ``<stem>.npz`` (``np.savez``: stored, not deflated; no pickles) holds
   ``logits`` (N, C) float16 by default, ``labels`` (N,) int16/int32 class indices,
   ``sample_ids`` (N,) str (e.g. image file names) and, optionally, ``sources`` (N,) str
-  (a per-sample data-source tag).
+  (a per-sample data-source tag). Stored, because float logits shrink by under a tenth under
+  deflate while inflating them is one core's work ahead of everything else (10 s for the 2 GB of
+  a 100,000 × 10,000 float16 file); a deflated file (``np.savez_compressed``, as 1.4.2 and older wrote them)
+  reads the same, more slowly.
 * ``<stem>.json`` sits beside it. This manifest gives the model, weights, preprocessing, dataset,
   n_samples, n_classes, top1, top1 per source, dtype, device, date, library versions and
   the format version.
@@ -27,6 +30,7 @@ import datetime as _dt
 import hashlib
 import io
 import json
+import mmap
 import os
 import platform
 import struct
@@ -189,7 +193,7 @@ def save_logits(
     meta.setdefault("date", _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     if "versions" not in meta:  # importing torch just to read its version is slow
         meta["versions"] = library_versions()
-    write_npz_atomic(path, out)
+    write_npz_atomic(path, out, compress=False)  # stored: see the module's docstring
     write_json_atomic(manifest_path(path), meta)
     return path
 
@@ -209,36 +213,57 @@ def _half_bits_at_most(limit: float) -> np.uint16:
 def _check_logit_values(logits: np.ndarray, where: str) -> None:
     """NaN/inf and the ±``MAX_ABS_LOGIT`` bound, checked a block of rows at a time: whole-array
     ``isfinite`` and ``abs`` temporaries would be as large as the logits (4 GB at iNat21 size)."""
-    n, c = logits.shape
-    step = rows_per_chunk(c * max(8, logits.dtype.itemsize))
-    bad_rows, has_nan = [], False
-    peak, peak_abs, first_over = 0.0, -1.0, None
-    half = logits.dtype == np.float16
-    for start in range(0, n, step):
-        block = logits[start:start + step]
-        # float16: |x| from the bits (the sign bit cleared), ~10× faster than float16 arithmetic in
-        # numpy; the order of magnitudes is the order of their bit patterns, inf is 0x7C00, NaN above.
-        mag = (block.view(np.uint16) & np.uint16(0x7FFF)) if half else np.abs(block)
-        finite = (mag < _HALF_INF).all(axis=1) if half else np.isfinite(block).all(axis=1)
-        if not finite.all():
-            bad_rows.append(start + np.flatnonzero(~finite))
-            has_nan = has_nan or bool((mag > _HALF_INF).any() if half else np.isnan(block).any())
-            continue  # the NaN/inf message wins; values of these rows are not compared
-        k = int(mag.argmax())
-        if abs(float(block.flat[k])) > peak_abs:  # strict: the first largest, as one argmax over all rows
-            peak = float(block.flat[k])
-            peak_abs = abs(peak)
-        if first_over is None and peak_abs > MAX_ABS_LOGIT:
-            over = (mag > _half_bits_at_most(MAX_ABS_LOGIT)) if half else (mag > MAX_ABS_LOGIT)
-            first_over = start + int(np.flatnonzero(over.any(axis=1))[0])
-    if bad_rows:
-        rows = np.concatenate(bad_rows)
-        raise LogitsFileError(f"{where}: logits contain {'NaN' if has_nan else 'inf'} in {len(rows)} rows "
-                              f"(first: row {int(rows[0])})")
-    if first_over is not None:
-        raise LogitsFileError(f"{where}: logits reach {peak:.3g} (first in row {first_over}); logits must lie within "
-                              f"±{MAX_ABS_LOGIT:g} (real networks stay near ±100): the file holds something "
-                              "else, e.g. wrongly scaled values")
+    check = _LogitValueCheck(logits)
+    check.rows(logits.shape[0])
+    check.raise_if_bad(where)
+
+
+class _LogitValueCheck:
+    """``_check_logit_values`` fed in order, as rows arrive (a stream checks them on its decoding
+    thread, beside the pass that uses them): ``rows(k)`` checks the rows not yet checked below ``k``,
+    ``raise_if_bad`` raises what the whole array would. The messages do not depend on how the rows
+    were cut: the bad rows are counted in order, and the first over the bound and the largest
+    value are the first in row order."""
+
+    def __init__(self, logits: np.ndarray) -> None:
+        self.logits = logits
+        self.done = 0  # rows [0, done) are checked
+        self.bad_rows: list[np.ndarray] = []
+        self.has_nan = False
+        self.peak, self.peak_abs, self.first_over = 0.0, -1.0, cast("int | None", None)
+
+    def rows(self, stop: int) -> None:
+        n, c = self.logits.shape
+        step = rows_per_chunk(c * max(8, self.logits.dtype.itemsize))
+        half = self.logits.dtype == np.float16
+        for start in range(self.done, min(stop, n), step):
+            block = self.logits[start:min(start + step, stop)]
+            # float16: |x| from the bits (the sign bit cleared), ~10× faster than float16 arithmetic in
+            # numpy; the order of magnitudes is the order of their bit patterns, inf is 0x7C00, NaN above.
+            mag = (block.view(np.uint16) & np.uint16(0x7FFF)) if half else np.abs(block)
+            finite = (mag < _HALF_INF).all(axis=1) if half else np.isfinite(block).all(axis=1)
+            if not finite.all():
+                self.bad_rows.append(start + np.flatnonzero(~finite))
+                self.has_nan = self.has_nan or bool((mag > _HALF_INF).any() if half else np.isnan(block).any())
+                continue  # the NaN/inf message wins; values of these rows are not compared
+            k = int(mag.argmax())
+            if abs(float(block.flat[k])) > self.peak_abs:  # strict: the first largest, as one argmax over all rows
+                self.peak = float(block.flat[k])
+                self.peak_abs = abs(self.peak)
+            if self.first_over is None and self.peak_abs > MAX_ABS_LOGIT:
+                over = (mag > _half_bits_at_most(MAX_ABS_LOGIT)) if half else (mag > MAX_ABS_LOGIT)
+                self.first_over = start + int(np.flatnonzero(over.any(axis=1))[0])
+        self.done = max(self.done, min(stop, n))
+
+    def raise_if_bad(self, where: str) -> None:
+        if self.bad_rows:
+            rows = np.concatenate(self.bad_rows)
+            raise LogitsFileError(f"{where}: logits contain {'NaN' if self.has_nan else 'inf'} in {len(rows)} rows "
+                                  f"(first: row {int(rows[0])})")
+        if self.first_over is not None:
+            raise LogitsFileError(f"{where}: logits reach {self.peak:.3g} (first in row {self.first_over}); logits "
+                                  f"must lie within ±{MAX_ABS_LOGIT:g} (real networks stay near ±100): the file holds "
+                                  "something else, e.g. wrongly scaled values")
 
 
 def _check_logits_header(shape: tuple[int, ...], dtype: np.dtype, where: str) -> None:
@@ -397,6 +422,16 @@ def _member_decodable(info: zipfile.ZipInfo, header: tuple[int, tuple[int, ...],
             and not header[2] and not header[3].hasobject)
 
 
+def _read_into(fh: IO[bytes], view: memoryview) -> int:
+    """Bytes read from ``fh`` straight into ``view`` (through ``read`` for a file without ``readinto``)."""
+    readinto = getattr(fh, "readinto", None)
+    if readinto is not None:
+        return int(readinto(view) or 0)
+    data = fh.read(len(view))
+    view[: len(data)] = data
+    return len(data)
+
+
 def _read_npy_member(fh: IO[bytes], info: zipfile.ZipInfo, header: tuple[int, tuple[int, ...], bool, np.dtype],
                      out: np.ndarray | None = None, advance: Callable[[int], None] | None = None,
                      ) -> np.ndarray:
@@ -435,6 +470,20 @@ def _read_npy_member(fh: IO[bytes], info: zipfile.ZipInfo, header: tuple[int, tu
         if advance is not None and len(view):
             advance(pos)
 
+    if inflate is None and left >= header_len:  # stored: the header, then the values read straight into the array
+        put(fh.read(header_len))
+        left -= header_len
+        if left > len(flat):
+            raise zipfile.BadZipFile(f"{info.filename} inflates to more than its declared size")
+        while left > 0 and not skip:
+            got = _read_into(fh, flat[pos: pos + min(_INFLATE_BLOCK, left)])
+            if not got:
+                raise EOFError(f"{info.filename} is cut short")
+            crc = _inflate.crc32(flat[pos: pos + got], crc)
+            pos += got
+            left -= got
+            if advance is not None:
+                advance(pos)
     while left > 0:
         data = fh.read(min(_INFLATE_BLOCK, left))
         if not data:
@@ -532,9 +581,8 @@ class LogitsStream:
                 decodable = _member_decodable(info, header)
                 streamed = decodable and (dtype == np.float32 or (keep_float16 and dtype == np.float16))
                 if streamed:
-                    # zeros (pages the system gives zeroed, on first write): a row read before it is decoded
-                    # is zero, never leftover memory; finish() checks the values
-                    logits = np.zeros(shape, dtype=dtype)
+                    # zeros: a row read before it is decoded is zero, never leftover memory; finish() checks the values
+                    logits = _zeroed(shape, dtype)
                 else:  # cast once whole (float16 to float32, integers): decoded here, then cast
                     logits = _as_float(_read_npy_member(fh, info, header) if decodable else npz["logits"],
                                        keep_float16)
@@ -552,6 +600,8 @@ class LogitsStream:
             _check_logit_values(logits, where)
             self._finished = True
             return
+        self._values = _LogitValueCheck(logits)  # checked on the decoding thread as rows come in
+        self._check_rows = rows_per_chunk(c * 8)
         self._thread = threading.Thread(target=self._decode, args=(fh, info, header, logits),
                                         name="hsc-logits-decode", daemon=True)
         self._thread.start()
@@ -561,6 +611,7 @@ class LogitsStream:
         try:
             with _npz_errors(self.where):
                 _read_npy_member(fh, info, header, out=out, advance=self._advance)
+            self._values.rows(self.n_samples)
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting threads, raised there
             with self._cond:
                 self._error = exc
@@ -575,6 +626,11 @@ class LogitsStream:
                 raise _Stopped
             self._done_bytes = done
             self._cond.notify_all()
+        # the rows now in, checked here beside the pass that uses them (a block of rows at a time), so
+        # finish() has nothing left to check
+        rows = done // self._row_bytes
+        if rows - self._values.done >= self._check_rows:
+            self._values.rows(rows)
 
     def _raise_error(self) -> None:
         err = self._error
@@ -603,7 +659,7 @@ class LogitsStream:
             if self._thread is not None:
                 self._thread.join()
             self._raise_error()  # also the size and CRC-32 checks, made after the last row is in
-            _check_logit_values(self.bundle.logits, self.where)
+            self._values.raise_if_bad(self.where)
             self._finished = True
         return self.bundle
 
@@ -619,6 +675,17 @@ class LogitsStream:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _zeroed(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """A zeroed array in an anonymous memory mapping: the system gives its pages zeroed as they are
+    first written. ``np.zeros`` asks for transparent huge pages for a large array, and where the
+    system cannot find them it stalls on each first write instead (seen here: 2 GB of logits took
+    1.3 to 4.4 s to fill that way, 1.4 s mapped; a pass over them ran at the same speed)."""
+    size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if size == 0:
+        return np.zeros(shape, dtype=dtype)
+    return np.frombuffer(mmap.mmap(-1, size), dtype=dtype).reshape(shape)
 
 
 def _not_npz(magic: bytes) -> str | None:
@@ -716,6 +783,19 @@ class HashingReader(io.RawIOBase):
     def read(self, size: int | None = -1) -> bytes:
         start = self._raw.tell()
         data = self._raw.read(-1 if size is None else size)
+        self._passed(start, data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        """Read straight into ``buffer`` (a stored zip member into its array: no copy of its bytes)."""
+        start = self._raw.tell()
+        view = memoryview(buffer).cast("B")
+        got = _read_into(self._raw, view)
+        self._passed(start, view[:got])
+        return got
+
+    def _passed(self, start: int, data: bytes | memoryview) -> None:
+        """Hash ``data``, read at ``start``, where it extends the hashed prefix; else keep it to hash later."""
         if data and self._hashed < start <= self._hashed + self.GAP_BYTES:
             # a few bytes the decoder skips (a zip member's data descriptor): hashed now, in order
             self._raw.seek(self._hashed)
@@ -727,14 +807,8 @@ class HashingReader(io.RawIOBase):
             self._hash.update(memoryview(data)[self._hashed - start:])
             self._hashed = start + len(data)
         elif start > self._hashed and data and self._ahead_size + len(data) <= self.AHEAD_BYTES:
-            self._ahead[start] = data
+            self._ahead[start] = bytes(data)
             self._ahead_size += len(data)
-        return data
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.read(len(buffer))
-        memoryview(buffer).cast("B")[: len(data)] = data
-        return len(data)
 
     def sha256(self) -> bytes:
         """The SHA-256 of the whole file: the bytes not hashed yet are taken from what was read

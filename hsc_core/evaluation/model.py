@@ -629,8 +629,8 @@ class ModelEvaluation:
     @cached_property
     def temperature(self) -> float:
         """T fitted by NLL on the calibration split."""
-        return self._memo.get("T", lambda: float(fit_temperature(self.logits[self.calibration],
-                                                                 self.labels[self.calibration])))
+        return self._memo.get("T", lambda: float(fit_temperature(self.logits, self.labels,
+                                                                 rows=np.flatnonzero(self.calibration))))
 
     @cached_property
     def hierarchy_hash(self) -> str:

@@ -387,8 +387,9 @@ def evaluate_all(
     keys: dict[int, str] = {}  # the lookup key of each file as it is now
     trees: dict[str, str] = {}
     for i, p in enumerate(files):
-        if cache is None:
-            continue
+        if cache is None or not resume or not (cache_file(cache, p).exists()
+                                               or (rc is not None and rc_cache_file(cache, p).exists())):
+            continue  # nothing kept to look up: the worker keys what it reads, so the file is read once
         try:
             content, manifest = file_digest(p)
         except OSError:
