@@ -119,6 +119,9 @@ def test_temperature_fit_on_rows_and_float16_is_the_gathered_float32_fit_bit_for
     bad[rows[4], 7] = np.inf
     with pytest.raises(ValueError, match=rf"NaN or inf in 1 rows \(first: row {rows[4]}\)"):
         fit_temperature(bad, labels, rows=rows)
+    for wrong, message in ((rows < 5, "row indices"), (rows[:0], "non-empty"), (np.r_[rows, n], rf"\[0, {n}\)")):
+        with pytest.raises(ValueError, match=message):
+            fit_temperature(logits, labels, rows=wrong)
 
 
 def test_ece_by_hand():

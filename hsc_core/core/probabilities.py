@@ -263,10 +263,14 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray, bounds: tuple[float,
     if rows is None:
         labels = check_labels(labels, arr.shape[0], arr.shape[1])
     else:
-        rows = np.asarray(rows, dtype=np.int64)
+        given = np.asarray(rows)
+        if given.ndim != 1 or given.size == 0 or not np.issubdtype(given.dtype, np.integer):
+            raise ValueError(f"rows must be a non-empty 1-D array of row indices (np.flatnonzero(mask) for a mask), "
+                             f"got dtype {given.dtype}, shape {given.shape}")
+        if given.min() < 0 or given.max() >= arr.shape[0]:
+            raise ValueError(f"rows must lie in [0, {arr.shape[0]}), got {int(given.min())} … {int(given.max())}")
+        rows = given.astype(np.int64, copy=False)
         labels = check_labels(labels, arr.shape[0], arr.shape[1])[rows]
-        if rows.size == 0:
-            raise ValueError("rows must name at least one row to fit on")
     at = np.arange(arr.shape[0]) if rows is None else rows
     true_logit_sum = float(arr[at, labels].sum(dtype=np.float64))
     row_max = _row_max(arr, rows)
