@@ -1,5 +1,5 @@
 """The dashboard's chart component: every θ-swept chart (the Explorer tree, Risk–Coverage, the guided
-story's charts, Try an image's tree) and the Overview's two charts are drawn by one Streamlit custom
+story's charts, Try an image's tree), the Overview's and Compare models' two charts are drawn by one Streamlit custom
 component with plotly.js's basic bundle, in normal and presenter mode alike (a live link and the cold
 start draw sooner than with ``st.plotly_chart``'s full plotly.js: ``bench/browser_latency.py --ab``).
 
@@ -17,12 +17,13 @@ from typing import Any
 
 COMPONENT_DIR = Path(__file__).resolve().parent / "static" / "plotly_component"
 #: The static charts the component draws (their widget keys): the Overview's two (the first chart after
-#: ``streamlit run app.py``: a cold start draws it about 1 s sooner than with the full plotly.js). Every
-#: θ-swept chart is drawn by it too (``sweep.theta_chart``).
-CHARTS = frozenset({"overview_illustration", "overview_gains"})
+#: ``streamlit run app.py``: a cold start draws it about 1 s sooner than with the full plotly.js) and
+#: Compare models' two (scatter and bar: the basic bundle's; drawn 1.4 s after the page settled, cold, by
+#: st.plotly_chart). Every θ-swept chart is drawn by it too (``sweep.theta_chart``).
+CHARTS = frozenset({"overview_illustration", "overview_gains", "compare_chart", "compare_gains"})
 #: The pages (url paths; "" is the Overview at "/") whose first chart it draws: a session landing there
 #: needs no warm-up of Streamlit's full plotly.js (``widgets.warm_plotly``); any other page still gets one.
-PAGES = frozenset({"explorer", "risk_coverage", "", "overview", "try_an_image"})
+PAGES = frozenset({"explorer", "risk_coverage", "", "overview", "try_an_image", "compare_models"})
 
 
 def draws_landing_page(url: str) -> bool:

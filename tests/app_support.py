@@ -36,8 +36,8 @@ def plotly_figures(at: AppTest) -> list[SimpleNamespace]:
     """The run's Plotly figures in page order, each as ``.id`` (the element id, its key at the end) and
     ``.spec`` (the figure's JSON): st.plotly_chart's and those the chart component draws
     (dashboard/plotly_component.py: every θ-swept view, the Overview's two charts), whose ``.sweep`` holds
-    a swept view's data (θ, texts, share link; None for a static chart); app.py's invisible plotly.js
-    warm-up chart left out."""
+    a swept view's data (θ, texts, share link; None for a static chart) and ``.component`` whether the
+    component draws it; app.py's invisible plotly.js warm-up chart left out."""
     found: list[SimpleNamespace] = []
 
     def walk(node) -> None:
@@ -45,10 +45,10 @@ def plotly_figures(at: AppTest) -> list[SimpleNamespace]:
         for child in (children.values() if isinstance(children, dict) else []):
             kind, proto = getattr(child, "type", None), getattr(child, "proto", None)
             if kind == "plotly_chart" and "hsc_plotly_warm" not in proto.id:
-                found.append(SimpleNamespace(id=proto.id, spec=proto.spec, sweep=None))
+                found.append(SimpleNamespace(id=proto.id, spec=proto.spec, sweep=None, component=False))
             elif kind == "component_instance" and proto.component_name.endswith("hsc_plotly"):
                 args = json.loads(proto.json_args)
-                found.append(SimpleNamespace(id=proto.id, spec=args["spec"], sweep=args.get("sweep")))
+                found.append(SimpleNamespace(id=proto.id, spec=args["spec"], sweep=args.get("sweep"), component=True))
             walk(child)
 
     walk(at._tree)

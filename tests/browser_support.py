@@ -150,9 +150,10 @@ window.hscBox = (el) => {
 """
 
 
-#: The charts drawn by the chart component (in its iframe): every θ-swept view and the Overview's two.
+#: The charts drawn by the chart component (in its iframe): every θ-swept view, the Overview's two and
+#: Compare models' two.
 COMPONENT_CHARTS = frozenset({"explorer_tree", "rc_chart", "img_tree", "story_tree_sel", "story_tree_climb",
-                              "story_rc", "overview_illustration", "overview_gains"})
+                              "story_rc", "overview_illustration", "overview_gains", "compare_chart", "compare_gains"})
 
 
 def in_frame(key: str, url: str = "") -> bool:

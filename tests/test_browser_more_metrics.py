@@ -240,7 +240,7 @@ def test_choosing_hf1_draws_its_curve(server, browser, mode):
         box.locator("input").click()
         pg.locator('[role="option"]', has_text="hF1-optimal").first.click()
         wait_idle(pg, settle=1.0)
-        pg.wait_for_function("() => document.querySelector('.st-key-compare_chart').textContent"
+        pg.wait_for_function("() => (hscChart('compare_chart') || {textContent: ''}).textContent"
                              ".includes('hF1-optimal')", timeout=120_000)
         assert max(_drawn_traces(pg, "compare_chart").values()) > 10
         _nothing_past_the_edge(pg, f"compare chart {mode}")
