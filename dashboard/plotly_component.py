@@ -23,7 +23,7 @@ COMPONENT_DIR = Path(__file__).resolve().parent / "static" / "plotly_component"
 CHARTS = frozenset({"overview_illustration", "overview_gains", "compare_chart", "compare_gains"})
 #: The pages (url paths; "" is the Overview at "/") whose first chart it draws: a session landing there
 #: needs no warm-up of Streamlit's full plotly.js (``widgets.warm_plotly``); any other page still gets one.
-PAGES = frozenset({"explorer", "risk_coverage", "", "overview", "try_an_image", "compare_models"})
+PAGES = frozenset({"explorer", "risk_coverage", "", "overview", "try_an_image", "compare_models", "monitor"})
 
 
 def draws_landing_page(url: str) -> bool:

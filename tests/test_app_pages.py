@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from dashboard import state  # noqa: E402
+from dashboard import plotly_component, state  # noqa: E402
 from dashboard.snapshot_assets import BASIC_TRACES  # noqa: E402
 from hsc_core.core.curves import hierarchical_rc_curve  # noqa: E402
 from hsc_core.core.probabilities import fit_temperature, node_probabilities, softmax  # noqa: E402
@@ -159,6 +159,11 @@ def test_every_page_renders_without_errors(page, use_dir, model_dir):
     if page == "app_pages/compare_models.py":  # its charts (the gains' under its toggle), by the component
         figs = plotly_figures(at)
         assert figs and all(f.component for f in figs) and figs[0].id.endswith("compare_chart")
+    # A link to a page whose first chart the component draws skips the full plotly.js warm-up; any other gets it.
+    figs = plotly_figures(at)
+    if figs:
+        url = "http://h/" + Path(page).stem.replace("overview", "")
+        assert plotly_component.draws_landing_page(url) is figs[0].component, page
 
 
 def test_risk_coverage_operating_points_equal_curve_at_theta(use_dir, model_dir):
