@@ -1,7 +1,8 @@
 """The dashboard's chart component: every θ-swept chart (the Explorer tree, Risk–Coverage, the guided
-story's charts, Try an image's tree), the Overview's and Compare models' two charts are drawn by one Streamlit custom
-component with plotly.js's basic bundle, in normal and presenter mode alike (a live link and the cold
-start draw sooner than with ``st.plotly_chart``'s full plotly.js: ``bench/browser_latency.py --ab``).
+story's charts, Try an image's tree) and the static charts of the Overview, Compare models, the Model atlas
+and Per-rank thresholds are drawn by one Streamlit custom component with plotly.js's basic bundle, in normal
+and presenter mode alike (a live link and the cold start draw sooner than with ``st.plotly_chart``'s full
+plotly.js: ``bench/browser_latency.py --ab``).
 
 The component (``static/plotly_component``: ``index.html``, ``view.css``, ``main.js``, the theme and the
 bundle) speaks Streamlit's component protocol by hand (componentReady, render, setFrameHeight,
@@ -17,13 +18,16 @@ from typing import Any
 
 COMPONENT_DIR = Path(__file__).resolve().parent / "static" / "plotly_component"
 #: The static charts the component draws (their widget keys): the Overview's two (the first chart after
-#: ``streamlit run app.py``: a cold start draws it about 1 s sooner than with the full plotly.js) and
-#: Compare models' two (scatter and bar: the basic bundle's; drawn 1.4 s after the page settled, cold, by
-#: st.plotly_chart). Every θ-swept chart is drawn by it too (``sweep.theta_chart``).
-CHARTS = frozenset({"overview_illustration", "overview_gains", "compare_chart", "compare_gains"})
+#: ``streamlit run app.py``: a cold start draws it about 1 s sooner than with the full plotly.js), Compare
+#: models', the Model atlas's and Per-rank thresholds' two each (scatter and bar: the basic bundle's; drawn
+#: 1.2–1.5 s after the page settled, cold, by st.plotly_chart). Every θ-swept chart is drawn by it too
+#: (``sweep.theta_chart``). A chart of other trace types (the sunburst of Where it stops) stays st.plotly_chart.
+CHARTS = frozenset({"overview_illustration", "overview_gains", "compare_chart", "compare_gains", "atlas_chart",
+                    "atlas_regimes", "rank_rc", "rank_stops"})
 #: The pages (url paths; "" is the Overview at "/") whose first chart it draws: a session landing there
 #: needs no warm-up of Streamlit's full plotly.js (``widgets.warm_plotly``); any other page still gets one.
-PAGES = frozenset({"explorer", "risk_coverage", "", "overview", "try_an_image", "compare_models", "monitor"})
+PAGES = frozenset({"explorer", "risk_coverage", "", "overview", "try_an_image", "compare_models", "monitor",
+                   "model_atlas", "per_rank"})
 
 
 def draws_landing_page(url: str) -> bool:

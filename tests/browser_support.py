@@ -150,10 +150,11 @@ window.hscBox = (el) => {
 """
 
 
-#: The charts drawn by the chart component (in its iframe): every θ-swept view, the Overview's two and
-#: Compare models' two.
+#: The charts drawn by the chart component (in its iframe): every θ-swept view and the static charts of the
+#: Overview, Compare models, the Model atlas and Per-rank thresholds (``plotly_component.CHARTS``).
 COMPONENT_CHARTS = frozenset({"explorer_tree", "rc_chart", "img_tree", "story_tree_sel", "story_tree_climb",
-                              "story_rc", "overview_illustration", "overview_gains", "compare_chart", "compare_gains"})
+                              "story_rc", "overview_illustration", "overview_gains", "compare_chart", "compare_gains",
+                              "atlas_chart", "atlas_regimes", "rank_rc", "rank_stops"})
 
 
 def in_frame(key: str, url: str = "") -> bool:

@@ -56,7 +56,7 @@ def test_atlas_deep_link_in_presenter_mode_at_1280x720(server, browser, tmp_path
         chart.wait_for(state="visible")
         box = chart.bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 1280
-        legend = pg.locator(".st-key-atlas_chart .legend").first.text_content() or ""
+        legend = chart.locator(".legend").first.text_content() or ""
         assert "plain ImageNet-1k" in legend and "knowledge distillation" in legend and "CLIP fine-tuned" in legend
         if name == AUTHORS.name:
             assert "your models" in legend  # the shipped Lite models, as stars

@@ -143,7 +143,8 @@ def test_launcher_passes_a_set_logits_folder_on_as_an_absolute_path(monkeypatch,
     ("http://h:8501/explorer?presenter=1", True),  # one renderer in both modes
     ("http://h:8501/try_an_image?timg=x", True), ("http://h:8501/story", False),
     ("http://h:8501/compare_models?cmp_rule=jumping", True), ("http://h:8501/monitor", True),
-    ("http://h:8501/where_in_tree", False)])
+    ("http://h:8501/where_in_tree", False), ("http://h:8501/model_atlas?atlas_y=haurc", True),
+    ("http://h:8501/per_rank", True), ("http://h:8501/calibration_coverage", False)])
 def test_only_a_link_to_a_component_page_skips_the_plotly_warm_up(url, skip):
     from dashboard import plotly_component
 
