@@ -35,7 +35,7 @@ def download_rows(payload) -> list[dict]:
 def plotly_figures(at: AppTest) -> list[SimpleNamespace]:
     """The run's Plotly figures in page order, each as ``.id`` (the element id, its key at the end) and
     ``.spec`` (the figure's JSON): st.plotly_chart's and those the chart component draws
-    (dashboard/plotly_component.py: every θ-swept view, the Overview's two charts), whose ``.sweep`` holds
+    (dashboard/plotly_component.py: every θ-swept view and its ``CHARTS``), whose ``.sweep`` holds
     a swept view's data (θ, texts, share link; None for a static chart) and ``.component`` whether the
     component draws it; app.py's invisible plotly.js warm-up chart left out."""
     found: list[SimpleNamespace] = []
@@ -96,3 +96,21 @@ def rest_view(at: AppTest, key: str, theta: float) -> AppTest:
     state = WidgetState(id=view.id, json_value=json.dumps({"theta": f"{theta:.2f}", "seq": _SEQ[0]}))
     states.widgets.append(state)
     return at._run(states)
+
+
+def assert_component_draws_basic_traces(at: AppTest, url_path: str) -> None:
+    """What the chart component draws uses only plotly.js's basic bundle's trace types (scatter, bar, pie),
+    and a link to the page (``url_path``) skips the full plotly.js warm-up exactly when its first chart is
+    the component's."""
+    from dashboard import plotly_component
+    from dashboard.snapshot_assets import BASIC_TRACES
+
+    figs = plotly_figures(at)
+    for fig in figs:
+        if fig.component:
+            spec = json.loads(fig.spec)
+            types = {t.get("type", "scatter") for t in spec["data"]}
+            types |= {t.get("type", "scatter") for f in spec.get("frames") or () for t in f["data"]}
+            assert types <= BASIC_TRACES, (fig.id, types)
+    if figs:
+        assert plotly_component.draws_landing_page(f"http://h/{url_path}") is figs[0].component, url_path

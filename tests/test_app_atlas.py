@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import plotly.io
 import pytest
-from app_support import download_rows, open_page, plotly_figures
+from app_support import assert_component_draws_basic_traces, download_rows, open_page, plotly_figures
 from conftest import SHARED, random_tree
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,6 +69,7 @@ def test_authors_table_by_regime_with_table1_and_your_models(monkeypatch, downlo
     assert len([r for r in models if r["source"] == "authors"]) == n_dist
     assert all(r["temperature_scaling"] == "on" for r in models)  # self-describing: the export says TS on
     assert len(plotly_figures(at)) == 2
+    assert_component_draws_basic_traces(at, "model_atlas")
 
 
 def test_project_results_from_the_folder_and_refused_paths(results_dir, downloads):
@@ -102,6 +103,7 @@ def test_presenter_mode_and_no_table(monkeypatch, tmp_path):
     assert any("your models only" in i.value for i in at.info)
     assert at.session_state["atlas_y"] == "haurc"
     assert len(plotly_figures(at)) == 2
+    assert_component_draws_basic_traces(at, "model_atlas")
     fig = _chart(at)
     assert fig.layout.yaxis.title.text.startswith("hAURC×1000") and "Selective" in fig.layout.yaxis.title.text
     # the projector's layout: the legend beside the plot (not below it, where the regimes took its height)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from app_support import open_page, swept_view, view_texts
+from app_support import assert_component_draws_basic_traces, open_page, swept_view, view_texts
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -47,6 +47,7 @@ def test_monitor_page_alarm_and_snapshot(shipped):
     assert [f["name"] for f in fig["frames"]] == view.sweep["names"] and view.sweep["names"][-1] == "3000"
     # before the alarm its line is gaps (an empty array would be skipped by Plotly's animation), after it drawn
     assert fig["frames"][0]["data"][6]["x"] == [None, None] and None not in fig["frames"][-1]["data"][6]["x"]
+    assert_component_draws_basic_traces(at, "monitor")
     text = gzip.decompress(snapshot.snapshot_reply(
         snapshot_views.store(), snapshot_views.share_link("monitor", query)[2:]).body).decode()
     assert view.sweep["texts"]["3000"] in text  # the snapshot opens with the live view's sentence

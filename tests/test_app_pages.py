@@ -7,22 +7,27 @@ dashboard's helpers), so the pages are tested against the library, not against t
 from __future__ import annotations
 
 import io
-import json
 import re
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from app_support import open_page, plotly_figures, rest_view, view_texts, view_theta
+from app_support import (
+    assert_component_draws_basic_traces,
+    open_page,
+    plotly_figures,
+    rest_view,
+    view_texts,
+    view_theta,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from dashboard import plotly_component, state  # noqa: E402
-from dashboard.snapshot_assets import BASIC_TRACES  # noqa: E402
+from dashboard import state  # noqa: E402
 from hsc_core.core.curves import hierarchical_rc_curve  # noqa: E402
 from hsc_core.core.probabilities import fit_temperature, node_probabilities, softmax  # noqa: E402
 from hsc_core.core.protocol import calibration_mask  # noqa: E402
@@ -149,21 +154,10 @@ def test_every_page_renders_without_errors(page, use_dir, model_dir):
     assert not at.error, [e.value for e in at.error]
     # The sidebar (model picker) is there on every page: the page ran inside app.py.
     assert at.selectbox(key="_w.sb.model").value == "alpha_net"
-    # What the chart component draws, it draws with plotly.js's basic bundle: scatter, bar and pie only.
-    for fig in plotly_figures(at):
-        if fig.component:
-            spec = json.loads(fig.spec)
-            types = {t.get("type", "scatter") for t in spec["data"]}
-            types |= {t.get("type", "scatter") for f in spec.get("frames") or () for t in f["data"]}
-            assert types <= BASIC_TRACES, (fig.id, types)
+    assert_component_draws_basic_traces(at, Path(page).stem.replace("overview", ""))
     if page == "app_pages/compare_models.py":  # its charts (the gains' under its toggle), by the component
         figs = plotly_figures(at)
         assert figs and all(f.component for f in figs) and figs[0].id.endswith("compare_chart")
-    # A link to a page whose first chart the component draws skips the full plotly.js warm-up; any other gets it.
-    figs = plotly_figures(at)
-    if figs:
-        url = "http://h/" + Path(page).stem.replace("overview", "")
-        assert plotly_component.draws_landing_page(url) is figs[0].component, page
 
 
 def test_risk_coverage_operating_points_equal_curve_at_theta(use_dir, model_dir):

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from app_support import open_page
+from app_support import assert_component_draws_basic_traces, open_page
 from per_rank_support import synthetic_per_rank_frame
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,6 +38,7 @@ def test_example_card_by_deep_link(downloads):
     methods = at.dataframe[1].value["method"].tolist()
     assert methods[:2] == ["LTT per rank", "LTT shared θ"] and len(methods) == 5
     assert card["comparison"][0]["reps"] == 1000 and "on the test half (noisier)" in at.dataframe[1].value.columns
+    assert_component_draws_basic_traces(at, "per_rank")
 
 
 def test_upload_and_bad_upload(downloads):
