@@ -104,7 +104,8 @@ def figure(fig, name: str, key: str | None = None, context: ExportContext | None
     from . import plotly_component
 
     if key in plotly_component.CHARTS:
-        plotly_component.chart(fig.to_json(), str(key), config)
+        # its camera button saves what st.plotly_chart's would: this file name, in the chosen format
+        plotly_component.chart(fig.to_json(), str(key), config, image=dict(config["toImageButtonOptions"]))
         return
     st.plotly_chart(fig, config=config, key=key, width=width)
 

@@ -36,8 +36,9 @@ def plotly_figures(at: AppTest) -> list[SimpleNamespace]:
     """The run's Plotly figures in page order, each as ``.id`` (the element id, its key at the end) and
     ``.spec`` (the figure's JSON): st.plotly_chart's and those the chart component draws
     (dashboard/plotly_component.py: every θ-swept view and its ``CHARTS``), whose ``.sweep`` holds
-    a swept view's data (θ, texts, share link; None for a static chart) and ``.component`` whether the
-    component draws it; app.py's invisible plotly.js warm-up chart left out."""
+    a swept view's data (θ, texts, share link; None for a static chart), ``.component`` whether the
+    component draws it and ``.image`` what its camera button saves (format, file name); app.py's invisible
+    plotly.js warm-up chart left out."""
     found: list[SimpleNamespace] = []
 
     def walk(node) -> None:
@@ -45,10 +46,12 @@ def plotly_figures(at: AppTest) -> list[SimpleNamespace]:
         for child in (children.values() if isinstance(children, dict) else []):
             kind, proto = getattr(child, "type", None), getattr(child, "proto", None)
             if kind == "plotly_chart" and "hsc_plotly_warm" not in proto.id:
-                found.append(SimpleNamespace(id=proto.id, spec=proto.spec, sweep=None, component=False))
+                found.append(SimpleNamespace(id=proto.id, spec=proto.spec, sweep=None, component=False,
+                                             image=json.loads(proto.config or "{}").get("toImageButtonOptions")))
             elif kind == "component_instance" and proto.component_name.endswith("hsc_plotly"):
                 args = json.loads(proto.json_args)
-                found.append(SimpleNamespace(id=proto.id, spec=args["spec"], sweep=args.get("sweep"), component=True))
+                found.append(SimpleNamespace(id=proto.id, spec=args["spec"], sweep=args.get("sweep"), component=True,
+                                             image=(args.get("sweep") or {}).get("image") or args.get("image")))
             walk(child)
 
     walk(at._tree)
@@ -107,6 +110,7 @@ def assert_component_draws_basic_traces(at: AppTest, url_path: str) -> None:
 
     figs = plotly_figures(at)
     for fig in figs:
+        assert fig.image and fig.image["filename"] and fig.image["format"] in ("png", "svg"), fig.id  # a named download
         if fig.component:
             spec = json.loads(fig.spec)
             types = {t.get("type", "scatter") for t in spec["data"]}

@@ -160,6 +160,17 @@ def test_every_page_renders_without_errors(page, use_dir, model_dir):
         assert figs and all(f.component for f in figs) and figs[0].id.endswith("compare_chart")
 
 
+def test_a_component_chart_downloads_as_st_plotly_chart_did(use_dir, model_dir):
+    """Compare models' chart, drawn by the chart component: its camera button saves the page's file name in
+    the format the sidebar chose, as st.plotly_chart's did."""
+    use_dir(model_dir)
+    for fmt in ("svg", "png"):
+        at = open_page("app_pages/compare_models.py", {"fmt": fmt})
+        chart = next(f for f in plotly_figures(at) if f.id.endswith("compare_chart"))
+        assert chart.component and chart.image["format"] == fmt
+        assert chart.image["filename"].startswith("compare_climbing_01"), chart.image
+
+
 def test_risk_coverage_operating_points_equal_curve_at_theta(use_dir, model_dir):
     use_dir(model_dir)
     at = open_page("app_pages/risk_coverage.py")
