@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from dashboard.plotly_component import CHARTS
+
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 # Settings of the developer's shell that would change what the served app shows.
@@ -150,11 +152,10 @@ window.hscBox = (el) => {
 """
 
 
-#: The charts drawn by the chart component (in its iframe): every θ-swept view and the static charts of the
-#: Overview, Compare models, the Model atlas and Per-rank thresholds (``plotly_component.CHARTS``).
+#: The charts drawn by the chart component (in its iframe): every θ-swept view and the static charts it
+#: draws (``plotly_component.CHARTS``, the one list of them).
 COMPONENT_CHARTS = frozenset({"explorer_tree", "rc_chart", "img_tree", "story_tree_sel", "story_tree_climb",
-                              "story_rc", "overview_illustration", "overview_gains", "compare_chart", "compare_gains",
-                              "atlas_chart", "atlas_regimes", "rank_rc", "rank_stops"})
+                              "story_rc"}) | CHARTS
 
 
 def in_frame(key: str, url: str = "") -> bool:
